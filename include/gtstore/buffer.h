@@ -1,0 +1,82 @@
+/* Buffers: reference-counted memory blocks.
+ *
+ * A buffer owns one allocation (or wraps memory somebody else owns, keeping
+ * that owner alive through a release callback). Counts are atomic, so
+ * buffers may be retained and released from any thread.
+ *
+ * Host allocation: small blocks come from the C heap, 64-byte aligned. Large
+ * blocks (>= GTS_LARGE_BLOCK bytes) are mapped directly, 2 MiB aligned and
+ * advised for transparent huge pages, and when released they go to a bounded
+ * cache instead of back to the system: allocating a block of a size just
+ * freed then costs no page faults. The cache holds at most
+ * gts_cache_limit() bytes; the environment variable GTSTORE_CACHE_LIMIT sets
+ * the initial limit (bytes, with an optional K/M/G suffix; 0 turns the cache
+ * off), default 1 GiB. */
+#ifndef GTSTORE_BUFFER_H
+#define GTSTORE_BUFFER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "gtstore/error.h"
+#include "gtstore/geometry.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct gts_buffer gts_buffer;
+
+/* Called once when the last reference to a wrapped buffer is released. */
+typedef void (*gts_release_fn)(void *ctx);
+
+#define GTS_LARGE_BLOCK ((int64_t)2 << 20)
+#define GTS_DEFAULT_CACHE_LIMIT ((int64_t)1 << 30)
+
+/* Allocation flags. */
+enum {
+    GTS_ALLOC_ZERO = 1 /* the block reads as zeros (like calloc) */
+};
+
+/* Allocates `size` bytes of host memory owned by the new buffer. */
+int gts_buffer_alloc_host(int64_t size, unsigned flags, gts_buffer **out, gts_error *err);
+
+/* Wraps `size` bytes at `data` that the caller owns. `release(ctx)` (may be
+ * NULL) runs when the buffer dies; the memory itself is never freed here. */
+int gts_buffer_wrap_host(void *data, int64_t size, gts_release_fn release, void *ctx,
+                         gts_buffer **out, gts_error *err);
+
+/* Allocates the block for `geometry`; `*offset` receives the byte offset of
+ * element 0 from the block base (see gts_geometry_offset). */
+int gts_buffer_alloc_geometry(const gts_geometry *geometry, unsigned flags, gts_buffer **out,
+                              int64_t *offset, gts_error *err);
+
+gts_buffer *gts_buffer_retain(gts_buffer *buffer);
+/* Drops one reference; the last one frees or uncaches the block, or calls
+ * the release callback of wrapped memory. NULL is ignored. */
+void gts_buffer_release(gts_buffer *buffer);
+
+void *gts_buffer_host(const gts_buffer *buffer);
+int64_t gts_buffer_size(const gts_buffer *buffer);
+bool gts_buffer_owns_memory(const gts_buffer *buffer);
+
+/* The large-block cache. Setting the limit evicts down to it; 0 disables. */
+int64_t gts_cache_limit(void);
+void gts_cache_set_limit(int64_t bytes);
+void gts_cache_clear(void);
+
+typedef struct gts_memory_stats {
+    int64_t live_buffers; /* buffers not yet released */
+    int64_t live_bytes;   /* bytes of memory they own */
+    int64_t cached_blocks;
+    int64_t cached_bytes;
+    int64_t cache_hits;   /* large allocations served from the cache */
+    int64_t cache_misses; /* large allocations that mapped new memory */
+} gts_memory_stats;
+
+void gts_memory_stats_get(gts_memory_stats *stats);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

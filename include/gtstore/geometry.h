@@ -1,0 +1,62 @@
+/* Geometry of an allocation: padded shape, byte strides, size and the offset
+ * that aligns one grid point. Bit-for-bit the algorithm of GT4Py's
+ * allocators (and GridTools before it):
+ *
+ *   A = alignment in bytes, B = max(A / itemsize, 1) elements;
+ *   1. only the contiguous dimension is padded, up to a multiple of B;
+ *   2. strides are products of padded extents in layout order;
+ *   3. the block needs itemsize * prod(padded) + A - 1 bytes;
+ *   4. element 0 sits at the offset from the block base that makes the
+ *      address of the element at `aligned_index` a multiple of A.
+ *
+ * Every stride but the contiguous one is a multiple of A, so only the
+ * contiguous component of `aligned_index` matters: every point sharing it is
+ * aligned too. Every product is checked for overflow. */
+#ifndef GTSTORE_GEOMETRY_H
+#define GTSTORE_GEOMETRY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "gtstore/error.h"
+#include "gtstore/layout.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct gts_geometry {
+    int ndim;
+    int64_t itemsize;  /* bytes */
+    int64_t alignment; /* bytes */
+    int layout[GTS_MAX_NDIM];
+    int64_t shape[GTS_MAX_NDIM];
+    int64_t padded_shape[GTS_MAX_NDIM];
+    int64_t strides[GTS_MAX_NDIM]; /* bytes */
+    int64_t aligned_index[GTS_MAX_NDIM];
+    int64_t span;       /* itemsize * prod(padded_shape): bytes from element 0 */
+    int64_t alloc_size; /* span + alignment - 1: bytes to allocate */
+} gts_geometry;
+
+/* Computes the geometry. `aligned_index` may be NULL (all zeros). Checks:
+ * shape >= 0, layout a permutation, alignment >= 1 and either a multiple or a
+ * divisor of itemsize, 0 <= aligned_index[d] < shape[d] (0 for an empty
+ * dimension), and every size in 64 bits. */
+int gts_geometry_init(gts_geometry *geometry, int ndim, const int64_t *shape, const int *layout,
+                      int64_t itemsize, int64_t alignment, const int64_t *aligned_index,
+                      gts_error *err);
+
+/* The byte offset of element 0 from a block at `base` (0 <= offset < A). */
+int64_t gts_geometry_offset(const gts_geometry *geometry, uintptr_t base);
+
+/* Number of elements prod(shape) (without padding), checked at init. */
+int64_t gts_geometry_size(const gts_geometry *geometry);
+
+/* Checked 64-bit arithmetic: true (and *out untouched) on overflow. */
+bool gts_mul_overflow(int64_t a, int64_t b, int64_t *out);
+bool gts_add_overflow(int64_t a, int64_t b, int64_t *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

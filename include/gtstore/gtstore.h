@@ -1,0 +1,15 @@
+/* libgtstore: storage for stencil codes. Include this umbrella header or the
+ * header of one concept. */
+#ifndef GTSTORE_GTSTORE_H
+#define GTSTORE_GTSTORE_H
+
+#include "gtstore/buffer.h"
+#include "gtstore/dtype.h"
+#include "gtstore/error.h"
+#include "gtstore/geometry.h"
+#include "gtstore/kernels.h"
+#include "gtstore/layout.h"
+#include "gtstore/preset.h"
+#include "gtstore/version.h"
+
+#endif

@@ -1,0 +1,77 @@
+/* Dimension labels and memory layouts.
+ *
+ * A dimension is labelled I, J or K (the cartesian axes) or with a data
+ * dimension number 0, 1, .... A layout gives each dimension its rank in
+ * decreasing stride order: layout[d] == 0 is the largest stride, the
+ * dimension with the highest rank is contiguous. */
+#ifndef GTSTORE_LAYOUT_H
+#define GTSTORE_LAYOUT_H
+
+#include <stdint.h>
+
+#include "gtstore/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Upper bound on the number of dimensions (NumPy 2 and PEP 3118 allow 64). */
+#define GTS_MAX_NDIM 64
+
+/* Largest data dimension number. */
+#define GTS_MAX_DATA_DIM 999999
+
+/* A dimension label: the three cartesian axes are negative, a data dimension
+ * is its number (>= 0). */
+typedef int32_t gts_dim;
+enum { GTS_DIM_I = -3, GTS_DIM_J = -2, GTS_DIM_K = -1 };
+
+/* Big enough for any formatted label ("I", "123456"). */
+#define GTS_DIM_TEXT_SIZE 8
+
+/* The default labels for `ndim` dimensions: "IJK"[:ndim] for ndim <= 3, else
+ * I, J, K, 0, 1, .... */
+int gts_dims_default(int ndim, gts_dim *dims, gts_error *err);
+
+/* One label: "I", "J", "K" or a decimal number ("0", "12"). */
+int gts_dim_parse(const char *label, gts_dim *out, gts_error *err);
+void gts_dim_format(gts_dim dim, char text[GTS_DIM_TEXT_SIZE]);
+
+/* A string of one-character labels such as "IJK0"; `*ndim` receives the
+ * count. Checked with gts_dims_check. */
+int gts_dims_parse(const char *text, gts_dim *dims, int *ndim, gts_error *err);
+
+/* Valid labels, none repeated, ndim in [0, GTS_MAX_NDIM]. */
+int gts_dims_check(int ndim, const gts_dim *dims, gts_error *err);
+
+/* `layout` is a permutation of 0 .. ndim-1. */
+int gts_layout_check(int ndim, const int *layout, gts_error *err);
+
+/* Positional layouts: C (last index contiguous) and Fortran (first). */
+void gts_layout_c(int ndim, int *layout);
+void gts_layout_f(int ndim, int *layout);
+
+/* Layout by names. `order` lists labels from the largest stride to the
+ * contiguous one. Dimensions of `dims` missing from `order` must be data
+ * dimensions: they become the outermost, lowest number first. Labels of
+ * `order` missing from `dims` are skipped, so "IJK" also serves 2-d fields.
+ * This is where the position of a label in `dims` stops mattering: with
+ * order "IJK", K is contiguous for dims "IJK" and for dims "KJI" alike. */
+int gts_layout_from_order(int ndim, const gts_dim *dims, int norder, const gts_dim *order,
+                          int *layout, gts_error *err);
+
+/* Layout from an axis string such as "KJI" (the order above, as text). */
+int gts_layout_from_axes(int ndim, const gts_dim *dims, const char *axes, int *layout,
+                         gts_error *err);
+
+/* The layout an existing array has: ranks by decreasing absolute stride;
+ * ties keep the index order. Used to copy the layout of a template. */
+void gts_layout_from_strides(int ndim, const int64_t *strides, int *layout);
+
+/* The dimension with the highest rank (the contiguous one); -1 if ndim == 0. */
+int gts_layout_contiguous_dim(int ndim, const int *layout);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

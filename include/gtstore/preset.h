@@ -1,0 +1,67 @@
+/* Presets: named sets of allocation parameters for a backend (alignment,
+ * layout rule, device). The registry holds the built-in presets of GT4Py and
+ * GridTools and any the user registers. It is thread-safe. */
+#ifndef GTSTORE_PRESET_H
+#define GTSTORE_PRESET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gtstore/error.h"
+#include "gtstore/layout.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GTS_PRESET_NAME_SIZE 64
+
+typedef enum gts_device { GTS_DEVICE_CPU = 0, GTS_DEVICE_GPU = 1 } gts_device;
+
+typedef enum gts_layout_rule {
+    GTS_LAYOUT_NAMED,   /* base_layout ranks I, J, K; data dims outermost */
+    GTS_LAYOUT_C,       /* positional: last index contiguous */
+    GTS_LAYOUT_F,       /* positional: first index contiguous */
+    GTS_LAYOUT_FUNCTION /* layout_fn decides */
+} gts_layout_rule;
+
+/* Computes a layout for `ndim` dimensions labelled `dims`; returns 0 or a
+ * gts_status (setting `err`). The result is validated by the caller. */
+typedef int (*gts_layout_fn)(int ndim, const gts_dim *dims, int *layout, void *ctx,
+                             gts_error *err);
+
+typedef struct gts_preset {
+    char name[GTS_PRESET_NAME_SIZE];
+    int64_t alignment; /* in elements: the byte alignment is this times the itemsize */
+    gts_layout_rule rule;
+    int base_layout[3]; /* GTS_LAYOUT_NAMED: the ranks of I, J and K */
+    gts_layout_fn layout_fn;
+    void *layout_ctx;
+    /* Called with layout_ctx when the preset is unregistered or replaced. */
+    void (*release_ctx)(void *ctx);
+    gts_device device;
+} gts_preset;
+
+/* Copies the preset called `name` into `out`; GTS_ENOTFOUND if none. */
+int gts_preset_lookup(const char *name, gts_preset *out, gts_error *err);
+
+/* Adds a user preset, or replaces a user preset of the same name. Built-in
+ * names cannot be replaced (GTS_EEXIST). The preset is validated. */
+int gts_preset_register(const gts_preset *preset, gts_error *err);
+
+/* Removes a user preset (GTS_ENOTFOUND if there is none of that name). */
+int gts_preset_unregister(const char *name, gts_error *err);
+
+/* Number of presets and the i-th (built-ins first, then user presets in
+ * registration order), for listing. */
+size_t gts_preset_count(void);
+int gts_preset_at(size_t index, gts_preset *out, gts_error *err);
+
+/* The layout `preset` gives to `ndim` dimensions labelled `dims`. */
+int gts_preset_layout(const gts_preset *preset, int ndim, const gts_dim *dims, int *layout,
+                      gts_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

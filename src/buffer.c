@@ -1,0 +1,348 @@
+#define _DEFAULT_SOURCE /* mmap flags and madvise */
+#include "gtstore/buffer.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "internal.h"
+
+#define HUGE_PAGE ((int64_t)2 << 20)
+#define HEAP_ALIGNMENT 64
+
+typedef enum memory_kind {
+    MEMORY_HEAP,   /* header and data in one malloc block */
+    MEMORY_MAPPED, /* a huge-page mapping, cached on release */
+    MEMORY_WRAPPED /* somebody else's; release callback */
+} memory_kind;
+
+struct gts_buffer {
+    atomic_llong refs;
+    memory_kind kind;
+    void *host;          /* usable bytes start here */
+    int64_t size;        /* usable bytes */
+    int64_t mapped_size; /* MEMORY_MAPPED: length of the mapping */
+    gts_release_fn release;
+    void *ctx;
+};
+
+/* ---- statistics -------------------------------------------------------- */
+
+static atomic_llong live_buffers, live_bytes;
+
+static void count_live(int64_t buffers, int64_t bytes)
+{
+    atomic_fetch_add_explicit(&live_buffers, buffers, memory_order_relaxed);
+    atomic_fetch_add_explicit(&live_bytes, bytes, memory_order_relaxed);
+}
+
+/* ---- the cache of large mappings ----------------------------------------
+ * A small array, most recently freed last. Bounded by `cache_bytes_limit`;
+ * the oldest mappings are unmapped first. */
+
+#define CACHE_SLOTS 64
+
+typedef struct cached_block {
+    void *base;
+    int64_t size;
+} cached_block;
+
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
+static cached_block cache[CACHE_SLOTS];
+static int cache_count;
+static int64_t cache_bytes, cache_bytes_limit = GTS_DEFAULT_CACHE_LIMIT;
+static int64_t cache_hits, cache_misses;
+
+/* GTSTORE_CACHE_LIMIT: bytes with an optional K, M or G suffix. */
+static void read_environment(void)
+{
+    const char *text = getenv("GTSTORE_CACHE_LIMIT");
+    if (!text || !*text)
+        return;
+    char *end;
+    errno = 0;
+    long long value = strtoll(text, &end, 10);
+    int shift = 0;
+    switch (*end) {
+    case 'k': case 'K': shift = 10; ++end; break;
+    case 'm': case 'M': shift = 20; ++end; break;
+    case 'g': case 'G': shift = 30; ++end; break;
+    default: break;
+    }
+    if (errno || end == text || *end || value < 0 || value > (INT64_MAX >> shift))
+        return; /* malformed: keep the default rather than guess */
+    cache_bytes_limit = (int64_t)value << shift;
+}
+
+static void unmap(cached_block block)
+{
+    munmap(block.base, (size_t)block.size);
+}
+
+/* Removes the oldest entries until `incoming` more bytes fit; caller holds
+ * the lock and unmaps what lands in `evicted`. */
+static int evict_for(int64_t incoming, cached_block *evicted)
+{
+    int n = 0;
+    while (cache_count > 0 &&
+           (cache_bytes + incoming > cache_bytes_limit || cache_count == CACHE_SLOTS)) {
+        evicted[n++] = cache[0];
+        cache_bytes -= cache[0].size;
+        memmove(cache, cache + 1, (size_t)--cache_count * sizeof *cache);
+    }
+    return n;
+}
+
+/* The best-fitting cached mapping of at least `size` bytes and at most a
+ * quarter more, or {NULL, 0}. */
+static cached_block cache_take(int64_t size)
+{
+    pthread_once(&cache_once, read_environment);
+    pthread_mutex_lock(&cache_lock);
+    int best = -1;
+    for (int i = 0; i < cache_count; ++i) {
+        int64_t s = cache[i].size;
+        if (s >= size && s - size <= size / 4 && (best < 0 || s < cache[best].size))
+            best = i;
+    }
+    cached_block block = {NULL, 0};
+    if (best >= 0) {
+        block = cache[best];
+        cache_bytes -= block.size;
+        memmove(cache + best, cache + best + 1, (size_t)(--cache_count - best) * sizeof *cache);
+        ++cache_hits;
+    } else {
+        ++cache_misses;
+    }
+    pthread_mutex_unlock(&cache_lock);
+    return block;
+}
+
+static void cache_put(cached_block block)
+{
+    cached_block evicted[CACHE_SLOTS + 1];
+    int n = 0;
+    pthread_once(&cache_once, read_environment);
+    pthread_mutex_lock(&cache_lock);
+    if (block.size <= cache_bytes_limit) {
+        n = evict_for(block.size, evicted);
+        cache[cache_count++] = block;
+        cache_bytes += block.size;
+    } else {
+        evicted[n++] = block;
+    }
+    pthread_mutex_unlock(&cache_lock);
+    for (int i = 0; i < n; ++i)
+        unmap(evicted[i]);
+}
+
+int64_t gts_cache_limit(void)
+{
+    pthread_once(&cache_once, read_environment);
+    pthread_mutex_lock(&cache_lock);
+    int64_t limit = cache_bytes_limit;
+    pthread_mutex_unlock(&cache_lock);
+    return limit;
+}
+
+void gts_cache_set_limit(int64_t bytes)
+{
+    cached_block evicted[CACHE_SLOTS + 1];
+    pthread_once(&cache_once, read_environment);
+    pthread_mutex_lock(&cache_lock);
+    cache_bytes_limit = bytes > 0 ? bytes : 0;
+    int n = evict_for(0, evicted);
+    pthread_mutex_unlock(&cache_lock);
+    for (int i = 0; i < n; ++i)
+        unmap(evicted[i]);
+}
+
+void gts_cache_clear(void)
+{
+    cached_block evicted[CACHE_SLOTS];
+    pthread_mutex_lock(&cache_lock);
+    int n = cache_count;
+    memcpy(evicted, cache, (size_t)n * sizeof *cache);
+    cache_count = 0;
+    cache_bytes = 0;
+    pthread_mutex_unlock(&cache_lock);
+    for (int i = 0; i < n; ++i)
+        unmap(evicted[i]);
+}
+
+void gts_memory_stats_get(gts_memory_stats *stats)
+{
+    stats->live_buffers = atomic_load_explicit(&live_buffers, memory_order_relaxed);
+    stats->live_bytes = atomic_load_explicit(&live_bytes, memory_order_relaxed);
+    pthread_mutex_lock(&cache_lock);
+    stats->cached_blocks = cache_count;
+    stats->cached_bytes = cache_bytes;
+    stats->cache_hits = cache_hits;
+    stats->cache_misses = cache_misses;
+    pthread_mutex_unlock(&cache_lock);
+}
+
+/* ---- allocation --------------------------------------------------------- */
+
+static int out_of_memory(gts_error *err, int64_t size)
+{
+    return gts_error_set(err, GTS_ENOMEM, "out of memory: cannot allocate %lld bytes",
+                         (long long)size);
+}
+
+/* A fresh mapping, aligned to the huge page size and advised to use huge
+ * pages; its pages read as zeros. */
+static cached_block map_huge(int64_t size)
+{
+    size_t length = (size_t)size + (size_t)HUGE_PAGE;
+    char *raw = mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (raw == MAP_FAILED)
+        return (cached_block){NULL, 0};
+    uintptr_t start = ((uintptr_t)raw + (uintptr_t)HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1);
+    size_t head = start - (uintptr_t)raw, tail = length - head - (size_t)size;
+    if (head)
+        munmap(raw, head);
+    if (tail)
+        munmap((char *)start + size, tail);
+#ifdef MADV_HUGEPAGE
+    madvise((void *)start, (size_t)size, MADV_HUGEPAGE);
+#endif
+    return (cached_block){(void *)start, size};
+}
+
+static int alloc_large(gts_buffer *buffer, int64_t size, unsigned flags, gts_error *err)
+{
+    int64_t rounded = (size + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
+    cached_block block = cache_take(rounded);
+    bool fresh = block.base == NULL;
+    if (fresh)
+        block = map_huge(rounded);
+    if (!block.base)
+        return out_of_memory(err, size);
+    if ((flags & GTS_ALLOC_ZERO) && !fresh)
+        gts__zero(block.base, size);
+    buffer->kind = MEMORY_MAPPED;
+    buffer->host = block.base;
+    buffer->mapped_size = block.size;
+    return GTS_OK;
+}
+
+static size_t heap_header_size(void)
+{
+    return (sizeof(gts_buffer) + HEAP_ALIGNMENT - 1) / HEAP_ALIGNMENT * HEAP_ALIGNMENT;
+}
+
+int gts_buffer_alloc_host(int64_t size, unsigned flags, gts_buffer **out, gts_error *err)
+{
+    if (size < 0 || (uint64_t)size > (uint64_t)PTRDIFF_MAX - heap_header_size() - HEAP_ALIGNMENT)
+        return gts_error_set(err, size < 0 ? GTS_EINVAL : GTS_EOVERFLOW,
+                             "size: %lld bytes cannot be allocated", (long long)size);
+    gts_buffer *buffer;
+    if (size < GTS_LARGE_BLOCK) {
+        /* One block: header, then the data on a 64-byte boundary. */
+        char *raw = malloc(heap_header_size() + HEAP_ALIGNMENT + (size_t)size);
+        if (!raw)
+            return out_of_memory(err, size);
+        uintptr_t data = ((uintptr_t)raw + heap_header_size() + HEAP_ALIGNMENT - 1) &
+                         ~(uintptr_t)(HEAP_ALIGNMENT - 1);
+        buffer = (gts_buffer *)raw;
+        buffer->kind = MEMORY_HEAP;
+        buffer->host = (void *)data;
+        if (flags & GTS_ALLOC_ZERO)
+            memset(buffer->host, 0, (size_t)size);
+    } else {
+        buffer = malloc(sizeof *buffer);
+        if (!buffer)
+            return out_of_memory(err, size);
+        int rc = alloc_large(buffer, size, flags, err);
+        if (rc) {
+            free(buffer);
+            return rc;
+        }
+    }
+    atomic_init(&buffer->refs, 1);
+    buffer->size = size;
+    buffer->release = NULL;
+    buffer->ctx = NULL;
+    count_live(1, size);
+    *out = buffer;
+    return GTS_OK;
+}
+
+int gts_buffer_wrap_host(void *data, int64_t size, gts_release_fn release, void *ctx,
+                         gts_buffer **out, gts_error *err)
+{
+    if (size < 0)
+        return gts_error_set(err, GTS_EINVAL, "size: %lld bytes is negative", (long long)size);
+    if (!data && size > 0)
+        return gts_error_set(err, GTS_EINVAL, "data: NULL for %lld bytes", (long long)size);
+    gts_buffer *buffer = malloc(sizeof *buffer);
+    if (!buffer)
+        return out_of_memory(err, (int64_t)sizeof *buffer);
+    atomic_init(&buffer->refs, 1);
+    buffer->kind = MEMORY_WRAPPED;
+    buffer->host = data;
+    buffer->size = size;
+    buffer->mapped_size = 0;
+    buffer->release = release;
+    buffer->ctx = ctx;
+    count_live(1, 0);
+    *out = buffer;
+    return GTS_OK;
+}
+
+int gts_buffer_alloc_geometry(const gts_geometry *geometry, unsigned flags, gts_buffer **out,
+                              int64_t *offset, gts_error *err)
+{
+    int rc = gts_buffer_alloc_host(geometry->alloc_size, flags, out, err);
+    if (!rc)
+        *offset = gts_geometry_offset(geometry, (uintptr_t)(*out)->host);
+    return rc;
+}
+
+gts_buffer *gts_buffer_retain(gts_buffer *buffer)
+{
+    atomic_fetch_add_explicit(&buffer->refs, 1, memory_order_relaxed);
+    return buffer;
+}
+
+void gts_buffer_release(gts_buffer *buffer)
+{
+    if (!buffer || atomic_fetch_sub_explicit(&buffer->refs, 1, memory_order_acq_rel) != 1)
+        return;
+    switch (buffer->kind) {
+    case MEMORY_HEAP:
+        count_live(-1, -buffer->size);
+        free(buffer); /* the data lives in the same block */
+        return;
+    case MEMORY_MAPPED:
+        count_live(-1, -buffer->size);
+        cache_put((cached_block){buffer->host, buffer->mapped_size});
+        break;
+    case MEMORY_WRAPPED:
+        count_live(-1, 0);
+        if (buffer->release)
+            buffer->release(buffer->ctx);
+        break;
+    }
+    free(buffer);
+}
+
+void *gts_buffer_host(const gts_buffer *buffer)
+{
+    return buffer->host;
+}
+
+int64_t gts_buffer_size(const gts_buffer *buffer)
+{
+    return buffer->size;
+}
+
+bool gts_buffer_owns_memory(const gts_buffer *buffer)
+{
+    return buffer->kind != MEMORY_WRAPPED;
+}

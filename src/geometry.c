@@ -1,0 +1,133 @@
+#include "gtstore/geometry.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+bool gts_mul_overflow(int64_t a, int64_t b, int64_t *out)
+{
+    int64_t result;
+    if (__builtin_mul_overflow(a, b, &result))
+        return true;
+    *out = result;
+    return false;
+}
+
+bool gts_add_overflow(int64_t a, int64_t b, int64_t *out)
+{
+    int64_t result;
+    if (__builtin_add_overflow(a, b, &result))
+        return true;
+    *out = result;
+    return false;
+}
+
+static int too_big(gts_error *err, int ndim, const int64_t *shape)
+{
+    char text[160] = "";
+    size_t used = 0;
+    for (int d = 0; d < ndim && used + 24 < sizeof text; ++d)
+        used += (size_t)snprintf(text + used, sizeof text - used, "%s%lld", d ? ", " : "",
+                                 (long long)shape[d]);
+    return gts_error_set(err, GTS_EOVERFLOW,
+                         "shape: (%s) is too big; its size in bytes does not fit in 64 bits", text);
+}
+
+static int check_arguments(int ndim, const int64_t *shape, const int *layout, int64_t itemsize,
+                           int64_t alignment, const int64_t *aligned_index, gts_error *err)
+{
+    if (ndim < 0 || ndim > GTS_MAX_NDIM)
+        return gts_error_set(err, GTS_EINVAL, "ndim: %d is outside [0, %d]", ndim, GTS_MAX_NDIM);
+    if (itemsize < 1)
+        return gts_error_set(err, GTS_EINVAL, "itemsize: %lld is not positive", (long long)itemsize);
+    if (alignment < 1)
+        return gts_error_set(err, GTS_EINVAL, "alignment_size: %lld bytes is not positive",
+                             (long long)alignment);
+    if (alignment % itemsize != 0 && itemsize % alignment != 0)
+        return gts_error_set(err, GTS_EINVAL,
+                             "alignment_size: %lld bytes and the itemsize (%lld bytes) must "
+                             "divide one another",
+                             (long long)alignment, (long long)itemsize);
+    for (int d = 0; d < ndim; ++d)
+        if (shape[d] < 0)
+            return gts_error_set(err, GTS_EINVAL, "shape: negative extent %lld at position %d",
+                                 (long long)shape[d], d);
+    int rc = gts_layout_check(ndim, layout, err);
+    if (rc)
+        return rc;
+    for (int d = 0; aligned_index && d < ndim; ++d) {
+        int64_t index = aligned_index[d];
+        if (index < 0 || (index >= shape[d] && index != 0))
+            return gts_error_set(err, GTS_EINVAL,
+                                 "aligned_index: %lld at position %d is outside the shape "
+                                 "(extent %lld)",
+                                 (long long)index, d, (long long)shape[d]);
+    }
+    return GTS_OK;
+}
+
+int gts_geometry_init(gts_geometry *g, int ndim, const int64_t *shape, const int *layout,
+                      int64_t itemsize, int64_t alignment, const int64_t *aligned_index,
+                      gts_error *err)
+{
+    int rc = check_arguments(ndim, shape, layout, itemsize, alignment, aligned_index, err);
+    if (rc)
+        return rc;
+    g->ndim = ndim;
+    g->itemsize = itemsize;
+    g->alignment = alignment;
+    int64_t block = alignment > itemsize ? alignment / itemsize : 1; /* elements per block */
+    int contiguous = gts_layout_contiguous_dim(ndim, layout);
+    int by_rank[GTS_MAX_NDIM];
+    for (int d = 0; d < ndim; ++d) {
+        g->layout[d] = layout[d];
+        g->shape[d] = shape[d];
+        g->padded_shape[d] = shape[d];
+        g->aligned_index[d] = aligned_index ? aligned_index[d] : 0;
+        by_rank[layout[d]] = d;
+    }
+    if (ndim > 0) {
+        int64_t rounded;
+        if (gts_add_overflow(shape[contiguous], block - 1, &rounded))
+            return too_big(err, ndim, shape);
+        g->padded_shape[contiguous] = rounded / block * block;
+    }
+    /* Strides skip empty extents so that they stay distinct; the span does
+     * not, so an empty array spans no bytes. */
+    int64_t stride = itemsize, span = itemsize;
+    for (int r = ndim - 1; r >= 0; --r) {
+        int d = by_rank[r];
+        int64_t extent = g->padded_shape[d];
+        g->strides[d] = stride;
+        if (gts_mul_overflow(stride, extent > 0 ? extent : 1, &stride) ||
+            gts_mul_overflow(span, extent, &span))
+            return too_big(err, ndim, shape);
+    }
+    g->span = span;
+    if (gts_add_overflow(span, alignment - 1, &g->alloc_size) ||
+        (uint64_t)g->alloc_size > (uint64_t)PTRDIFF_MAX)
+        return too_big(err, ndim, shape);
+    return GTS_OK;
+}
+
+int64_t gts_geometry_offset(const gts_geometry *g, uintptr_t base)
+{
+    int64_t alignment = g->alignment;
+    int64_t block = alignment > g->itemsize ? alignment / g->itemsize : 1;
+    int64_t to_aligned_point = 0;
+    if (g->ndim > 0) {
+        int64_t index = g->aligned_index[gts_layout_contiguous_dim(g->ndim, g->layout)];
+        to_aligned_point = ((index + block - 1) / block * block - index) * g->itemsize;
+    }
+    uint64_t a = (uint64_t)alignment;
+    int64_t base_misalignment = (int64_t)((a - base % a) % a);
+    return (to_aligned_point + base_misalignment) % alignment;
+}
+
+int64_t gts_geometry_size(const gts_geometry *g)
+{
+    int64_t size = 1;
+    for (int d = 0; d < g->ndim; ++d)
+        size *= g->shape[d]; /* cannot overflow: bounded by the checked span */
+    return size;
+}

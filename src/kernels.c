@@ -1,0 +1,442 @@
+#include "gtstore/kernels.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "gtstore/geometry.h"
+#include "gtstore/layout.h"
+#include "internal.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#define OMP(directive) _Pragma(directive)
+#else
+#define OMP(directive)
+#endif
+
+/* Bytes per parallel task when one row is split between threads. */
+#define ROW_PART_BYTES ((int64_t)256 << 10)
+/* Edge of a square tile, in elements, for copies that change the contiguous
+ * dimension: two tiles of 8-byte elements stay well inside L1. */
+#define TILE 32
+
+/* An N-d iteration over one or two arrays, reduced to its simplest form:
+ * no dims of extent 1, destination strides positive and decreasing, and
+ * dims merged where both arrays are contiguous across them. */
+typedef struct plan {
+    int ndim;
+    int64_t itemsize;
+    int64_t shape[GTS_MAX_NDIM];
+    int64_t dst_strides[GTS_MAX_NDIM];
+    int64_t src_strides[GTS_MAX_NDIM];
+    char *dst;
+    const char *src; /* NULL for a fill */
+} plan;
+
+static int check_shape(int ndim, const int64_t *shape, gts_error *err)
+{
+    if (ndim < 0 || ndim > GTS_MAX_NDIM)
+        return gts_error_set(err, GTS_EINVAL, "ndim: %d is outside [0, %d]", ndim, GTS_MAX_NDIM);
+    for (int d = 0; d < ndim; ++d)
+        if (shape[d] < 0)
+            return gts_error_set(err, GTS_EINVAL, "shape: negative extent %lld at position %d",
+                                 (long long)shape[d], d);
+    return GTS_OK;
+}
+
+/* Returns false if the iteration is empty. */
+static bool plan_init(plan *p, char *dst, const int64_t *dst_strides, const char *src,
+                      const int64_t *src_strides, int ndim, const int64_t *shape, int64_t itemsize)
+{
+    p->itemsize = itemsize;
+    p->dst = dst;
+    p->src = src;
+    p->ndim = 0;
+    for (int d = 0; d < ndim; ++d) {
+        if (shape[d] == 0)
+            return false;
+        if (shape[d] == 1)
+            continue;
+        int64_t n = shape[d], ds = dst_strides[d], ss = src ? src_strides[d] : 0;
+        if (ds < 0) { /* walk this dim backwards: same pairs, positive stride */
+            p->dst += (n - 1) * ds;
+            p->src += src ? (n - 1) * ss : 0;
+            ds = -ds;
+            ss = -ss;
+        }
+        /* insertion by decreasing destination stride, stable */
+        int k = p->ndim++;
+        for (; k > 0 && p->dst_strides[k - 1] < ds; --k) {
+            p->shape[k] = p->shape[k - 1];
+            p->dst_strides[k] = p->dst_strides[k - 1];
+            p->src_strides[k] = p->src_strides[k - 1];
+        }
+        p->shape[k] = n;
+        p->dst_strides[k] = ds;
+        p->src_strides[k] = ss;
+    }
+    /* merge dim k into k + 1 where both arrays continue seamlessly */
+    for (int k = p->ndim - 2; k >= 0; --k) {
+        int64_t n = p->shape[k + 1];
+        if (p->dst_strides[k] == p->dst_strides[k + 1] * n &&
+            p->src_strides[k] == p->src_strides[k + 1] * n) {
+            p->shape[k + 1] *= p->shape[k];
+            for (int j = k; j < p->ndim - 1; ++j) {
+                p->shape[j] = p->shape[j + 1];
+                p->dst_strides[j] = p->dst_strides[j + 1];
+                p->src_strides[j] = p->src_strides[j + 1];
+            }
+            --p->ndim;
+        }
+    }
+    return true;
+}
+
+/* ---- the parallel walk over units ------------------------------------
+ * The outer dims of a plan (all but its last `inner` dims) times `parts`
+ * make the units of work; threads take contiguous ranges of units and walk
+ * the outer index incrementally. */
+
+typedef struct walker {
+    const plan *p;
+    int nouter;
+    int64_t index[GTS_MAX_NDIM];
+    char *dst;
+    const char *src;
+} walker;
+
+static void walker_seek(walker *w, int64_t outer)
+{
+    const plan *p = w->p;
+    w->dst = p->dst;
+    w->src = p->src;
+    for (int d = w->nouter - 1; d >= 0; --d) {
+        w->index[d] = outer % p->shape[d];
+        outer /= p->shape[d];
+        w->dst += w->index[d] * p->dst_strides[d];
+        if (w->src)
+            w->src += w->index[d] * p->src_strides[d];
+    }
+}
+
+static void walker_next(walker *w)
+{
+    const plan *p = w->p;
+    for (int d = w->nouter - 1; d >= 0; --d) {
+        int64_t back = ++w->index[d] < p->shape[d] ? 1 : 1 - p->shape[d];
+        w->dst += back * p->dst_strides[d];
+        if (w->src)
+            w->src += back * p->src_strides[d];
+        if (back == 1)
+            return;
+        w->index[d] = 0;
+    }
+}
+
+typedef void (*unit_fn)(const plan *p, char *dst, const char *src, int64_t part, int64_t parts);
+
+static int thread_count(int64_t bytes)
+{
+#ifdef _OPENMP
+    if (bytes < GTS_PARALLEL_BYTES)
+        return 1;
+    int64_t wanted = bytes / (GTS_PARALLEL_BYTES / 2);
+    int available = omp_get_max_threads();
+    return wanted < available ? (int)wanted : available;
+#else
+    (void)bytes;
+    return 1;
+#endif
+}
+
+static void walk_range(const plan *p, int nouter, int64_t parts, unit_fn fn, int64_t begin,
+                       int64_t end)
+{
+    if (begin >= end)
+        return;
+    walker w = {.p = p, .nouter = nouter};
+    int64_t outer = begin / parts, part = begin % parts;
+    walker_seek(&w, outer);
+    for (int64_t unit = begin; unit < end; ++unit) {
+        fn(p, w.dst, w.src, part, parts);
+        if (++part == parts) {
+            part = 0;
+            walker_next(&w);
+        }
+    }
+}
+
+static void walk(const plan *p, int inner, int64_t parts, unit_fn fn)
+{
+    int nouter = p->ndim - inner;
+    int64_t outer_count = 1;
+    for (int d = 0; d < nouter; ++d)
+        outer_count *= p->shape[d];
+    int64_t units = outer_count * parts;
+    int64_t bytes = units / parts * p->itemsize;
+    for (int d = nouter; d < p->ndim; ++d)
+        bytes *= p->shape[d];
+    int threads = thread_count(bytes);
+    if (threads <= 1) {
+        walk_range(p, nouter, parts, fn, 0, units);
+        return;
+    }
+    OMP("omp parallel num_threads(threads)")
+    {
+#ifdef _OPENMP
+        int64_t t = omp_get_thread_num(), n = omp_get_num_threads();
+#else
+        int64_t t = 0, n = 1;
+#endif
+        walk_range(p, nouter, parts, fn, units * t / n, units * (t + 1) / n);
+    }
+}
+
+/* A row too long to be one unit is split into parts of ROW_PART_BYTES. */
+static int64_t row_parts(const plan *p)
+{
+    if (p->ndim == 0)
+        return 1;
+    int64_t rows = 1;
+    for (int d = 0; d < p->ndim - 1; ++d)
+        rows *= p->shape[d];
+    int64_t row_bytes = p->shape[p->ndim - 1] * p->itemsize;
+    if (rows >= 64 || row_bytes <= ROW_PART_BYTES)
+        return 1;
+    return (row_bytes + ROW_PART_BYTES - 1) / ROW_PART_BYTES;
+}
+
+/* The element range [*first, *last) of the row that part `part` covers. */
+static void row_part(const plan *p, int64_t part, int64_t parts, int64_t *first, int64_t *last)
+{
+    int64_t n = p->ndim ? p->shape[p->ndim - 1] : 1;
+    *first = n * part / parts;
+    *last = n * (part + 1) / parts;
+}
+
+/* ---- fill ------------------------------------------------------------- */
+
+typedef struct fill_plan {
+    plan p;
+    unsigned char item[16];
+    bool bytes_equal; /* all bytes of the item are the same: memset works */
+} fill_plan;
+
+#define FILL_CONTIGUOUS(size)                          \
+    for (int64_t i = 0; i < count; ++i)                \
+        memcpy(row + i * (size), item, (size));
+
+static void fill_row(const plan *p, char *dst, const char *src, int64_t part, int64_t parts)
+{
+    (void)src;
+    const fill_plan *f = (const fill_plan *)p;
+    const unsigned char *item = f->item;
+    int64_t first, last, size = p->itemsize;
+    row_part(p, part, parts, &first, &last);
+    int64_t stride = p->ndim ? p->dst_strides[p->ndim - 1] : size;
+    char *row = dst + first * stride;
+    int64_t count = last - first;
+    if (stride == size && f->bytes_equal) {
+        memset(row, item[0], (size_t)(count * size));
+    } else if (stride == size) {
+        switch (size) {
+        case 2: FILL_CONTIGUOUS(2) break;
+        case 4: FILL_CONTIGUOUS(4) break;
+        case 8: FILL_CONTIGUOUS(8) break;
+        default: FILL_CONTIGUOUS(16) break;
+        }
+    } else {
+        for (int64_t i = 0; i < count; ++i)
+            memcpy(row + i * stride, item, (size_t)size);
+    }
+}
+
+int gts_fill(void *data, int ndim, const int64_t *shape, const int64_t *strides, int64_t itemsize,
+             const void *item, gts_error *err)
+{
+    int rc = check_shape(ndim, shape, err);
+    if (rc)
+        return rc;
+    if (itemsize != 1 && itemsize != 2 && itemsize != 4 && itemsize != 8 && itemsize != 16)
+        return gts_error_set(err, GTS_EINVAL, "itemsize: %lld is not 1, 2, 4, 8 or 16",
+                             (long long)itemsize);
+    fill_plan f;
+    if (!plan_init(&f.p, data, strides, NULL, NULL, ndim, shape, itemsize))
+        return GTS_OK;
+    memcpy(f.item, item, (size_t)itemsize);
+    f.bytes_equal = true;
+    for (int64_t i = 1; i < itemsize; ++i)
+        f.bytes_equal = f.bytes_equal && f.item[i] == f.item[0];
+    walk(&f.p, f.p.ndim ? 1 : 0, row_parts(&f.p), fill_row);
+    return GTS_OK;
+}
+
+int gts_fill_scalar(void *data, int ndim, const int64_t *shape, const int64_t *strides,
+                    gts_dtype dtype, gts_scalar value, gts_error *err)
+{
+    unsigned char item[16];
+    int rc = gts_scalar_store(value, dtype, item, err);
+    return rc ? rc : gts_fill(data, ndim, shape, strides, dtype.itemsize, item, err);
+}
+
+void gts__zero(void *data, int64_t size)
+{
+    const int64_t shape[1] = {size}, strides[1] = {1};
+    const unsigned char zero = 0;
+    gts_fill(data, 1, shape, strides, 1, &zero, NULL);
+}
+
+/* ---- copy ------------------------------------------------------------- */
+
+/* Rows contiguous in both arrays. */
+static void copy_rows(const plan *p, char *dst, const char *src, int64_t part, int64_t parts)
+{
+    int64_t first, last;
+    row_part(p, part, parts, &first, &last);
+    memcpy(dst + first * p->itemsize, src + first * p->itemsize,
+           (size_t)((last - first) * p->itemsize));
+}
+
+#define COPY_STRIDED(size)                                                         \
+    for (int64_t i = first; i < last; ++i)                                         \
+        memcpy(dst + i * dst_stride, src + i * src_stride, (size));
+
+static void copy_strided(const plan *p, char *dst, const char *src, int64_t part, int64_t parts)
+{
+    int64_t first, last;
+    row_part(p, part, parts, &first, &last);
+    int64_t dst_stride = p->ndim ? p->dst_strides[p->ndim - 1] : 0;
+    int64_t src_stride = p->ndim ? p->src_strides[p->ndim - 1] : 0;
+    switch (p->itemsize) {
+    case 1: COPY_STRIDED(1) break;
+    case 2: COPY_STRIDED(2) break;
+    case 4: COPY_STRIDED(4) break;
+    case 8: COPY_STRIDED(8) break;
+    default: COPY_STRIDED(16) break;
+    }
+}
+
+/* The two last dims are (b, a): a is contiguous in dst, b in src. A unit is
+ * one band of TILE b-values across all of a, walked in TILE x TILE tiles so
+ * that the strided side stays in cache. */
+#define COPY_TILE(size)                                                        \
+    for (int64_t a0 = 0; a0 < na; a0 += TILE) {                                \
+        int64_t a1 = a0 + TILE < na ? a0 + TILE : na;                          \
+        for (int64_t b = b0; b < b1; ++b) {                                    \
+            char *d = dst + b * dst_b;                                         \
+            const char *s = src + b * (size);                                  \
+            for (int64_t a = a0; a < a1; ++a)                                  \
+                memcpy(d + a * (size), s + a * src_a, (size));                 \
+        }                                                                      \
+    }
+
+static void copy_transposed(const plan *p, char *dst, const char *src, int64_t band,
+                            int64_t bands)
+{
+    (void)bands;
+    int n = p->ndim;
+    int64_t na = p->shape[n - 1], nb = p->shape[n - 2];
+    int64_t dst_b = p->dst_strides[n - 2], src_a = p->src_strides[n - 1];
+    int64_t b0 = band * TILE, b1 = b0 + TILE < nb ? b0 + TILE : nb;
+    switch (p->itemsize) {
+    case 1: COPY_TILE(1) break;
+    case 2: COPY_TILE(2) break;
+    case 4: COPY_TILE(4) break;
+    case 8: COPY_TILE(8) break;
+    default: COPY_TILE(16) break;
+    }
+}
+
+/* Moves the dim in which src is contiguous next to the innermost one, if
+ * the innermost is contiguous in dst only; returns whether it did. */
+static bool make_transposed(plan *p)
+{
+    int n = p->ndim, inner = n - 1;
+    if (n < 2 || p->dst_strides[inner] != p->itemsize || p->src_strides[inner] == p->itemsize)
+        return false;
+    int b = -1;
+    for (int d = 0; d < inner; ++d)
+        if (p->src_strides[d] == p->itemsize)
+            b = d;
+    if (b < 0 || p->shape[b] < 4 || p->shape[inner] < 4)
+        return false;
+    int64_t shape = p->shape[b], ds = p->dst_strides[b], ss = p->src_strides[b];
+    for (int d = b; d < inner - 1; ++d) {
+        p->shape[d] = p->shape[d + 1];
+        p->dst_strides[d] = p->dst_strides[d + 1];
+        p->src_strides[d] = p->src_strides[d + 1];
+    }
+    p->shape[inner - 1] = shape;
+    p->dst_strides[inner - 1] = ds;
+    p->src_strides[inner - 1] = ss;
+    return true;
+}
+
+/* [lowest, highest) byte addresses an array touches. */
+static void extent(const char *base, int ndim, const int64_t *shape, const int64_t *strides,
+                   int64_t itemsize, uintptr_t *lowest, uintptr_t *highest)
+{
+    int64_t low = 0, high = itemsize;
+    for (int d = 0; d < ndim; ++d) {
+        int64_t reach = (shape[d] - 1) * strides[d];
+        if (reach < 0)
+            low += reach;
+        else
+            high += reach;
+    }
+    *lowest = (uintptr_t)base + (uintptr_t)low;
+    *highest = (uintptr_t)base + (uintptr_t)high;
+}
+
+static int copy_through_temporary(void *dst, const int64_t *dst_strides, const void *src,
+                                  const int64_t *src_strides, int ndim, const int64_t *shape,
+                                  int64_t itemsize, gts_error *err)
+{
+    int64_t strides[GTS_MAX_NDIM], bytes = itemsize;
+    for (int d = ndim - 1; d >= 0; --d) {
+        strides[d] = bytes;
+        if (gts_mul_overflow(bytes, shape[d], &bytes))
+            return gts_error_set(err, GTS_EOVERFLOW, "copy: the temporary does not fit in memory");
+    }
+    char *temporary = malloc((size_t)bytes);
+    if (!temporary)
+        return gts_error_set(err, GTS_ENOMEM, "out of memory: cannot allocate %lld bytes",
+                             (long long)bytes);
+    int rc = gts_copy(temporary, strides, src, src_strides, ndim, shape, itemsize, err);
+    if (!rc)
+        rc = gts_copy(dst, dst_strides, temporary, strides, ndim, shape, itemsize, err);
+    free(temporary);
+    return rc;
+}
+
+int gts_copy(void *dst, const int64_t *dst_strides, const void *src, const int64_t *src_strides,
+             int ndim, const int64_t *shape, int64_t itemsize, gts_error *err)
+{
+    int rc = check_shape(ndim, shape, err);
+    if (rc)
+        return rc;
+    if (itemsize != 1 && itemsize != 2 && itemsize != 4 && itemsize != 8 && itemsize != 16)
+        return gts_error_set(err, GTS_EINVAL, "itemsize: %lld is not 1, 2, 4, 8 or 16",
+                             (long long)itemsize);
+    plan p;
+    if (!plan_init(&p, dst, dst_strides, src, src_strides, ndim, shape, itemsize))
+        return GTS_OK;
+    uintptr_t dst_low, dst_high, src_low, src_high;
+    extent(p.dst, p.ndim, p.shape, p.dst_strides, itemsize, &dst_low, &dst_high);
+    extent(p.src, p.ndim, p.shape, p.src_strides, itemsize, &src_low, &src_high);
+    if (dst_low < src_high && src_low < dst_high) {
+        bool same = p.dst == p.src && memcmp(p.dst_strides, p.src_strides,
+                                             (size_t)p.ndim * sizeof *p.dst_strides) == 0;
+        return same ? GTS_OK
+                    : copy_through_temporary(dst, dst_strides, src, src_strides, ndim, shape,
+                                             itemsize, err);
+    }
+    int inner = p.ndim - 1;
+    if (p.ndim == 0 || (p.dst_strides[inner] == itemsize && p.src_strides[inner] == itemsize))
+        walk(&p, p.ndim ? 1 : 0, row_parts(&p), copy_rows);
+    else if (make_transposed(&p))
+        walk(&p, 2, (p.shape[p.ndim - 2] + TILE - 1) / TILE, copy_transposed);
+    else
+        walk(&p, 1, row_parts(&p), copy_strided);
+    return GTS_OK;
+}

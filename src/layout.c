@@ -1,0 +1,208 @@
+#include "gtstore/layout.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+static int check_ndim(int ndim, gts_error *err)
+{
+    if (ndim < 0 || ndim > GTS_MAX_NDIM)
+        return gts_error_set(err, GTS_EINVAL, "ndim: %d is outside [0, %d]", ndim, GTS_MAX_NDIM);
+    return GTS_OK;
+}
+
+int gts_dims_default(int ndim, gts_dim *dims, gts_error *err)
+{
+    int rc = check_ndim(ndim, err);
+    if (rc)
+        return rc;
+    static const gts_dim cartesian[3] = {GTS_DIM_I, GTS_DIM_J, GTS_DIM_K};
+    for (int d = 0; d < ndim; ++d)
+        dims[d] = d < 3 ? cartesian[d] : d - 3;
+    return GTS_OK;
+}
+
+int gts_dim_parse(const char *label, gts_dim *out, gts_error *err)
+{
+    if (label && label[0] && !label[1] && (label[0] == 'I' || label[0] == 'J' || label[0] == 'K')) {
+        *out = label[0] == 'I' ? GTS_DIM_I : label[0] == 'J' ? GTS_DIM_J : GTS_DIM_K;
+        return GTS_OK;
+    }
+    long value = 0;
+    const char *p = label;
+    for (; p && *p >= '0' && *p <= '9' && value <= GTS_MAX_DATA_DIM; ++p)
+        value = value * 10 + (*p - '0');
+    if (!label || p == label || *p || value > GTS_MAX_DATA_DIM)
+        return gts_error_set(err, GTS_EINVAL,
+                             "dims: invalid label '%s' (expected 'I', 'J', 'K' or a data "
+                             "dimension number '0', '1', ...)",
+                             label ? label : "(null)");
+    *out = (gts_dim)value;
+    return GTS_OK;
+}
+
+void gts_dim_format(gts_dim dim, char text[GTS_DIM_TEXT_SIZE])
+{
+    if (dim < 0)
+        snprintf(text, GTS_DIM_TEXT_SIZE, "%c", "IJK"[dim - GTS_DIM_I]);
+    else
+        snprintf(text, GTS_DIM_TEXT_SIZE, "%d", (int)(dim % (GTS_MAX_DATA_DIM + 1)));
+}
+
+int gts_dims_check(int ndim, const gts_dim *dims, gts_error *err)
+{
+    int rc = check_ndim(ndim, err);
+    if (rc)
+        return rc;
+    for (int d = 0; d < ndim; ++d) {
+        if (dims[d] < GTS_DIM_I || dims[d] > GTS_MAX_DATA_DIM)
+            return gts_error_set(err, GTS_EINVAL, "dims: invalid label %d at position %d",
+                                 (int)dims[d], d);
+        for (int e = 0; e < d; ++e) {
+            if (dims[e] == dims[d]) {
+                char text[GTS_DIM_TEXT_SIZE];
+                gts_dim_format(dims[d], text);
+                return gts_error_set(err, GTS_EINVAL,
+                                     "dims: '%s' appears twice (positions %d and %d)", text, e, d);
+            }
+        }
+    }
+    return GTS_OK;
+}
+
+int gts_dims_parse(const char *text, gts_dim *dims, int *ndim, gts_error *err)
+{
+    size_t n = text ? strlen(text) : 0;
+    if (n > GTS_MAX_NDIM)
+        return gts_error_set(err, GTS_EINVAL, "dims: '%s' has more than %d labels", text,
+                             GTS_MAX_NDIM);
+    for (size_t d = 0; d < n; ++d) {
+        char label[2] = {text[d], '\0'};
+        if (gts_dim_parse(label, &dims[d], NULL))
+            return gts_error_set(err, GTS_EINVAL,
+                                 "dims: invalid label '%c' in '%s' (expected I, J, K or a digit)",
+                                 text[d], text);
+    }
+    int rc = gts_dims_check((int)n, dims, err);
+    if (rc)
+        return rc;
+    *ndim = (int)n;
+    return GTS_OK;
+}
+
+int gts_layout_check(int ndim, const int *layout, gts_error *err)
+{
+    int rc = check_ndim(ndim, err);
+    if (rc)
+        return rc;
+    unsigned char seen[GTS_MAX_NDIM] = {0};
+    for (int d = 0; d < ndim; ++d) {
+        if (layout[d] < 0 || layout[d] >= ndim || seen[layout[d]])
+            return gts_error_set(err, GTS_EINVAL,
+                                 "layout: not a permutation of 0..%d (entry %d at position %d)",
+                                 ndim - 1, layout[d], d);
+        seen[layout[d]] = 1;
+    }
+    return GTS_OK;
+}
+
+void gts_layout_c(int ndim, int *layout)
+{
+    for (int d = 0; d < ndim; ++d)
+        layout[d] = d;
+}
+
+void gts_layout_f(int ndim, int *layout)
+{
+    for (int d = 0; d < ndim; ++d)
+        layout[d] = ndim - 1 - d;
+}
+
+static int index_of(int n, const gts_dim *labels, gts_dim label)
+{
+    for (int i = 0; i < n; ++i)
+        if (labels[i] == label)
+            return i;
+    return -1;
+}
+
+int gts_layout_from_order(int ndim, const gts_dim *dims, int norder, const gts_dim *order,
+                          int *layout, gts_error *err)
+{
+    int rc = gts_dims_check(ndim, dims, err);
+    if (rc)
+        return rc;
+    if (gts_dims_check(norder, order, NULL))
+        return gts_error_set(err, GTS_EINVAL, "layout: the axis order repeats or misnames a label");
+    int placed[GTS_MAX_NDIM]; /* dims from the largest stride inwards */
+    int n = 0;
+    /* Data dimensions the order leaves out are outermost, lowest number first. */
+    for (int d = 0; d < ndim; ++d) {
+        if (dims[d] < 0 || index_of(norder, order, dims[d]) >= 0)
+            continue;
+        int k = n++;
+        for (; k > 0 && dims[placed[k - 1]] > dims[d]; --k)
+            placed[k] = placed[k - 1];
+        placed[k] = d;
+    }
+    for (int i = 0; i < norder; ++i) {
+        int d = index_of(ndim, dims, order[i]);
+        if (d >= 0)
+            placed[n++] = d;
+    }
+    for (int d = 0; d < ndim && n != ndim; ++d) {
+        if (index_of(norder, order, dims[d]) < 0 && dims[d] < 0) {
+            char text[GTS_DIM_TEXT_SIZE];
+            gts_dim_format(dims[d], text);
+            return gts_error_set(err, GTS_EINVAL,
+                                 "layout: the axis order does not place dimension '%s'", text);
+        }
+    }
+    for (int r = 0; r < ndim; ++r)
+        layout[placed[r]] = r;
+    return GTS_OK;
+}
+
+int gts_layout_from_axes(int ndim, const gts_dim *dims, const char *axes, int *layout,
+                         gts_error *err)
+{
+    gts_dim order[GTS_MAX_NDIM];
+    int norder = 0;
+    gts_error inner;
+    if (gts_dims_parse(axes, order, &norder, &inner))
+        return gts_error_set(err, GTS_EINVAL, "layout: '%s' is not an axis order such as 'KJI' (%s)",
+                             axes ? axes : "(null)", inner.message);
+    int rc = gts_layout_from_order(ndim, dims, norder, order, layout, &inner);
+    if (rc)
+        return gts_error_set(err, rc, "layout: '%s' does not fit the dims (%s)", axes,
+                             inner.message);
+    return GTS_OK;
+}
+
+static uint64_t magnitude(int64_t value)
+{
+    return value < 0 ? (uint64_t)0 - (uint64_t)value : (uint64_t)value;
+}
+
+void gts_layout_from_strides(int ndim, const int64_t *strides, int *layout)
+{
+    for (int d = 0; d < ndim; ++d) {
+        uint64_t sd = magnitude(strides[d]);
+        int rank = 0;
+        for (int e = 0; e < ndim; ++e) {
+            uint64_t se = magnitude(strides[e]);
+            if (se > sd || (se == sd && e < d))
+                ++rank;
+        }
+        layout[d] = rank;
+    }
+}
+
+int gts_layout_contiguous_dim(int ndim, const int *layout)
+{
+    int best = -1;
+    for (int d = 0; d < ndim; ++d)
+        if (best < 0 || layout[d] > layout[best])
+            best = d;
+    return best;
+}

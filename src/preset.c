@@ -1,0 +1,200 @@
+#include "gtstore/preset.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NAMED(name, alignment, i, j, k, device) \
+    {name, alignment, GTS_LAYOUT_NAMED, {i, j, k}, NULL, NULL, NULL, device}
+#define POSITIONAL(name, rule) {name, 1, rule, {0, 0, 0}, NULL, NULL, NULL, GTS_DEVICE_CPU}
+
+/* GT4Py 1.x's registry, the positional C/F of GDP-3 and GridTools' legacy
+ * backends; the values are binding (DESIGN.md section 3). */
+static const gts_preset builtins[] = {
+    NAMED("numpy", 1, 0, 1, 2, GTS_DEVICE_CPU),
+    NAMED("debug", 1, 0, 1, 2, GTS_DEVICE_CPU),
+    NAMED("gt:cpu_kfirst", 1, 0, 1, 2, GTS_DEVICE_CPU),
+    NAMED("gt:cpu_ifirst", 1, 2, 1, 0, GTS_DEVICE_CPU),
+    NAMED("gt:gpu", 32, 2, 1, 0, GTS_DEVICE_GPU),
+    NAMED("dace:cpu", 1, 1, 2, 0, GTS_DEVICE_CPU),
+    NAMED("dace:cpu_kfirst", 1, 0, 1, 2, GTS_DEVICE_CPU),
+    NAMED("dace:cpu_KJI", 1, 2, 1, 0, GTS_DEVICE_CPU),
+    NAMED("dace:gpu", 1, 2, 1, 0, GTS_DEVICE_GPU),
+    NAMED("dace:gpu_IJK", 1, 0, 1, 2, GTS_DEVICE_GPU),
+    POSITIONAL("C", GTS_LAYOUT_C),
+    POSITIONAL("F", GTS_LAYOUT_F),
+    NAMED("gtx86", 1, 0, 1, 2, GTS_DEVICE_CPU),
+    NAMED("gtmc", 8, 2, 0, 1, GTS_DEVICE_CPU),
+    NAMED("gtcuda", 32, 2, 1, 0, GTS_DEVICE_GPU),
+};
+#define NBUILTINS (sizeof builtins / sizeof builtins[0])
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static gts_preset *user_presets;
+static size_t user_count, user_capacity;
+
+static const gts_preset *find_builtin(const char *name)
+{
+    for (size_t i = 0; i < NBUILTINS; ++i)
+        if (strcmp(builtins[i].name, name) == 0)
+            return &builtins[i];
+    return NULL;
+}
+
+/* Caller holds the lock. */
+static gts_preset *find_user(const char *name)
+{
+    for (size_t i = 0; i < user_count; ++i)
+        if (strcmp(user_presets[i].name, name) == 0)
+            return &user_presets[i];
+    return NULL;
+}
+
+int gts_preset_lookup(const char *name, gts_preset *out, gts_error *err)
+{
+    if (!name)
+        return gts_error_set(err, GTS_EINVAL, "backend: the preset name is NULL");
+    const gts_preset *builtin = find_builtin(name);
+    if (builtin) {
+        *out = *builtin;
+        return GTS_OK;
+    }
+    pthread_mutex_lock(&lock);
+    const gts_preset *user = find_user(name);
+    if (user)
+        *out = *user;
+    pthread_mutex_unlock(&lock);
+    if (user)
+        return GTS_OK;
+    return gts_error_set(err, GTS_ENOTFOUND, "backend: storage preset '%.64s' is not registered",
+                         name);
+}
+
+static int validate(const gts_preset *preset, gts_error *err)
+{
+    const char *end = memchr(preset->name, '\0', GTS_PRESET_NAME_SIZE);
+    if (!end || end == preset->name)
+        return gts_error_set(err, GTS_EINVAL, "name: a preset name has 1 to %d characters",
+                             GTS_PRESET_NAME_SIZE - 1);
+    if (preset->alignment < 1)
+        return gts_error_set(err, GTS_EINVAL, "alignment: %lld elements is not positive",
+                             (long long)preset->alignment);
+    if (preset->device != GTS_DEVICE_CPU && preset->device != GTS_DEVICE_GPU)
+        return gts_error_set(err, GTS_EINVAL, "device: %d is neither CPU nor GPU",
+                             (int)preset->device);
+    switch (preset->rule) {
+    case GTS_LAYOUT_NAMED: return gts_layout_check(3, preset->base_layout, err);
+    case GTS_LAYOUT_C:
+    case GTS_LAYOUT_F: return GTS_OK;
+    case GTS_LAYOUT_FUNCTION:
+        if (!preset->layout_fn)
+            return gts_error_set(err, GTS_EINVAL, "layout_fn: NULL for a function layout");
+        return GTS_OK;
+    default: return gts_error_set(err, GTS_EINVAL, "rule: unknown layout rule %d", (int)preset->rule);
+    }
+}
+
+static void release_ctx(const gts_preset *preset)
+{
+    if (preset->release_ctx)
+        preset->release_ctx(preset->layout_ctx);
+}
+
+int gts_preset_register(const gts_preset *preset, gts_error *err)
+{
+    int rc = validate(preset, err);
+    if (rc)
+        return rc;
+    if (find_builtin(preset->name))
+        return gts_error_set(err, GTS_EEXIST, "name: '%s' is a built-in preset", preset->name);
+    pthread_mutex_lock(&lock);
+    gts_preset *slot = find_user(preset->name);
+    gts_preset old = slot ? *slot : (gts_preset){0};
+    if (!slot && user_count == user_capacity) {
+        size_t capacity = user_capacity ? 2 * user_capacity : 8;
+        gts_preset *grown = realloc(user_presets, capacity * sizeof *grown);
+        if (!grown) {
+            pthread_mutex_unlock(&lock);
+            return gts_error_set(err, GTS_ENOMEM, "out of memory registering a preset");
+        }
+        user_presets = grown;
+        user_capacity = capacity;
+    }
+    if (!slot)
+        slot = &user_presets[user_count++];
+    *slot = *preset;
+    pthread_mutex_unlock(&lock);
+    release_ctx(&old);
+    return GTS_OK;
+}
+
+int gts_preset_unregister(const char *name, gts_error *err)
+{
+    if (!name)
+        return gts_error_set(err, GTS_EINVAL, "name: NULL");
+    if (find_builtin(name))
+        return gts_error_set(err, GTS_EINVAL, "name: '%s' is a built-in preset", name);
+    pthread_mutex_lock(&lock);
+    gts_preset *slot = find_user(name);
+    gts_preset old = slot ? *slot : (gts_preset){0};
+    if (slot) {
+        size_t index = (size_t)(slot - user_presets);
+        memmove(slot, slot + 1, (user_count - index - 1) * sizeof *slot);
+        --user_count;
+    }
+    pthread_mutex_unlock(&lock);
+    if (!slot)
+        return gts_error_set(err, GTS_ENOTFOUND, "name: no user preset '%.64s'", name);
+    release_ctx(&old);
+    return GTS_OK;
+}
+
+size_t gts_preset_count(void)
+{
+    pthread_mutex_lock(&lock);
+    size_t count = NBUILTINS + user_count;
+    pthread_mutex_unlock(&lock);
+    return count;
+}
+
+int gts_preset_at(size_t index, gts_preset *out, gts_error *err)
+{
+    if (index < NBUILTINS) {
+        *out = builtins[index];
+        return GTS_OK;
+    }
+    pthread_mutex_lock(&lock);
+    bool found = index - NBUILTINS < user_count;
+    if (found)
+        *out = user_presets[index - NBUILTINS];
+    pthread_mutex_unlock(&lock);
+    if (!found)
+        return gts_error_set(err, GTS_EINVAL, "index: %zu is past the last preset", index);
+    return GTS_OK;
+}
+
+int gts_preset_layout(const gts_preset *preset, int ndim, const gts_dim *dims, int *layout,
+                      gts_error *err)
+{
+    int rc = gts_dims_check(ndim, dims, err);
+    if (rc)
+        return rc;
+    switch (preset->rule) {
+    case GTS_LAYOUT_C: gts_layout_c(ndim, layout); return GTS_OK;
+    case GTS_LAYOUT_F: gts_layout_f(ndim, layout); return GTS_OK;
+    case GTS_LAYOUT_FUNCTION:
+        rc = preset->layout_fn(ndim, dims, layout, preset->layout_ctx, err);
+        return rc ? rc : gts_layout_check(ndim, layout, err);
+    default: {
+        rc = gts_layout_check(3, preset->base_layout, err);
+        if (rc)
+            return rc;
+        gts_dim order[3]; /* I, J, K sorted by their base rank */
+        static const gts_dim ijk[3] = {GTS_DIM_I, GTS_DIM_J, GTS_DIM_K};
+        for (int a = 0; a < 3; ++a)
+            order[preset->base_layout[a]] = ijk[a];
+        return gts_layout_from_order(ndim, dims, 3, order, layout, err);
+    }
+    }
+}
