@@ -1,0 +1,386 @@
+/* Python objects to libgtstore types, with errors that name the parameter
+ * and the value. */
+#include "module.h"
+
+#include <string.h>
+
+/* ---- integers and shapes ----------------------------------------------- */
+
+static int as_int64(PyObject *item, const char *param, PyObject *whole, Py_ssize_t position,
+                    int64_t *out)
+{
+    PyObject *index = NULL;
+    if (PyBool_Check(item) || !(PyLong_Check(item) || PyIndex_Check(item))) {
+        if (whole)
+            PyErr_Format(PyExc_TypeError,
+                         "%s: expected integers, got %.80R (type %.80s) at position %zd in %.200R",
+                         param, item, Py_TYPE(item)->tp_name, position, whole);
+        else
+            PyErr_Format(PyExc_TypeError, "%s: expected an integer, got %.80R (type %.80s)",
+                         param, item, Py_TYPE(item)->tp_name);
+        return -1;
+    }
+    if (!PyLong_Check(item) && !(index = PyNumber_Index(item)))
+        return -1;
+    int overflow;
+    long long value = PyLong_AsLongLongAndOverflow(index ? index : item, &overflow);
+    Py_XDECREF(index);
+    if (value == -1 && PyErr_Occurred())
+        return -1;
+    if (overflow) {
+        PyErr_Format(PyExc_ValueError, "%s: %.80R does not fit in 64 bits", param, item);
+        return -1;
+    }
+    *out = value;
+    return 0;
+}
+
+int gtpy_int(PyObject *obj, const char *param, int64_t *out)
+{
+    return as_int64(obj, param, NULL, 0, out);
+}
+
+int gtpy_int_tuple(PyObject *obj, const char *param, int max_ndim, int *ndim, int64_t *values)
+{
+    if (PyUnicode_Check(obj) || PyBytes_Check(obj) || !PySequence_Check(obj)) {
+        PyErr_Format(PyExc_TypeError, "%s: expected a sequence of integers, got %.200R", param,
+                     obj);
+        return -1;
+    }
+    PyObject *fast = PySequence_Fast(obj, param);
+    if (!fast)
+        return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+    int rc = 0;
+    if (n > max_ndim) {
+        PyErr_Format(PyExc_ValueError, "%s: %zd entries in %.200R; at most %d are supported",
+                     param, n, obj, max_ndim);
+        rc = -1;
+    }
+    for (Py_ssize_t i = 0; i < n && rc == 0; ++i)
+        rc = as_int64(PySequence_Fast_GET_ITEM(fast, i), param, obj, i, &values[i]);
+    Py_DECREF(fast);
+    if (rc == 0)
+        *ndim = (int)n;
+    return rc;
+}
+
+int gtpy_shape(PyObject *obj, const char *param, int *ndim, int64_t *shape)
+{
+    int rc;
+    if (PyLong_Check(obj) || (PyIndex_Check(obj) && !PySequence_Check(obj))) {
+        rc = gtpy_int(obj, param, &shape[0]);
+        *ndim = 1;
+    } else {
+        rc = gtpy_int_tuple(obj, param, GTS_MAX_NDIM, ndim, shape);
+    }
+    for (int d = 0; rc == 0 && d < *ndim; ++d) {
+        if (shape[d] < 0) {
+            PyErr_Format(PyExc_ValueError, "%s: negative extent %lld at position %d in %.200R",
+                         param, (long long)shape[d], d, obj);
+            rc = -1;
+        }
+    }
+    return rc;
+}
+
+/* ---- dims ------------------------------------------------------------- */
+
+static int dim_label(PyObject *item, const char *param, Py_ssize_t position, gts_dim *out)
+{
+    PyObject *name = PyObject_GetAttrString(item, "__gt_axis_name__");
+    if (!name) {
+        PyErr_Clear();
+        name = Py_NewRef(item);
+    }
+    int rc = -1;
+    if (!PyUnicode_Check(name)) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s: labels are strings such as 'I' or '0', got %.80R at position %zd",
+                     param, item, position);
+    } else {
+        gts_error err;
+        const char *text = PyUnicode_AsUTF8(name);
+        if (text && gts_dim_parse(text, out, &err) == 0)
+            rc = 0;
+        else if (text)
+            PyErr_Format(PyExc_ValueError, "%s: invalid label %.80R at position %zd (expected "
+                         "'I', 'J', 'K' or a data dimension '0', '1', ...)", param, name, position);
+    }
+    Py_DECREF(name);
+    return rc;
+}
+
+int gtpy_dims(PyObject *obj, const char *param, int *ndim, gts_dim *dims)
+{
+    gts_error err;
+    if (PyUnicode_Check(obj)) {
+        const char *text = PyUnicode_AsUTF8(obj);
+        if (!text)
+            return -1;
+        if (gts_dims_parse(text, dims, ndim, &err) == 0)
+            return 0;
+        PyErr_Format(PyExc_ValueError, "%s: %.200R is not a valid dims string (%s)", param, obj,
+                     err.message);
+        return -1;
+    }
+    if (!PySequence_Check(obj) || PyBytes_Check(obj)) {
+        PyErr_Format(PyExc_TypeError, "%s: expected a string such as 'IJK' or a sequence of "
+                     "labels, got %.200R", param, obj);
+        return -1;
+    }
+    PyObject *fast = PySequence_Fast(obj, param);
+    if (!fast)
+        return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+    int rc = 0;
+    if (n > GTS_MAX_NDIM) {
+        PyErr_Format(PyExc_ValueError, "%s: %zd labels; at most %d are supported", param, n,
+                     GTS_MAX_NDIM);
+        rc = -1;
+    }
+    for (Py_ssize_t i = 0; i < n && rc == 0; ++i)
+        rc = dim_label(PySequence_Fast_GET_ITEM(fast, i), param, i, &dims[i]);
+    Py_DECREF(fast);
+    if (rc == 0 && gts_dims_check((int)n, dims, &err) != 0) {
+        PyErr_Format(PyExc_ValueError, "%s: %.200R: %s", param, obj, err.message);
+        rc = -1;
+    }
+    if (rc == 0)
+        *ndim = (int)n;
+    return rc;
+}
+
+PyObject *gtpy_dims_to_tuple(int ndim, const gts_dim *dims)
+{
+    PyObject *tuple = PyTuple_New(ndim);
+    for (int d = 0; tuple && d < ndim; ++d) {
+        char text[GTS_DIM_TEXT_SIZE];
+        gts_dim_format(dims[d], text);
+        PyObject *label = PyUnicode_FromString(text);
+        if (!label) {
+            Py_CLEAR(tuple);
+            break;
+        }
+        PyTuple_SET_ITEM(tuple, d, label);
+    }
+    return tuple;
+}
+
+/* ---- dtypes ------------------------------------------------------------ */
+
+/* Cache of dtype-likes seen before: object -> int (kind << 8 | itemsize).
+ * Only dtypes without a subarray are cached, which is the hot path. */
+static PyObject *dtype_cache;
+
+static int dtype_from_numpy(PyObject *obj, gtpy_dtype *out)
+{
+    PyObject *numpy_dtype = gtpy_numpy("dtype");
+    if (!numpy_dtype)
+        return -1;
+    PyObject *descr = PyObject_CallOneArg(numpy_dtype, obj);
+    if (!descr) {
+        if (PyErr_ExceptionMatches(PyExc_TypeError) || PyErr_ExceptionMatches(PyExc_ValueError)) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_TypeError, "dtype: data type %.200R not understood", obj);
+        }
+        return -1;
+    }
+    PyObject *sub = PyObject_GetAttrString(descr, "subdtype");
+    PyObject *base = NULL, *typestr = NULL;
+    int rc = -1;
+    out->nsub = 0;
+    if (!sub)
+        goto done;
+    if (sub != Py_None) { /* (base dtype, shape) */
+        base = Py_NewRef(PyTuple_GetItem(sub, 0));
+        if (gtpy_int_tuple(PyTuple_GetItem(sub, 1), "dtype", GTS_MAX_NDIM, &out->nsub,
+                           out->sub_shape) < 0)
+            goto done;
+    } else {
+        base = Py_NewRef(descr);
+    }
+    typestr = PyObject_GetAttrString(base, "str");
+    const char *text = typestr ? PyUnicode_AsUTF8(typestr) : NULL;
+    if (!text)
+        goto done;
+    gts_error err;
+    if (gts_dtype_from_typestr(text, &out->base, &err) != 0) {
+        PyErr_Format(PyExc_TypeError, "dtype: %.200R is not supported (%s)", descr, err.message);
+        goto done;
+    }
+    rc = 0;
+done:
+    Py_XDECREF(typestr);
+    Py_XDECREF(base);
+    Py_XDECREF(sub);
+    Py_DECREF(descr);
+    return rc;
+}
+
+int gtpy_dtype_parse(PyObject *obj, gtpy_dtype *out)
+{
+    if (!dtype_cache && !(dtype_cache = PyDict_New()))
+        return -1;
+    PyObject *hit = PyDict_GetItemWithError(dtype_cache, obj);
+    if (hit) {
+        long packed = PyLong_AsLong(hit);
+        out->base.kind = (char)(packed >> 8);
+        out->base.itemsize = (uint8_t)(packed & 0xff);
+        out->nsub = 0;
+        return 0;
+    }
+    bool hashable = !PyErr_Occurred();
+    PyErr_Clear();
+    if (dtype_from_numpy(obj, out) < 0)
+        return -1;
+    if (hashable && out->nsub == 0 && PyDict_GET_SIZE(dtype_cache) < 256) {
+        PyObject *packed = PyLong_FromLong((long)out->base.kind << 8 | out->base.itemsize);
+        int rc = packed ? PyDict_SetItem(dtype_cache, obj, packed) : -1;
+        Py_XDECREF(packed);
+        if (rc < 0)
+            PyErr_Clear(); /* only a cache */
+    }
+    return 0;
+}
+
+PyObject *gtpy_dtype_object(gts_dtype dtype)
+{
+    PyObject *numpy_dtype = gtpy_numpy("dtype");
+    char typestr[GTS_DTYPE_TEXT_SIZE];
+    gts_dtype_typestr(dtype, typestr);
+    return numpy_dtype ? PyObject_CallFunction(numpy_dtype, "s", typestr) : NULL;
+}
+
+/* ---- scalars ----------------------------------------------------------- */
+
+static int scalar_from_int(PyObject *obj, const char *param, gts_scalar *out)
+{
+    int overflow;
+    long long value = PyLong_AsLongLongAndOverflow(obj, &overflow);
+    if (value == -1 && PyErr_Occurred())
+        return -1;
+    if (!overflow) {
+        out->kind = GTS_SCALAR_INT;
+        out->value.i = value;
+        return 0;
+    }
+    unsigned long long big = overflow > 0 ? PyLong_AsUnsignedLongLong(obj) : 0;
+    if (overflow < 0 || (big == (unsigned long long)-1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_OverflowError, "%s: %.80R is out of bounds for every supported dtype",
+                     param, obj);
+        return -1;
+    }
+    out->kind = GTS_SCALAR_UINT;
+    out->value.u = big;
+    return 0;
+}
+
+int gtpy_scalar(PyObject *obj, const char *param, gts_scalar *out)
+{
+    if (PyBool_Check(obj)) {
+        out->kind = GTS_SCALAR_BOOL;
+        out->value.b = obj == Py_True;
+        return 0;
+    }
+    if (PyLong_Check(obj))
+        return scalar_from_int(obj, param, out);
+    if (PyFloat_Check(obj)) {
+        out->kind = GTS_SCALAR_FLOAT;
+        out->value.f = PyFloat_AS_DOUBLE(obj);
+        return 0;
+    }
+    if (PyComplex_Check(obj)) {
+        out->kind = GTS_SCALAR_COMPLEX;
+        out->value.c.re = PyComplex_RealAsDouble(obj);
+        out->value.c.im = PyComplex_ImagAsDouble(obj);
+        return 0;
+    }
+    /* NumPy scalars and 0-d arrays: their .item() is one of the above. */
+    if (PyObject_HasAttrString(obj, "dtype") && PyObject_HasAttrString(obj, "item")) {
+        PyObject *item = PyObject_CallMethod(obj, "item", NULL);
+        if (!item) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_TypeError, "%s: expected a scalar, got %.200R", param, obj);
+            return -1;
+        }
+        int rc = (PyBool_Check(item) || PyLong_Check(item) || PyFloat_Check(item) ||
+                  PyComplex_Check(item))
+                     ? gtpy_scalar(item, param, out)
+                     : (PyErr_Format(PyExc_TypeError, "%s: %.200R is not a number", param, obj),
+                        -1);
+        Py_DECREF(item);
+        return rc;
+    }
+    if (PyIndex_Check(obj)) {
+        PyObject *index = PyNumber_Index(obj);
+        int rc = index ? scalar_from_int(index, param, out) : -1;
+        Py_XDECREF(index);
+        return rc;
+    }
+    if (Py_TYPE(obj)->tp_as_number && Py_TYPE(obj)->tp_as_number->nb_float) {
+        double value = PyFloat_AsDouble(obj);
+        if (value == -1.0 && PyErr_Occurred())
+            return -1;
+        out->kind = GTS_SCALAR_FLOAT;
+        out->value.f = value;
+        return 0;
+    }
+    PyErr_Format(PyExc_TypeError, "%s: expected a number, got %.200R (type %.80s)", param, obj,
+                 Py_TYPE(obj)->tp_name);
+    return -1;
+}
+
+/* ---- layouts ----------------------------------------------------------- */
+
+static int layout_from_value(PyObject *obj, PyObject *original, int ndim, const gts_dim *dims,
+                             int nsub, int *layout)
+{
+    gts_error err;
+    if (PyUnicode_Check(obj)) {
+        const char *axes = PyUnicode_AsUTF8(obj);
+        if (!axes)
+            return -1;
+        if (gts_layout_from_axes(ndim, dims, axes, layout, &err) != 0)
+            return gtpy_raise(&err);
+        return 0;
+    }
+    int64_t values[GTS_MAX_NDIM];
+    int n;
+    if (gtpy_int_tuple(obj, "layout", GTS_MAX_NDIM, &n, values) < 0)
+        return -1;
+    /* A permutation for the dims before the subarray's: those go outermost. */
+    int shift = n == ndim - nsub ? nsub : 0;
+    if (n != ndim - shift) {
+        PyErr_Format(PyExc_ValueError, "layout: %.200R has %d entries for %d dimensions", original,
+                     n, ndim - nsub);
+        return -1;
+    }
+    for (int d = 0; d < n; ++d)
+        layout[d] = values[d] < 0 || values[d] > INT32_MAX ? -1 : (int)values[d];
+    if (gts_layout_check(n, layout, &err) != 0) {
+        PyErr_Format(PyExc_ValueError, "layout: %.200R is not a permutation of 0..%d", original,
+                     n - 1);
+        return -1;
+    }
+    for (int d = 0; d < n; ++d)
+        layout[d] += shift;
+    for (int d = n; d < ndim; ++d)
+        layout[d] = d - n;
+    return 0;
+}
+
+int gtpy_layout(PyObject *obj, int ndim, const gts_dim *dims, int nsub, int *layout)
+{
+    if (!PyCallable_Check(obj) || PyUnicode_Check(obj) || PySequence_Check(obj))
+        return layout_from_value(obj, obj, ndim, dims, nsub, layout);
+    PyObject *labels = gtpy_dims_to_tuple(ndim, dims);
+    PyObject *result = labels ? PyObject_CallOneArg(obj, labels) : NULL;
+    Py_XDECREF(labels);
+    if (!result)
+        return -1;
+    int rc = layout_from_value(result, obj, ndim, dims, nsub, layout);
+    Py_DECREF(result);
+    return rc;
+}

@@ -1,0 +1,170 @@
+/* The _gtstore extension module: errors, NumPy access and argument parsing
+ * shared by the API functions of the other files. */
+#include "module.h"
+
+#include <string.h>
+
+PyObject *gtpy_UnknownPresetError;
+
+int gtpy_raise(const gts_error *err)
+{
+    if (PyErr_Occurred())
+        return -1;
+    PyObject *type;
+    switch (err->code) {
+    case GTS_ETYPE: type = PyExc_TypeError; break;
+    case GTS_ENOTFOUND: type = gtpy_UnknownPresetError; break;
+    case GTS_ENOMEM: type = PyExc_MemoryError; break;
+    case GTS_ERANGE: type = PyExc_OverflowError; break;
+    default: type = PyExc_ValueError; break; /* EINVAL, EOVERFLOW, EEXIST */
+    }
+    PyErr_SetString(type, err->message);
+    return -1;
+}
+
+PyObject *gtpy_raise_null(const gts_error *err)
+{
+    gtpy_raise(err);
+    return NULL;
+}
+
+PyObject *gtpy_numpy_asarray(void)
+{
+    static PyObject *asarray; /* on the hot path of every allocation */
+    if (!asarray)
+        asarray = Py_XNewRef(gtpy_numpy("asarray"));
+    return asarray;
+}
+
+PyObject *gtpy_numpy(const char *name)
+{
+    static PyObject *numpy, *cache;
+    if (!numpy) {
+        numpy = PyImport_ImportModule("numpy");
+        if (!numpy)
+            return NULL;
+        cache = PyDict_New();
+        if (!cache)
+            return NULL;
+    }
+    PyObject *value = PyDict_GetItemString(cache, name);
+    if (value)
+        return value;
+    value = PyObject_GetAttrString(numpy, name);
+    if (!value || PyDict_SetItemString(cache, name, value) < 0) {
+        Py_XDECREF(value);
+        return NULL;
+    }
+    Py_DECREF(value); /* the cache keeps it */
+    return value;
+}
+
+/* ---- argument parsing -------------------------------------------------- */
+
+static int intern_names(gtpy_signature *sig)
+{
+    if (sig->interned)
+        return 0;
+    PyObject **interned = PyMem_Calloc((size_t)sig->nnames, sizeof *interned);
+    if (!interned)
+        return PyErr_NoMemory(), -1;
+    for (int i = 0; i < sig->nnames; ++i) {
+        interned[i] = PyUnicode_InternFromString(sig->names[i]);
+        if (!interned[i])
+            return -1; /* the strings made so far live as long as the module */
+    }
+    sig->interned = interned;
+    return 0;
+}
+
+static int keyword_index(const gtpy_signature *sig, PyObject *key)
+{
+    for (int i = 0; i < sig->nnames; ++i)
+        if (sig->interned[i] == key)
+            return i;
+    for (int i = 0; i < sig->nnames; ++i) /* not interned: compare text */
+        if (PyUnicode_Compare(sig->interned[i], key) == 0)
+            return i;
+    return -1;
+}
+
+int gtpy_parse_args(gtpy_signature *sig, PyObject *const *args, Py_ssize_t nargs,
+                    PyObject *kwnames, PyObject **values)
+{
+    if (intern_names(sig) < 0)
+        return -1;
+    if (nargs > sig->npositional) {
+        PyErr_Format(PyExc_TypeError, "%s() takes at most %d positional arguments (%zd given)",
+                     sig->function, sig->npositional, nargs);
+        return -1;
+    }
+    for (int i = 0; i < sig->nnames; ++i)
+        values[i] = i < nargs ? args[i] : NULL;
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    for (Py_ssize_t k = 0; k < nkw; ++k) {
+        PyObject *key = PyTuple_GET_ITEM(kwnames, k);
+        int i = keyword_index(sig, key);
+        if (i < 0) {
+            PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%U'",
+                         sig->function, key);
+            return -1;
+        }
+        if (values[i]) {
+            PyErr_Format(PyExc_TypeError, "%s() got multiple values for argument '%s'",
+                         sig->function, sig->names[i]);
+            return -1;
+        }
+        values[i] = args[nargs + k];
+    }
+    for (int i = 0; i < sig->nrequired; ++i) {
+        if (!values[i]) {
+            PyErr_Format(PyExc_TypeError, "%s() missing required argument '%s'", sig->function,
+                         sig->names[i]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* ---- the module ---------------------------------------------------------- */
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "gtstore._gtstore",
+    .m_doc = "C extension of gtstore: allocation, presets and buffer exports over libgtstore.",
+    .m_size = -1,
+};
+
+PyMODINIT_FUNC PyInit__gtstore(void)
+{
+    PyObject *module = PyModule_Create(&module_def);
+    if (!module)
+        return NULL;
+    PyObject *bases = PyTuple_Pack(2, PyExc_ValueError, PyExc_RuntimeError);
+    if (!bases)
+        goto fail;
+    gtpy_UnknownPresetError = PyErr_NewExceptionWithDoc(
+        "gtstore.UnknownPresetError",
+        "No preset (backend) of that name is registered. Both a ValueError and a RuntimeError "
+        "(what GT4Py raises for an unknown backend).",
+        bases, NULL);
+    Py_DECREF(bases);
+    if (!gtpy_UnknownPresetError ||
+        PyModule_AddObjectRef(module, "UnknownPresetError", gtpy_UnknownPresetError) < 0)
+        goto fail;
+    if (PyType_Ready(&gtpy_BufferView_Type) < 0 || PyType_Ready(&gtpy_Plan_Type) < 0 ||
+        PyModule_AddObjectRef(module, "BufferView", (PyObject *)&gtpy_BufferView_Type) < 0 ||
+        PyModule_AddObjectRef(module, "Plan", (PyObject *)&gtpy_Plan_Type) < 0)
+        goto fail;
+    if (PyModule_AddFunctions(module, gtpy_arrays_methods) < 0 ||
+        PyModule_AddFunctions(module, gtpy_presets_methods) < 0 ||
+        PyModule_AddFunctions(module, gtpy_memory_methods) < 0)
+        goto fail;
+    if (PyModule_AddStringConstant(module, "__version__", GTS_VERSION_STRING) < 0 ||
+        PyModule_AddIntConstant(module, "MAX_NDIM", GTS_MAX_NDIM) < 0)
+        goto fail;
+    return module;
+fail:
+    Py_DECREF(module);
+    return NULL;
+}

@@ -1,0 +1,129 @@
+/* NumPy's C API, bound at run time through the `_ARRAY_API` capsule that
+ * NumPy exports for extensions (no NumPy headers at build time).
+ *
+ * Creating an ndarray directly over our memory costs about a third of
+ * np.asarray on a buffer exporter (which builds a memoryview and parses a
+ * PEP 3118 format). Only five slots of the table are used; their indices
+ * and the type numbers below are part of NumPy's ABI, unchanged from 1.x to
+ * 2.x. Anything unexpected (another ABI version, no capsule) disables this
+ * path, and allocation goes through the buffer protocol instead, as it also
+ * does when GTSTORE_NUMPY_CAPI=0 is set. */
+#include "module.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+enum { /* slots of the API table */
+    SLOT_ABI_VERSION = 0,
+    SLOT_ARRAY_TYPE = 2,
+    SLOT_DESCR_FROM_TYPE = 45,
+    SLOT_NEW_FROM_DESCR = 94,
+    SLOT_SET_BASE_OBJECT = 282
+};
+
+enum { /* NumPy's type numbers */
+    NPY_BOOL = 0, NPY_BYTE = 1, NPY_UBYTE = 2, NPY_SHORT = 3, NPY_USHORT = 4, NPY_INT = 5,
+    NPY_UINT = 6, NPY_LONG = 7, NPY_ULONG = 8, NPY_LONGLONG = 9, NPY_ULONGLONG = 10,
+    NPY_FLOAT = 11, NPY_DOUBLE = 12, NPY_CFLOAT = 14, NPY_CDOUBLE = 15, NPY_HALF = 23
+};
+
+#define NPY_ARRAY_WRITEABLE 0x0400
+
+static struct {
+    int state; /* 0 not tried, 1 bound, -1 unavailable */
+    PyTypeObject *array_type;
+    PyObject *(*descr_from_type)(int);
+    PyObject *(*new_from_descr)(PyTypeObject *, PyObject *, int, const Py_ssize_t *,
+                                const Py_ssize_t *, void *, int, PyObject *);
+    int (*set_base_object)(PyObject *, PyObject *);
+    PyObject *descrs[NPY_HALF + 1];
+} api;
+
+static void **array_api_table(void)
+{
+    static const char *const modules[] = {"numpy._core._multiarray_umath",
+                                          "numpy.core._multiarray_umath"};
+    for (size_t i = 0; i < sizeof modules / sizeof modules[0]; ++i) {
+        PyObject *module = PyImport_ImportModule(modules[i]);
+        PyObject *capsule = module ? PyObject_GetAttrString(module, "_ARRAY_API") : NULL;
+        void **table = capsule && PyCapsule_CheckExact(capsule)
+                           ? PyCapsule_GetPointer(capsule, NULL)
+                           : NULL;
+        Py_XDECREF(capsule);
+        Py_XDECREF(module);
+        PyErr_Clear();
+        if (table)
+            return table;
+    }
+    return NULL;
+}
+
+static void bind(void)
+{
+    const char *setting = getenv("GTSTORE_NUMPY_CAPI");
+    api.state = -1;
+    if (setting && strcmp(setting, "0") == 0)
+        return;
+    void **table = array_api_table();
+    if (!table)
+        return;
+    /* Function pointers are stored as void * in the table; POSIX lets them
+     * round-trip, ISO C only through memcpy. */
+    unsigned int (*abi_version)(void);
+    memcpy(&abi_version, &table[SLOT_ABI_VERSION], sizeof abi_version);
+    unsigned int abi = abi_version();
+    if (abi != 0x01000009u && abi != 0x02000000u) /* NumPy 1.x and 2.x */
+        return;
+    api.array_type = (PyTypeObject *)table[SLOT_ARRAY_TYPE];
+    memcpy(&api.descr_from_type, &table[SLOT_DESCR_FROM_TYPE], sizeof api.descr_from_type);
+    memcpy(&api.new_from_descr, &table[SLOT_NEW_FROM_DESCR], sizeof api.new_from_descr);
+    memcpy(&api.set_base_object, &table[SLOT_SET_BASE_OBJECT], sizeof api.set_base_object);
+    api.state = 1;
+}
+
+bool gtpy_numpy_capi(void)
+{
+    if (api.state == 0)
+        bind();
+    return api.state == 1;
+}
+
+static int type_number(gts_dtype dtype)
+{
+    bool long64 = sizeof(long) == 8;
+    switch (dtype.kind) {
+    case GTS_KIND_BOOL: return NPY_BOOL;
+    case GTS_KIND_INT:
+    case GTS_KIND_UINT: {
+        bool u = dtype.kind == GTS_KIND_UINT;
+        switch (dtype.itemsize) {
+        case 1: return u ? NPY_UBYTE : NPY_BYTE;
+        case 2: return u ? NPY_USHORT : NPY_SHORT;
+        case 4: return u ? NPY_UINT : NPY_INT;
+        default: return long64 ? (u ? NPY_ULONG : NPY_LONG) : (u ? NPY_ULONGLONG : NPY_LONGLONG);
+        }
+    }
+    case GTS_KIND_FLOAT:
+        return dtype.itemsize == 2 ? NPY_HALF : dtype.itemsize == 4 ? NPY_FLOAT : NPY_DOUBLE;
+    default: return dtype.itemsize == 8 ? NPY_CFLOAT : NPY_CDOUBLE;
+    }
+}
+
+PyObject *gtpy_numpy_capi_array(gts_dtype dtype, int ndim, const Py_ssize_t *shape,
+                                const Py_ssize_t *strides, void *data, bool readonly,
+                                PyObject *base)
+{
+    int number = type_number(dtype);
+    if (!api.descrs[number] && !(api.descrs[number] = api.descr_from_type(number)))
+        return NULL;
+    Py_INCREF(api.descrs[number]); /* stolen by new_from_descr */
+    PyObject *array = api.new_from_descr(api.array_type, api.descrs[number], ndim, shape, strides,
+                                         data, readonly ? 0 : NPY_ARRAY_WRITEABLE, NULL);
+    if (!array)
+        return NULL;
+    if (api.set_base_object(array, Py_NewRef(base)) < 0) { /* steals base */
+        Py_DECREF(array);
+        return NULL;
+    }
+    return array;
+}
