@@ -52,15 +52,18 @@ static bool plan_init(plan *p, char *dst, const int64_t *dst_strides, const char
     p->dst = dst;
     p->src = src;
     p->ndim = 0;
-    for (int d = 0; d < ndim; ++d) {
+    /* Empty before any pointer arithmetic: an empty array may sit at NULL. */
+    for (int d = 0; d < ndim; ++d)
         if (shape[d] == 0)
             return false;
+    for (int d = 0; d < ndim; ++d) {
         if (shape[d] == 1)
             continue;
         int64_t n = shape[d], ds = dst_strides[d], ss = src ? src_strides[d] : 0;
         if (ds < 0) { /* walk this dim backwards: same pairs, positive stride */
             p->dst += (n - 1) * ds;
-            p->src += src ? (n - 1) * ss : 0;
+            if (src) /* a fill has no src: NULL + 0 is undefined too */
+                p->src += (n - 1) * ss;
             ds = -ds;
             ss = -ss;
         }
@@ -316,35 +319,135 @@ static void copy_strided(const plan *p, char *dst, const char *src, int64_t part
     }
 }
 
-/* The two last dims are (b, a): a is contiguous in dst, b in src. A unit is
- * one band of TILE b-values across all of a, walked in TILE x TILE tiles so
- * that the strided side stays in cache. */
-#define COPY_TILE(size)                                                        \
-    for (int64_t a0 = 0; a0 < na; a0 += TILE) {                                \
-        int64_t a1 = a0 + TILE < na ? a0 + TILE : na;                          \
-        for (int64_t b = b0; b < b1; ++b) {                                    \
-            char *d = dst + b * dst_b;                                         \
-            const char *s = src + b * (size);                                  \
-            for (int64_t a = a0; a < a1; ++a)                                  \
-                memcpy(d + a * (size), s + a * src_a, (size));                 \
-        }                                                                      \
+/* ---- layout-changing copies --------------------------------------------
+ * The two last dims of the plan are (b, a): a is contiguous in dst, b in
+ * src. A unit is one band of TILE b-values across all of a, walked in
+ * TILE x TILE tiles so that the strided side stays in cache. Inside a tile,
+ * W x W blocks are transposed in registers where the CPU allows (SSE2 is
+ * part of x86-64; AVX is checked at run time), the edges element by
+ * element. One loop, instantiated per block kernel. */
+
+typedef struct tile {
+    char *dst;
+    const char *src;
+    int64_t na, b0, b1, dst_b, src_a;
+} tile;
+
+typedef void (*tile_fn)(const tile *t);
+
+/* The fields are copied to locals: stores through char * could alias *t,
+ * which would make the compiler reload them after every store. */
+#define TILE_KERNEL(name, SIZE, W, BLOCK, ...)                                                   \
+    __VA_ARGS__ static void name(const tile *t)                                                  \
+    {                                                                                            \
+        char *const dst = t->dst;                                                                \
+        const char *const src = t->src;                                                          \
+        const int64_t na = t->na, b0 = t->b0, b1 = t->b1, dst_b = t->dst_b, src_a = t->src_a;    \
+        for (int64_t a0 = 0; a0 < na; a0 += TILE) {                                              \
+            int64_t a1 = a0 + TILE < na ? a0 + TILE : na;                                        \
+            for (int64_t b = b0; b < b1; b += (W)) {                                             \
+                char *d = dst + b * dst_b;                                                       \
+                const char *s = src + b * (SIZE);                                                \
+                int64_t a = a0;                                                                  \
+                for (; (W) > 1 && b + (W) <= b1 && a + (W) <= a1; a += (W))                      \
+                    BLOCK(d + a * (SIZE), dst_b, s + a * src_a, src_a);                          \
+                for (int64_t k = 0; k < (W) && b + k < b1; ++k)                                  \
+                    for (int64_t e = a; e < a1; ++e)                                             \
+                        memcpy(d + k * dst_b + e * (SIZE), s + k * (SIZE) + e * src_a, (SIZE));  \
+            }                                                                                    \
+        }                                                                                        \
     }
+
+#define NO_BLOCK(d, dst_b, s, src_a) (void)0
+TILE_KERNEL(tile_1, 1, 1, NO_BLOCK, )
+TILE_KERNEL(tile_2, 2, 1, NO_BLOCK, )
+TILE_KERNEL(tile_4, 4, 1, NO_BLOCK, )
+TILE_KERNEL(tile_8, 8, 1, NO_BLOCK, )
+TILE_KERNEL(tile_16, 16, 1, NO_BLOCK, )
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define SIMD_TILES 1
+
+/* d[k][j] = s[j][k]: rows of s are src_a apart, rows of d dst_b apart. */
+#define BLOCK_4x4_F32(d, dst_b, s, src_a)                                            \
+    do {                                                                             \
+        __m128 r0 = _mm_loadu_ps((const float *)(s));                                \
+        __m128 r1 = _mm_loadu_ps((const float *)((s) + (src_a)));                    \
+        __m128 r2 = _mm_loadu_ps((const float *)((s) + 2 * (src_a)));                \
+        __m128 r3 = _mm_loadu_ps((const float *)((s) + 3 * (src_a)));                \
+        _MM_TRANSPOSE4_PS(r0, r1, r2, r3);                                           \
+        _mm_storeu_ps((float *)(d), r0);                                             \
+        _mm_storeu_ps((float *)((d) + (dst_b)), r1);                                 \
+        _mm_storeu_ps((float *)((d) + 2 * (dst_b)), r2);                             \
+        _mm_storeu_ps((float *)((d) + 3 * (dst_b)), r3);                             \
+    } while (0)
+
+#define BLOCK_2x2_F64(d, dst_b, s, src_a)                                            \
+    do {                                                                             \
+        __m128d r0 = _mm_loadu_pd((const double *)(s));                              \
+        __m128d r1 = _mm_loadu_pd((const double *)((s) + (src_a)));                  \
+        _mm_storeu_pd((double *)(d), _mm_unpacklo_pd(r0, r1));                       \
+        _mm_storeu_pd((double *)((d) + (dst_b)), _mm_unpackhi_pd(r0, r1));           \
+    } while (0)
+
+#define BLOCK_4x4_F64(d, dst_b, s, src_a)                                              \
+    do {                                                                               \
+        __m256d r0 = _mm256_loadu_pd((const double *)(s));                             \
+        __m256d r1 = _mm256_loadu_pd((const double *)((s) + (src_a)));                 \
+        __m256d r2 = _mm256_loadu_pd((const double *)((s) + 2 * (src_a)));             \
+        __m256d r3 = _mm256_loadu_pd((const double *)((s) + 3 * (src_a)));             \
+        __m256d t0 = _mm256_unpacklo_pd(r0, r1), t1 = _mm256_unpackhi_pd(r0, r1);     \
+        __m256d t2 = _mm256_unpacklo_pd(r2, r3), t3 = _mm256_unpackhi_pd(r2, r3);     \
+        _mm256_storeu_pd((double *)(d), _mm256_permute2f128_pd(t0, t2, 0x20));        \
+        _mm256_storeu_pd((double *)((d) + (dst_b)), _mm256_permute2f128_pd(t1, t3, 0x20)); \
+        _mm256_storeu_pd((double *)((d) + 2 * (dst_b)), _mm256_permute2f128_pd(t0, t2, 0x31)); \
+        _mm256_storeu_pd((double *)((d) + 3 * (dst_b)), _mm256_permute2f128_pd(t1, t3, 0x31)); \
+    } while (0)
+
+/* Bit-exact for any 4- or 8-byte items: loads, shuffles and stores only. */
+TILE_KERNEL(tile_4_sse, 4, 4, BLOCK_4x4_F32, )
+TILE_KERNEL(tile_8_sse2, 8, 2, BLOCK_2x2_F64, )
+TILE_KERNEL(tile_8_avx, 8, 4, BLOCK_4x4_F64, __attribute__((target("avx"))))
+
+static bool cpu_has_avx(void)
+{
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx");
+}
+#endif
+
+static tile_fn tile_kernel(int64_t itemsize)
+{
+#ifdef SIMD_TILES
+    if (itemsize == 8)
+        return cpu_has_avx() ? tile_8_avx : tile_8_sse2;
+    if (itemsize == 4)
+        return tile_4_sse;
+#endif
+    switch (itemsize) {
+    case 1: return tile_1;
+    case 2: return tile_2;
+    case 4: return tile_4;
+    case 8: return tile_8;
+    default: return tile_16;
+    }
+}
+
+typedef struct transpose_plan {
+    plan p;
+    tile_fn kernel;
+} transpose_plan;
 
 static void copy_transposed(const plan *p, char *dst, const char *src, int64_t band,
                             int64_t bands)
 {
     (void)bands;
     int n = p->ndim;
-    int64_t na = p->shape[n - 1], nb = p->shape[n - 2];
-    int64_t dst_b = p->dst_strides[n - 2], src_a = p->src_strides[n - 1];
-    int64_t b0 = band * TILE, b1 = b0 + TILE < nb ? b0 + TILE : nb;
-    switch (p->itemsize) {
-    case 1: COPY_TILE(1) break;
-    case 2: COPY_TILE(2) break;
-    case 4: COPY_TILE(4) break;
-    case 8: COPY_TILE(8) break;
-    default: COPY_TILE(16) break;
-    }
+    tile t = {dst, src, p->shape[n - 1], band * TILE, 0, p->dst_strides[n - 2],
+              p->src_strides[n - 1]};
+    t.b1 = t.b0 + TILE < p->shape[n - 2] ? t.b0 + TILE : p->shape[n - 2];
+    ((const transpose_plan *)p)->kernel(&t);
 }
 
 /* Moves the dim in which src is contiguous next to the innermost one, if
@@ -418,25 +521,28 @@ int gts_copy(void *dst, const int64_t *dst_strides, const void *src, const int64
     if (itemsize != 1 && itemsize != 2 && itemsize != 4 && itemsize != 8 && itemsize != 16)
         return gts_error_set(err, GTS_EINVAL, "itemsize: %lld is not 1, 2, 4, 8 or 16",
                              (long long)itemsize);
-    plan p;
-    if (!plan_init(&p, dst, dst_strides, src, src_strides, ndim, shape, itemsize))
+    transpose_plan t; /* the plan, and a kernel if the copy changes layout */
+    plan *p = &t.p;
+    if (!plan_init(p, dst, dst_strides, src, src_strides, ndim, shape, itemsize))
         return GTS_OK;
     uintptr_t dst_low, dst_high, src_low, src_high;
-    extent(p.dst, p.ndim, p.shape, p.dst_strides, itemsize, &dst_low, &dst_high);
-    extent(p.src, p.ndim, p.shape, p.src_strides, itemsize, &src_low, &src_high);
+    extent(p->dst, p->ndim, p->shape, p->dst_strides, itemsize, &dst_low, &dst_high);
+    extent(p->src, p->ndim, p->shape, p->src_strides, itemsize, &src_low, &src_high);
     if (dst_low < src_high && src_low < dst_high) {
-        bool same = p.dst == p.src && memcmp(p.dst_strides, p.src_strides,
-                                             (size_t)p.ndim * sizeof *p.dst_strides) == 0;
+        bool same = p->dst == p->src && memcmp(p->dst_strides, p->src_strides,
+                                               (size_t)p->ndim * sizeof *p->dst_strides) == 0;
         return same ? GTS_OK
                     : copy_through_temporary(dst, dst_strides, src, src_strides, ndim, shape,
                                              itemsize, err);
     }
-    int inner = p.ndim - 1;
-    if (p.ndim == 0 || (p.dst_strides[inner] == itemsize && p.src_strides[inner] == itemsize))
-        walk(&p, p.ndim ? 1 : 0, row_parts(&p), copy_rows);
-    else if (make_transposed(&p))
-        walk(&p, 2, (p.shape[p.ndim - 2] + TILE - 1) / TILE, copy_transposed);
-    else
-        walk(&p, 1, row_parts(&p), copy_strided);
+    int inner = p->ndim - 1;
+    if (p->ndim == 0 || (p->dst_strides[inner] == itemsize && p->src_strides[inner] == itemsize)) {
+        walk(p, p->ndim ? 1 : 0, row_parts(p), copy_rows);
+    } else if (make_transposed(p)) {
+        t.kernel = tile_kernel(itemsize);
+        walk(p, 2, (p->shape[p->ndim - 2] + TILE - 1) / TILE, copy_transposed);
+    } else {
+        walk(p, 1, row_parts(p), copy_strided);
+    }
     return GTS_OK;
 }

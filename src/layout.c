@@ -174,8 +174,8 @@ int gts_layout_from_axes(int ndim, const gts_dim *dims, const char *axes, int *l
                              axes ? axes : "(null)", inner.message);
     int rc = gts_layout_from_order(ndim, dims, norder, order, layout, &inner);
     if (rc)
-        return gts_error_set(err, rc, "layout: '%s' does not fit the dims (%s)", axes,
-                             inner.message);
+        return gts_error_set(err, rc, "layout: '%s' does not fit the dims (%s)",
+                             axes ? axes : "(null)", inner.message);
     return GTS_OK;
 }
 
