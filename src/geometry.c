@@ -92,8 +92,8 @@ int gts_geometry_init(gts_geometry *g, int ndim, const int64_t *shape, const int
             return too_big(err, ndim, shape);
         g->padded_shape[contiguous] = rounded / block * block;
     }
-    /* Strides skip empty extents so that they stay distinct; the span does
-     * not, so an empty array spans no bytes. */
+    /* Strides count an empty extent as 1 (as NumPy does) so that they never
+     * collapse to 0; the span counts it as 0: an empty array spans no bytes. */
     int64_t stride = itemsize, span = itemsize;
     for (int r = ndim - 1; r >= 0; --r) {
         int d = by_rank[r];

@@ -43,7 +43,9 @@ int gts_dim_parse(const char *label, gts_dim *out, gts_error *err)
 
 void gts_dim_format(gts_dim dim, char text[GTS_DIM_TEXT_SIZE])
 {
-    if (dim < 0)
+    if (dim < GTS_DIM_I)
+        snprintf(text, GTS_DIM_TEXT_SIZE, "?");
+    else if (dim < 0)
         snprintf(text, GTS_DIM_TEXT_SIZE, "%c", "IJK"[dim - GTS_DIM_I]);
     else
         snprintf(text, GTS_DIM_TEXT_SIZE, "%d", (int)(dim % (GTS_MAX_DATA_DIM + 1)));
@@ -169,13 +171,15 @@ int gts_layout_from_axes(int ndim, const gts_dim *dims, const char *axes, int *l
     gts_dim order[GTS_MAX_NDIM];
     int norder = 0;
     gts_error inner;
+    if (!axes)
+        return gts_error_set(err, GTS_EINVAL, "layout: the axis order is NULL");
     if (gts_dims_parse(axes, order, &norder, &inner))
         return gts_error_set(err, GTS_EINVAL, "layout: '%s' is not an axis order such as 'KJI' (%s)",
-                             axes ? axes : "(null)", inner.message);
+                             axes, inner.message);
     int rc = gts_layout_from_order(ndim, dims, norder, order, layout, &inner);
     if (rc)
-        return gts_error_set(err, rc, "layout: '%s' does not fit the dims (%s)",
-                             axes ? axes : "(null)", inner.message);
+        return gts_error_set(err, rc, "layout: '%s' does not fit the dims (%s)", axes,
+                             inner.message);
     return GTS_OK;
 }
 

@@ -184,6 +184,8 @@ int gts_preset_layout(const gts_preset *preset, int ndim, const gts_dim *dims, i
     case GTS_LAYOUT_C: gts_layout_c(ndim, layout); return GTS_OK;
     case GTS_LAYOUT_F: gts_layout_f(ndim, layout); return GTS_OK;
     case GTS_LAYOUT_FUNCTION:
+        if (!preset->layout_fn)
+            return gts_error_set(err, GTS_EINVAL, "layout_fn: NULL for a function layout");
         rc = preset->layout_fn(ndim, dims, layout, preset->layout_ctx, err);
         return rc ? rc : gts_layout_check(ndim, layout, err);
     default: {

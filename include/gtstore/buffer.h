@@ -60,7 +60,8 @@ void *gts_buffer_host(const gts_buffer *buffer);
 int64_t gts_buffer_size(const gts_buffer *buffer);
 bool gts_buffer_owns_memory(const gts_buffer *buffer);
 
-/* The large-block cache. Setting the limit evicts down to it; 0 disables. */
+/* The large-block cache. Setting the limit evicts down to it; 0 (or a
+ * negative value) disables the cache. */
 int64_t gts_cache_limit(void);
 void gts_cache_set_limit(int64_t bytes);
 void gts_cache_clear(void);

@@ -38,7 +38,9 @@ typedef struct gts_geometry {
     int64_t alloc_size; /* span + alignment - 1: bytes to allocate */
 } gts_geometry;
 
-/* Computes the geometry. `aligned_index` may be NULL (all zeros). Checks:
+/* Computes the geometry. `aligned_index` may be NULL (all zeros). An empty
+ * extent counts as 1 in the strides (never 0, as in NumPy) and as 0 in the
+ * span. Checks:
  * shape >= 0, layout a permutation, alignment >= 1 and either a multiple or a
  * divisor of itemsize, 0 <= aligned_index[d] < shape[d] (0 for an empty
  * dimension), and every size in 64 bits. */

@@ -35,6 +35,7 @@ int gts_dims_default(int ndim, gts_dim *dims, gts_error *err);
 
 /* One label: "I", "J", "K" or a decimal number ("0", "12"). */
 int gts_dim_parse(const char *label, gts_dim *out, gts_error *err);
+/* Writes the label ("I", "12"; "?" for a value that is no label). */
 void gts_dim_format(gts_dim dim, char text[GTS_DIM_TEXT_SIZE]);
 
 /* A string of one-character labels such as "IJK0"; `*ndim` receives the

@@ -45,11 +45,13 @@ typedef struct gts_preset {
 /* Copies the preset called `name` into `out`; GTS_ENOTFOUND if none. */
 int gts_preset_lookup(const char *name, gts_preset *out, gts_error *err);
 
-/* Adds a user preset, or replaces a user preset of the same name. Built-in
+/* Adds a user preset, or replaces a user preset of the same name (whose
+ * release_ctx then runs, even if the new preset has the same ctx). Built-in
  * names cannot be replaced (GTS_EEXIST). The preset is validated. */
 int gts_preset_register(const gts_preset *preset, gts_error *err);
 
-/* Removes a user preset (GTS_ENOTFOUND if there is none of that name). */
+/* Removes a user preset: GTS_ENOTFOUND if there is none of that name,
+ * GTS_EINVAL for a built-in name. */
 int gts_preset_unregister(const char *name, gts_error *err);
 
 /* Number of presets and the i-th (built-ins first, then user presets in

@@ -1,0 +1,300 @@
+/* Buffers: heap and mapped allocations, zeroing, the large-block cache and
+ * its statistics, wrapping foreign memory, and reference counting. */
+#include <stdint.h>
+#include <string.h>
+
+#include "check.h"
+#include "gtstore/buffer.h"
+#include "gtstore/geometry.h"
+
+#define MiB ((int64_t)1 << 20)
+#define LARGE (GTS_LARGE_BLOCK + 12345) /* not a multiple of the page size */
+
+static gts_buffer *alloc(int64_t size, unsigned flags)
+{
+    gts_buffer *buffer = NULL;
+    CHECK_OK(gts_buffer_alloc_host(size, flags, &buffer, ERR));
+    return buffer;
+}
+
+static bool all_bytes(const gts_buffer *buffer, unsigned char value)
+{
+    const unsigned char *p = gts_buffer_host(buffer);
+    for (int64_t i = 0; i < gts_buffer_size(buffer); ++i)
+        if (p[i] != value)
+            return false;
+    return true;
+}
+
+/* Writes a pattern over every byte and reads it back. */
+static bool writable(gts_buffer *buffer)
+{
+    unsigned char *p = gts_buffer_host(buffer);
+    int64_t size = gts_buffer_size(buffer);
+    for (int64_t i = 0; i < size; ++i)
+        p[i] = (unsigned char)(i * 7);
+    for (int64_t i = 0; i < size; ++i)
+        if (p[i] != (unsigned char)(i * 7))
+            return false;
+    return true;
+}
+
+static gts_memory_stats stats(void)
+{
+    gts_memory_stats s;
+    gts_memory_stats_get(&s);
+    return s;
+}
+
+static void test_alloc(void)
+{
+    const int64_t sizes[] = {0, 1, 1000, GTS_LARGE_BLOCK - 1, GTS_LARGE_BLOCK, LARGE};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; ++i) {
+        gts_buffer *b = alloc(sizes[i], 0);
+        if (!b)
+            continue;
+        uintptr_t address = (uintptr_t)gts_buffer_host(b);
+        CHECK(address != 0);
+        CHECK_INT_EQ(gts_buffer_size(b), sizes[i]);
+        CHECK(gts_buffer_owns_memory(b));
+        /* small blocks are 64-byte aligned, mapped ones 2 MiB aligned */
+        CHECK_INT_EQ(address % (sizes[i] < GTS_LARGE_BLOCK ? 64 : (uintptr_t)(2 * MiB)), 0);
+        CHECK(writable(b));
+        gts_buffer_release(b);
+    }
+    gts_buffer *b = NULL;
+    CHECK_FAILS(gts_buffer_alloc_host(-1, 0, &b, ERR), GTS_EINVAL, "-1");
+    CHECK_FAILS(gts_buffer_alloc_host(INT64_MAX, 0, &b, ERR), GTS_EOVERFLOW, "size");
+    /* 2**60 bytes pass the size checks but no machine maps them */
+    CHECK_FAILS(gts_buffer_alloc_host(INT64_C(1) << 60, 0, &b, ERR), GTS_ENOMEM,
+                "1152921504606846976");
+    CHECK(b == NULL);
+}
+
+/* GTS_ALLOC_ZERO for a heap block that reuses dirty memory, a fresh mapping
+ * and a mapping that comes dirty from the cache. */
+static void test_zero(void)
+{
+    gts_buffer *b = alloc(1000, 0);
+    memset(gts_buffer_host(b), 0xff, 1000);
+    gts_buffer_release(b);
+    b = alloc(1000, GTS_ALLOC_ZERO);
+    CHECK(all_bytes(b, 0));
+    gts_buffer_release(b);
+
+    gts_cache_clear(); /* the next large block is a fresh mapping */
+    gts_memory_stats s = stats();
+    b = alloc(LARGE, GTS_ALLOC_ZERO);
+    CHECK_INT_EQ(stats().cache_misses, s.cache_misses + 1);
+    CHECK(all_bytes(b, 0));
+    memset(gts_buffer_host(b), 0xff, (size_t)LARGE);
+    gts_buffer_release(b);
+
+    s = stats();
+    b = alloc(LARGE, GTS_ALLOC_ZERO); /* the dirty block from the cache */
+    CHECK_INT_EQ(stats().cache_hits, s.cache_hits + 1);
+    CHECK(all_bytes(b, 0));
+    gts_buffer_release(b);
+}
+
+static void test_cache(void)
+{
+    gts_cache_clear();
+    gts_memory_stats s = stats();
+    CHECK_INT_EQ(s.cached_blocks, 0);
+    CHECK_INT_EQ(s.cached_bytes, 0);
+
+    gts_buffer *b = alloc(LARGE, 0);
+    void *first = gts_buffer_host(b);
+    gts_buffer_release(b);
+    gts_memory_stats cached = stats();
+    CHECK_INT_EQ(cached.cached_blocks, 1);
+    CHECK(cached.cached_bytes >= LARGE);
+    CHECK_INT_EQ(cached.cache_misses, s.cache_misses + 1);
+
+    b = alloc(LARGE, 0); /* the same size again: the block comes back */
+    gts_memory_stats hit = stats();
+    CHECK_INT_EQ(hit.cache_hits, cached.cache_hits + 1);
+    CHECK_INT_EQ(hit.cache_misses, cached.cache_misses);
+    CHECK_INT_EQ(hit.cached_blocks, 0);
+    CHECK(gts_buffer_host(b) == first);
+    CHECK(writable(b));
+    gts_buffer_release(b);
+
+    /* small blocks never go through the cache */
+    s = stats();
+    gts_buffer_release(alloc(1000, 0));
+    CHECK_INT_EQ(stats().cached_blocks, s.cached_blocks);
+    CHECK_INT_EQ(stats().cache_hits + stats().cache_misses, s.cache_hits + s.cache_misses);
+
+    gts_cache_clear();
+    CHECK_INT_EQ(stats().cached_blocks, 0);
+    CHECK_INT_EQ(stats().cached_bytes, 0);
+}
+
+/* The limit bounds the cache; 0 empties and disables it. */
+static void test_cache_limit(void)
+{
+    gts_buffer *b[3];
+    for (int i = 0; i < 3; ++i)
+        b[i] = alloc(4 * MiB, 0);
+    for (int i = 0; i < 3; ++i)
+        gts_buffer_release(b[i]);
+    CHECK_INT_EQ(stats().cached_blocks, 3);
+
+    gts_cache_set_limit(9 * MiB); /* evicts down to two 4 MiB blocks */
+    CHECK_INT_EQ(gts_cache_limit(), 9 * MiB);
+    CHECK_INT_EQ(stats().cached_blocks, 2);
+    CHECK(stats().cached_bytes <= 9 * MiB);
+    for (int i = 0; i < 3; ++i)
+        b[i] = alloc(4 * MiB, 0);
+    for (int i = 0; i < 3; ++i)
+        gts_buffer_release(b[i]);
+    CHECK(stats().cached_bytes <= 9 * MiB);
+
+    gts_cache_set_limit(0);
+    CHECK_INT_EQ(gts_cache_limit(), 0);
+    CHECK_INT_EQ(stats().cached_blocks, 0);
+    CHECK_INT_EQ(stats().cached_bytes, 0);
+    gts_memory_stats s = stats();
+    gts_buffer *c = alloc(LARGE, 0);
+    gts_buffer_release(c);
+    CHECK_INT_EQ(stats().cached_blocks, 0); /* released straight back */
+    c = alloc(LARGE, 0);
+    CHECK_INT_EQ(stats().cache_hits, s.cache_hits);
+    CHECK_INT_EQ(stats().cache_misses, s.cache_misses + 2);
+    gts_buffer_release(c);
+}
+
+typedef struct release_record {
+    int calls;
+    void *ctx;
+} release_record;
+
+static release_record record;
+
+static void on_release(void *ctx)
+{
+    ++record.calls;
+    record.ctx = ctx;
+}
+
+static void test_wrap(void)
+{
+    unsigned char data[64];
+    memset(data, 0x3c, sizeof data);
+    int token;
+    gts_buffer *b = NULL;
+    record = (release_record){0, NULL};
+    if (!CHECK_OK(gts_buffer_wrap_host(data, sizeof data, on_release, &token, &b, ERR)))
+        return;
+    CHECK(gts_buffer_host(b) == data);
+    CHECK_INT_EQ(gts_buffer_size(b), 64);
+    CHECK(!gts_buffer_owns_memory(b));
+
+    /* three references: the callback runs after the last release only */
+    CHECK(gts_buffer_retain(b) == b);
+    CHECK(gts_buffer_retain(b) == b);
+    gts_buffer_release(b);
+    gts_buffer_release(b);
+    CHECK_INT_EQ(record.calls, 0);
+    gts_buffer_release(b);
+    CHECK_INT_EQ(record.calls, 1);
+    CHECK(record.ctx == &token);
+    /* the memory is the caller's: untouched and still usable (ASan would
+     * stop a free() of this stack array) */
+    CHECK(data[0] == 0x3c && data[63] == 0x3c);
+    data[0] = 1;
+
+    /* NULL data is fine for 0 bytes, and so is a NULL callback */
+    b = NULL;
+    CHECK_OK(gts_buffer_wrap_host(NULL, 0, NULL, NULL, &b, ERR));
+    CHECK(b != NULL && gts_buffer_host(b) == NULL && gts_buffer_size(b) == 0);
+    gts_buffer_release(b);
+
+    b = NULL;
+    CHECK_FAILS(gts_buffer_wrap_host(NULL, 8, on_release, NULL, &b, ERR), GTS_EINVAL, "data");
+    CHECK_FAILS(gts_buffer_wrap_host(data, -1, on_release, NULL, &b, ERR), GTS_EINVAL, "size");
+    CHECK(b == NULL);
+    CHECK_INT_EQ(record.calls, 1); /* a failed wrap does not release */
+
+    gts_buffer_release(NULL); /* ignored */
+}
+
+/* Buffers and bytes alive go back to where they were once released;
+ * wrapped memory counts as a buffer but not as bytes. */
+static void test_live_counts(void)
+{
+    gts_memory_stats start = stats();
+    unsigned char data[16];
+    gts_buffer *small = alloc(1000, 0), *large = alloc(LARGE, 0), *wrapped = NULL;
+    CHECK_OK(gts_buffer_wrap_host(data, sizeof data, NULL, NULL, &wrapped, ERR));
+    gts_memory_stats during = stats();
+    CHECK_INT_EQ(during.live_buffers, start.live_buffers + 3);
+    CHECK_INT_EQ(during.live_bytes, start.live_bytes + 1000 + LARGE);
+    gts_buffer_retain(small);
+    gts_buffer_release(small);
+    CHECK_INT_EQ(stats().live_buffers, start.live_buffers + 3);
+    gts_buffer_release(small);
+    gts_buffer_release(large);
+    gts_buffer_release(wrapped);
+    CHECK_INT_EQ(stats().live_buffers, start.live_buffers);
+    CHECK_INT_EQ(stats().live_bytes, start.live_bytes);
+}
+
+/* The block for a geometry: its size and the offset that aligns the point. */
+static void test_alloc_geometry(void)
+{
+    const struct {
+        int64_t shape[3], index[3], itemsize, alignment;
+        int layout[3];
+    } cases[] = {
+        {{10, 20, 5}, {3, 3, 0}, 8, 256, {2, 1, 0}},
+        {{70, 70, 80}, {3, 3, 0}, 8, 64, {2, 1, 0}}, /* a large block */
+        {{10, 20, 5}, {5, 2, 1}, 4, 32, {2, 0, 1}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+        gts_geometry g;
+        gts_buffer *b = NULL;
+        int64_t offset = -1;
+        if (!CHECK_OK(gts_geometry_init(&g, 3, cases[i].shape, cases[i].layout,
+                                        cases[i].itemsize, cases[i].alignment, cases[i].index,
+                                        ERR)) ||
+            !CHECK_OK(gts_buffer_alloc_geometry(&g, GTS_ALLOC_ZERO, &b, &offset, ERR)))
+            continue;
+        uintptr_t base = (uintptr_t)gts_buffer_host(b);
+        CHECK_INT_EQ(gts_buffer_size(b), g.alloc_size);
+        CHECK_INT_EQ(offset, gts_geometry_offset(&g, base));
+        uintptr_t point = base + (uintptr_t)offset;
+        for (int d = 0; d < 3; ++d)
+            point += (uintptr_t)(cases[i].index[d] * g.strides[d]);
+        CHECK_INT_EQ(point % (uintptr_t)cases[i].alignment, 0);
+        CHECK(all_bytes(b, 0));
+        gts_buffer_release(b);
+    }
+}
+
+int main(void)
+{
+    /* Known cache settings for the test, whatever GTSTORE_CACHE_LIMIT says;
+     * restored at the end. */
+    int64_t saved_limit = gts_cache_limit();
+    gts_memory_stats start = stats();
+    gts_cache_set_limit(GTS_DEFAULT_CACHE_LIMIT);
+
+    test_alloc();
+    test_zero();
+    test_cache();
+    test_cache_limit();
+    gts_cache_set_limit(GTS_DEFAULT_CACHE_LIMIT);
+    test_wrap();
+    test_live_counts();
+    test_alloc_geometry();
+
+    gts_cache_set_limit(saved_limit);
+    CHECK_INT_EQ(gts_cache_limit(), saved_limit);
+    CHECK_INT_EQ(stats().live_buffers, start.live_buffers);
+    CHECK_INT_EQ(stats().live_bytes, start.live_bytes);
+    gts_cache_clear();
+    return check_summary("test_buffer");
+}
