@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
@@ -295,14 +296,30 @@ static void store_bits(uint64_t bits, int itemsize, void *item)
     }
 }
 
+/* The shortest text that reads back as the same double ("-2.7", not
+ * "-2.7000000000000002"). */
+static void double_text(double value, char *text, size_t size)
+{
+    for (int precision = 1; precision <= 17; ++precision) {
+        snprintf(text, size, "%.*g", precision, value);
+        if (strtod(text, NULL) == value || value != value)
+            return;
+    }
+}
+
 static void scalar_text(gts_scalar s, char *text, size_t size)
 {
+    char re[32], im[32];
     switch (s.kind) {
     case GTS_SCALAR_BOOL: snprintf(text, size, "%s", s.value.b ? "True" : "False"); break;
     case GTS_SCALAR_INT: snprintf(text, size, "%lld", (long long)s.value.i); break;
     case GTS_SCALAR_UINT: snprintf(text, size, "%llu", (unsigned long long)s.value.u); break;
-    case GTS_SCALAR_FLOAT: snprintf(text, size, "%.17g", s.value.f); break;
-    default: snprintf(text, size, "(%.17g%+.17gj)", s.value.c.re, s.value.c.im); break;
+    case GTS_SCALAR_FLOAT: double_text(s.value.f, text, size); break;
+    default:
+        double_text(s.value.c.re, re, sizeof re);
+        double_text(s.value.c.im, im, sizeof im);
+        snprintf(text, size, "(%s%s%sj)", re, s.value.c.im < 0 || im[0] == '-' ? "" : "+", im);
+        break;
     }
 }
 

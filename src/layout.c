@@ -32,7 +32,8 @@ int gts_dim_parse(const char *label, gts_dim *out, gts_error *err)
     const char *p = label;
     for (; p && *p >= '0' && *p <= '9' && value <= GTS_MAX_DATA_DIM; ++p)
         value = value * 10 + (*p - '0');
-    if (!label || p == label || *p || value > GTS_MAX_DATA_DIM)
+    bool leading_zero = label && label[0] == '0' && label[1] != '\0'; /* "01" vs "1" */
+    if (!label || p == label || *p || value > GTS_MAX_DATA_DIM || leading_zero)
         return gts_error_set(err, GTS_EINVAL,
                              "dims: invalid label '%s' (expected 'I', 'J', 'K' or a data "
                              "dimension number '0', '1', ...)",

@@ -140,7 +140,7 @@ def get_dims(x: Any, annotation: Any = None) -> Optional[Tuple[str, ...]]:
         if annotation is None:
             return None
         dims, source = _annotation_dims(annotation), "annotation"
-    labels = normalize_dims(dims)
+    labels = normalize_dims(dims, source)
     ndim = getattr(x, "ndim", None)
     if ndim is not None and len(labels) != ndim:
         raise ValueError(f"{source}: {labels!r} has {len(labels)} labels for {ndim} dimensions")
@@ -153,6 +153,8 @@ def get_origin(x: Any) -> Optional[Tuple[int, ...]]:
     if origin is None:
         return None
     try:
+        if any(isinstance(o, bool) for o in origin):
+            raise TypeError("bool")
         return tuple(operator.index(o) for o in origin)
     except TypeError as error:
         raise TypeError(f"x.__gt_origin__: expected integers, got {origin!r}") from error

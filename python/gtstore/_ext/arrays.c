@@ -13,18 +13,24 @@ typedef enum fill_kind { FILL_NONE, FILL_ZEROS, FILL_ONES, FILL_VALUE, FILL_COPY
 
 /* What the caller passed. Borrowed references; NULL when absent. */
 typedef struct request {
-    const char *function;
     PyObject *shape, *dtype, *fill_value, *source; /* source: data or template */
     bool source_is_data;                            /* from_array (else *_like) */
-    PyObject *backend, *aligned_index, *dims, *alignment_size, *layout, *device;
+    PyObject *backend, *aligned_index, *dims, *dimensions, *alignment_size, *layout, *device;
+    const char *backend_param; /* "backend" or "defaults", whichever was given */
     fill_kind fill;
 } request;
 
-/* The shape, dtype and strides of a data or template array, through the
- * buffer protocol (np.asarray first for objects without one). */
+/* The shape, strides and dtype of a data or template array, read through
+ * the buffer protocol (np.asarray first for objects without one; NumPy
+ * arrays that export no buffer, such as datetime64, through their shape
+ * and strides, leaving the dtype to NumPy). */
 typedef struct source {
-    PyObject *array; /* the object whose buffer is held (new reference) */
+    const char *param; /* "data" or "a" */
+    PyObject *array;   /* the object read (new reference) */
+    bool have_view;
     Py_buffer view;
+    int ndim;
+    int64_t shape[GTS_MAX_NDIM], strides[GTS_MAX_NDIM];
     bool dtype_known; /* a native dtype libgtstore supports */
     bool byteswapped; /* a supported dtype in the other byte order */
     gts_dtype dtype;
@@ -69,25 +75,30 @@ static int alias(PyObject *a, PyObject *b, const char *name_a, const char *name_
     return 0;
 }
 
+static PyObject *given(PyObject *value)
+{
+    return value == Py_None ? NULL : value;
+}
+
 static int read_common(request *r, PyObject **values)
 {
     r->aligned_index = values[2];
     r->alignment_size = values[5];
     r->layout = values[6];
     r->device = values[7];
-    if (alias(values[0], values[1], "backend", "defaults", &r->backend) < 0)
-        return -1;
-    return alias(values[4], values[3], "dims", "dimensions", &r->dims);
+    r->dimensions = given(values[3]);
+    r->dims = given(values[4]);
+    r->backend_param = given(values[0]) ? "backend" : "defaults";
+    return alias(values[0], values[1], "backend", "defaults", &r->backend);
 }
 
 /* ---- sources ------------------------------------------------------------- */
 
 static void source_release(source *s)
 {
-    if (s->array) {
+    if (s->have_view)
         PyBuffer_Release(&s->view);
-        Py_CLEAR(s->array);
-    }
+    Py_CLEAR(s->array);
 }
 
 static void source_dtype(source *s)
@@ -101,33 +112,68 @@ static void source_dtype(source *s)
     }
 }
 
-static int source_open(source *s, PyObject *obj)
+/* Shape and strides from the buffer; NULL strides mean C order. */
+static void source_geometry_from_view(source *s)
+{
+    const Py_buffer *v = &s->view;
+    s->ndim = v->ndim;
+    int64_t stride = v->itemsize;
+    for (int d = s->ndim - 1; d >= 0; --d) {
+        s->shape[d] = v->shape ? v->shape[d] : v->len / v->itemsize;
+        s->strides[d] = v->strides ? v->strides[d] : stride;
+        stride *= s->shape[d];
+    }
+}
+
+/* Shape and strides from the attributes of an array NumPy cannot export. */
+static int source_geometry_from_attributes(source *s)
+{
+    PyObject *shape = PyObject_GetAttrString(s->array, "shape");
+    PyObject *strides = shape ? PyObject_GetAttrString(s->array, "strides") : NULL;
+    int n = -1, rc = -1;
+    if (strides && gtpy_int_tuple(shape, s->param, GTS_MAX_NDIM, &s->ndim, s->shape) == 0 &&
+        gtpy_int_tuple(strides, s->param, GTS_MAX_NDIM, &n, s->strides) == 0 && n == s->ndim)
+        rc = 0;
+    Py_XDECREF(shape);
+    Py_XDECREF(strides);
+    if (rc < 0 && !PyErr_Occurred())
+        PyErr_Format(PyExc_TypeError, "%s: cannot read %.200R as an array", s->param, s->array);
+    return rc;
+}
+
+static int source_open(source *s, PyObject *obj, const char *param)
 {
     memset(s, 0, sizeof *s);
-    PyObject *array = NULL;
-    if (!PyObject_CheckBuffer(obj) || PyObject_GetBuffer(obj, &s->view, PyBUF_RECORDS_RO) < 0) {
+    s->param = param;
+    if (PyUnicode_Check(obj) || PyBytes_Check(obj)) {
+        PyErr_Format(PyExc_TypeError, "%s: expected an array, got %.200R", param, obj);
+        return -1;
+    }
+    if (PyObject_CheckBuffer(obj) && PyObject_GetBuffer(obj, &s->view, PyBUF_RECORDS_RO) == 0) {
+        s->array = Py_NewRef(obj);
+    } else {
         PyErr_Clear();
         PyObject *asarray = gtpy_numpy_asarray();
-        array = asarray ? PyObject_CallOneArg(asarray, obj) : NULL;
-        if (!array)
+        if (!asarray || !(s->array = PyObject_CallOneArg(asarray, obj)))
             return -1;
-        if (PyObject_GetBuffer(array, &s->view, PyBUF_RECORDS_RO) < 0) {
+        if (PyObject_GetBuffer(s->array, &s->view, PyBUF_RECORDS_RO) < 0) {
             PyErr_Clear();
-            PyErr_Format(PyExc_TypeError, "cannot read %.200R as an array on the host", obj);
-            Py_DECREF(array);
-            return -1;
+            return source_geometry_from_attributes(s);
         }
     }
-    s->array = array ? array : Py_NewRef(obj);
+    s->have_view = true;
+    source_geometry_from_view(s);
     source_dtype(s);
     return 0;
 }
 
-static int source_numpy_dtype_error(const source *s, const char *param)
+static int source_numpy_dtype_error(const source *s)
 {
-    PyErr_Format(PyExc_TypeError,
-                 "%s: the dtype of %.200R (buffer format '%s') is not supported; pass dtype=",
-                 param, s->array, s->view.format ? s->view.format : "B");
+    PyObject *dtype = PyObject_GetAttrString(s->array, "dtype");
+    PyErr_Clear();
+    PyErr_Format(PyExc_TypeError, "%s: %.200R has dtype %.200R, which is not supported; pass "
+                 "dtype=", s->param, s->array, dtype ? dtype : (PyObject *)Py_None);
+    Py_XDECREF(dtype);
     return -1;
 }
 
@@ -139,8 +185,8 @@ static int resolve_preset(const request *r, gts_preset *preset, bool *have)
     if (!*have)
         return 0;
     if (!PyUnicode_Check(r->backend)) {
-        PyErr_Format(PyExc_TypeError, "backend: expected a preset name (str), got %.200R",
-                     r->backend);
+        PyErr_Format(PyExc_TypeError, "%s: expected a preset name (str), got %.200R",
+                     r->backend_param, r->backend);
         return -1;
     }
     const char *name = PyUnicode_AsUTF8(r->backend);
@@ -150,9 +196,9 @@ static int resolve_preset(const request *r, gts_preset *preset, bool *have)
     if (gts_preset_lookup(name, preset, &err) == 0)
         return 0;
     PyErr_Format(gtpy_UnknownPresetError,
-                 "backend: storage preset %.200R is not registered "
+                 "%s: storage preset %.200R is not registered "
                  "(gtstore.arrays.presets() lists those that are)",
-                 r->backend);
+                 r->backend_param, r->backend);
     return -1;
 }
 
@@ -163,7 +209,7 @@ static int resolve_dtype(const request *r, const source *src, gtpy_dtype *dtype)
     dtype->nsub = 0;
     if (src->array) {
         if (!src->dtype_known && !src->byteswapped)
-            return source_numpy_dtype_error(src, r->source_is_data ? "data" : "a");
+            return source_numpy_dtype_error(src);
         dtype->base = src->dtype;
         return 0;
     }
@@ -176,9 +222,8 @@ static int resolve_shape(const request *r, const source *src, const gtpy_dtype *
                          int *nbase, int64_t *shape)
 {
     if (src->array) {
-        *ndim = src->view.ndim;
-        for (int d = 0; d < *ndim; ++d)
-            shape[d] = src->view.shape ? src->view.shape[d] : 1;
+        *ndim = src->ndim;
+        memcpy(shape, src->shape, (size_t)src->ndim * sizeof *shape);
     } else if (gtpy_shape(r->shape, "shape", ndim, shape) < 0) {
         return -1;
     }
@@ -212,12 +257,25 @@ static int resolve_dims(const request *r, const source *src, int ndim, int nbase
 {
     int n = -1;
     PyObject *template_dims = NULL;
-    if (r->dims) {
-        if (gtpy_dims(r->dims, "dims", &n, dims) < 0)
+    PyObject *given = r->dims ? r->dims : r->dimensions;
+    const char *param = r->dims ? "dims" : "dimensions";
+    if (given) {
+        if (gtpy_dims(given, param, &n, dims) < 0)
             return -1;
         if (n != nbase && n != ndim) {
-            PyErr_Format(PyExc_ValueError, "dims: %.200R has %d labels for %d dimensions",
-                         r->dims, n, nbase);
+            PyErr_Format(PyExc_ValueError, "%s: %.200R has %d labels for %d dimensions", param,
+                         given, n, nbase);
+            return -1;
+        }
+        gts_dim other[GTS_MAX_NDIM];
+        int m;
+        if (r->dims && r->dimensions &&
+            (gtpy_dims(r->dimensions, "dimensions", &m, other) < 0 || m != n ||
+             memcmp(other, dims, (size_t)n * sizeof *dims) != 0)) {
+            if (!PyErr_Occurred())
+                PyErr_Format(PyExc_ValueError,
+                             "dims=%.200R and dimensions=%.200R disagree; they are aliases",
+                             r->dims, r->dimensions);
             return -1;
         }
     } else if (src->array && (template_dims = PyObject_GetAttrString(r->source, "__gt_dims__"))) {
@@ -254,11 +312,8 @@ static int resolve_layout(const request *r, const source *src, const gts_preset 
     if (preset)
         return gts_preset_layout(preset, ndim, dims, layout, &err) ? gtpy_raise(&err) : 0;
     if (src->array) {
-        int n = src->view.ndim, shift = ndim - n; /* a template may lack the subarray dims */
-        int64_t strides[GTS_MAX_NDIM];
-        for (int d = 0; d < n; ++d)
-            strides[d] = src->view.strides ? src->view.strides[d] : 0;
-        gts_layout_from_strides(n, strides, layout);
+        int n = src->ndim, shift = ndim - n; /* a template may lack the subarray dims */
+        gts_layout_from_strides(n, src->strides, layout);
         for (int d = 0; d < n; ++d)
             layout[d] += shift;
         for (int d = n; d < ndim; ++d)
@@ -283,8 +338,8 @@ static int resolve_alignment(const request *r, const gts_preset *preset, gts_dty
     }
     *alignment = 1;
     if (preset && gts_mul_overflow(preset->alignment, dtype.itemsize, alignment)) {
-        PyErr_Format(PyExc_ValueError, "backend: the preset's alignment %lld overflows",
-                     (long long)preset->alignment);
+        PyErr_Format(PyExc_ValueError, "%s: the preset's alignment %lld overflows",
+                     r->backend_param, (long long)preset->alignment);
         return -1;
     }
     return 0;
@@ -469,12 +524,32 @@ static PyObject *plan_new(const resolved *spec)
 /* ---- allocation -------------------------------------------------------- */
 
 /* Fills the whole padded span (padding too: it is contiguous and faster). */
-static int fill_span(void *data, const resolved *spec, gts_scalar value)
+static int fill_span(void *data, const resolved *spec, const unsigned char *item)
 {
     int64_t count = spec->geometry.span / spec->dtype.itemsize, stride = spec->dtype.itemsize;
     gts_error err;
-    if (gts_fill_scalar(data, 1, &count, &stride, spec->dtype, value, &err) != 0)
+    if (gts_fill(data, 1, &count, &stride, stride, item, &err) != 0)
         return gtpy_raise(&err);
+    return 0;
+}
+
+/* The fill value as one element of the dtype, checked before allocating. */
+static int fill_item(const request *r, const resolved *spec, unsigned char *item)
+{
+    gts_scalar value = {.kind = GTS_SCALAR_INT, .value.i = 1}; /* ones */
+    if (r->fill == FILL_VALUE && gtpy_scalar(r->fill_value, "fill_value", &value) < 0)
+        return -1;
+    /* A Python int beyond 64 bits arrives as a float, which loses digits:
+     * no integer dtype can hold it, whatever the rounding says. */
+    bool integer_dtype = spec->dtype.kind == GTS_KIND_INT || spec->dtype.kind == GTS_KIND_UINT;
+    if (integer_dtype && value.kind == GTS_SCALAR_FLOAT && PyLong_Check(r->fill_value)) {
+        PyErr_Format(PyExc_OverflowError, "fill_value: %.80R is out of bounds for %s",
+                     r->fill_value, gts_dtype_name(spec->dtype));
+        return -1;
+    }
+    gts_error err;
+    if (gts_scalar_store(value, spec->dtype, item, &err) != 0)
+        return gtpy_raise_param("fill_value", &err);
     return 0;
 }
 
@@ -483,13 +558,11 @@ static int copy_source(PyObject *array, void *data, const resolved *spec, const 
     const gts_geometry *g = &spec->geometry;
     if (!src->dtype_known || !gts_dtype_equal(src->dtype, spec->dtype)) /* NumPy casts */
         return PyObject_SetItem(array, Py_Ellipsis, src->array);
-    int64_t strides[GTS_MAX_NDIM];
-    for (int d = 0; d < g->ndim; ++d)
-        strides[d] = src->view.strides[d];
     gts_error err;
     int rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = gts_copy(data, g->strides, src->view.buf, strides, g->ndim, g->shape, g->itemsize, &err);
+    rc = gts_copy(data, g->strides, src->view.buf, src->strides, g->ndim, g->shape, g->itemsize,
+                  &err);
     Py_END_ALLOW_THREADS
     return rc ? gtpy_raise(&err) : 0;
 }
@@ -515,8 +588,9 @@ static PyObject *allocate_on_gpu(const request *r, const resolved *spec)
 
 static PyObject *allocate(const request *r, const resolved *spec, const source *src)
 {
-    gts_scalar value = {.kind = GTS_SCALAR_INT, .value.i = 1};
-    if (r->fill == FILL_VALUE && gtpy_scalar(r->fill_value, "fill_value", &value) < 0)
+    unsigned char item[16];
+    bool fill = r->fill == FILL_VALUE || r->fill == FILL_ONES;
+    if (fill && fill_item(r, spec, item) < 0)
         return NULL;
     if (spec->device == GTS_DEVICE_GPU)
         return allocate_on_gpu(r, spec);
@@ -527,8 +601,7 @@ static PyObject *allocate(const request *r, const resolved *spec, const source *
     if (gts_buffer_alloc_geometry(&spec->geometry, flags, &buffer, &offset, &err) != 0)
         return gtpy_raise_null(&err);
     char *data = (char *)gts_buffer_host(buffer) + offset;
-    bool fill = r->fill == FILL_VALUE || r->fill == FILL_ONES;
-    int rc = fill ? fill_span(data, spec, value) : 0;
+    int rc = fill ? fill_span(data, spec, item) : 0;
     PyObject *array = rc == 0 ? gtpy_ndarray(buffer, offset, &spec->geometry, spec->dtype) : NULL;
     gts_buffer_release(buffer); /* the array holds its own reference */
     if (array && r->fill == FILL_COPY && copy_source(array, data, spec, src) < 0)
@@ -539,8 +612,10 @@ static PyObject *allocate(const request *r, const resolved *spec, const source *
 static PyObject *run(request *r, bool only_plan)
 {
     source src = {0};
-    if (r->source && source_open(&src, r->source) < 0)
+    if (r->source && source_open(&src, r->source, r->source_is_data ? "data" : "a") < 0) {
+        source_release(&src);
         return NULL;
+    }
     resolved spec;
     PyObject *result = NULL;
     if (resolve(r, &src, &spec) == 0)
@@ -562,7 +637,7 @@ static PyObject *call(gtpy_signature *sig, fill_kind fill, bool from_template, b
     if (gtpy_parse_args(sig, args, nargs, kwnames, values) < 0)
         return NULL;
     int with_value = sig->npositional - 2; /* 1 if fill_value is a parameter */
-    request r = {.function = sig->function, .dtype = values[1 + with_value], .fill = fill,
+    request r = {.dtype = values[1 + with_value], .fill = fill,
                  .fill_value = with_value ? values[1] : NULL};
     if (from_template || fill == FILL_COPY) {
         r.source = values[0];
@@ -614,17 +689,22 @@ API_FUNCTION(full_like, full_like_names, 3, 2, FILL_VALUE, true, false)
     {#fn, (PyCFunction)(void (*)(void))api_##fn, METH_FASTCALL | METH_KEYWORDS,           \
      #fn signature COMMON_SIGNATURE doc COMMON_DOC}
 
-static PyObject *api_normalize_dims(PyObject *self, PyObject *dims)
+static PyObject *api_normalize_dims(PyObject *self, PyObject *args)
 {
     (void)self;
+    PyObject *dims;
+    const char *param = "dims";
+    if (!PyArg_ParseTuple(args, "O|s:normalize_dims", &dims, &param))
+        return NULL;
     gts_dim labels[GTS_MAX_NDIM];
     int ndim;
-    return gtpy_dims(dims, "dims", &ndim, labels) < 0 ? NULL : gtpy_dims_to_tuple(ndim, labels);
+    return gtpy_dims(dims, param, &ndim, labels) < 0 ? NULL : gtpy_dims_to_tuple(ndim, labels);
 }
 
 PyMethodDef gtpy_arrays_methods[] = {
-    {"normalize_dims", api_normalize_dims, METH_O,
-     "normalize_dims(dims)\n--\n\nDimension labels as a tuple of str, checked: 'I', 'J', 'K' "
+    {"normalize_dims", api_normalize_dims, METH_VARARGS,
+     "normalize_dims(dims, param='dims')\n--\n\nDimension labels as a tuple of str, checked "
+     "(errors name `param`): 'I', 'J', 'K' "
      "and data dimensions '0', '1', ..., none repeated. Accepts a string such as 'IJK0' or a "
      "sequence of labels (or of objects with __gt_axis_name__)."},
     METHOD(empty, "(shape, dtype=None, ",

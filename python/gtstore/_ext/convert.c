@@ -40,16 +40,23 @@ int gtpy_int(PyObject *obj, const char *param, int64_t *out)
     return as_int64(obj, param, NULL, 0, out);
 }
 
+static int not_a_sequence(const char *param, PyObject *obj)
+{
+    PyErr_Format(PyExc_TypeError, "%s: expected a sequence of integers, got %.200R", param, obj);
+    return -1;
+}
+
 int gtpy_int_tuple(PyObject *obj, const char *param, int max_ndim, int *ndim, int64_t *values)
 {
-    if (PyUnicode_Check(obj) || PyBytes_Check(obj) || !PySequence_Check(obj)) {
-        PyErr_Format(PyExc_TypeError, "%s: expected a sequence of integers, got %.200R", param,
-                     obj);
-        return -1;
-    }
+    if (PyUnicode_Check(obj) || PyBytes_Check(obj) || !PySequence_Check(obj))
+        return not_a_sequence(param, obj);
     PyObject *fast = PySequence_Fast(obj, param);
-    if (!fast)
-        return -1;
+    if (!fast) {
+        if (!PyErr_ExceptionMatches(PyExc_TypeError))
+            return -1;
+        PyErr_Clear(); /* for instance a 0-d array */
+        return not_a_sequence(param, obj);
+    }
     Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
     int rc = 0;
     if (n > max_ndim) {
@@ -65,10 +72,25 @@ int gtpy_int_tuple(PyObject *obj, const char *param, int max_ndim, int *ndim, in
     return rc;
 }
 
+/* An integer given where a sequence may be: an int, or an object with
+ * __index__ that is no sequence or has no length (a 0-d integer array). */
+static bool single_integer(PyObject *obj)
+{
+    if (PyLong_Check(obj))
+        return true;
+    if (!PyIndex_Check(obj) || PyUnicode_Check(obj) || PyBytes_Check(obj))
+        return false;
+    if (!PySequence_Check(obj))
+        return true;
+    Py_ssize_t length = PySequence_Size(obj);
+    PyErr_Clear();
+    return length < 0;
+}
+
 int gtpy_shape(PyObject *obj, const char *param, int *ndim, int64_t *shape)
 {
     int rc;
-    if (PyLong_Check(obj) || (PyIndex_Check(obj) && !PySequence_Check(obj))) {
+    if (single_integer(obj)) {
         rc = gtpy_int(obj, param, &shape[0]);
         *ndim = 1;
     } else {
@@ -118,6 +140,11 @@ int gtpy_dims(PyObject *obj, const char *param, int *ndim, gts_dim *dims)
         const char *text = PyUnicode_AsUTF8(obj);
         if (!text)
             return -1;
+        if (!PyUnicode_IS_ASCII(obj)) {
+            PyErr_Format(PyExc_ValueError, "%s: %.200R is not a valid dims string (labels are "
+                         "'I', 'J', 'K' and the digits of data dimensions)", param, obj);
+            return -1;
+        }
         if (gts_dims_parse(text, dims, ndim, &err) == 0)
             return 0;
         PyErr_Format(PyExc_ValueError, "%s: %.200R is not a valid dims string (%s)", param, obj,
@@ -266,15 +293,49 @@ static int scalar_from_int(PyObject *obj, const char *param, gts_scalar *out)
         return 0;
     }
     unsigned long long big = overflow > 0 ? PyLong_AsUnsignedLongLong(obj) : 0;
-    if (overflow < 0 || (big == (unsigned long long)-1 && PyErr_Occurred())) {
+    if (overflow > 0 && !(big == (unsigned long long)-1 && PyErr_Occurred())) {
+        out->kind = GTS_SCALAR_UINT;
+        out->value.u = big;
+        return 0;
+    }
+    /* Beyond 64 bits: a float, which floating dtypes take as NumPy does and
+     * integer dtypes refuse as out of range. */
+    PyErr_Clear();
+    double real = PyLong_AsDouble(obj);
+    if (real == -1.0 && PyErr_Occurred()) {
         PyErr_Clear();
         PyErr_Format(PyExc_OverflowError, "%s: %.80R is out of bounds for every supported dtype",
                      param, obj);
         return -1;
     }
-    out->kind = GTS_SCALAR_UINT;
-    out->value.u = big;
+    out->kind = GTS_SCALAR_FLOAT;
+    out->value.f = real;
     return 0;
+}
+
+/* A NumPy long double or complex long double, rounded to double. */
+static int long_double(PyObject *obj, const char *param, gts_scalar *out)
+{
+    PyObject *dtype = PyObject_GetAttrString(obj, "dtype");
+    PyObject *kind = dtype ? PyObject_GetAttrString(dtype, "kind") : NULL;
+    const char *text = kind && PyUnicode_Check(kind) ? PyUnicode_AsUTF8(kind) : NULL;
+    char k = text ? text[0] : '\0';
+    Py_XDECREF(kind);
+    Py_XDECREF(dtype);
+    PyErr_Clear();
+    if (k == 'c') {
+        Py_complex value = PyComplex_AsCComplex(obj);
+        out->kind = GTS_SCALAR_COMPLEX;
+        out->value.c.re = value.real;
+        out->value.c.im = value.imag;
+    } else if (k == 'f') {
+        out->kind = GTS_SCALAR_FLOAT;
+        out->value.f = PyFloat_AsDouble(obj);
+    } else {
+        PyErr_Format(PyExc_TypeError, "%s: %.200R is not a number", param, obj);
+        return -1;
+    }
+    return PyErr_Occurred() ? -1 : 0;
 }
 
 int gtpy_scalar(PyObject *obj, const char *param, gts_scalar *out)
@@ -297,7 +358,8 @@ int gtpy_scalar(PyObject *obj, const char *param, gts_scalar *out)
         out->value.c.im = PyComplex_ImagAsDouble(obj);
         return 0;
     }
-    /* NumPy scalars and 0-d arrays: their .item() is one of the above. */
+    /* NumPy scalars and 0-d arrays: their .item() is one of the above, but
+     * for long doubles, which convert through __float__ or __complex__. */
     if (PyObject_HasAttrString(obj, "dtype") && PyObject_HasAttrString(obj, "item")) {
         PyObject *item = PyObject_CallMethod(obj, "item", NULL);
         if (!item) {
@@ -305,11 +367,9 @@ int gtpy_scalar(PyObject *obj, const char *param, gts_scalar *out)
             PyErr_Format(PyExc_TypeError, "%s: expected a scalar, got %.200R", param, obj);
             return -1;
         }
-        int rc = (PyBool_Check(item) || PyLong_Check(item) || PyFloat_Check(item) ||
-                  PyComplex_Check(item))
-                     ? gtpy_scalar(item, param, out)
-                     : (PyErr_Format(PyExc_TypeError, "%s: %.200R is not a number", param, obj),
-                        -1);
+        bool plain = PyBool_Check(item) || PyLong_Check(item) || PyFloat_Check(item) ||
+                     PyComplex_Check(item);
+        int rc = plain ? gtpy_scalar(item, param, out) : long_double(obj, param, out);
         Py_DECREF(item);
         return rc;
     }

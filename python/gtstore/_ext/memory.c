@@ -11,15 +11,12 @@ static PyObject *api_cache_limit(PyObject *self, PyObject *unused)
 static PyObject *api_set_cache_limit(PyObject *self, PyObject *nbytes)
 {
     (void)self;
-    if (PyBool_Check(nbytes) || !PyLong_Check(nbytes)) {
-        PyErr_Format(PyExc_TypeError, "nbytes: expected an int, got %.200R", nbytes);
-        return NULL;
-    }
-    long long value = PyLong_AsLongLong(nbytes);
-    if (value == -1 && PyErr_Occurred())
+    int64_t value;
+    if (gtpy_int(nbytes, "nbytes", &value) < 0)
         return NULL;
     if (value < 0) {
-        PyErr_Format(PyExc_ValueError, "nbytes: %lld is negative (0 turns the cache off)", value);
+        PyErr_Format(PyExc_ValueError, "nbytes: %lld is negative (0 turns the cache off)",
+                     (long long)value);
         return NULL;
     }
     gts_cache_set_limit(value);

@@ -8,6 +8,11 @@ PyObject *gtpy_UnknownPresetError;
 
 int gtpy_raise(const gts_error *err)
 {
+    return gtpy_raise_param(NULL, err);
+}
+
+int gtpy_raise_param(const char *param, const gts_error *err)
+{
     if (PyErr_Occurred())
         return -1;
     PyObject *type;
@@ -18,7 +23,12 @@ int gtpy_raise(const gts_error *err)
     case GTS_ERANGE: type = PyExc_OverflowError; break;
     default: type = PyExc_ValueError; break; /* EINVAL, EOVERFLOW, EEXIST */
     }
-    PyErr_SetString(type, err->message);
+    size_t length = param ? strlen(param) : 0;
+    bool named = !param || (strncmp(err->message, param, length) == 0 && err->message[length] == ':');
+    if (named)
+        PyErr_SetString(type, err->message);
+    else
+        PyErr_Format(type, "%s: %s", param, err->message);
     return -1;
 }
 

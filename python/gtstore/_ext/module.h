@@ -17,6 +17,8 @@ extern PyObject *gtpy_UnknownPresetError;
  * range, MemoryError, UnknownPresetError) and returns -1 / NULL. If a Python
  * exception is already set (a Python callback failed), it is kept. */
 int gtpy_raise(const gts_error *err);
+/* The same, with the message prefixed by "param: " unless it names it. */
+int gtpy_raise_param(const char *param, const gts_error *err);
 PyObject *gtpy_raise_null(const gts_error *err);
 
 /* numpy.<name>, imported on first use and cached (a borrowed reference). */

@@ -1,0 +1,268 @@
+"""Shared fixtures and helpers for the tests of ``gtstore.arrays``.
+
+The expected geometry is computed here from the rules of DESIGN.md section 3
+(the preset table and the allocation algorithm), independently of the
+library: tests compare what gtstore returns against these helpers, never
+against gtstore's own output.
+"""
+
+from __future__ import annotations
+
+import gc
+import itertools
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import gtstore
+import gtstore.arrays as ga
+
+# ---- dtypes -----------------------------------------------------------------
+
+#: Every dtype gtstore supports.
+DTYPES = tuple(
+    np.dtype(name)
+    for name in (
+        "bool",
+        "int8",
+        "int16",
+        "int32",
+        "int64",
+        "uint8",
+        "uint16",
+        "uint32",
+        "uint64",
+        "float16",
+        "float32",
+        "float64",
+        "complex64",
+        "complex128",
+    )
+)
+DTYPE_IDS = [d.name for d in DTYPES]
+
+# ---- presets ----------------------------------------------------------------
+
+#: The binding preset table (DESIGN.md section 3): alignment in elements, the
+#: layout rule (base ranks of I, J, K, or positional "C"/"F") and the device.
+PRESET_TABLE = {
+    "numpy": (1, (0, 1, 2), "cpu"),
+    "debug": (1, (0, 1, 2), "cpu"),
+    "gt:cpu_kfirst": (1, (0, 1, 2), "cpu"),
+    "dace:cpu_kfirst": (1, (0, 1, 2), "cpu"),
+    "gt:cpu_ifirst": (1, (2, 1, 0), "cpu"),
+    "gt:gpu": (32, (2, 1, 0), "gpu"),
+    "dace:cpu": (1, (1, 2, 0), "cpu"),
+    "dace:cpu_KJI": (1, (2, 1, 0), "cpu"),
+    "dace:gpu": (1, (2, 1, 0), "gpu"),
+    "dace:gpu_IJK": (1, (0, 1, 2), "gpu"),
+    "C": (1, "C", "cpu"),
+    "F": (1, "F", "cpu"),
+    "gtx86": (1, (0, 1, 2), "cpu"),
+    "gtmc": (8, (2, 0, 1), "cpu"),
+    "gtcuda": (32, (2, 1, 0), "gpu"),
+}
+
+#: Preset names as gtstore lists them; the layout tests check they are the table's.
+PRESETS = tuple(ga.presets())
+CPU_PRESETS = tuple(p for p in PRESETS if ga.get_preset(p)["device"] == "cpu")
+GPU_PRESETS = tuple(p for p in PRESETS if ga.get_preset(p)["device"] == "gpu")
+#: Presets whose layout follows the dimension names.
+NAMED_PRESETS = tuple(p for p in PRESETS if PRESET_TABLE.get(p, (0, "C"))[1] not in ("C", "F"))
+
+
+def preset_rule(name):
+    """(alignment in elements, layout rule, device) of a built-in preset."""
+    return PRESET_TABLE[name]
+
+
+# ---- dims ----------------------------------------------------------------------
+
+#: Every non-empty subset of I, J, K in canonical order.
+CANONICAL_AXES = tuple("".join(c) for k in (1, 2, 3) for c in itertools.combinations("IJK", k))
+#: Some permuted orders.
+PERMUTED_AXES = ("KJI", "JI", "KI", "KJ", "JKI", "KIJ")
+#: Data dims appended to the axes.
+DATA_DIMS = ("", "0", "01")
+
+#: Extent and aligned index used for each label in the matrix tests: odd
+#: extents so that padding shows, nonzero aligned indices so that the shift
+#: of the base shows.
+EXTENT = {"I": 5, "J": 6, "K": 7, "0": 2, "1": 3, "2": 2, "3": 2}
+ALIGNED = {"I": 1, "J": 2, "K": 3, "0": 1, "1": 0, "2": 1, "3": 0}
+
+
+def default_dims(ndim):
+    """Default labels: I, J, K, then data dims "0", "1", ..."""
+    return tuple("IJK"[:ndim]) if ndim <= 3 else ("I", "J", "K", *map(str, range(ndim - 3)))
+
+
+def expected_layout(rule, dims):
+    """The layout (rank of each dimension, highest = contiguous) of a preset
+    rule for ``dims``, computed from DESIGN.md section 3.
+
+    ``rule`` is "C", "F" or the base ranks of I, J and K. The I/J/K present
+    keep their relative order from the base ranks and are innermost; data
+    dims are outermost, "0" outermost of all; positions in ``dims`` do not
+    matter.
+    """
+    dims = tuple(dims)
+    n = len(dims)
+    if rule == "C":
+        return tuple(range(n))
+    if rule == "F":
+        return tuple(range(n - 1, -1, -1))
+    base = dict(zip("IJK", rule))
+    data = sorted((d for d in dims if d.isdigit()), key=int)
+    axes = sorted((d for d in dims if d in "IJK"), key=base.__getitem__)
+    order = data + axes  # from the largest stride inwards
+    return tuple(order.index(d) for d in dims)
+
+
+def layout_from_axes(axes, dims):
+    """The layout for an axis string such as "KJI" (largest stride first):
+    data dims the string leaves out go outermost, lowest number first."""
+    dims = tuple(dims)
+    missing = sorted((d for d in dims if d not in axes), key=int)
+    order = missing + [a for a in axes if a in dims]
+    return tuple(order.index(d) for d in dims)
+
+
+def contiguous_dim(layout):
+    return layout.index(max(layout)) if layout else None
+
+
+def expected_geometry(shape, layout, itemsize, alignment_bytes):
+    """(padded shape, byte strides) of the allocation algorithm: only the
+    contiguous dim is padded, to a multiple of max(alignment / itemsize, 1)
+    elements; strides are products of padded extents in layout order."""
+    block = max(alignment_bytes // itemsize, 1)
+    padded = list(shape)
+    if shape:
+        c = contiguous_dim(layout)
+        padded[c] = -(-shape[c] // block) * block
+    strides = [0] * len(shape)
+    stride = itemsize
+    for d in sorted(range(len(shape)), key=lambda d: layout[d], reverse=True):
+        strides[d] = stride
+        stride *= max(padded[d], 1)
+    return tuple(padded), tuple(strides)
+
+
+def matrix_case(dims):
+    """Shape and aligned index of a matrix test for ``dims``."""
+    return tuple(EXTENT[d] for d in dims), tuple(ALIGNED[d] for d in dims)
+
+
+# ---- addresses -------------------------------------------------------------
+
+
+def address(array):
+    """Address of element 0 of a NumPy array."""
+    return array.__array_interface__["data"][0]
+
+
+def address_of(array, index):
+    """Address of the element at ``index`` (the index may equal an empty extent)."""
+    return address(array) + sum(i * s for i, s in zip(index, array.strides))
+
+
+def assert_aligned(array, index, alignment_bytes):
+    addr = address_of(array, index)
+    assert (
+        addr % alignment_bytes == 0
+    ), f"element {index} at {addr:#x} is not aligned to {alignment_bytes} bytes"
+
+
+def element_offsets(shape, strides):
+    """Byte offsets of every element from element 0."""
+    offsets = np.zeros((), dtype=np.int64)
+    for n, s in zip(shape, strides):
+        offsets = offsets[..., None] + np.arange(n, dtype=np.int64) * s
+    return offsets.ravel()
+
+
+def assert_plan_aligned(plan, index, bases=(0, 1, 7, 64, 4096 + 24, 2**20 + 3)):
+    """For blocks at several base addresses, the offset ``plan.offset(base)``
+    puts the element at ``index`` on the alignment and the array fits in the
+    ``plan.nbytes`` bytes of the block."""
+    for base in bases:
+        offset = plan.offset(base)
+        assert 0 <= offset < plan.alignment_size
+        point = base + offset + sum(i * s for i, s in zip(index, plan.strides))
+        assert point % plan.alignment_size == 0, (base, offset, plan)
+        assert offset + plan.span <= plan.nbytes
+
+
+# ---- memory ------------------------------------------------------------------
+
+
+def live():
+    """(live buffers, live bytes) after a garbage collection."""
+    gc.collect()
+    stats = gtstore.memory_stats()
+    return stats["live_buffers"], stats["live_bytes"]
+
+
+@pytest.fixture
+def baseline():
+    """Live buffers and bytes before the test; the test must come back to them."""
+    return live()
+
+
+@pytest.fixture
+def cache_limit():
+    """Restores the cache limit after the test (and starts from a known one)."""
+    original = gtstore.cache_limit()
+    gtstore.set_cache_limit(1 << 30)
+    gtstore.clear_cache()
+    yield
+    gtstore.set_cache_limit(original)
+
+
+@pytest.fixture
+def user_presets():
+    """Names registered in the test are unregistered afterwards."""
+    names = []
+    yield names
+    for name in names:
+        if name in ga.presets():
+            ga.unregister_preset(name)
+
+
+def subprocess_env(**variables):
+    """The environment for a child Python that imports this gtstore."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    env.update(variables)
+    return env
+
+
+def run_python(code, timeout=120, **variables):
+    """Runs ``code`` in a fresh interpreter (for inputs that might crash
+    this one); returns the CompletedProcess with text output."""
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        env=subprocess_env(**variables),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def cupy_importable():
+    try:
+        import cupy  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def pytest_collection_finish(session):
+    """Moves everything alive after collection (modules, thousands of test
+    items) out of the garbage collector's sight, so that the many
+    gc.collect() calls of the lifetime tests stay cheap."""
+    gc.collect()
+    gc.freeze()
