@@ -25,6 +25,7 @@ typedef enum memory_kind {
 
 struct gts_buffer {
     atomic_llong refs;
+    atomic_int sync_state; /* a gts_sync_state; CLEAN while there is no device side */
     memory_kind kind;
     void *host;          /* usable bytes start here */
     int64_t size;        /* usable bytes */
@@ -275,6 +276,7 @@ int gts_buffer_alloc_host(int64_t size, unsigned flags, gts_buffer **out, gts_er
         }
     }
     atomic_init(&buffer->refs, 1);
+    atomic_init(&buffer->sync_state, GTS_SYNC_CLEAN);
     buffer->size = size;
     buffer->release = NULL;
     buffer->ctx = NULL;
@@ -294,6 +296,7 @@ int gts_buffer_wrap_host(void *data, int64_t size, gts_release_fn release, void 
     if (!buffer)
         return out_of_memory(err, (int64_t)sizeof *buffer);
     atomic_init(&buffer->refs, 1);
+    atomic_init(&buffer->sync_state, GTS_SYNC_CLEAN);
     buffer->kind = MEMORY_WRAPPED;
     buffer->host = data;
     buffer->size = size;
@@ -312,6 +315,12 @@ int gts_buffer_alloc_geometry(const gts_geometry *geometry, unsigned flags, gts_
     if (!rc)
         *offset = gts_geometry_offset(geometry, (uintptr_t)(*out)->host);
     return rc;
+}
+
+void gts__buffer_set_release(gts_buffer *buffer, gts_release_fn release, void *ctx)
+{
+    buffer->release = release;
+    buffer->ctx = ctx;
 }
 
 gts_buffer *gts_buffer_retain(gts_buffer *buffer)
@@ -340,6 +349,17 @@ void gts_buffer_release(gts_buffer *buffer)
         break;
     }
     free(buffer);
+}
+
+gts_sync_state gts_buffer_sync_state(const gts_buffer *buffer)
+{
+    return (gts_sync_state)atomic_load_explicit(&buffer->sync_state, memory_order_acquire);
+}
+
+void gts_buffer_set_sync_state(gts_buffer *buffer, gts_sync_state state)
+{
+    (void)buffer; /* host memory only: one side, nothing to track */
+    (void)state;
 }
 
 void *gts_buffer_host(const gts_buffer *buffer)

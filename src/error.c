@@ -26,6 +26,9 @@ const char *gts_status_name(int code)
     case GTS_ENOMEM: return "GTS_ENOMEM";
     case GTS_ERANGE: return "GTS_ERANGE";
     case GTS_EEXIST: return "GTS_EEXIST";
+    case GTS_EBOUNDS: return "GTS_EBOUNDS";
+    case GTS_EREADONLY: return "GTS_EREADONLY";
+    case GTS_ENOTSUP: return "GTS_ENOTSUP";
     default: return "unknown status";
     }
 }

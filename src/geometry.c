@@ -131,3 +131,27 @@ int64_t gts_geometry_size(const gts_geometry *g)
         size *= g->shape[d]; /* cannot overflow: bounded by the checked span */
     return size;
 }
+
+int gts_strided_extent(int ndim, const int64_t *shape, const int64_t *strides, int64_t itemsize,
+                       int64_t *low, int64_t *high, gts_error *err)
+{
+    int64_t lo = 0, hi = itemsize;
+    for (int d = 0; d < ndim; ++d) {
+        if (shape[d] == 0) {
+            *low = *high = 0;
+            return GTS_OK;
+        }
+    }
+    for (int d = 0; d < ndim; ++d) {
+        int64_t reach;
+        if (gts_mul_overflow(shape[d] - 1, strides[d], &reach) ||
+            gts_add_overflow(reach < 0 ? lo : hi, reach, reach < 0 ? &lo : &hi))
+            return gts_error_set(err, GTS_EOVERFLOW,
+                                 "strides: the extent of dimension %d (%lld elements, stride %lld "
+                                 "bytes) does not fit in 64 bits",
+                                 d, (long long)shape[d], (long long)strides[d]);
+    }
+    *low = lo;
+    *high = hi;
+    return GTS_OK;
+}

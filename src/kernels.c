@@ -475,18 +475,13 @@ static bool make_transposed(plan *p)
     return true;
 }
 
-/* [lowest, highest) byte addresses an array touches. */
+/* [lowest, highest) byte addresses an array touches (its shape is non-empty
+ * and fits in memory: the plan dropped empty arrays). */
 static void extent(const char *base, int ndim, const int64_t *shape, const int64_t *strides,
                    int64_t itemsize, uintptr_t *lowest, uintptr_t *highest)
 {
-    int64_t low = 0, high = itemsize;
-    for (int d = 0; d < ndim; ++d) {
-        int64_t reach = (shape[d] - 1) * strides[d];
-        if (reach < 0)
-            low += reach;
-        else
-            high += reach;
-    }
+    int64_t low, high;
+    gts_strided_extent(ndim, shape, strides, itemsize, &low, &high, NULL);
     *lowest = (uintptr_t)base + (uintptr_t)low;
     *highest = (uintptr_t)base + (uintptr_t)high;
 }

@@ -56,6 +56,19 @@ gts_buffer *gts_buffer_retain(gts_buffer *buffer);
  * the release callback of wrapped memory. NULL is ignored. */
 void gts_buffer_release(gts_buffer *buffer);
 
+/* Which copy of a buffer with a host and a device side is current. Every
+ * view of the buffer shares it; changes are atomic. A buffer with one side
+ * only has nothing to track: its state is always GTS_SYNC_CLEAN and setting
+ * it does nothing. */
+typedef enum gts_sync_state {
+    GTS_SYNC_CLEAN = 0,       /* both sides hold the same values */
+    GTS_SYNC_HOST_DIRTY = 1,  /* the host side was modified */
+    GTS_SYNC_DEVICE_DIRTY = 2 /* the device side was modified */
+} gts_sync_state;
+
+gts_sync_state gts_buffer_sync_state(const gts_buffer *buffer);
+void gts_buffer_set_sync_state(gts_buffer *buffer, gts_sync_state state);
+
 void *gts_buffer_host(const gts_buffer *buffer);
 int64_t gts_buffer_size(const gts_buffer *buffer);
 bool gts_buffer_owns_memory(const gts_buffer *buffer);

@@ -15,7 +15,10 @@ typedef enum gts_status {
     GTS_EOVERFLOW = -4, /* a size or offset does not fit in 64 bits */
     GTS_ENOMEM = -5,    /* the system is out of memory */
     GTS_ERANGE = -6,    /* a value does not fit in the target dtype */
-    GTS_EEXIST = -7     /* a name is already taken */
+    GTS_EEXIST = -7,    /* a name is already taken */
+    GTS_EBOUNDS = -8,   /* an index outside the extent of a dimension */
+    GTS_EREADONLY = -9, /* writing through a read-only storage */
+    GTS_ENOTSUP = -10   /* memory this build cannot reach (a device without support) */
 } gts_status;
 
 #define GTS_ERROR_MESSAGE_SIZE 256

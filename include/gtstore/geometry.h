@@ -54,6 +54,12 @@ int64_t gts_geometry_offset(const gts_geometry *geometry, uintptr_t base);
 /* Number of elements prod(shape) (without padding), checked at init. */
 int64_t gts_geometry_size(const gts_geometry *geometry);
 
+/* The bytes a strided array touches, relative to element 0: [*low, *high).
+ * An empty array touches none (both 0). GTS_EOVERFLOW if a distance does
+ * not fit in 64 bits. */
+int gts_strided_extent(int ndim, const int64_t *shape, const int64_t *strides, int64_t itemsize,
+                       int64_t *low, int64_t *high, gts_error *err);
+
 /* Checked 64-bit arithmetic: true (and *out untouched) on overflow. */
 bool gts_mul_overflow(int64_t a, int64_t b, int64_t *out);
 bool gts_add_overflow(int64_t a, int64_t b, int64_t *out);

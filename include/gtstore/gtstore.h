@@ -4,12 +4,14 @@
 #define GTSTORE_GTSTORE_H
 
 #include "gtstore/buffer.h"
+#include "gtstore/dlpack.h"
 #include "gtstore/dtype.h"
 #include "gtstore/error.h"
 #include "gtstore/geometry.h"
 #include "gtstore/kernels.h"
 #include "gtstore/layout.h"
 #include "gtstore/preset.h"
+#include "gtstore/storage.h"
 #include "gtstore/version.h"
 
 #endif

@@ -1,0 +1,102 @@
+/* DLPack: exchanging storages with other libraries without copying.
+ *
+ * The structs below have the memory layout of DLPack 1.x's DLDevice,
+ * DLDataType, DLTensor, DLManagedTensor and DLManagedTensorVersioned
+ * (dlpack.h); a program that includes dlpack.h converts pointers between the
+ * two. They carry a gts_ prefix so that both headers can be included. */
+#ifndef GTSTORE_DLPACK_H
+#define GTSTORE_DLPACK_H
+
+#include <stdint.h>
+
+#include "gtstore/error.h"
+#include "gtstore/storage.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The DLPack version gtstore produces; it consumes every 1.x. */
+#define GTS_DLPACK_MAJOR 1
+#define GTS_DLPACK_MINOR 1
+
+/* Device types (DLDeviceType) gtstore meets. */
+enum {
+    GTS_DL_CPU = 1,
+    GTS_DL_CUDA = 2,
+    GTS_DL_CUDA_HOST = 3,
+    GTS_DL_ROCM = 10,
+    GTS_DL_CUDA_MANAGED = 13
+};
+
+/* Flags of the versioned struct. */
+#define GTS_DLPACK_READ_ONLY ((uint64_t)1 << 0)
+#define GTS_DLPACK_IS_COPIED ((uint64_t)1 << 1)
+
+typedef struct gts_dl_device {
+    int32_t device_type;
+    int32_t device_id;
+} gts_dl_device;
+
+typedef struct gts_dl_dtype {
+    uint8_t code;
+    uint8_t bits;
+    uint16_t lanes;
+} gts_dl_dtype;
+
+typedef struct gts_dl_tensor {
+    void *data;
+    gts_dl_device device;
+    int32_t ndim;
+    gts_dl_dtype dtype;
+    int64_t *shape;
+    int64_t *strides; /* in elements; NULL means C order */
+    uint64_t byte_offset;
+} gts_dl_tensor;
+
+typedef struct gts_dl_managed {
+    gts_dl_tensor dl_tensor;
+    void *manager_ctx;
+    void (*deleter)(struct gts_dl_managed *self);
+} gts_dl_managed;
+
+typedef struct gts_dl_version {
+    uint32_t major;
+    uint32_t minor;
+} gts_dl_version;
+
+typedef struct gts_dl_managed_versioned {
+    gts_dl_version version;
+    void *manager_ctx;
+    void (*deleter)(struct gts_dl_managed_versioned *self);
+    uint64_t flags;
+    gts_dl_tensor dl_tensor;
+} gts_dl_managed_versioned;
+
+/* Exports a view of `storage` (the export holds a reference to its buffer
+ * until its deleter runs). data points at element 0, byte_offset is 0 and
+ * strides are always filled. `flags` may add GTS_DLPACK_IS_COPIED;
+ * GTS_DLPACK_READ_ONLY is set for a read-only storage. */
+int gts_storage_to_dlpack(const gts_storage *storage, uint64_t flags,
+                          gts_dl_managed_versioned **out, gts_error *err);
+
+/* The same as an unversioned (pre-1.0) DLManagedTensor, which cannot say
+ * read-only: a read-only storage is refused (GTS_EREADONLY). */
+int gts_storage_to_dlpack_legacy(const gts_storage *storage, gts_dl_managed **out,
+                                 gts_error *err);
+
+/* A storage over the memory of a DLPack tensor, without copying. `options`
+ * (may be NULL) gives the other parameters, applied and checked as in
+ * gts_storage_wrap; its ndim, shape and dtype are ignored (the tensor's
+ * count). On success the storage owns the tensor: its deleter runs when the
+ * last view of the memory is released; on failure the caller still owns it.
+ * Host memory only (CPU and CUDA host); other devices give GTS_ENOTSUP. */
+int gts_storage_from_dlpack(gts_dl_managed_versioned *tensor, const gts_storage_spec *options,
+                            gts_storage *out, gts_error *err);
+int gts_storage_from_dlpack_legacy(gts_dl_managed *tensor, const gts_storage_spec *options,
+                                   gts_storage *out, gts_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

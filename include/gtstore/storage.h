@@ -1,0 +1,172 @@
+/* Storages: typed, strided views of a buffer that carry the metadata of a
+ * field (dimension labels, halo, aligned point).
+ *
+ * A gts_storage is a value the caller owns; it holds one reference to its
+ * buffer, which gts_storage_release drops. Views (gts_storage_view, then
+ * slice, index, transpose, domain) share the buffer and never copy, so they
+ * also share its sync state. The view operations work in place on a view the
+ * caller made, and on failure leave it unchanged.
+ *
+ * Invariants every storage keeps:
+ * - every element lies inside the buffer;
+ * - 0 <= halo[d].lower, 0 <= halo[d].upper, lower + upper <= shape[d];
+ * - the element at aligned_index sits at a host address that is a multiple
+ *   of alignment_size (for a non-empty storage). A view keeps the aligned
+ *   point of its parent where it contains it, else the nearest point that is
+ *   aligned as well; where none is, its alignment_size drops to the alignment
+ *   it has. */
+#ifndef GTSTORE_STORAGE_H
+#define GTSTORE_STORAGE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "gtstore/buffer.h"
+#include "gtstore/dtype.h"
+#include "gtstore/error.h"
+#include "gtstore/geometry.h"
+#include "gtstore/layout.h"
+#include "gtstore/preset.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The halo of one dimension: points at its start and at its end. */
+typedef struct gts_halo {
+    int64_t lower, upper;
+} gts_halo;
+
+typedef struct gts_storage {
+    gts_buffer *buffer;     /* one reference, owned by this struct */
+    int64_t offset;         /* bytes from the buffer's base to element 0 */
+    gts_dtype dtype;
+    int ndim;
+    bool readonly;
+    int64_t alignment_size; /* bytes */
+    int64_t shape[GTS_MAX_NDIM];
+    int64_t strides[GTS_MAX_NDIM]; /* bytes, any sign */
+    gts_dim dims[GTS_MAX_NDIM];
+    gts_halo halo[GTS_MAX_NDIM];
+    int64_t aligned_index[GTS_MAX_NDIM];
+} gts_storage;
+
+/* What a storage should be: the shape and dtype, and parameters that are
+ * either given or left to the preset and the fallbacks. Resolution order for
+ * each parameter: the value given here, then the preset, then the fallback
+ * named beside it. */
+typedef struct gts_storage_spec {
+    int ndim;
+    int64_t shape[GTS_MAX_NDIM];
+    gts_dtype dtype;
+    const gts_preset *preset; /* NULL: no preset */
+    bool has_dims;            /* else "IJK"[:ndim], then data dims "0", "1", ... */
+    gts_dim dims[GTS_MAX_NDIM];
+    bool has_layout;          /* else the preset's rule for the dims, else C order */
+    int layout[GTS_MAX_NDIM];
+    int64_t alignment_size;   /* bytes; 0: the preset's alignment times the itemsize, else 1 */
+    bool has_aligned_index;   /* else the lower halo (within the shape) */
+    int64_t aligned_index[GTS_MAX_NDIM];
+    gts_halo halo[GTS_MAX_NDIM]; /* zeros from gts_storage_spec_init */
+    bool has_device;          /* else the preset's device, else the CPU */
+    gts_device device;
+} gts_storage_spec;
+
+/* Starts a spec with nothing but the shape and dtype given. */
+int gts_storage_spec_init(gts_storage_spec *spec, int ndim, const int64_t *shape,
+                          gts_dtype dtype, gts_error *err);
+
+/* Resolves every parameter in place (afterwards has_dims, has_layout,
+ * has_aligned_index and has_device are true and alignment_size is set),
+ * checks them against each other and computes the allocation geometry
+ * (`geometry` may be NULL). */
+int gts_storage_spec_resolve(gts_storage_spec *spec, gts_geometry *geometry, gts_error *err);
+
+/* Allocates a host storage for `spec` (flags: GTS_ALLOC_ZERO). A spec that
+ * resolves to the GPU fails with GTS_ENOTSUP: this build has host memory
+ * only. */
+int gts_storage_create(const gts_storage_spec *spec, unsigned flags, gts_storage *out,
+                       gts_error *err);
+
+/* A storage over memory laid out by somebody else: element 0 at byte
+ * `offset` of `buffer` (retained; the caller keeps its own reference),
+ * with the spec's shape and dtype and these byte `strides`. The spec's other
+ * parameters are checked against the memory: every element must lie in the
+ * buffer, a layout (given or the preset's) must agree with the strides, and
+ * the element at aligned_index must sit at a multiple of alignment_size.
+ * Nothing is allocated or copied. */
+int gts_storage_wrap(const gts_storage_spec *spec, gts_buffer *buffer, int64_t offset,
+                     const int64_t *strides, bool readonly, gts_storage *out, gts_error *err);
+
+/* A new view of all of `src` (one more reference to its buffer). */
+void gts_storage_view(const gts_storage *src, gts_storage *out);
+
+/* Drops the buffer reference; the struct is then empty. NULL is ignored. */
+void gts_storage_release(gts_storage *storage);
+
+/* ---- view operations: in place on a view the caller owns ---------------- */
+
+/* Keeps `count` elements of dimension `dim`: start, start + step, ... (step
+ * nonzero, any sign; every selected index inside the extent). The halo
+ * becomes the selected elements that lie in the halo. */
+int gts_storage_slice(gts_storage *view, int dim, int64_t start, int64_t step, int64_t count,
+                      gts_error *err);
+
+/* Fixes dimension `dim` at `index` (0 <= index < extent; GTS_EBOUNDS
+ * otherwise) and drops the dimension with its label and halo. */
+int gts_storage_index(gts_storage *view, int dim, int64_t index, gts_error *err);
+
+/* Inserts a dimension of extent 1 before `dim` (0 <= dim <= ndim), labelled
+ * with the next free data dimension number, without halo. */
+int gts_storage_insert_dim(gts_storage *view, int dim, gts_error *err);
+
+/* Permutes the dimensions: new dimension i is old dimension axes[i] (NULL:
+ * reversed). Shape, strides, dims, halo and aligned_index move together. */
+int gts_storage_transpose(gts_storage *view, const int *axes, gts_error *err);
+
+/* Removes the halo: the view of the domain, whose index 0 is the first
+ * domain point; its halo is zero. */
+int gts_storage_domain(gts_storage *view, gts_error *err);
+
+/* Sets the halo (per dimension; each side >= 0, their sum at most the
+ * extent). The aligned point stays where it is. */
+int gts_storage_set_halo(gts_storage *storage, const gts_halo *halo, gts_error *err);
+
+/* ---- data ----------------------------------------------------------------- */
+
+/* A new storage with the parameters of `src` (dtype, shape, dims, halo,
+ * aligned_index, alignment_size and the layout its strides show) in new
+ * memory, holding a copy of the values. The copy is writable. */
+int gts_storage_copy(const gts_storage *src, gts_storage *out, gts_error *err);
+
+/* Copies the values of `src` into `dst`: same shape and dtype, `dst`
+ * writable (GTS_EREADONLY otherwise). Overlapping storages are fine. */
+int gts_storage_assign(const gts_storage *dst, const gts_storage *src, gts_error *err);
+
+/* Stores `value` (see gts_scalar_store) into every element. */
+int gts_storage_fill(const gts_storage *storage, gts_scalar value, gts_error *err);
+
+/* ---- properties ----------------------------------------------------------- */
+
+/* Host address of element 0. */
+void *gts_storage_data(const gts_storage *storage);
+
+/* Number of elements, and their bytes without padding. */
+int64_t gts_storage_size(const gts_storage *storage);
+int64_t gts_storage_nbytes(const gts_storage *storage);
+
+/* The layout the strides show (see gts_layout_from_strides). */
+void gts_storage_layout(const gts_storage *storage, int *layout);
+
+/* shape - lower halo - upper halo, per dimension. */
+void gts_storage_domain_shape(const gts_storage *storage, int64_t *shape);
+
+/* Whether the elements are contiguous in C order ('C': last index fastest)
+ * or Fortran order ('F'); dimensions of extent 1 and empty storages are
+ * contiguous in both. */
+bool gts_storage_contiguous(const gts_storage *storage, char order);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,209 @@
+#include "gtstore/dlpack.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* ---- export ---------------------------------------------------------------
+ * One block per export: the managed struct (either kind), the buffer
+ * reference it holds, then shape and strides. */
+
+typedef struct export_block {
+    union {
+        gts_dl_managed_versioned versioned;
+        gts_dl_managed legacy;
+    } managed; /* first: the deleter's argument is the block */
+    gts_buffer *buffer;
+    int64_t extents[]; /* shape[ndim], then strides[ndim] in elements */
+} export_block;
+
+static void free_block(export_block *block)
+{
+    gts_buffer_release(block->buffer);
+    free(block);
+}
+
+static void delete_versioned(gts_dl_managed_versioned *self)
+{
+    free_block((export_block *)(void *)self);
+}
+
+static void delete_legacy(gts_dl_managed *self)
+{
+    free_block((export_block *)(void *)self);
+}
+
+/* Fills `tensor` for `storage`, shape and strides going into `block`. */
+static int export_tensor(const gts_storage *storage, export_block **out, gts_dl_tensor **tensor,
+                         bool versioned, gts_error *err)
+{
+    int n = storage->ndim;
+    int64_t itemsize = storage->dtype.itemsize;
+    for (int d = 0; d < n; ++d)
+        if (storage->strides[d] % itemsize != 0)
+            return gts_error_set(err, GTS_EINVAL,
+                                 "strides: %lld bytes in dimension %d is not a multiple of the "
+                                 "itemsize (%lld); DLPack counts strides in elements",
+                                 (long long)storage->strides[d], d, (long long)itemsize);
+    export_block *block = malloc(sizeof *block + 2 * (size_t)n * sizeof(int64_t));
+    if (!block)
+        return gts_error_set(err, GTS_ENOMEM, "out of memory: cannot export to DLPack");
+    memset(&block->managed, 0, sizeof block->managed);
+    block->buffer = gts_buffer_retain(storage->buffer);
+    gts_dl_tensor *t = versioned ? &block->managed.versioned.dl_tensor
+                                 : &block->managed.legacy.dl_tensor;
+    int64_t *shape = block->extents, *strides = block->extents + n;
+    for (int d = 0; d < n; ++d) {
+        shape[d] = storage->shape[d];
+        strides[d] = storage->strides[d] / itemsize;
+    }
+    t->data = gts_storage_data(storage);
+    t->device = (gts_dl_device){GTS_DL_CPU, 0};
+    t->ndim = n;
+    gts_dtype_to_dlpack(storage->dtype, &t->dtype.code, &t->dtype.bits, &t->dtype.lanes);
+    t->shape = n ? shape : NULL;
+    t->strides = n ? strides : NULL;
+    t->byte_offset = 0;
+    *out = block;
+    *tensor = t;
+    return GTS_OK;
+}
+
+int gts_storage_to_dlpack(const gts_storage *storage, uint64_t flags,
+                          gts_dl_managed_versioned **out, gts_error *err)
+{
+    export_block *block;
+    gts_dl_tensor *tensor;
+    int rc = export_tensor(storage, &block, &tensor, true, err);
+    if (rc)
+        return rc;
+    gts_dl_managed_versioned *m = &block->managed.versioned;
+    m->version = (gts_dl_version){GTS_DLPACK_MAJOR, GTS_DLPACK_MINOR};
+    m->manager_ctx = block;
+    m->deleter = delete_versioned;
+    m->flags = (flags & GTS_DLPACK_IS_COPIED) | (storage->readonly ? GTS_DLPACK_READ_ONLY : 0);
+    *out = m;
+    return GTS_OK;
+}
+
+int gts_storage_to_dlpack_legacy(const gts_storage *storage, gts_dl_managed **out,
+                                 gts_error *err)
+{
+    if (storage->readonly)
+        return gts_error_set(err, GTS_EREADONLY,
+                             "max_version: a read-only storage needs DLPack 1.0 or later, which "
+                             "can mark it read-only");
+    export_block *block;
+    gts_dl_tensor *tensor;
+    int rc = export_tensor(storage, &block, &tensor, false, err);
+    if (rc)
+        return rc;
+    gts_dl_managed *m = &block->managed.legacy;
+    m->manager_ctx = block;
+    m->deleter = delete_legacy;
+    *out = m;
+    return GTS_OK;
+}
+
+/* ---- import ------------------------------------------------------------------ */
+
+static void release_versioned(void *ctx)
+{
+    gts_dl_managed_versioned *tensor = ctx;
+    if (tensor->deleter)
+        tensor->deleter(tensor);
+}
+
+static void release_legacy(void *ctx)
+{
+    gts_dl_managed *tensor = ctx;
+    if (tensor->deleter)
+        tensor->deleter(tensor);
+}
+
+/* Byte strides of the tensor (C order when it gives none). */
+static int byte_strides(const gts_dl_tensor *t, int64_t itemsize, int64_t *strides,
+                        gts_error *err)
+{
+    int64_t next = 1;
+    for (int d = t->ndim - 1; d >= 0; --d) {
+        int64_t elements = t->strides ? t->strides[d] : next;
+        if (gts_mul_overflow(elements, itemsize, &strides[d]))
+            return gts_error_set(err, GTS_EOVERFLOW,
+                                 "strides: %lld elements in dimension %d overflow in bytes",
+                                 (long long)elements, d);
+        if (!t->strides && gts_mul_overflow(next, t->shape[d] > 0 ? t->shape[d] : 1, &next))
+            return gts_error_set(err, GTS_EOVERFLOW, "shape: too big for 64 bits");
+    }
+    return GTS_OK;
+}
+
+static int import_tensor(const gts_dl_tensor *t, bool readonly, gts_release_fn release,
+                         void *ctx, const gts_storage_spec *options, gts_storage *out,
+                         gts_error *err)
+{
+    if (t->device.device_type != GTS_DL_CPU && t->device.device_type != GTS_DL_CUDA_HOST)
+        return gts_error_set(err, GTS_ENOTSUP,
+                             "device: DLPack device type %d is not host memory, the only kind "
+                             "this build of libgtstore reaches",
+                             (int)t->device.device_type);
+    if (t->ndim < 0 || t->ndim > GTS_MAX_NDIM)
+        return gts_error_set(err, GTS_EINVAL, "ndim: %d is outside [0, %d]", (int)t->ndim,
+                             GTS_MAX_NDIM);
+    if (t->ndim > 0 && !t->shape)
+        return gts_error_set(err, GTS_EINVAL, "shape: NULL for %d dimensions", (int)t->ndim);
+    gts_dtype dtype;
+    int rc = gts_dtype_from_dlpack(t->dtype.code, t->dtype.bits, t->dtype.lanes, &dtype, err);
+    if (rc)
+        return rc;
+    gts_storage_spec spec;
+    if (options)
+        spec = *options;
+    else if ((rc = gts_storage_spec_init(&spec, 0, NULL, dtype, err)))
+        return rc;
+    spec.ndim = t->ndim;
+    spec.dtype = dtype;
+    for (int d = 0; d < t->ndim; ++d) {
+        if (t->shape[d] < 0)
+            return gts_error_set(err, GTS_EINVAL, "shape: negative extent %lld at position %d",
+                                 (long long)t->shape[d], d);
+        spec.shape[d] = t->shape[d];
+    }
+    int64_t strides[GTS_MAX_NDIM], low, high;
+    if ((rc = byte_strides(t, dtype.itemsize, strides, err)) ||
+        (rc = gts_strided_extent(t->ndim, spec.shape, strides, dtype.itemsize, &low, &high, err)))
+        return rc;
+    if (t->byte_offset > (uint64_t)INT64_MAX)
+        return gts_error_set(err, GTS_EOVERFLOW, "byte_offset: %llu does not fit in 64 bits",
+                             (unsigned long long)t->byte_offset);
+    char *element0 = (char *)t->data + t->byte_offset;
+    if (!t->data && high > low)
+        return gts_error_set(err, GTS_EINVAL, "data: NULL for a tensor with elements");
+    gts_buffer *buffer;
+    if ((rc = gts_buffer_wrap_host(high > low ? element0 + low : element0, high - low, NULL, NULL,
+                                   &buffer, err)))
+        return rc;
+    rc = gts_storage_wrap(&spec, buffer, high > low ? -low : 0, strides, readonly, out, err);
+    if (!rc) /* the storage owns the tensor from here on */
+        gts__buffer_set_release(buffer, release, ctx);
+    gts_buffer_release(buffer);
+    return rc;
+}
+
+int gts_storage_from_dlpack(gts_dl_managed_versioned *tensor, const gts_storage_spec *options,
+                            gts_storage *out, gts_error *err)
+{
+    if (tensor->version.major != 1)
+        return gts_error_set(err, GTS_ENOTSUP, "version: DLPack %u.%u is not supported (1.x is)",
+                             (unsigned)tensor->version.major, (unsigned)tensor->version.minor);
+    bool readonly = (tensor->flags & GTS_DLPACK_READ_ONLY) != 0;
+    return import_tensor(&tensor->dl_tensor, readonly, release_versioned, tensor, options, out,
+                         err);
+}
+
+int gts_storage_from_dlpack_legacy(gts_dl_managed *tensor, const gts_storage_spec *options,
+                                   gts_storage *out, gts_error *err)
+{
+    return import_tensor(&tensor->dl_tensor, false, release_legacy, tensor, options, out, err);
+}

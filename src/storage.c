@@ -1,0 +1,612 @@
+#include "gtstore/storage.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "gtstore/kernels.h"
+
+/* ---- formatting for messages ---------------------------------------------- */
+
+typedef struct text {
+    char s[160];
+} text;
+
+static text format_ints(int n, const int64_t *values)
+{
+    text t = {"("};
+    size_t used = 1;
+    for (int i = 0; i < n && used + 24 < sizeof t.s; ++i)
+        used += (size_t)snprintf(t.s + used, sizeof t.s - used, "%s%lld", i ? ", " : "",
+                                 (long long)values[i]);
+    snprintf(t.s + used, sizeof t.s - used, n == 1 ? ",)" : ")");
+    return t;
+}
+
+static text format_layout(int n, const int *layout)
+{
+    int64_t values[GTS_MAX_NDIM];
+    for (int i = 0; i < n; ++i)
+        values[i] = layout[i];
+    return format_ints(n, values);
+}
+
+/* ---- integer helpers ------------------------------------------------------ */
+
+static int64_t floor_div(int64_t a, int64_t b)
+{
+    int64_t q = a / b;
+    return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
+}
+
+static int64_t gcd(int64_t a, int64_t b)
+{
+    a = a < 0 ? -a : a;
+    b = b < 0 ? -b : b;
+    while (b) {
+        int64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+static int64_t clamp(int64_t value, int64_t low, int64_t high)
+{
+    return value < low ? low : value > high ? high : value;
+}
+
+/* ---- specs ---------------------------------------------------------------- */
+
+int gts_storage_spec_init(gts_storage_spec *spec, int ndim, const int64_t *shape,
+                          gts_dtype dtype, gts_error *err)
+{
+    if (ndim < 0 || ndim > GTS_MAX_NDIM)
+        return gts_error_set(err, GTS_EINVAL, "ndim: %d is outside [0, %d]", ndim, GTS_MAX_NDIM);
+    memset(spec, 0, sizeof *spec);
+    spec->ndim = ndim;
+    memcpy(spec->shape, shape, (size_t)ndim * sizeof *shape);
+    spec->dtype = dtype;
+    return GTS_OK;
+}
+
+static int check_halo(int ndim, const int64_t *shape, const gts_halo *halo, gts_error *err)
+{
+    for (int d = 0; d < ndim; ++d) {
+        int64_t lo = halo[d].lower, hi = halo[d].upper;
+        if (lo < 0 || hi < 0)
+            return gts_error_set(err, GTS_EINVAL, "halo: negative entry (%lld, %lld) at position %d",
+                                 (long long)lo, (long long)hi, d);
+        if (lo > shape[d] || hi > shape[d] - lo)
+            return gts_error_set(err, GTS_EINVAL,
+                                 "halo: (%lld, %lld) at position %d is larger than the extent %lld",
+                                 (long long)lo, (long long)hi, d, (long long)shape[d]);
+    }
+    return GTS_OK;
+}
+
+static int resolve_alignment(gts_storage_spec *spec, gts_error *err)
+{
+    if (spec->alignment_size < 0)
+        return gts_error_set(err, GTS_EINVAL, "alignment_size: %lld bytes is negative",
+                             (long long)spec->alignment_size);
+    if (spec->alignment_size > 0)
+        return GTS_OK;
+    spec->alignment_size = 1;
+    if (spec->preset &&
+        gts_mul_overflow(spec->preset->alignment, spec->dtype.itemsize, &spec->alignment_size))
+        return gts_error_set(err, GTS_EOVERFLOW,
+                             "alignment_size: the preset's alignment (%lld elements) overflows",
+                             (long long)spec->preset->alignment);
+    return GTS_OK;
+}
+
+/* Every parameter but the geometry's own checks. */
+static int resolve_parameters(gts_storage_spec *spec, gts_error *err)
+{
+    int rc = gts_dtype_make(spec->dtype.kind, spec->dtype.itemsize, &spec->dtype, err);
+    if (rc)
+        return rc;
+    if (spec->ndim < 0 || spec->ndim > GTS_MAX_NDIM)
+        return gts_error_set(err, GTS_EINVAL, "ndim: %d is outside [0, %d]", spec->ndim,
+                             GTS_MAX_NDIM);
+    int n = spec->ndim;
+    for (int d = 0; d < n; ++d)
+        if (spec->shape[d] < 0)
+            return gts_error_set(err, GTS_EINVAL, "shape: negative extent %lld at position %d",
+                                 (long long)spec->shape[d], d);
+    if ((rc = check_halo(n, spec->shape, spec->halo, err)))
+        return rc;
+    if (spec->has_dims)
+        rc = gts_dims_check(n, spec->dims, err);
+    else
+        rc = gts_dims_default(n, spec->dims, err);
+    if (rc)
+        return rc;
+    if (spec->has_layout)
+        rc = gts_layout_check(n, spec->layout, err);
+    else if (spec->preset)
+        rc = gts_preset_layout(spec->preset, n, spec->dims, spec->layout, err);
+    else
+        gts_layout_c(n, spec->layout);
+    if (rc || (rc = resolve_alignment(spec, err)))
+        return rc;
+    if (!spec->has_aligned_index)
+        for (int d = 0; d < n; ++d)
+            spec->aligned_index[d] =
+                spec->shape[d] ? clamp(spec->halo[d].lower, 0, spec->shape[d] - 1) : 0;
+    if (!spec->has_device)
+        spec->device = spec->preset ? spec->preset->device : GTS_DEVICE_CPU;
+    spec->has_dims = spec->has_layout = spec->has_aligned_index = spec->has_device = true;
+    return GTS_OK;
+}
+
+int gts_storage_spec_resolve(gts_storage_spec *spec, gts_geometry *geometry, gts_error *err)
+{
+    gts_storage_spec resolved = *spec;
+    gts_geometry local;
+    int rc = resolve_parameters(&resolved, err);
+    if (!rc)
+        rc = gts_geometry_init(geometry ? geometry : &local, resolved.ndim, resolved.shape,
+                               resolved.layout, resolved.dtype.itemsize,
+                               resolved.alignment_size, resolved.aligned_index, err);
+    if (!rc)
+        *spec = resolved;
+    return rc;
+}
+
+/* ---- making storages ------------------------------------------------------ */
+
+/* The metadata of `spec` (resolved) in `out`, over `buffer` (retained). */
+static void storage_init(gts_storage *out, const gts_storage_spec *spec, gts_buffer *buffer,
+                         int64_t offset, const int64_t *strides, bool readonly)
+{
+    int n = spec->ndim;
+    out->buffer = gts_buffer_retain(buffer);
+    out->offset = offset;
+    out->dtype = spec->dtype;
+    out->ndim = n;
+    out->readonly = readonly;
+    out->alignment_size = spec->alignment_size;
+    memcpy(out->shape, spec->shape, (size_t)n * sizeof *out->shape);
+    memcpy(out->strides, strides, (size_t)n * sizeof *out->strides);
+    memcpy(out->dims, spec->dims, (size_t)n * sizeof *out->dims);
+    memcpy(out->halo, spec->halo, (size_t)n * sizeof *out->halo);
+    memcpy(out->aligned_index, spec->aligned_index, (size_t)n * sizeof *out->aligned_index);
+}
+
+int gts_storage_create(const gts_storage_spec *spec, unsigned flags, gts_storage *out,
+                       gts_error *err)
+{
+    gts_storage_spec resolved = *spec;
+    gts_geometry geometry;
+    int rc = gts_storage_spec_resolve(&resolved, &geometry, err);
+    if (rc)
+        return rc;
+    if (resolved.device != GTS_DEVICE_CPU)
+        return gts_error_set(err, GTS_ENOTSUP,
+                             "device: this build of libgtstore allocates host memory only");
+    gts_buffer *buffer;
+    int64_t offset;
+    if ((rc = gts_buffer_alloc_geometry(&geometry, flags, &buffer, &offset, err)))
+        return rc;
+    storage_init(out, &resolved, buffer, offset, geometry.strides, false);
+    gts_buffer_release(buffer); /* `out` holds its own reference */
+    return GTS_OK;
+}
+
+static uintptr_t address_of(const gts_storage *s, const int64_t *index)
+{
+    uintptr_t address = (uintptr_t)gts_buffer_host(s->buffer) + (uintptr_t)s->offset;
+    for (int d = 0; d < s->ndim; ++d)
+        address += (uintptr_t)(index[d] * s->strides[d]);
+    return address;
+}
+
+/* Whether the strides order the dimensions as `layout` does. Dimensions of
+ * extent 1 have no stride that matters and are not compared. */
+static bool layout_fits_strides(int n, const int *layout, const int64_t *shape,
+                                const int64_t *strides)
+{
+    for (int d = 0; d < n; ++d) {
+        for (int e = 0; e < n; ++e) {
+            if (shape[d] <= 1 || shape[e] <= 1 || layout[d] >= layout[e])
+                continue;
+            uint64_t sd = strides[d] < 0 ? 0 - (uint64_t)strides[d] : (uint64_t)strides[d];
+            uint64_t se = strides[e] < 0 ? 0 - (uint64_t)strides[e] : (uint64_t)strides[e];
+            if (sd < se)
+                return false;
+        }
+    }
+    return true;
+}
+
+static int check_wrapped(const gts_storage_spec *spec, gts_buffer *buffer, int64_t offset,
+                         const int64_t *strides, gts_error *err)
+{
+    int n = spec->ndim;
+    int64_t low, high, first, last;
+    int rc = gts_strided_extent(n, spec->shape, strides, spec->dtype.itemsize, &low, &high, err);
+    if (rc)
+        return rc;
+    if (high > low && (gts_add_overflow(offset, low, &first) ||
+                       gts_add_overflow(offset, high, &last) || first < 0 ||
+                       last > gts_buffer_size(buffer)))
+        return gts_error_set(err, GTS_EINVAL,
+                             "strides: %s with element 0 at byte %lld reach outside the buffer "
+                             "of %lld bytes",
+                             format_ints(n, strides).s, (long long)offset,
+                             (long long)gts_buffer_size(buffer));
+    if (spec->has_layout && !layout_fits_strides(n, spec->layout, spec->shape, strides))
+        return gts_error_set(err, GTS_EINVAL,
+                             "layout: %s%s does not match the data's strides %s",
+                             format_layout(n, spec->layout).s,
+                             spec->has_layout ? "" : " (the preset's)",
+                             format_ints(n, strides).s);
+    return GTS_OK;
+}
+
+int gts_storage_wrap(const gts_storage_spec *spec, gts_buffer *buffer, int64_t offset,
+                     const int64_t *strides, bool readonly, gts_storage *out, gts_error *err)
+{
+    gts_storage_spec resolved = *spec;
+    bool layout_given = spec->has_layout || spec->preset;
+    int rc = resolve_parameters(&resolved, err);
+    if (rc)
+        return rc;
+    resolved.has_layout = layout_given; /* compare only a layout somebody asked for */
+    if ((rc = check_wrapped(&resolved, buffer, offset, strides, err)))
+        return rc;
+    /* The geometry checks alignment against the itemsize and the aligned
+     * index against the shape; its strides are not the data's. */
+    gts_geometry geometry;
+    if ((rc = gts_geometry_init(&geometry, resolved.ndim, resolved.shape, resolved.layout,
+                                resolved.dtype.itemsize, resolved.alignment_size,
+                                resolved.aligned_index, err)))
+        return rc;
+    gts_storage s;
+    storage_init(&s, &resolved, buffer, offset, strides, readonly);
+    uintptr_t address = address_of(&s, s.aligned_index);
+    if (gts_storage_size(&s) > 0 && address % (uint64_t)s.alignment_size != 0) {
+        gts_storage_release(&s);
+        return gts_error_set(err, GTS_EINVAL,
+                             "alignment_size: the element at aligned_index %s sits at address "
+                             "%#llx, which is not a multiple of %lld bytes",
+                             format_ints(resolved.ndim, resolved.aligned_index).s,
+                             (unsigned long long)address, (long long)s.alignment_size);
+    }
+    *out = s;
+    return GTS_OK;
+}
+
+void gts_storage_view(const gts_storage *src, gts_storage *out)
+{
+    int n = src->ndim;
+    out->buffer = gts_buffer_retain(src->buffer);
+    out->offset = src->offset;
+    out->dtype = src->dtype;
+    out->ndim = n;
+    out->readonly = src->readonly;
+    out->alignment_size = src->alignment_size;
+    memcpy(out->shape, src->shape, (size_t)n * sizeof *out->shape);
+    memcpy(out->strides, src->strides, (size_t)n * sizeof *out->strides);
+    memcpy(out->dims, src->dims, (size_t)n * sizeof *out->dims);
+    memcpy(out->halo, src->halo, (size_t)n * sizeof *out->halo);
+    memcpy(out->aligned_index, src->aligned_index, (size_t)n * sizeof *out->aligned_index);
+}
+
+void gts_storage_release(gts_storage *storage)
+{
+    if (!storage)
+        return;
+    gts_buffer_release(storage->buffer);
+    storage->buffer = NULL;
+    storage->ndim = 0;
+}
+
+/* ---- the aligned point of a view -----------------------------------------
+ * After the origin of a view moved, its aligned_index holds the parent's
+ * aligned point translated into the view and clamped to its extent. If that
+ * element is not aligned, look along each dimension whose stride moves the
+ * address by less than the alignment for one that is; if there is none, the
+ * view's alignment is the one its candidate point has. */
+
+static bool is_aligned(const gts_storage *s, const int64_t *index)
+{
+    return address_of(s, index) % (uint64_t)s->alignment_size == 0;
+}
+
+static void realign(gts_storage *s)
+{
+    int64_t a = s->alignment_size;
+    if (a <= 1 || gts_storage_size(s) == 0 || is_aligned(s, s->aligned_index))
+        return;
+    for (int d = 0; d < s->ndim; ++d) {
+        if (s->strides[d] % a == 0)
+            continue;
+        int64_t kept = s->aligned_index[d];
+        for (int64_t i = 0; i < s->shape[d] && i < a; ++i) {
+            s->aligned_index[d] = i;
+            if (is_aligned(s, s->aligned_index))
+                return;
+        }
+        s->aligned_index[d] = kept;
+    }
+    int64_t have = gcd((int64_t)(address_of(s, s->aligned_index) % (uint64_t)a), a);
+    int64_t itemsize = s->dtype.itemsize;
+    if (have % itemsize != 0 && itemsize % have != 0)
+        have = gcd(have, itemsize);
+    s->alignment_size = have;
+}
+
+/* ---- view operations -------------------------------------------------------- */
+
+static int check_dim(const gts_storage *view, int dim, const char *operation, gts_error *err)
+{
+    if (dim < 0 || dim >= view->ndim)
+        return gts_error_set(err, GTS_EBOUNDS, "dim: %d is out of range for %s of %d dimensions",
+                             dim, operation, view->ndim);
+    return GTS_OK;
+}
+
+/* How many of start + k * step (0 <= k < count) lie in [from, to). */
+static int64_t count_in(int64_t start, int64_t step, int64_t count, int64_t from, int64_t to)
+{
+    if (from >= to || count == 0)
+        return 0;
+    int64_t first, end; /* the k range, before clipping to [0, count) */
+    if (step > 0) {
+        first = -floor_div(start - from, step); /* ceil((from - start) / step) */
+        end = -floor_div(start - to, step);
+    } else {
+        first = floor_div(start - to, -step) + 1;
+        end = floor_div(start - from, -step) + 1;
+    }
+    first = clamp(first, 0, count);
+    end = clamp(end, 0, count);
+    return end > first ? end - first : 0;
+}
+
+int gts_storage_slice(gts_storage *view, int dim, int64_t start, int64_t step, int64_t count,
+                      gts_error *err)
+{
+    int rc = check_dim(view, dim, "a slice", err);
+    if (rc)
+        return rc;
+    int64_t n = view->shape[dim], last;
+    if (step == 0)
+        return gts_error_set(err, GTS_EINVAL, "step: 0 in dimension %d", dim);
+    if (count < 0)
+        return gts_error_set(err, GTS_EINVAL, "count: %lld is negative", (long long)count);
+    if (count > 0 &&
+        (start < 0 || start >= n || gts_mul_overflow(count - 1, step, &last) ||
+         gts_add_overflow(start, last, &last) || last < 0 || last >= n))
+        return gts_error_set(err, GTS_EBOUNDS,
+                             "slice: %lld elements from %lld by %lld leave dimension %d of "
+                             "extent %lld",
+                             (long long)count, (long long)start, (long long)step, dim,
+                             (long long)n);
+    if (count == 0)
+        start = 0; /* an empty view starts nowhere */
+    gts_halo *halo = &view->halo[dim];
+    int64_t below = count_in(start, step, count, 0, halo->lower);
+    int64_t above = count_in(start, step, count, n - halo->upper, n);
+    halo->lower = step > 0 ? below : above;
+    halo->upper = step > 0 ? above : below;
+    int64_t a = view->aligned_index[dim] - start;
+    int64_t k = a % step == 0 ? a / step : floor_div(a, step);
+    view->aligned_index[dim] = clamp(k, 0, count > 0 ? count - 1 : 0);
+    view->offset += start * view->strides[dim];
+    if (count > 1) /* a single element keeps its stride: any step would do */
+        view->strides[dim] *= step;
+    view->shape[dim] = count;
+    realign(view);
+    return GTS_OK;
+}
+
+/* Removes entry `dim` of the per-dimension arrays. */
+static void drop_dim(gts_storage *view, int dim)
+{
+    size_t after = (size_t)(view->ndim - dim - 1);
+    memmove(view->shape + dim, view->shape + dim + 1, after * sizeof *view->shape);
+    memmove(view->strides + dim, view->strides + dim + 1, after * sizeof *view->strides);
+    memmove(view->dims + dim, view->dims + dim + 1, after * sizeof *view->dims);
+    memmove(view->halo + dim, view->halo + dim + 1, after * sizeof *view->halo);
+    memmove(view->aligned_index + dim, view->aligned_index + dim + 1,
+            after * sizeof *view->aligned_index);
+    --view->ndim;
+}
+
+int gts_storage_index(gts_storage *view, int dim, int64_t index, gts_error *err)
+{
+    int rc = check_dim(view, dim, "an index", err);
+    if (rc)
+        return rc;
+    if (index < 0 || index >= view->shape[dim])
+        return gts_error_set(err, GTS_EBOUNDS,
+                             "index: %lld is out of bounds for dimension %d with size %lld",
+                             (long long)index, dim, (long long)view->shape[dim]);
+    view->offset += index * view->strides[dim];
+    drop_dim(view, dim);
+    realign(view);
+    return GTS_OK;
+}
+
+int gts_storage_insert_dim(gts_storage *view, int dim, gts_error *err)
+{
+    int n = view->ndim;
+    if (dim < 0 || dim > n)
+        return gts_error_set(err, GTS_EBOUNDS, "dim: %d is outside [0, %d]", dim, n);
+    if (n == GTS_MAX_NDIM)
+        return gts_error_set(err, GTS_EINVAL, "ndim: a storage has at most %d dimensions",
+                             GTS_MAX_NDIM);
+    gts_dim label = 0;
+    for (int d = 0; d < n; ++d)
+        label = view->dims[d] >= label ? view->dims[d] + 1 : label;
+    if (label > GTS_MAX_DATA_DIM)
+        return gts_error_set(err, GTS_EINVAL, "dims: no free data dimension label");
+    size_t after = (size_t)(n - dim);
+    memmove(view->shape + dim + 1, view->shape + dim, after * sizeof *view->shape);
+    memmove(view->strides + dim + 1, view->strides + dim, after * sizeof *view->strides);
+    memmove(view->dims + dim + 1, view->dims + dim, after * sizeof *view->dims);
+    memmove(view->halo + dim + 1, view->halo + dim, after * sizeof *view->halo);
+    memmove(view->aligned_index + dim + 1, view->aligned_index + dim,
+            after * sizeof *view->aligned_index);
+    view->shape[dim] = 1;
+    view->strides[dim] = 0;
+    view->dims[dim] = label;
+    view->halo[dim] = (gts_halo){0, 0};
+    view->aligned_index[dim] = 0;
+    ++view->ndim;
+    return GTS_OK;
+}
+
+int gts_storage_transpose(gts_storage *view, const int *axes, gts_error *err)
+{
+    int n = view->ndim, order[GTS_MAX_NDIM] = {0};
+    for (int i = 0; i < n; ++i)
+        order[i] = axes ? axes[i] : n - 1 - i;
+    gts_error inner;
+    if (gts_layout_check(n, order, &inner))
+        return gts_error_set(err, GTS_EINVAL, "axes: %s is not a permutation of 0..%d",
+                             format_layout(n, order).s, n - 1);
+    gts_storage old = *view; /* the buffer reference stays with `view` */
+    for (int i = 0; i < n; ++i) {
+        int d = order[i];
+        view->shape[i] = old.shape[d];
+        view->strides[i] = old.strides[d];
+        view->dims[i] = old.dims[d];
+        view->halo[i] = old.halo[d];
+        view->aligned_index[i] = old.aligned_index[d];
+    }
+    return GTS_OK;
+}
+
+int gts_storage_domain(gts_storage *view, gts_error *err)
+{
+    gts_storage result;
+    gts_storage_view(view, &result);
+    for (int d = 0; d < view->ndim; ++d) {
+        int64_t lo = view->halo[d].lower, count = view->shape[d] - lo - view->halo[d].upper;
+        int rc = gts_storage_slice(&result, d, count > 0 ? lo : 0, 1, count, err);
+        if (rc) { /* cannot happen while the halo invariant holds */
+            gts_storage_release(&result);
+            return rc;
+        }
+    }
+    gts_storage_release(view);
+    *view = result;
+    return GTS_OK;
+}
+
+int gts_storage_set_halo(gts_storage *storage, const gts_halo *halo, gts_error *err)
+{
+    int rc = check_halo(storage->ndim, storage->shape, halo, err);
+    if (!rc)
+        memcpy(storage->halo, halo, (size_t)storage->ndim * sizeof *storage->halo);
+    return rc;
+}
+
+/* ---- data ------------------------------------------------------------------ */
+
+int gts_storage_copy(const gts_storage *src, gts_storage *out, gts_error *err)
+{
+    gts_storage_spec spec;
+    int rc = gts_storage_spec_init(&spec, src->ndim, src->shape, src->dtype, err);
+    if (rc)
+        return rc;
+    spec.has_dims = spec.has_layout = spec.has_aligned_index = true;
+    memcpy(spec.dims, src->dims, (size_t)src->ndim * sizeof *spec.dims);
+    gts_storage_layout(src, spec.layout);
+    spec.alignment_size = src->alignment_size;
+    memcpy(spec.aligned_index, src->aligned_index, (size_t)src->ndim * sizeof *spec.aligned_index);
+    memcpy(spec.halo, src->halo, (size_t)src->ndim * sizeof *spec.halo);
+    gts_storage copy;
+    if ((rc = gts_storage_create(&spec, 0, &copy, err)))
+        return rc;
+    if ((rc = gts_storage_assign(&copy, src, err))) {
+        gts_storage_release(&copy);
+        return rc;
+    }
+    *out = copy;
+    return GTS_OK;
+}
+
+static int check_writable(const gts_storage *s, gts_error *err)
+{
+    if (s->readonly)
+        return gts_error_set(err, GTS_EREADONLY, "assignment destination is read-only");
+    return GTS_OK;
+}
+
+int gts_storage_assign(const gts_storage *dst, const gts_storage *src, gts_error *err)
+{
+    int rc = check_writable(dst, err);
+    if (rc)
+        return rc;
+    bool same_shape = dst->ndim == src->ndim &&
+                      memcmp(dst->shape, src->shape, (size_t)dst->ndim * sizeof *dst->shape) == 0;
+    if (!same_shape)
+        return gts_error_set(err, GTS_EINVAL, "src: shape %s does not match the destination's %s",
+                             format_ints(src->ndim, src->shape).s,
+                             format_ints(dst->ndim, dst->shape).s);
+    if (!gts_dtype_equal(dst->dtype, src->dtype))
+        return gts_error_set(err, GTS_ETYPE, "src: dtype %s does not match the destination's %s",
+                             gts_dtype_name(src->dtype), gts_dtype_name(dst->dtype));
+    return gts_copy(gts_storage_data(dst), dst->strides, gts_storage_data(src), src->strides,
+                    dst->ndim, dst->shape, dst->dtype.itemsize, err);
+}
+
+int gts_storage_fill(const gts_storage *storage, gts_scalar value, gts_error *err)
+{
+    int rc = check_writable(storage, err);
+    if (rc)
+        return rc;
+    return gts_fill_scalar(gts_storage_data(storage), storage->ndim, storage->shape,
+                           storage->strides, storage->dtype, value, err);
+}
+
+/* ---- properties ---------------------------------------------------------------- */
+
+void *gts_storage_data(const gts_storage *storage)
+{
+    return (char *)gts_buffer_host(storage->buffer) + storage->offset;
+}
+
+int64_t gts_storage_size(const gts_storage *storage)
+{
+    int64_t size = 1;
+    for (int d = 0; d < storage->ndim; ++d)
+        size *= storage->shape[d]; /* bounded by the memory the storage views */
+    return size;
+}
+
+int64_t gts_storage_nbytes(const gts_storage *storage)
+{
+    return gts_storage_size(storage) * storage->dtype.itemsize;
+}
+
+void gts_storage_layout(const gts_storage *storage, int *layout)
+{
+    gts_layout_from_strides(storage->ndim, storage->strides, layout);
+}
+
+void gts_storage_domain_shape(const gts_storage *storage, int64_t *shape)
+{
+    for (int d = 0; d < storage->ndim; ++d)
+        shape[d] = storage->shape[d] - storage->halo[d].lower - storage->halo[d].upper;
+}
+
+bool gts_storage_contiguous(const gts_storage *storage, char order)
+{
+    int n = storage->ndim;
+    if (gts_storage_size(storage) == 0)
+        return true;
+    int64_t expected = storage->dtype.itemsize;
+    for (int k = 0; k < n; ++k) {
+        int d = order == 'F' ? k : n - 1 - k;
+        if (storage->shape[d] != 1 && storage->strides[d] != expected)
+            return false;
+        expected *= storage->shape[d];
+    }
+    return true;
+}
