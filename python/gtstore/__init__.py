@@ -1,26 +1,61 @@
 """gtstore: storage for stencil codes.
 
 Fields whose memory layout, padding and alignment suit a stencil backend,
-allocated by libgtstore (C). ``gtstore.arrays`` returns plain NumPy (or CuPy)
-arrays and is keyword-compatible with GT4Py's ``gt4py.storage``.
+allocated (or wrapped) by libgtstore (C). Two interfaces over one allocator:
+
+- ``gtstore.empty``, ``zeros``, ``as_storage``, ... return ``Storage`` objects
+  (GDP-3): fields with dimension labels, a halo and an aligned point, that
+  NumPy, DLPack consumers and xarray read without copying;
+- ``gtstore.arrays`` returns plain NumPy (or CuPy) arrays and is
+  keyword-compatible with GT4Py's ``gt4py.storage``.
 """
 
 from . import arrays
 from ._gtstore import (
+    CPUStorage,
+    GTNoSuchBufferError,
+    Storage,
+    SyncState,
     UnknownPresetError,
     __version__,
+    as_storage,
     cache_limit,
     clear_cache,
+    empty,
+    empty_like,
+    from_dlpack,
+    full,
+    full_like,
     memory_stats,
+    ones,
+    ones_like,
     set_cache_limit,
+    storage,
+    zeros,
+    zeros_like,
 )
 
 __all__ = [
+    "CPUStorage",
+    "GTNoSuchBufferError",
+    "Storage",
+    "SyncState",
     "UnknownPresetError",
     "__version__",
     "arrays",
+    "as_storage",
     "cache_limit",
     "clear_cache",
+    "empty",
+    "empty_like",
+    "from_dlpack",
+    "full",
+    "full_like",
     "memory_stats",
+    "ones",
+    "ones_like",
     "set_cache_limit",
+    "storage",
+    "zeros",
+    "zeros_like",
 ]

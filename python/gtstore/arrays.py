@@ -20,25 +20,20 @@ from typing import Any, Optional, Tuple
 
 import numpy as np
 
-from ._gtstore import (
-    Plan,
-    UnknownPresetError,
-    empty,
-    empty_like,
-    from_array,
-    full,
-    full_like,
-    get_preset,
-    normalize_dims,
-    ones,
-    ones_like,
-    plan,
-    presets,
-    register_preset,
-    unregister_preset,
-    zeros,
-    zeros_like,
-)
+from ._gtstore import Plan, UnknownPresetError, get_preset, presets, register_preset, unregister_preset
+from ._gtstore import arrays as _functions
+
+empty = _functions.empty
+zeros = _functions.zeros
+ones = _functions.ones
+full = _functions.full
+from_array = _functions.from_array
+empty_like = _functions.empty_like
+zeros_like = _functions.zeros_like
+ones_like = _functions.ones_like
+full_like = _functions.full_like
+plan = _functions.plan
+normalize_dims = _functions.normalize_dims
 
 __all__ = [
     "Plan",

@@ -74,7 +74,7 @@ int gtpy_int_tuple(PyObject *obj, const char *param, int max_ndim, int *ndim, in
 
 /* An integer given where a sequence may be: an int, or an object with
  * __index__ that is no sequence or has no length (a 0-d integer array). */
-static bool single_integer(PyObject *obj)
+bool gtpy_is_integer(PyObject *obj)
 {
     if (PyLong_Check(obj))
         return true;
@@ -90,7 +90,7 @@ static bool single_integer(PyObject *obj)
 int gtpy_shape(PyObject *obj, const char *param, int *ndim, int64_t *shape)
 {
     int rc;
-    if (single_integer(obj)) {
+    if (gtpy_is_integer(obj)) {
         rc = gtpy_int(obj, param, &shape[0]);
         *ndim = 1;
     } else {
@@ -104,6 +104,87 @@ int gtpy_shape(PyObject *obj, const char *param, int *ndim, int64_t *shape)
         }
     }
     return rc;
+}
+
+PyObject *gtpy_int64_tuple(int n, const int64_t *values)
+{
+    PyObject *tuple = PyTuple_New(n);
+    for (int i = 0; tuple && i < n; ++i) {
+        PyObject *value = PyLong_FromLongLong(values[i]);
+        if (!value) {
+            Py_CLEAR(tuple);
+            break;
+        }
+        PyTuple_SET_ITEM(tuple, i, value);
+    }
+    return tuple;
+}
+
+/* ---- halos ------------------------------------------------------------- */
+
+static int halo_entry(PyObject *item, PyObject *whole, Py_ssize_t position, gts_halo *out)
+{
+    if (gtpy_is_integer(item)) {
+        int64_t width;
+        if (gtpy_int(item, "halo", &width) < 0)
+            return -1;
+        *out = (gts_halo){width, width};
+        return 0;
+    }
+    int64_t pair[2];
+    int n = 0;
+    if (gtpy_int_tuple(item, "halo", 2, &n, pair) < 0 || n != 2) {
+        if (!PyErr_Occurred() || PyErr_ExceptionMatches(PyExc_TypeError) ||
+            PyErr_ExceptionMatches(PyExc_ValueError)) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_TypeError,
+                         "halo: expected an int or a pair (lower, upper), got %.80R at position "
+                         "%zd in %.200R",
+                         item, position, whole);
+        }
+        return -1;
+    }
+    *out = (gts_halo){pair[0], pair[1]};
+    return 0;
+}
+
+int gtpy_halo(PyObject *obj, int ndim, int nbase, gts_halo *halo)
+{
+    if (PyUnicode_Check(obj) || PyBytes_Check(obj) || !PySequence_Check(obj)) {
+        PyErr_Format(PyExc_TypeError, "halo: expected a sequence of ints or (lower, upper) "
+                     "pairs, got %.200R", obj);
+        return -1;
+    }
+    PyObject *fast = PySequence_Fast(obj, "halo");
+    if (!fast)
+        return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+    int rc = 0;
+    if (n != nbase && n != ndim) {
+        PyErr_Format(PyExc_ValueError, "halo: %.200R has %zd entries for %d dimensions", obj, n,
+                     nbase);
+        rc = -1;
+    }
+    for (Py_ssize_t i = 0; i < n && rc == 0; ++i)
+        rc = halo_entry(PySequence_Fast_GET_ITEM(fast, i), obj, i, &halo[i]);
+    for (Py_ssize_t i = n; i < ndim && rc == 0; ++i)
+        halo[i] = (gts_halo){0, 0};
+    Py_DECREF(fast);
+    return rc;
+}
+
+PyObject *gtpy_halo_to_tuple(int ndim, const gts_halo *halo)
+{
+    PyObject *tuple = PyTuple_New(ndim);
+    for (int d = 0; tuple && d < ndim; ++d) {
+        PyObject *pair = Py_BuildValue("(LL)", (long long)halo[d].lower, (long long)halo[d].upper);
+        if (!pair) {
+            Py_CLEAR(tuple);
+            break;
+        }
+        PyTuple_SET_ITEM(tuple, d, pair);
+    }
+    return tuple;
 }
 
 /* ---- dims ------------------------------------------------------------- */
@@ -273,10 +354,18 @@ int gtpy_dtype_parse(PyObject *obj, gtpy_dtype *out)
 
 PyObject *gtpy_dtype_object(gts_dtype dtype)
 {
-    PyObject *numpy_dtype = gtpy_numpy("dtype");
-    char typestr[GTS_DTYPE_TEXT_SIZE];
-    gts_dtype_typestr(dtype, typestr);
-    return numpy_dtype ? PyObject_CallFunction(numpy_dtype, "s", typestr) : NULL;
+    /* By kind and log2 of the itemsize; NumPy's descriptors are immutable. */
+    static PyObject *cache[256][5];
+    int size_index = dtype.itemsize == 1 ? 0 : dtype.itemsize == 2 ? 1 : dtype.itemsize == 4 ? 2
+                                           : dtype.itemsize == 8 ? 3 : 4;
+    PyObject **slot = &cache[(unsigned char)dtype.kind][size_index];
+    if (!*slot) {
+        PyObject *numpy_dtype = gtpy_numpy("dtype");
+        char typestr[GTS_DTYPE_TEXT_SIZE];
+        gts_dtype_typestr(dtype, typestr);
+        *slot = numpy_dtype ? PyObject_CallFunction(numpy_dtype, "s", typestr) : NULL;
+    }
+    return Py_XNewRef(*slot);
 }
 
 /* ---- scalars ----------------------------------------------------------- */

@@ -12,9 +12,7 @@ typedef struct {
     PyObject_VAR_HEAD
     gts_buffer *buffer;
     char *data; /* element 0 */
-    const char *format;
-    Py_ssize_t itemsize;
-    Py_ssize_t len; /* bytes of the elements, padding excluded */
+    gts_dtype dtype;
     Py_ssize_t exports;
     int ndim;
     bool readonly, c_contiguous, f_contiguous;
@@ -27,7 +25,7 @@ typedef struct {
 /* Contiguous in C order (last index fastest) or Fortran order. */
 static bool contiguous(const BufferView *v, bool fortran)
 {
-    Py_ssize_t expected = v->itemsize;
+    Py_ssize_t expected = v->dtype.itemsize;
     for (int k = 0; k < v->ndim; ++k) {
         int d = fortran ? k : v->ndim - 1 - k;
         if (SHAPE(v)[d] == 0)
@@ -46,31 +44,43 @@ static int refuse(Py_buffer *view, const char *why)
     return -1;
 }
 
+int gtpy_export_buffer(PyObject *exporter, const gtpy_export *e, Py_buffer *view, int flags)
+{
+    if ((flags & PyBUF_WRITABLE) == PyBUF_WRITABLE && e->readonly)
+        return refuse(view, "the array is read-only");
+    if ((flags & PyBUF_C_CONTIGUOUS) == PyBUF_C_CONTIGUOUS && !e->c_contiguous)
+        return refuse(view, "the array is not C-contiguous");
+    if ((flags & PyBUF_F_CONTIGUOUS) == PyBUF_F_CONTIGUOUS && !e->f_contiguous)
+        return refuse(view, "the array is not Fortran-contiguous");
+    if ((flags & PyBUF_ANY_CONTIGUOUS) == PyBUF_ANY_CONTIGUOUS && !e->c_contiguous &&
+        !e->f_contiguous)
+        return refuse(view, "the array is not contiguous");
+    if ((flags & PyBUF_STRIDES) != PyBUF_STRIDES && !e->c_contiguous)
+        return refuse(view, "the array is not C-contiguous; request strides");
+    Py_ssize_t len = e->dtype.itemsize;
+    for (int d = 0; d < e->ndim; ++d)
+        len *= e->shape[d];
+    view->buf = e->data;
+    view->obj = Py_NewRef(exporter);
+    view->len = len;
+    view->itemsize = e->dtype.itemsize;
+    view->readonly = e->readonly;
+    view->ndim = e->ndim;
+    view->format = (flags & PyBUF_FORMAT) ? (char *)gts_dtype_format(e->dtype) : NULL;
+    view->shape = (flags & PyBUF_ND) ? e->shape : NULL;
+    view->strides = (flags & PyBUF_STRIDES) == PyBUF_STRIDES ? e->strides : NULL;
+    view->suboffsets = NULL;
+    view->internal = NULL;
+    return 0;
+}
+
 static int bufferview_getbuffer(PyObject *self, Py_buffer *view, int flags)
 {
     BufferView *v = (BufferView *)self;
-    if ((flags & PyBUF_WRITABLE) == PyBUF_WRITABLE && v->readonly)
-        return refuse(view, "the array is read-only");
-    if ((flags & PyBUF_C_CONTIGUOUS) == PyBUF_C_CONTIGUOUS && !v->c_contiguous)
-        return refuse(view, "the array is not C-contiguous");
-    if ((flags & PyBUF_F_CONTIGUOUS) == PyBUF_F_CONTIGUOUS && !v->f_contiguous)
-        return refuse(view, "the array is not Fortran-contiguous");
-    if ((flags & PyBUF_ANY_CONTIGUOUS) == PyBUF_ANY_CONTIGUOUS && !v->c_contiguous &&
-        !v->f_contiguous)
-        return refuse(view, "the array is not contiguous");
-    if ((flags & PyBUF_STRIDES) != PyBUF_STRIDES && !v->c_contiguous)
-        return refuse(view, "the array is not C-contiguous; request strides");
-    view->buf = v->data;
-    view->obj = Py_NewRef(self);
-    view->len = v->len;
-    view->itemsize = v->itemsize;
-    view->readonly = v->readonly;
-    view->ndim = v->ndim;
-    view->format = (flags & PyBUF_FORMAT) ? (char *)v->format : NULL;
-    view->shape = (flags & PyBUF_ND) ? SHAPE(v) : NULL;
-    view->strides = (flags & PyBUF_STRIDES) == PyBUF_STRIDES ? STRIDES(v) : NULL;
-    view->suboffsets = NULL;
-    view->internal = NULL;
+    gtpy_export e = {v->data, v->dtype, v->ndim, SHAPE(v), STRIDES(v), v->readonly,
+                     v->c_contiguous, v->f_contiguous};
+    if (gtpy_export_buffer(self, &e, view, flags) < 0)
+        return -1;
     ++v->exports;
     return 0;
 }
@@ -83,6 +93,7 @@ static void bufferview_releasebuffer(PyObject *self, Py_buffer *view)
 
 static void bufferview_dealloc(PyObject *self)
 {
+    assert(((BufferView *)self)->exports == 0); /* every export holds a reference */
     gts_buffer_release(((BufferView *)self)->buffer);
     Py_TYPE(self)->tp_free(self);
 }
@@ -112,16 +123,13 @@ static BufferView *bufferview_new(gts_buffer *buffer, char *data, int ndim, cons
         return NULL;
     v->buffer = gts_buffer_retain(buffer);
     v->data = data;
-    v->format = gts_dtype_format(dtype);
-    v->itemsize = dtype.itemsize;
+    v->dtype = dtype;
     v->exports = 0;
     v->ndim = ndim;
     v->readonly = false;
-    v->len = dtype.itemsize;
     for (int d = 0; d < ndim; ++d) {
         SHAPE(v)[d] = (Py_ssize_t)shape[d];
         STRIDES(v)[d] = (Py_ssize_t)strides[d];
-        v->len *= SHAPE(v)[d];
     }
     v->c_contiguous = contiguous(v, false);
     v->f_contiguous = contiguous(v, true);

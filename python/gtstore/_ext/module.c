@@ -5,6 +5,7 @@
 #include <string.h>
 
 PyObject *gtpy_UnknownPresetError;
+PyObject *gtpy_NoSuchBufferError;
 
 int gtpy_raise(const gts_error *err)
 {
@@ -21,7 +22,9 @@ int gtpy_raise_param(const char *param, const gts_error *err)
     case GTS_ENOTFOUND: type = gtpy_UnknownPresetError; break;
     case GTS_ENOMEM: type = PyExc_MemoryError; break;
     case GTS_ERANGE: type = PyExc_OverflowError; break;
-    default: type = PyExc_ValueError; break; /* EINVAL, EOVERFLOW, EEXIST */
+    case GTS_EBOUNDS: type = PyExc_IndexError; break;
+    case GTS_ENOTSUP: type = PyExc_NotImplementedError; break;
+    default: type = PyExc_ValueError; break; /* EINVAL, EOVERFLOW, EEXIST, EREADONLY */
     }
     size_t length = param ? strlen(param) : 0;
     bool named = !param || (strncmp(err->message, param, length) == 0 && err->message[length] == ':');
@@ -145,6 +148,62 @@ static struct PyModuleDef module_def = {
     .m_size = -1,
 };
 
+/* gtstore.arrays' functions share names with the Storage API's (empty,
+ * zeros, ...): they live in a module object of their own. */
+static struct PyModuleDef arrays_def = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "gtstore._gtstore.arrays",
+    .m_doc = "The C functions behind gtstore.arrays.",
+    .m_size = -1,
+    .m_methods = gtpy_arrays_methods,
+};
+
+static int add_arrays_module(PyObject *module)
+{
+    PyObject *arrays = PyModule_Create(&arrays_def);
+    int rc = arrays ? PyModule_AddObjectRef(module, "arrays", arrays) : -1;
+    Py_XDECREF(arrays);
+    return rc;
+}
+
+static int add_types(PyObject *module)
+{
+    static const struct {
+        const char *name;
+        PyTypeObject *type;
+    } types[] = {
+        {"BufferView", &gtpy_BufferView_Type}, {"Plan", &gtpy_Plan_Type},
+        {"Storage", &gtpy_Storage_Type},       {"CPUStorage", &gtpy_CPUStorage_Type},
+        {"SyncState", &gtpy_SyncState_Type},
+    };
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; ++i)
+        if (PyType_Ready(types[i].type) < 0 ||
+            PyModule_AddObjectRef(module, types[i].name, (PyObject *)types[i].type) < 0)
+            return -1;
+    return 0;
+}
+
+/* SyncState.SYNC_CLEAN, ... as class attributes. */
+static int add_sync_states(void)
+{
+    static const struct {
+        const char *name;
+        gts_sync_state value;
+    } states[] = {{"SYNC_CLEAN", GTS_SYNC_CLEAN},
+                  {"SYNC_HOST_DIRTY", GTS_SYNC_HOST_DIRTY},
+                  {"SYNC_DEVICE_DIRTY", GTS_SYNC_DEVICE_DIRTY}};
+    PyObject *dict = gtpy_SyncState_Type.tp_dict;
+    for (size_t i = 0; i < sizeof states / sizeof states[0]; ++i) {
+        PyObject *value = PyLong_FromLong(states[i].value);
+        int rc = value ? PyDict_SetItemString(dict, states[i].name, value) : -1;
+        Py_XDECREF(value);
+        if (rc < 0)
+            return -1;
+    }
+    PyType_Modified(&gtpy_SyncState_Type);
+    return 0;
+}
+
 PyMODINIT_FUNC PyInit__gtstore(void)
 {
     PyObject *module = PyModule_Create(&module_def);
@@ -162,13 +221,19 @@ PyMODINIT_FUNC PyInit__gtstore(void)
     if (!gtpy_UnknownPresetError ||
         PyModule_AddObjectRef(module, "UnknownPresetError", gtpy_UnknownPresetError) < 0)
         goto fail;
-    if (PyType_Ready(&gtpy_BufferView_Type) < 0 || PyType_Ready(&gtpy_Plan_Type) < 0 ||
-        PyModule_AddObjectRef(module, "BufferView", (PyObject *)&gtpy_BufferView_Type) < 0 ||
-        PyModule_AddObjectRef(module, "Plan", (PyObject *)&gtpy_Plan_Type) < 0)
+    gtpy_NoSuchBufferError = PyErr_NewExceptionWithDoc(
+        "gtstore.GTNoSuchBufferError",
+        "The storage has no buffer on the requested side (host or device).",
+        PyExc_BufferError, NULL);
+    if (!gtpy_NoSuchBufferError ||
+        PyModule_AddObjectRef(module, "GTNoSuchBufferError", gtpy_NoSuchBufferError) < 0)
         goto fail;
-    if (PyModule_AddFunctions(module, gtpy_arrays_methods) < 0 ||
+    if (add_types(module) < 0 || add_sync_states() < 0)
+        goto fail;
+    if (add_arrays_module(module) < 0 ||
         PyModule_AddFunctions(module, gtpy_presets_methods) < 0 ||
-        PyModule_AddFunctions(module, gtpy_memory_methods) < 0)
+        PyModule_AddFunctions(module, gtpy_memory_methods) < 0 ||
+        PyModule_AddFunctions(module, gtpy_storage_api_methods) < 0)
         goto fail;
     if (PyModule_AddStringConstant(module, "__version__", GTS_VERSION_STRING) < 0 ||
         PyModule_AddIntConstant(module, "MAX_NDIM", GTS_MAX_NDIM) < 0)

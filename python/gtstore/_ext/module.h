@@ -11,6 +11,7 @@
 /* ---- module state (module.c) ------------------------------------------ */
 
 extern PyObject *gtpy_UnknownPresetError;
+extern PyObject *gtpy_NoSuchBufferError;
 
 /* Raises the Python exception for a libgtstore error (ValueError for invalid
  * values, TypeError for types, OverflowError for values out of a dtype's
@@ -37,6 +38,10 @@ PyObject *gtpy_numpy_capi_array(gts_dtype dtype, int ndim, const Py_ssize_t *sha
 /* An integer (int or an object with __index__; not bool). */
 int gtpy_int(PyObject *obj, const char *param, int64_t *out);
 
+/* Whether `obj` is one integer rather than a sequence: an int, or an object
+ * with __index__ that has no length (a NumPy integer, a 0-d integer array). */
+bool gtpy_is_integer(PyObject *obj);
+
 /* An int or a sequence of ints, each >= 0. */
 int gtpy_shape(PyObject *obj, const char *param, int *ndim, int64_t *shape);
 
@@ -62,6 +67,15 @@ PyObject *gtpy_dtype_object(gts_dtype dtype);
 /* A Python number (bool, int, float, complex or a NumPy scalar). */
 int gtpy_scalar(PyObject *obj, const char *param, gts_scalar *out);
 
+/* halo=: `ndim` entries (`nbase` accepted: the rest are zero), each an int
+ * (the same on both sides) or a pair (lower, upper). Signs and sizes are
+ * checked by libgtstore. */
+int gtpy_halo(PyObject *obj, int ndim, int nbase, gts_halo *halo);
+PyObject *gtpy_halo_to_tuple(int ndim, const gts_halo *halo);
+
+/* A tuple of Python ints. */
+PyObject *gtpy_int64_tuple(int n, const int64_t *values);
+
 /* layout=: a permutation (tuple/list of ints), an axis string such as "KJI",
  * or a callable taking the dims tuple and returning either. `dims` includes
  * the `nsub` trailing dims of a subarray dtype; a permutation may leave them
@@ -72,16 +86,123 @@ int gtpy_layout(PyObject *obj, int ndim, const gts_dim *dims, int nsub, int *lay
 
 extern PyTypeObject gtpy_BufferView_Type;
 
+/* Fills a buffer-protocol export of `exporter` (flags checked, `view->obj`
+ * set; on failure BufferError and view->obj = NULL). */
+typedef struct gtpy_export {
+    char *data;
+    gts_dtype dtype;
+    int ndim;
+    Py_ssize_t *shape, *strides;
+    bool readonly, c_contiguous, f_contiguous;
+} gtpy_export;
+int gtpy_export_buffer(PyObject *exporter, const gtpy_export *export, Py_buffer *view, int flags);
+
 /* An ndarray viewing `geometry` at byte `offset` of `buffer` (the view
  * takes its own reference to the buffer). */
 PyObject *gtpy_ndarray(gts_buffer *buffer, int64_t offset, const gts_geometry *geometry,
                        gts_dtype dtype);
 
-/* ---- Python API functions (arrays.c, presets.c, memory.c) ------------- */
+/* ---- allocation requests (request.c) ----------------------------------- */
+
+typedef enum gtpy_fill { FILL_NONE, FILL_ZEROS, FILL_ONES, FILL_VALUE, FILL_COPY } gtpy_fill;
+
+/* What a call asks for. Borrowed references; NULL when absent or None. */
+typedef struct gtpy_request {
+    PyObject *shape, *dtype, *fill_value;
+    PyObject *source;    /* data to copy or wrap, or a template */
+    bool source_is_data; /* from_array, storage, as_storage (else *_like) */
+    bool storage_api;    /* gtstore.*: templates also give halo, aligned point, alignment */
+    PyObject *preset, *aligned_index, *dims, *alignment_size, *layout, *device, *halo;
+    const char *preset_param; /* the keyword used: "backend" or "defaults" */
+    const char *dims_param;   /* "dims", "dimensions" or "axes" */
+    gtpy_fill fill;
+} gtpy_request;
+
+/* An array read through the buffer protocol: data, template or wrap. */
+typedef struct gtpy_source {
+    const char *param; /* "data" or "a" */
+    PyObject *array;   /* the object read (new reference) */
+    PyObject *storage; /* the same if it is a gtstore Storage (borrowed), else NULL */
+    bool have_view;
+    Py_buffer view;
+    int ndim;
+    int64_t shape[GTS_MAX_NDIM], strides[GTS_MAX_NDIM];
+    bool dtype_known; /* a native dtype libgtstore supports */
+    bool byteswapped; /* a supported dtype in the other byte order */
+    gts_dtype dtype;
+} gtpy_source;
+
+int gtpy_source_open(gtpy_source *src, PyObject *obj, const char *param);
+void gtpy_source_release(gtpy_source *src);
+
+/* The request resolved into a spec: explicit values, then the preset's (in
+ * libgtstore), then the template's or data's, then the fallbacks. The spec
+ * points at `preset`; gtpy_spec() renews that pointer after copies. */
+typedef struct gtpy_resolved {
+    gts_storage_spec spec;
+    gts_preset preset;
+    bool has_preset;
+    int nsub; /* trailing dims from a subarray dtype */
+} gtpy_resolved;
+
+static inline gts_storage_spec *gtpy_spec(gtpy_resolved *r)
+{
+    r->spec.preset = r->has_preset ? &r->preset : NULL;
+    return &r->spec;
+}
+
+/* Fills `out` (parameters left open stay open for libgtstore). */
+int gtpy_request_spec(const gtpy_request *r, const gtpy_source *src, gtpy_resolved *out);
+/* The same, then resolved completely with the allocation geometry. */
+int gtpy_request_resolve(const gtpy_request *r, const gtpy_source *src, gtpy_resolved *out,
+                         gts_geometry *geometry);
+/* The fill value as one element of the spec's dtype (ones: 1). */
+int gtpy_request_fill_item(const gtpy_request *r, gts_dtype dtype, unsigned char item[16]);
+
+/* Aliased keywords: either may be given, or both if they agree. */
+int gtpy_alias(PyObject *a, PyObject *b, const char *name_a, const char *name_b, PyObject **out);
+/* The same for dims, compared by meaning ("IJK" agrees with ("I", "J", "K"));
+ * `param` receives the name of the one used. */
+int gtpy_dims_alias(PyObject *a, PyObject *b, const char *name_a, const char *name_b,
+                    PyObject **out, const char **param);
+
+/* ---- storages (storage.c) ------------------------------------------------ */
+
+extern PyTypeObject gtpy_Storage_Type, gtpy_CPUStorage_Type, gtpy_SyncState_Type;
+
+static inline bool gtpy_is_storage(PyObject *obj)
+{
+    return PyObject_TypeCheck(obj, &gtpy_Storage_Type);
+}
+
+/* The storage as a libgtstore struct; the buffer reference is borrowed. */
+void gtpy_storage_load(PyObject *storage, gts_storage *out);
+/* The preset name a storage was made with (borrowed; NULL if none). */
+PyObject *gtpy_storage_preset(PyObject *storage);
+/* Sets the recorded preset name and the read-only flag (unpickling). */
+void gtpy_storage_restore(PyObject *storage, PyObject *preset, bool readonly);
+/* The SyncState shared by the views of `storage` (new reference). */
+PyObject *gtpy_storage_sync_state(PyObject *storage);
+/* A new Python storage that takes over `s`'s buffer reference (released on
+ * failure too). `preset` and `sync_state` may be NULL. */
+PyObject *gtpy_storage_new(gts_storage *s, PyObject *preset, PyObject *sync_state);
+/* An ndarray viewing the storage (its base is the storage). */
+PyObject *gtpy_storage_ndarray(PyObject *storage);
+
+/* DLPack (dlpack.c): a storage over the memory a DLPack producer exports,
+ * and Storage.__dlpack__ and __dlpack_device__. */
+PyObject *gtpy_storage_from_dlpack(PyObject *producer, const gts_storage_spec *options,
+                                   PyObject *preset);
+PyObject *gtpy_storage_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                              PyObject *kwnames);
+PyObject *gtpy_storage_dlpack_device(PyObject *self, PyObject *unused);
+
+/* ---- Python API functions (arrays.c, presets.c, memory.c, storage_api.c) - */
 
 extern PyMethodDef gtpy_arrays_methods[];
 extern PyMethodDef gtpy_presets_methods[];
 extern PyMethodDef gtpy_memory_methods[];
+extern PyMethodDef gtpy_storage_api_methods[];
 extern PyTypeObject gtpy_Plan_Type;
 
 /* Fast argument parsing for METH_FASTCALL | METH_KEYWORDS functions.

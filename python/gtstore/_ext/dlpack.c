@@ -1,0 +1,187 @@
+/* DLPack from Python: Storage.__dlpack__ / __dlpack_device__ (producer)
+ * and storages over what other producers export (consumer). The structs and
+ * their lifetimes are libgtstore's (gtstore/dlpack.h); this file handles the
+ * capsules and the protocol's keywords. */
+#include "module.h"
+
+#include "gtstore/dlpack.h"
+
+static const char VERSIONED[] = "dltensor_versioned", LEGACY[] = "dltensor";
+static const char USED_VERSIONED[] = "used_dltensor_versioned", USED_LEGACY[] = "used_dltensor";
+
+/* A capsule nobody consumed still owns its tensor. The deleter needs no GIL
+ * for our own exports, and producers' deleters take it themselves. */
+static void capsule_destructor(PyObject *capsule)
+{
+    if (PyCapsule_IsValid(capsule, VERSIONED)) {
+        gts_dl_managed_versioned *m = PyCapsule_GetPointer(capsule, VERSIONED);
+        if (m->deleter)
+            m->deleter(m);
+    } else if (PyCapsule_IsValid(capsule, LEGACY)) {
+        gts_dl_managed *m = PyCapsule_GetPointer(capsule, LEGACY);
+        if (m->deleter)
+            m->deleter(m);
+    }
+}
+
+/* ---- producer ------------------------------------------------------------------ */
+
+static int read_version(PyObject *obj, long *major)
+{
+    *major = -1; /* legacy */
+    if (!obj || obj == Py_None)
+        return 0;
+    if (!PyTuple_Check(obj) || PyTuple_GET_SIZE(obj) != 2 ||
+        !PyLong_Check(PyTuple_GET_ITEM(obj, 0)) || !PyLong_Check(PyTuple_GET_ITEM(obj, 1))) {
+        PyErr_Format(PyExc_TypeError, "max_version: expected a tuple (major, minor), got %.200R",
+                     obj);
+        return -1;
+    }
+    *major = PyLong_AsLong(PyTuple_GET_ITEM(obj, 0));
+    return *major == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
+/* dl_device: None or the CPU, (1, 0); anything else cannot be served. */
+static int check_device(PyObject *obj)
+{
+    if (!obj || obj == Py_None)
+        return 0;
+    long type = -1, id = -1;
+    if (PyTuple_Check(obj) && PyTuple_GET_SIZE(obj) == 2) {
+        type = PyLong_AsLong(PyTuple_GET_ITEM(obj, 0));
+        id = PyLong_AsLong(PyTuple_GET_ITEM(obj, 1));
+        if (PyErr_Occurred())
+            return -1;
+    }
+    if (type == GTS_DL_CPU && id == 0)
+        return 0;
+    PyErr_Format(PyExc_BufferError,
+                 "dl_device: %.200R cannot be served; the storage is on the CPU, (1, 0)", obj);
+    return -1;
+}
+
+PyObject *gtpy_storage_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                              PyObject *kwnames)
+{
+    static const char *const names[] = {"stream", "max_version", "dl_device", "copy"};
+    static gtpy_signature sig = {"__dlpack__", names, 4, 0, 0, NULL};
+    PyObject *values[4];
+    long major;
+    if (gtpy_parse_args(&sig, args, nargs, kwnames, values) < 0 ||
+        read_version(values[1], &major) < 0 || check_device(values[2]) < 0)
+        return NULL;
+    PyObject *stream = values[0];
+    if (stream && stream != Py_None) {
+        long value = PyLong_Check(stream) ? PyLong_AsLong(stream) : 0;
+        if (value != -1) { /* -1: "no synchronization", valid everywhere */
+            PyErr_Clear();
+            PyErr_Format(PyExc_ValueError,
+                         "stream: %.200R is not valid for CPU memory (only None or -1 are)",
+                         stream);
+            return NULL;
+        }
+    }
+    int copy = values[3] && values[3] != Py_None ? PyObject_IsTrue(values[3]) : 0;
+    if (copy < 0)
+        return NULL;
+    gts_storage g, copied;
+    gts_error err;
+    gtpy_storage_load(self, &g);
+    if (copy && gts_storage_copy(&g, &copied, &err) != 0)
+        return gtpy_raise_null(&err);
+    gts_storage *source = copy ? &copied : &g;
+    PyObject *capsule = NULL;
+    int rc;
+    if (major >= 1) {
+        gts_dl_managed_versioned *m;
+        rc = gts_storage_to_dlpack(source, copy ? GTS_DLPACK_IS_COPIED : 0, &m, &err);
+        if (rc == 0 && !(capsule = PyCapsule_New(m, VERSIONED, capsule_destructor)))
+            m->deleter(m);
+    } else {
+        gts_dl_managed *m;
+        rc = gts_storage_to_dlpack_legacy(source, &m, &err);
+        if (rc == 0 && !(capsule = PyCapsule_New(m, LEGACY, capsule_destructor)))
+            m->deleter(m);
+    }
+    if (copy)
+        gts_storage_release(&copied); /* the export holds its own reference */
+    if (rc != 0)
+        PyErr_SetString(PyExc_BufferError, err.message);
+    return capsule;
+}
+
+PyObject *gtpy_storage_dlpack_device(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    return Py_BuildValue("(ii)", GTS_DL_CPU, 0);
+}
+
+/* ---- consumer ------------------------------------------------------------------ */
+
+/* producer.__dlpack__(max_version=...), or the legacy call for producers
+ * that predate the keyword. */
+static PyObject *export_capsule(PyObject *producer)
+{
+    PyObject *method = PyObject_GetAttrString(producer, "__dlpack__");
+    if (!method) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_TypeError, "x: %.200R does not implement __dlpack__",
+                     (PyObject *)Py_TYPE(producer));
+        return NULL;
+    }
+    PyObject *kwargs = Py_BuildValue("{s:(ii)}", "max_version", GTS_DLPACK_MAJOR,
+                                     GTS_DLPACK_MINOR);
+    PyObject *empty = PyTuple_New(0);
+    PyObject *capsule = kwargs && empty ? PyObject_Call(method, empty, kwargs) : NULL;
+    if (!capsule && PyErr_ExceptionMatches(PyExc_TypeError)) {
+        PyErr_Clear();
+        capsule = PyObject_CallNoArgs(method);
+    }
+    Py_XDECREF(empty);
+    Py_XDECREF(kwargs);
+    Py_DECREF(method);
+    return capsule;
+}
+
+static PyObject *import_capsule(PyObject *capsule, const gts_storage_spec *options,
+                                PyObject *preset)
+{
+    gts_storage s;
+    gts_error err;
+    int rc;
+    const char *used;
+    if (PyCapsule_IsValid(capsule, VERSIONED)) {
+        rc = gts_storage_from_dlpack(PyCapsule_GetPointer(capsule, VERSIONED), options, &s, &err);
+        used = USED_VERSIONED;
+    } else if (PyCapsule_IsValid(capsule, LEGACY)) {
+        rc = gts_storage_from_dlpack_legacy(PyCapsule_GetPointer(capsule, LEGACY), options, &s,
+                                            &err);
+        used = USED_LEGACY;
+    } else {
+        PyErr_Format(PyExc_TypeError,
+                     "x: __dlpack__ returned %.200R, not an unused DLPack capsule", capsule);
+        return NULL;
+    }
+    if (rc != 0) {
+        if (rc == GTS_ENOTSUP)
+            PyErr_SetString(PyExc_BufferError, err.message);
+        return rc == GTS_ENOTSUP ? NULL : gtpy_raise_null(&err);
+    }
+    if (PyCapsule_SetName(capsule, used) < 0) { /* the storage owns the tensor now */
+        gts_storage_release(&s);
+        return NULL;
+    }
+    return gtpy_storage_new(&s, preset, NULL);
+}
+
+PyObject *gtpy_storage_from_dlpack(PyObject *producer, const gts_storage_spec *options,
+                                   PyObject *preset)
+{
+    PyObject *capsule = export_capsule(producer);
+    if (!capsule)
+        return NULL;
+    PyObject *storage = import_capsule(capsule, options, preset);
+    Py_DECREF(capsule);
+    return storage;
+}

@@ -1,0 +1,427 @@
+/* Allocation requests: the arguments of an allocation or wrap call resolved
+ * into a libgtstore spec. Each parameter comes from the first of: the
+ * explicit keyword, the preset (resolved by libgtstore), the template or
+ * data, the fallback. gtstore.arrays and the Storage API share this. */
+#include "module.h"
+
+#include <string.h>
+
+int gtpy_alias(PyObject *a, PyObject *b, const char *name_a, const char *name_b, PyObject **out)
+{
+    a = a == Py_None ? NULL : a;
+    b = b == Py_None ? NULL : b;
+    if (a && b) {
+        int same = PyObject_RichCompareBool(a, b, Py_EQ);
+        if (same < 0)
+            return -1;
+        if (!same) {
+            PyErr_Format(PyExc_ValueError, "%s=%.200R and %s=%.200R disagree; they are aliases",
+                         name_a, a, name_b, b);
+            return -1;
+        }
+    }
+    *out = a ? a : b;
+    return 0;
+}
+
+int gtpy_dims_alias(PyObject *a, PyObject *b, const char *name_a, const char *name_b,
+                    PyObject **out, const char **param)
+{
+    a = a == Py_None ? NULL : a;
+    b = b == Py_None ? NULL : b;
+    *out = a ? a : b;
+    *param = a ? name_a : name_b;
+    if (!a || !b)
+        return 0;
+    gts_dim da[GTS_MAX_NDIM], db[GTS_MAX_NDIM];
+    int na, nb;
+    if (gtpy_dims(a, name_a, &na, da) < 0 || gtpy_dims(b, name_b, &nb, db) < 0)
+        return -1;
+    if (na != nb || memcmp(da, db, (size_t)na * sizeof *da) != 0) {
+        PyErr_Format(PyExc_ValueError, "%s=%.200R and %s=%.200R disagree; they are aliases",
+                     name_a, a, name_b, b);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- sources ---------------------------------------------------------------- */
+
+void gtpy_source_release(gtpy_source *s)
+{
+    if (s->have_view)
+        PyBuffer_Release(&s->view);
+    s->have_view = false;
+    Py_CLEAR(s->array);
+}
+
+static void source_dtype(gtpy_source *s)
+{
+    const char *format = s->view.format;
+    s->dtype_known = gts_dtype_from_format(format, &s->dtype, NULL) == 0;
+    if (!s->dtype_known && format && (format[0] == '>' || format[0] == '<' || format[0] == '!')) {
+        char native[GTS_DTYPE_TEXT_SIZE + 1] = "=";
+        strncat(native, format + 1, GTS_DTYPE_TEXT_SIZE - 1);
+        s->byteswapped = gts_dtype_from_format(native, &s->dtype, NULL) == 0;
+    }
+}
+
+/* Shape and strides from the buffer; NULL strides mean C order. */
+static void source_geometry_from_view(gtpy_source *s)
+{
+    const Py_buffer *v = &s->view;
+    s->ndim = v->ndim;
+    int64_t stride = v->itemsize;
+    for (int d = s->ndim - 1; d >= 0; --d) {
+        s->shape[d] = v->shape ? v->shape[d] : v->len / v->itemsize;
+        s->strides[d] = v->strides ? v->strides[d] : stride;
+        stride *= s->shape[d];
+    }
+}
+
+/* Shape and strides from the attributes of an array NumPy cannot export. */
+static int source_geometry_from_attributes(gtpy_source *s)
+{
+    PyObject *shape = PyObject_GetAttrString(s->array, "shape");
+    PyObject *strides = shape ? PyObject_GetAttrString(s->array, "strides") : NULL;
+    int n = -1, rc = -1;
+    if (strides && gtpy_int_tuple(shape, s->param, GTS_MAX_NDIM, &s->ndim, s->shape) == 0 &&
+        gtpy_int_tuple(strides, s->param, GTS_MAX_NDIM, &n, s->strides) == 0 && n == s->ndim)
+        rc = 0;
+    Py_XDECREF(shape);
+    Py_XDECREF(strides);
+    if (rc < 0 && !PyErr_Occurred())
+        PyErr_Format(PyExc_TypeError, "%s: cannot read %.200R as an array", s->param, s->array);
+    return rc;
+}
+
+/* Objects that only speak DLPack: NumPy's asarray does not use it. */
+static bool dlpack_only(PyObject *obj)
+{
+    return PyObject_HasAttrString(obj, "__dlpack__") &&
+           !PyObject_HasAttrString(obj, "__array_interface__") &&
+           !PyObject_HasAttrString(obj, "__array__");
+}
+
+static PyObject *as_array(PyObject *obj)
+{
+    if (dlpack_only(obj))
+        return gtpy_storage_from_dlpack(obj, NULL, NULL);
+    PyObject *asarray = gtpy_numpy_asarray();
+    return asarray ? PyObject_CallOneArg(asarray, obj) : NULL;
+}
+
+int gtpy_source_open(gtpy_source *s, PyObject *obj, const char *param)
+{
+    memset(s, 0, sizeof *s);
+    s->param = param;
+    if (PyUnicode_Check(obj) || PyBytes_Check(obj)) {
+        PyErr_Format(PyExc_TypeError, "%s: expected an array, got %.200R", param, obj);
+        return -1;
+    }
+    if (PyObject_CheckBuffer(obj) && PyObject_GetBuffer(obj, &s->view, PyBUF_RECORDS_RO) == 0) {
+        s->array = Py_NewRef(obj);
+    } else {
+        PyErr_Clear();
+        if (!(s->array = as_array(obj)))
+            return -1;
+        if (PyObject_GetBuffer(s->array, &s->view, PyBUF_RECORDS_RO) < 0) {
+            PyErr_Clear();
+            return source_geometry_from_attributes(s);
+        }
+    }
+    s->storage = gtpy_is_storage(s->array) ? s->array : NULL;
+    s->have_view = true;
+    source_geometry_from_view(s);
+    source_dtype(s);
+    return 0;
+}
+
+static int source_numpy_dtype_error(const gtpy_source *s)
+{
+    PyObject *dtype = PyObject_GetAttrString(s->array, "dtype");
+    PyErr_Clear();
+    PyErr_Format(PyExc_TypeError, "%s: %.200R has dtype %.200R, which is not supported; pass "
+                 "dtype=", s->param, s->array, dtype ? dtype : (PyObject *)Py_None);
+    Py_XDECREF(dtype);
+    return -1;
+}
+
+/* ---- resolution --------------------------------------------------------------- */
+
+static int resolve_preset(const gtpy_request *r, gtpy_resolved *out)
+{
+    out->has_preset = r->preset != NULL;
+    if (!out->has_preset)
+        return 0;
+    if (!PyUnicode_Check(r->preset)) {
+        PyErr_Format(PyExc_TypeError, "%s: expected a preset name (str), got %.200R",
+                     r->preset_param, r->preset);
+        return -1;
+    }
+    const char *name = PyUnicode_AsUTF8(r->preset);
+    if (!name)
+        return -1;
+    if (gts_preset_lookup(name, &out->preset, NULL) == 0)
+        return 0;
+    PyErr_Format(gtpy_UnknownPresetError,
+                 "%s: storage preset %.200R is not registered "
+                 "(gtstore.arrays.presets() lists those that are)",
+                 r->preset_param, r->preset);
+    return -1;
+}
+
+static int resolve_dtype(const gtpy_request *r, const gtpy_source *src, gtpy_dtype *dtype)
+{
+    if (r->dtype)
+        return gtpy_dtype_parse(r->dtype, dtype);
+    dtype->nsub = 0;
+    if (src->array) {
+        if (!src->dtype_known && !src->byteswapped)
+            return source_numpy_dtype_error(src);
+        dtype->base = src->dtype;
+        return 0;
+    }
+    dtype->base = (gts_dtype){GTS_KIND_FLOAT, 8};
+    return 0;
+}
+
+/* The full shape: the base shape and the subarray's trailing dims. */
+static int resolve_shape(const gtpy_request *r, const gtpy_source *src, const gtpy_dtype *dtype,
+                         int *ndim, int *nbase, int64_t *shape)
+{
+    if (src->array) {
+        *ndim = src->ndim;
+        memcpy(shape, src->shape, (size_t)src->ndim * sizeof *shape);
+    } else if (gtpy_shape(r->shape, "shape", ndim, shape) < 0) {
+        return -1;
+    }
+    if (r->source_is_data) { /* the data's trailing dims must be the subarray's */
+        int n = dtype->nsub;
+        bool fits = n <= *ndim;
+        for (int k = 0; fits && k < n; ++k)
+            fits = shape[*ndim - n + k] == dtype->sub_shape[k];
+        if (!fits) {
+            PyErr_Format(PyExc_ValueError,
+                         "dtype: the data's shape does not end with the subarray shape of %.200R",
+                         r->dtype);
+            return -1;
+        }
+        *nbase = *ndim - n;
+        return 0;
+    }
+    *nbase = *ndim;
+    if (*ndim + dtype->nsub > GTS_MAX_NDIM) {
+        PyErr_Format(PyExc_ValueError, "dtype: the subarray adds too many dimensions (max %d)",
+                     GTS_MAX_NDIM);
+        return -1;
+    }
+    memcpy(shape + *ndim, dtype->sub_shape, (size_t)dtype->nsub * sizeof *shape);
+    *ndim += dtype->nsub;
+    return 0;
+}
+
+/* The labels a template or data declares: a storage's dims, else its
+ * __gt_dims__ if they fit. -1: none. */
+static int source_dims(const gtpy_request *r, const gtpy_source *src, int nbase, gts_dim *dims)
+{
+    if (!src->array)
+        return -1;
+    PyObject *labels = PyObject_GetAttrString(r->source, "__gt_dims__");
+    if (!labels) {
+        PyErr_Clear();
+        return -1;
+    }
+    int n;
+    int rc = gtpy_dims(labels, r->source_is_data ? "data.__gt_dims__" : "a.__gt_dims__", &n, dims);
+    Py_DECREF(labels);
+    if (rc < 0)
+        return -2;
+    return n == nbase ? n : -1; /* labels that do not fit the array are not its dims */
+}
+
+/* Labels for the base dims, then data dims numbered on for the subarray. */
+static int resolve_dims(const gtpy_request *r, const gtpy_source *src, int ndim, int nbase,
+                        gts_storage_spec *spec)
+{
+    gts_dim *dims = spec->dims;
+    int n = -1;
+    if (r->dims) {
+        if (gtpy_dims(r->dims, r->dims_param, &n, dims) < 0)
+            return -1;
+        if (n != nbase && n != ndim) {
+            PyErr_Format(PyExc_ValueError, "%s: %.200R has %d labels for %d dimensions",
+                         r->dims_param, r->dims, n, nbase);
+            return -1;
+        }
+    } else if ((n = source_dims(r, src, nbase, dims)) == -2) {
+        return -1;
+    }
+    gts_error err;
+    if (n < 0 && gts_dims_default(nbase, dims, &err) != 0)
+        return gtpy_raise(&err);
+    n = n < 0 ? nbase : n;
+    gts_dim next = 0;
+    for (int d = 0; d < n; ++d)
+        next = dims[d] >= next ? dims[d] + 1 : next;
+    for (int d = n; d < ndim; ++d)
+        dims[d] = next++;
+    if (gts_dims_check(ndim, dims, &err) != 0)
+        return gtpy_raise(&err);
+    spec->has_dims = true;
+    return 0;
+}
+
+/* Explicit layout, else (without a preset) the template's or data's. */
+static int resolve_layout(const gtpy_request *r, const gtpy_source *src, const gtpy_resolved *out,
+                          int nsub, gts_storage_spec *spec)
+{
+    int ndim = spec->ndim;
+    if (r->layout) {
+        spec->has_layout = true;
+        return gtpy_layout(r->layout, ndim, spec->dims, nsub, spec->layout);
+    }
+    if (out->has_preset || !src->array)
+        return 0;
+    int n = src->ndim, shift = ndim - n; /* a template may lack the subarray dims */
+    gts_layout_from_strides(n, src->strides, spec->layout);
+    for (int d = 0; d < n; ++d)
+        spec->layout[d] += shift;
+    for (int d = n; d < ndim; ++d)
+        spec->layout[d] = d - n;
+    spec->has_layout = true;
+    return 0;
+}
+
+static int resolve_alignment(const gtpy_request *r, const gts_storage *tmpl,
+                             const gtpy_resolved *out, gts_storage_spec *spec)
+{
+    if (r->alignment_size) {
+        int rc = gtpy_int(r->alignment_size, "alignment_size", &spec->alignment_size);
+        if (rc == 0 && spec->alignment_size < 1) {
+            PyErr_Format(PyExc_ValueError, "alignment_size: %lld bytes is not positive",
+                         (long long)spec->alignment_size);
+            rc = -1;
+        }
+        return rc;
+    }
+    int64_t a = tmpl ? tmpl->alignment_size : 0, itemsize = spec->dtype.itemsize;
+    if (tmpl && !out->has_preset && (a % itemsize == 0 || itemsize % a == 0))
+        spec->alignment_size = a; /* only where it still fits the (new) dtype */
+    return 0;
+}
+
+static int resolve_device(const gtpy_request *r, gts_storage_spec *spec)
+{
+    if (!r->device)
+        return 0;
+    const char *name = PyUnicode_Check(r->device) ? PyUnicode_AsUTF8(r->device) : NULL;
+    if (name && strcmp(name, "cpu") == 0)
+        spec->device = GTS_DEVICE_CPU;
+    else if (name && strcmp(name, "gpu") == 0)
+        spec->device = GTS_DEVICE_GPU;
+    else {
+        PyErr_Clear();
+        PyErr_Format(PyExc_ValueError, "device: expected None, 'cpu' or 'gpu', got %.200R",
+                     r->device);
+        return -1;
+    }
+    spec->has_device = true;
+    return 0;
+}
+
+/* Explicit entries (for the base dims or all), else the template's. */
+static int resolve_aligned_index(const gtpy_request *r, const gts_storage *tmpl, int nbase,
+                                 gts_storage_spec *spec)
+{
+    int n = 0, ndim = spec->ndim;
+    if (r->aligned_index) {
+        if (gtpy_int_tuple(r->aligned_index, "aligned_index", GTS_MAX_NDIM, &n,
+                           spec->aligned_index) < 0)
+            return -1;
+        if (n != nbase && n != ndim) {
+            PyErr_Format(PyExc_ValueError,
+                         "aligned_index: %.200R has %d entries for %d dimensions",
+                         r->aligned_index, n, nbase);
+            return -1;
+        }
+    } else if (tmpl && tmpl->ndim <= ndim) {
+        n = tmpl->ndim;
+        memcpy(spec->aligned_index, tmpl->aligned_index, (size_t)n * sizeof(int64_t));
+    } else {
+        return 0;
+    }
+    for (int d = n; d < ndim; ++d)
+        spec->aligned_index[d] = 0;
+    spec->has_aligned_index = true;
+    return 0;
+}
+
+static int resolve_halo(const gtpy_request *r, const gts_storage *tmpl, int nbase,
+                        gts_storage_spec *spec)
+{
+    if (r->halo)
+        return gtpy_halo(r->halo, spec->ndim, nbase, spec->halo);
+    if (tmpl && tmpl->ndim <= spec->ndim)
+        memcpy(spec->halo, tmpl->halo, (size_t)tmpl->ndim * sizeof *spec->halo);
+    return 0;
+}
+
+int gtpy_request_spec(const gtpy_request *r, const gtpy_source *src, gtpy_resolved *out)
+{
+    gtpy_dtype dtype;
+    int ndim, nbase;
+    int64_t shape[GTS_MAX_NDIM];
+    gts_error err;
+    if (resolve_preset(r, out) < 0 || resolve_dtype(r, src, &dtype) < 0 ||
+        resolve_shape(r, src, &dtype, &ndim, &nbase, shape) < 0)
+        return -1;
+    gts_storage_spec *spec = &out->spec;
+    if (gts_storage_spec_init(spec, ndim, shape, dtype.base, &err) != 0)
+        return gtpy_raise(&err);
+    out->nsub = ndim - nbase;
+    /* A storage template (Storage API only) gives its halo, aligned point and
+     * alignment too. */
+    gts_storage tmpl_storage, *tmpl = NULL;
+    if (r->storage_api && src->storage) {
+        gtpy_storage_load(src->storage, &tmpl_storage);
+        tmpl = &tmpl_storage;
+    }
+    if (resolve_dims(r, src, ndim, nbase, spec) < 0 ||
+        resolve_layout(r, src, out, out->nsub, spec) < 0 ||
+        resolve_alignment(r, tmpl, out, spec) < 0 || resolve_device(r, spec) < 0 ||
+        resolve_aligned_index(r, tmpl, nbase, spec) < 0 || resolve_halo(r, tmpl, nbase, spec) < 0)
+        return -1;
+    gtpy_spec(out);
+    return 0;
+}
+
+int gtpy_request_resolve(const gtpy_request *r, const gtpy_source *src, gtpy_resolved *out,
+                         gts_geometry *geometry)
+{
+    gts_error err;
+    if (gtpy_request_spec(r, src, out) < 0)
+        return -1;
+    if (gts_storage_spec_resolve(gtpy_spec(out), geometry, &err) != 0)
+        return gtpy_raise(&err);
+    return 0;
+}
+
+int gtpy_request_fill_item(const gtpy_request *r, gts_dtype dtype, unsigned char item[16])
+{
+    gts_scalar value = {.kind = GTS_SCALAR_INT, .value.i = 1}; /* ones */
+    if (r->fill == FILL_VALUE && gtpy_scalar(r->fill_value, "fill_value", &value) < 0)
+        return -1;
+    /* A Python int beyond 64 bits arrives as a float, which loses digits:
+     * no integer dtype can hold it, whatever the rounding says. */
+    bool integer_dtype = dtype.kind == GTS_KIND_INT || dtype.kind == GTS_KIND_UINT;
+    if (integer_dtype && value.kind == GTS_SCALAR_FLOAT && PyLong_Check(r->fill_value)) {
+        PyErr_Format(PyExc_OverflowError, "fill_value: %.80R is out of bounds for %s",
+                     r->fill_value, gts_dtype_name(dtype));
+        return -1;
+    }
+    gts_error err;
+    if (gts_scalar_store(value, dtype, item, &err) != 0)
+        return gtpy_raise_param("fill_value", &err);
+    return 0;
+}

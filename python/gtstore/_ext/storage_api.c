@@ -1,0 +1,443 @@
+/* gtstore's creation functions (GDP-3): empty, zeros, ones, full, the *_like
+ * functions, as_storage, storage and from_dlpack, all returning storages.
+ * Parameters resolve as everywhere (request.c): explicit keyword, preset,
+ * template or data, fallback. */
+#include "module.h"
+
+#include <string.h>
+
+/* The keywords every function takes, in this order after its own. */
+#define COMMON_NAMES                                                                        \
+    "defaults", "backend", "aligned_index", "alignment_size", "device", "dims", "axes", "halo", \
+        "layout", "managed"
+#define NCOMMON 10
+
+static PyObject *given(PyObject *value)
+{
+    return value == Py_None ? NULL : value;
+}
+
+static int check_managed(PyObject *managed)
+{
+    if (!managed || managed == Py_False)
+        return 0;
+    const char *name = PyUnicode_Check(managed) ? PyUnicode_AsUTF8(managed) : NULL;
+    if (name && (strcmp(name, "gt4py") == 0 || strcmp(name, "cuda") == 0))
+        return 0;
+    PyErr_Clear();
+    PyErr_Format(PyExc_ValueError, "managed: expected None, False, 'gt4py' or 'cuda', got %.200R",
+                 managed);
+    return -1;
+}
+
+static int read_common(gtpy_request *r, PyObject **v)
+{
+    r->storage_api = true;
+    r->aligned_index = given(v[2]);
+    r->alignment_size = given(v[3]);
+    r->device = given(v[4]);
+    r->halo = given(v[7]);
+    r->layout = given(v[8]);
+    r->preset_param = given(v[0]) ? "defaults" : "backend";
+    if (check_managed(given(v[9])) < 0 ||
+        gtpy_dims_alias(v[5], v[6], "dims", "axes", &r->dims, &r->dims_param) < 0)
+        return -1;
+    return gtpy_alias(v[0], v[1], "defaults", "backend", &r->preset);
+}
+
+/* Host memory only, for now. */
+static int check_host(const gtpy_request *r, const gts_storage_spec *spec)
+{
+    gts_device device = spec->has_device ? spec->device
+                        : spec->preset   ? spec->preset->device
+                                         : GTS_DEVICE_CPU;
+    if (device == GTS_DEVICE_CPU)
+        return 0;
+    if (r->device)
+        PyErr_SetString(PyExc_NotImplementedError,
+                        "device: 'gpu' storages are not available in this version of gtstore");
+    else
+        PyErr_Format(PyExc_NotImplementedError,
+                     "%s: preset %.200R is for the GPU, and GPU storages are not available in "
+                     "this version of gtstore; pass device='cpu' for a host storage with its "
+                     "layout and alignment",
+                     r->preset_param, r->preset);
+    return -1;
+}
+
+/* The preset name a new storage records: the one given, else its data's. */
+static PyObject *preset_name(const gtpy_request *r, const gtpy_source *src)
+{
+    if (r->preset)
+        return r->preset;
+    return src->storage ? gtpy_storage_preset(src->storage) : NULL;
+}
+
+/* ---- allocating --------------------------------------------------------------- */
+
+static int copy_values(PyObject *storage, const gts_storage *dst, const gtpy_source *src)
+{
+    if (!src->dtype_known || !gts_dtype_equal(src->dtype, dst->dtype)) { /* NumPy casts */
+        PyObject *array = gtpy_storage_ndarray(storage);
+        int rc = array ? PyObject_SetItem(array, Py_Ellipsis, src->array) : -1;
+        Py_XDECREF(array);
+        return rc;
+    }
+    gts_error err;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = gts_copy(gts_storage_data(dst), dst->strides, src->view.buf, src->strides, dst->ndim,
+                  dst->shape, dst->dtype.itemsize, &err);
+    Py_END_ALLOW_THREADS
+    return rc ? gtpy_raise(&err) : 0;
+}
+
+static PyObject *allocate(const gtpy_request *r, const gtpy_source *src)
+{
+    gtpy_resolved resolved;
+    unsigned char item[16];
+    gts_error err;
+    if (gtpy_request_spec(r, src, &resolved) < 0 || check_host(r, gtpy_spec(&resolved)) < 0)
+        return NULL;
+    bool fill = r->fill == FILL_VALUE || r->fill == FILL_ONES;
+    if (fill && gtpy_request_fill_item(r, resolved.spec.dtype, item) < 0)
+        return NULL;
+    gts_storage s;
+    if (gts_storage_create(gtpy_spec(&resolved), r->fill == FILL_ZEROS ? GTS_ALLOC_ZERO : 0, &s,
+                           &err) != 0)
+        return gtpy_raise_null(&err);
+    if (fill && gts_fill(gts_storage_data(&s), s.ndim, s.shape, s.strides, s.dtype.itemsize,
+                         item, &err) != 0) {
+        gts_storage_release(&s);
+        return gtpy_raise_null(&err);
+    }
+    gts_storage copy_target = s; /* a borrowed look at the buffer, for the copy below */
+    PyObject *storage = gtpy_storage_new(&s, preset_name(r, src), NULL);
+    if (storage && r->fill == FILL_COPY && copy_values(storage, &copy_target, src) < 0)
+        Py_CLEAR(storage);
+    return storage;
+}
+
+/* ---- wrapping ----------------------------------------------------------------- */
+
+typedef struct held_view {
+    Py_buffer view;
+} held_view;
+
+/* The release callback of wrapped Python memory; any thread may run it. */
+static void release_held_view(void *ctx)
+{
+    if (!Py_IsInitialized())
+        return; /* the interpreter is gone, and the memory with it */
+    PyGILState_STATE gil = PyGILState_Ensure();
+    PyBuffer_Release(&((held_view *)ctx)->view);
+    PyMem_RawFree(ctx);
+    PyGILState_Release(gil);
+}
+
+/* A libgtstore buffer over the memory of an open export, which it takes
+ * over (closing it when the buffer dies). `offset` receives element 0's. */
+static int wrap_view(gtpy_source *src, gts_buffer **buffer, int64_t *offset)
+{
+    int64_t low, high;
+    gts_error err;
+    if (gts_strided_extent(src->ndim, src->shape, src->strides, src->dtype.itemsize, &low, &high,
+                           &err) != 0)
+        return gtpy_raise(&err);
+    held_view *held = PyMem_RawMalloc(sizeof *held);
+    if (!held)
+        return PyErr_NoMemory(), -1;
+    held->view = src->view;
+    src->have_view = false; /* the buffer owns the export now */
+    char *base = (char *)held->view.buf + (high > low ? low : 0);
+    if (gts_buffer_wrap_host(base, high - low, release_held_view, held, buffer, &err) != 0) {
+        release_held_view(held);
+        return gtpy_raise(&err);
+    }
+    *offset = high > low ? -low : 0;
+    return 0;
+}
+
+/* dims given for a storage must be its own: as_storage does not relabel. */
+static int check_dims_kept(const gtpy_request *r, const gts_storage *data,
+                           const gts_storage_spec *spec)
+{
+    if (!r->dims || memcmp(spec->dims, data->dims, (size_t)data->ndim * sizeof *data->dims) == 0)
+        return 0;
+    PyObject *have = gtpy_dims_to_tuple(data->ndim, data->dims);
+    if (have)
+        PyErr_Format(PyExc_ValueError, "%s: %.200R conflicts with the dims %.200R of the data",
+                     r->dims_param, r->dims, have);
+    Py_XDECREF(have);
+    return -1;
+}
+
+static PyObject *wrap(const gtpy_request *r, gtpy_source *src)
+{
+    gtpy_resolved resolved;
+    if (gtpy_request_spec(r, src, &resolved) < 0 || check_host(r, gtpy_spec(&resolved)) < 0)
+        return NULL;
+    gts_storage data = {.readonly = false}, s;
+    gts_buffer *buffer;
+    int64_t offset;
+    gts_error err;
+    PyObject *sync_state = NULL;
+    if (src->storage) { /* the same buffer: the same memory and sync state */
+        gtpy_storage_load(src->storage, &data);
+        if (check_dims_kept(r, &data, &resolved.spec) < 0)
+            return NULL;
+        buffer = gts_buffer_retain(data.buffer);
+        offset = data.offset;
+        if (!(sync_state = gtpy_storage_sync_state(src->storage))) {
+            gts_buffer_release(buffer);
+            return NULL;
+        }
+    } else {
+        if (!src->have_view || !src->dtype_known) {
+            PyErr_Format(PyExc_TypeError,
+                         "data: %.200R cannot be wrapped: it exports no memory in a native "
+                         "dtype that gtstore supports",
+                         src->array);
+            return NULL;
+        }
+        if (wrap_view(src, &buffer, &offset) < 0)
+            return NULL;
+    }
+    bool readonly = src->storage ? data.readonly : src->view.readonly;
+    int rc = gts_storage_wrap(gtpy_spec(&resolved), buffer, offset, src->strides, readonly, &s,
+                              &err);
+    gts_buffer_release(buffer); /* the storage holds its own reference */
+    PyObject *result = rc ? gtpy_raise_null(&err)
+                          : gtpy_storage_new(&s, preset_name(r, src), sync_state);
+    Py_XDECREF(sync_state);
+    return result;
+}
+
+/* ---- the Python functions ----------------------------------------------------- */
+
+static PyObject *with_source(gtpy_request *r, PyObject *(*action)(const gtpy_request *,
+                                                                  gtpy_source *))
+{
+    gtpy_source src = {0};
+    PyObject *result = NULL;
+    if (!r->source || gtpy_source_open(&src, r->source, "data") == 0)
+        result = action(r, &src);
+    gtpy_source_release(&src);
+    return result;
+}
+
+static PyObject *do_allocate(const gtpy_request *r, gtpy_source *src)
+{
+    return allocate(r, src);
+}
+
+/* [shape or data], [fill_value], dtype, *, common: the allocating functions. */
+static PyObject *call(gtpy_signature *sig, gtpy_fill fill, bool from_template,
+                      PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    PyObject *values[3 + NCOMMON];
+    if (gtpy_parse_args(sig, args, nargs, kwnames, values) < 0)
+        return NULL;
+    int with_value = sig->npositional - 2; /* 1 if fill_value is a parameter */
+    gtpy_request r = {.dtype = given(values[1 + with_value]), .fill = fill,
+                      .fill_value = with_value ? values[1] : NULL};
+    if (from_template)
+        r.source = values[0];
+    else
+        r.shape = values[0];
+    if (read_common(&r, values + 2 + with_value) < 0)
+        return NULL;
+    return with_source(&r, do_allocate);
+}
+
+#define SHAPE_NAMES(first) first, "dtype", COMMON_NAMES
+static const char *const shape_names[] = {SHAPE_NAMES("shape")};
+static const char *const full_names[] = {"shape", "fill_value", "dtype", COMMON_NAMES};
+static const char *const like_names[] = {SHAPE_NAMES("data")};
+static const char *const full_like_names[] = {"data", "fill_value", "dtype", COMMON_NAMES};
+
+#define API_FUNCTION(fn, names, npos, nreq, fill, from_template)                         \
+    static PyObject *api_##fn(PyObject *self, PyObject *const *args, Py_ssize_t nargs,  \
+                              PyObject *kwnames)                                         \
+    {                                                                                    \
+        (void)self;                                                                      \
+        static gtpy_signature sig = {#fn, names, (npos) + NCOMMON, npos, nreq, NULL};     \
+        return call(&sig, fill, from_template, args, nargs, kwnames);                    \
+    }
+
+API_FUNCTION(empty, shape_names, 2, 1, FILL_NONE, false)
+API_FUNCTION(zeros, shape_names, 2, 1, FILL_ZEROS, false)
+API_FUNCTION(ones, shape_names, 2, 1, FILL_ONES, false)
+API_FUNCTION(full, full_names, 3, 2, FILL_VALUE, false)
+API_FUNCTION(empty_like, like_names, 2, 1, FILL_NONE, true)
+API_FUNCTION(zeros_like, like_names, 2, 1, FILL_ZEROS, true)
+API_FUNCTION(ones_like, like_names, 2, 1, FILL_ONES, true)
+API_FUNCTION(full_like, full_like_names, 3, 2, FILL_VALUE, true)
+
+/* data, device_data and sync_state of as_storage and storage. */
+static int read_data(gtpy_request *r, PyObject *data, PyObject *device_data,
+                     PyObject *sync_state, const char *function)
+{
+    if (device_data && device_data != Py_None) {
+        PyErr_Format(PyExc_NotImplementedError,
+                     "device_data: storages with a device buffer are not available in this "
+                     "version of gtstore");
+        return -1;
+    }
+    if (sync_state && sync_state != Py_None) {
+        if (!PyObject_TypeCheck(sync_state, &gtpy_SyncState_Type))
+            PyErr_Format(PyExc_TypeError, "sync_state: expected a gtstore.SyncState, got %.200R",
+                         sync_state);
+        else
+            PyErr_SetString(PyExc_ValueError,
+                            "sync_state: only meaningful with both data and device_data");
+        return -1;
+    }
+    if (!data || data == Py_None) {
+        PyErr_Format(PyExc_TypeError, "%s() needs data (an array to wrap or copy)", function);
+        return -1;
+    }
+    r->source = data;
+    r->source_is_data = true;
+    return 0;
+}
+
+static PyObject *do_wrap(const gtpy_request *r, gtpy_source *src)
+{
+    return wrap(r, src);
+}
+
+static const char *const as_storage_names[] = {"data", "device_data", "sync_state",
+                                               COMMON_NAMES};
+
+static PyObject *api_as_storage(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                                PyObject *kwnames)
+{
+    (void)self;
+    static gtpy_signature sig = {"as_storage", as_storage_names, 3 + NCOMMON, 2, 0, NULL};
+    PyObject *values[3 + NCOMMON];
+    gtpy_request r = {.fill = FILL_NONE};
+    if (gtpy_parse_args(&sig, args, nargs, kwnames, values) < 0 ||
+        read_data(&r, values[0], values[1], values[2], "as_storage") < 0 ||
+        read_common(&r, values + 3) < 0)
+        return NULL;
+    return with_source(&r, do_wrap);
+}
+
+static const char *const storage_names[] = {"data", "device_data", "dtype", "copy",
+                                            "sync_state", COMMON_NAMES};
+
+static PyObject *api_storage(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                             PyObject *kwnames)
+{
+    (void)self;
+    static gtpy_signature sig = {"storage", storage_names, 5 + NCOMMON, 2, 0, NULL};
+    PyObject *values[5 + NCOMMON];
+    gtpy_request r = {.fill = FILL_COPY};
+    if (gtpy_parse_args(&sig, args, nargs, kwnames, values) < 0 ||
+        read_data(&r, values[0], values[1], values[4], "storage") < 0 ||
+        read_common(&r, values + 5) < 0)
+        return NULL;
+    int copy = values[3] ? PyObject_IsTrue(values[3]) : 1;
+    if (copy < 0)
+        return NULL;
+    r.dtype = given(values[2]);
+    if (!copy && r.dtype) {
+        PyErr_SetString(PyExc_ValueError,
+                        "dtype: storage(copy=False) wraps the data as it is; a dtype needs a copy");
+        return NULL;
+    }
+    return with_source(&r, copy ? do_allocate : do_wrap);
+}
+
+static const char *const from_dlpack_names[] = {"x", "copy", COMMON_NAMES};
+
+static PyObject *api_from_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                                 PyObject *kwnames)
+{
+    (void)self;
+    static gtpy_signature sig = {"from_dlpack", from_dlpack_names, 2 + NCOMMON, 1, 1, NULL};
+    PyObject *values[2 + NCOMMON];
+    gtpy_request r = {.fill = FILL_COPY, .source_is_data = true};
+    if (gtpy_parse_args(&sig, args, nargs, kwnames, values) < 0 ||
+        read_common(&r, values + 2) < 0)
+        return NULL;
+    int copy = values[1] && values[1] != Py_None ? PyObject_IsTrue(values[1]) : 0;
+    if (copy < 0 || !(r.source = gtpy_storage_from_dlpack(values[0], NULL, NULL)))
+        return NULL;
+    PyObject *result = with_source(&r, copy ? do_allocate : do_wrap);
+    Py_DECREF(r.source);
+    return result;
+}
+
+/* Unpickling: (values, dims, halo, aligned_index, alignment_size, layout,
+ * preset, readonly) as Storage.__reduce__ writes them. */
+static PyObject *api_rebuild_storage(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *values, *dims, *halo, *aligned, *alignment, *layout, *preset, *readonly;
+    if (!PyArg_ParseTuple(args, "OOOOOOOO:_rebuild_storage", &values, &dims, &halo, &aligned,
+                          &alignment, &layout, &preset, &readonly))
+        return NULL;
+    gtpy_request r = {.fill = FILL_COPY, .source = values, .source_is_data = true,
+                      .storage_api = true, .dims = dims, .dims_param = "dims", .halo = halo,
+                      .aligned_index = aligned, .alignment_size = alignment, .layout = layout,
+                      .preset_param = "defaults"};
+    PyObject *storage = with_source(&r, do_allocate);
+    if (!storage)
+        return NULL;
+    int ro = PyObject_IsTrue(readonly);
+    if (ro < 0) {
+        Py_DECREF(storage);
+        return NULL;
+    }
+    /* Recorded only: the preset may not be registered in this process. */
+    gtpy_storage_restore(storage, preset == Py_None ? NULL : preset, ro);
+    return storage;
+}
+
+#define COMMON_SIGNATURE                                                                     \
+    "defaults=None, backend=None, aligned_index=None, alignment_size=None, device=None, "    \
+    "dims=None, axes=None, halo=None, layout=None, managed=None)\n--\n\n"
+#define COMMON_DOC                                                                           \
+    "\n\nKeywords (each from the first of: the keyword, the preset, the data or template, "  \
+    "the fallback):\n"                                                                       \
+    "  defaults, backend: a preset name (aliases), e.g. 'gt:cpu_ifirst'.\n"                 \
+    "  aligned_index: the index whose element is aligned; default: the lower halo.\n"       \
+    "  alignment_size: alignment of that element in bytes; default 1.\n"                    \
+    "  device: 'cpu' (None: the preset's). GPU storages are not available yet.\n"           \
+    "  dims, axes: labels 'I', 'J', 'K', '0', ... (aliases); default 'IJK'[:ndim].\n"       \
+    "  halo: per dimension an int or a pair (lower, upper); default none.\n"                \
+    "  layout: ranks in decreasing stride order such as (2, 1, 0), or axis names from the\n" \
+    "    largest stride in such as 'KJI'; default: the preset's, else C order.\n"           \
+    "  managed: None, False, 'gt4py' or 'cuda' (host/device sync; no effect on the CPU)."
+
+#define METHOD(fn, signature, doc)                                                           \
+    {#fn, (PyCFunction)(void (*)(void))api_##fn, METH_FASTCALL | METH_KEYWORDS,              \
+     #fn signature COMMON_SIGNATURE doc COMMON_DOC}
+
+PyMethodDef gtpy_storage_api_methods[] = {
+    METHOD(empty, "(shape, dtype=float64, *, ", "A storage of uninitialized values."),
+    METHOD(zeros, "(shape, dtype=float64, *, ", "A storage of zeros."),
+    METHOD(ones, "(shape, dtype=float64, *, ", "A storage of ones."),
+    METHOD(full, "(shape, fill_value, dtype=float64, *, ", "A storage filled with fill_value."),
+    METHOD(empty_like, "(data, dtype=None, *, ",
+           "Like empty(), with what is not given taken from data: its shape (fixed), dtype, "
+           "dims, layout and, for a storage, halo, aligned_index and alignment_size."),
+    METHOD(zeros_like, "(data, dtype=None, *, ", "Like zeros(); see empty_like()."),
+    METHOD(ones_like, "(data, dtype=None, *, ", "Like ones(); see empty_like()."),
+    METHOD(full_like, "(data, fill_value, dtype=None, *, ", "Like full(); see empty_like()."),
+    METHOD(as_storage, "(data=None, device_data=None, *, sync_state=None, ",
+           "A storage over the memory of data, without copying: a storage (a view sharing its "
+           "buffer), anything with the buffer protocol, the array interface or __array__, or a "
+           "DLPack producer. Given parameters are checked against the memory: a layout that "
+           "disagrees with the strides or an aligned point that is not aligned is an error."),
+    METHOD(storage, "(data=None, device_data=None, *, dtype=None, copy=True, sync_state=None, ",
+           "A storage holding a copy of data in a new allocation (copy=True; dtype defaults "
+           "to the data's), or wrapping it as as_storage() does (copy=False)."),
+    METHOD(from_dlpack, "(x, /, *, copy=None, ",
+           "A storage over the memory a DLPack producer (x.__dlpack__) exports, without "
+           "copying (copy=True: a copy in a new allocation)."),
+    {"_rebuild_storage", api_rebuild_storage, METH_VARARGS, "Unpickling support."},
+    {NULL, NULL, 0, NULL},
+};
