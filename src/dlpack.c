@@ -157,18 +157,19 @@ static int import_tensor(const gts_dl_tensor *t, bool readonly, gts_release_fn r
     int rc = gts_dtype_from_dlpack(t->dtype.code, t->dtype.bits, t->dtype.lanes, &dtype, err);
     if (rc)
         return rc;
-    gts_storage_spec spec;
-    if (options)
-        spec = *options;
-    else if ((rc = gts_storage_spec_init(&spec, 0, NULL, dtype, err)))
-        return rc;
-    spec.ndim = t->ndim;
-    spec.dtype = dtype;
-    for (int d = 0; d < t->ndim; ++d) {
+    for (int d = 0; d < t->ndim; ++d)
         if (t->shape[d] < 0)
             return gts_error_set(err, GTS_EINVAL, "shape: negative extent %lld at position %d",
                                  (long long)t->shape[d], d);
-        spec.shape[d] = t->shape[d];
+    gts_storage_spec spec;
+    if ((rc = gts_storage_spec_init(&spec, t->ndim, t->shape, dtype, err)))
+        return rc;
+    if (options) { /* its parameters, with the tensor's shape and dtype */
+        gts_storage_spec given = *options;
+        given.ndim = spec.ndim;
+        given.dtype = dtype;
+        memcpy(given.shape, spec.shape, (size_t)spec.ndim * sizeof *spec.shape);
+        spec = given;
     }
     int64_t strides[GTS_MAX_NDIM], low, high;
     if ((rc = byte_strides(t, dtype.itemsize, strides, err)) ||

@@ -62,11 +62,40 @@ int gts_storage_spec_init(gts_storage_spec *spec, int ndim, const int64_t *shape
 {
     if (ndim < 0 || ndim > GTS_MAX_NDIM)
         return gts_error_set(err, GTS_EINVAL, "ndim: %d is outside [0, %d]", ndim, GTS_MAX_NDIM);
-    memset(spec, 0, sizeof *spec);
+    /* Only the first ndim entries of the arrays are ever read: setting the
+     * rest would cost more than the small allocations this serves. */
     spec->ndim = ndim;
-    memcpy(spec->shape, shape, (size_t)ndim * sizeof *shape);
     spec->dtype = dtype;
+    spec->preset = NULL;
+    spec->has_dims = spec->has_layout = spec->has_aligned_index = spec->has_device = false;
+    spec->alignment_size = 0;
+    spec->device = GTS_DEVICE_CPU;
+    if (ndim > 0) { /* a 0-d spec may pass no shape: memcpy must not see NULL */
+        memcpy(spec->shape, shape, (size_t)ndim * sizeof *shape);
+        memset(spec->halo, 0, (size_t)ndim * sizeof *spec->halo);
+    }
     return GTS_OK;
+}
+
+/* A copy of the scalars and of the first ndim entries (a spec is 3 KiB;
+ * copying it whole costs a third of a small allocation). */
+static void spec_copy(gts_storage_spec *dst, const gts_storage_spec *src)
+{
+    size_t n = src->ndim >= 0 && src->ndim <= GTS_MAX_NDIM ? (size_t)src->ndim : 0;
+    dst->ndim = src->ndim;
+    dst->dtype = src->dtype;
+    dst->preset = src->preset;
+    dst->has_dims = src->has_dims;
+    dst->has_layout = src->has_layout;
+    dst->alignment_size = src->alignment_size;
+    dst->has_aligned_index = src->has_aligned_index;
+    dst->has_device = src->has_device;
+    dst->device = src->device;
+    memcpy(dst->shape, src->shape, n * sizeof *dst->shape);
+    memcpy(dst->dims, src->dims, n * sizeof *dst->dims);
+    memcpy(dst->layout, src->layout, n * sizeof *dst->layout);
+    memcpy(dst->aligned_index, src->aligned_index, n * sizeof *dst->aligned_index);
+    memcpy(dst->halo, src->halo, n * sizeof *dst->halo);
 }
 
 static int check_halo(int ndim, const int64_t *shape, const gts_halo *halo, gts_error *err)
@@ -84,24 +113,28 @@ static int check_halo(int ndim, const int64_t *shape, const gts_halo *halo, gts_
     return GTS_OK;
 }
 
-static int resolve_alignment(gts_storage_spec *spec, gts_error *err)
+static int resolve_alignment(const gts_storage_spec *spec, int64_t *alignment, gts_error *err)
 {
-    if (spec->alignment_size < 0)
+    *alignment = spec->alignment_size;
+    if (*alignment < 0)
         return gts_error_set(err, GTS_EINVAL, "alignment_size: %lld bytes is negative",
-                             (long long)spec->alignment_size);
-    if (spec->alignment_size > 0)
+                             (long long)*alignment);
+    if (*alignment > 0)
         return GTS_OK;
-    spec->alignment_size = 1;
-    if (spec->preset &&
-        gts_mul_overflow(spec->preset->alignment, spec->dtype.itemsize, &spec->alignment_size))
+    *alignment = 1;
+    if (spec->preset && gts_mul_overflow(spec->preset->alignment, spec->dtype.itemsize, alignment))
         return gts_error_set(err, GTS_EOVERFLOW,
                              "alignment_size: the preset's alignment (%lld elements) overflows",
                              (long long)spec->preset->alignment);
     return GTS_OK;
 }
 
-/* Every parameter but the geometry's own checks. */
-static int resolve_parameters(gts_storage_spec *spec, gts_error *err)
+/* Fills every parameter nobody gave (has_* false) from the preset and the
+ * fallbacks and checks them all, except what the geometry checks; the
+ * alignment goes to `*alignment`. Only slots nobody gave are written: the
+ * caller commits (sets the flags) once everything passed, so a failure
+ * changes no meaning. */
+static int resolve_parameters(gts_storage_spec *spec, int64_t *alignment, gts_error *err)
 {
     int rc = gts_dtype_make(spec->dtype.kind, spec->dtype.itemsize, &spec->dtype, err);
     if (rc)
@@ -128,7 +161,7 @@ static int resolve_parameters(gts_storage_spec *spec, gts_error *err)
         rc = gts_preset_layout(spec->preset, n, spec->dims, spec->layout, err);
     else
         gts_layout_c(n, spec->layout);
-    if (rc || (rc = resolve_alignment(spec, err)))
+    if (rc || (rc = resolve_alignment(spec, alignment, err)))
         return rc;
     if (!spec->has_aligned_index)
         for (int d = 0; d < n; ++d)
@@ -136,25 +169,47 @@ static int resolve_parameters(gts_storage_spec *spec, gts_error *err)
                 spec->shape[d] ? clamp(spec->halo[d].lower, 0, spec->shape[d] - 1) : 0;
     if (!spec->has_device)
         spec->device = spec->preset ? spec->preset->device : GTS_DEVICE_CPU;
-    spec->has_dims = spec->has_layout = spec->has_aligned_index = spec->has_device = true;
     return GTS_OK;
+}
+
+static void commit(gts_storage_spec *spec, int64_t alignment)
+{
+    spec->has_dims = spec->has_layout = spec->has_aligned_index = spec->has_device = true;
+    spec->alignment_size = alignment;
 }
 
 int gts_storage_spec_resolve(gts_storage_spec *spec, gts_geometry *geometry, gts_error *err)
 {
-    gts_storage_spec resolved = *spec;
     gts_geometry local;
-    int rc = resolve_parameters(&resolved, err);
+    int64_t alignment;
+    int rc = resolve_parameters(spec, &alignment, err);
     if (!rc)
-        rc = gts_geometry_init(geometry ? geometry : &local, resolved.ndim, resolved.shape,
-                               resolved.layout, resolved.dtype.itemsize,
-                               resolved.alignment_size, resolved.aligned_index, err);
+        rc = gts_geometry_init(geometry ? geometry : &local, spec->ndim, spec->shape,
+                               spec->layout, spec->dtype.itemsize, alignment,
+                               spec->aligned_index, err);
     if (!rc)
-        *spec = resolved;
+        commit(spec, alignment);
     return rc;
 }
 
 /* ---- making storages ------------------------------------------------------ */
+
+/* Copies the scalars and the first ndim entries (the struct is 3 KiB). */
+static void storage_move(gts_storage *dst, const gts_storage *src)
+{
+    size_t n = (size_t)src->ndim;
+    dst->buffer = src->buffer;
+    dst->offset = src->offset;
+    dst->dtype = src->dtype;
+    dst->ndim = src->ndim;
+    dst->readonly = src->readonly;
+    dst->alignment_size = src->alignment_size;
+    memcpy(dst->shape, src->shape, n * sizeof *dst->shape);
+    memcpy(dst->strides, src->strides, n * sizeof *dst->strides);
+    memcpy(dst->dims, src->dims, n * sizeof *dst->dims);
+    memcpy(dst->halo, src->halo, n * sizeof *dst->halo);
+    memcpy(dst->aligned_index, src->aligned_index, n * sizeof *dst->aligned_index);
+}
 
 /* The metadata of `spec` (resolved) in `out`, over `buffer` (retained). */
 static void storage_init(gts_storage *out, const gts_storage_spec *spec, gts_buffer *buffer,
@@ -168,7 +223,8 @@ static void storage_init(gts_storage *out, const gts_storage_spec *spec, gts_buf
     out->readonly = readonly;
     out->alignment_size = spec->alignment_size;
     memcpy(out->shape, spec->shape, (size_t)n * sizeof *out->shape);
-    memcpy(out->strides, strides, (size_t)n * sizeof *out->strides);
+    if (n > 0) /* gts_storage_wrap of a 0-d array may pass no strides */
+        memcpy(out->strides, strides, (size_t)n * sizeof *out->strides);
     memcpy(out->dims, spec->dims, (size_t)n * sizeof *out->dims);
     memcpy(out->halo, spec->halo, (size_t)n * sizeof *out->halo);
     memcpy(out->aligned_index, spec->aligned_index, (size_t)n * sizeof *out->aligned_index);
@@ -177,8 +233,9 @@ static void storage_init(gts_storage *out, const gts_storage_spec *spec, gts_buf
 int gts_storage_create(const gts_storage_spec *spec, unsigned flags, gts_storage *out,
                        gts_error *err)
 {
-    gts_storage_spec resolved = *spec;
+    gts_storage_spec resolved;
     gts_geometry geometry;
+    spec_copy(&resolved, spec);
     int rc = gts_storage_spec_resolve(&resolved, &geometry, err);
     if (rc)
         return rc;
@@ -248,12 +305,14 @@ static int check_wrapped(const gts_storage_spec *spec, gts_buffer *buffer, int64
 int gts_storage_wrap(const gts_storage_spec *spec, gts_buffer *buffer, int64_t offset,
                      const int64_t *strides, bool readonly, gts_storage *out, gts_error *err)
 {
-    gts_storage_spec resolved = *spec;
-    bool layout_given = spec->has_layout || spec->preset;
-    int rc = resolve_parameters(&resolved, err);
+    gts_storage_spec resolved;
+    int64_t alignment;
+    spec_copy(&resolved, spec);
+    int rc = resolve_parameters(&resolved, &alignment, err);
     if (rc)
         return rc;
-    resolved.has_layout = layout_given; /* compare only a layout somebody asked for */
+    commit(&resolved, alignment);
+    resolved.has_layout = spec->has_layout || spec->preset; /* compare only a layout asked for */
     if ((rc = check_wrapped(&resolved, buffer, offset, strides, err)))
         return rc;
     /* The geometry checks alignment against the itemsize and the aligned
@@ -274,24 +333,14 @@ int gts_storage_wrap(const gts_storage_spec *spec, gts_buffer *buffer, int64_t o
                              format_ints(resolved.ndim, resolved.aligned_index).s,
                              (unsigned long long)address, (long long)s.alignment_size);
     }
-    *out = s;
+    storage_move(out, &s);
     return GTS_OK;
 }
 
 void gts_storage_view(const gts_storage *src, gts_storage *out)
 {
-    int n = src->ndim;
-    out->buffer = gts_buffer_retain(src->buffer);
-    out->offset = src->offset;
-    out->dtype = src->dtype;
-    out->ndim = n;
-    out->readonly = src->readonly;
-    out->alignment_size = src->alignment_size;
-    memcpy(out->shape, src->shape, (size_t)n * sizeof *out->shape);
-    memcpy(out->strides, src->strides, (size_t)n * sizeof *out->strides);
-    memcpy(out->dims, src->dims, (size_t)n * sizeof *out->dims);
-    memcpy(out->halo, src->halo, (size_t)n * sizeof *out->halo);
-    memcpy(out->aligned_index, src->aligned_index, (size_t)n * sizeof *out->aligned_index);
+    storage_move(out, src);
+    gts_buffer_retain(out->buffer);
 }
 
 void gts_storage_release(gts_storage *storage)
@@ -307,8 +356,8 @@ void gts_storage_release(gts_storage *storage)
  * After the origin of a view moved, its aligned_index holds the parent's
  * aligned point translated into the view and clamped to its extent. If that
  * element is not aligned, look along each dimension whose stride moves the
- * address by less than the alignment for one that is; if there is none, the
- * view's alignment is the one its candidate point has. */
+ * address by less than the alignment for the nearest one that is; if there
+ * is none, the view's alignment is the one its candidate point has. */
 
 static bool is_aligned(const gts_storage *s, const int64_t *index)
 {
@@ -323,11 +372,17 @@ static void realign(gts_storage *s)
     for (int d = 0; d < s->ndim; ++d) {
         if (s->strides[d] % a == 0)
             continue;
+        /* outwards from the candidate, so that the nearest is found; the
+         * aligned indices repeat with a period of at most `a` */
         int64_t kept = s->aligned_index[d];
-        for (int64_t i = 0; i < s->shape[d] && i < a; ++i) {
-            s->aligned_index[d] = i;
-            if (is_aligned(s, s->aligned_index))
-                return;
+        for (int64_t dist = 1; dist < s->shape[d] && dist <= a; ++dist) {
+            for (int64_t i = kept - dist; i <= kept + dist; i += 2 * dist) {
+                if (i < 0 || i >= s->shape[d])
+                    continue;
+                s->aligned_index[d] = i;
+                if (is_aligned(s, s->aligned_index))
+                    return;
+            }
         }
         s->aligned_index[d] = kept;
     }
@@ -469,7 +524,8 @@ int gts_storage_transpose(gts_storage *view, const int *axes, gts_error *err)
     if (gts_layout_check(n, order, &inner))
         return gts_error_set(err, GTS_EINVAL, "axes: %s is not a permutation of 0..%d",
                              format_layout(n, order).s, n - 1);
-    gts_storage old = *view; /* the buffer reference stays with `view` */
+    gts_storage old;
+    storage_move(&old, view); /* a scratch copy: the reference stays with `view` */
     for (int i = 0; i < n; ++i) {
         int d = order[i];
         view->shape[i] = old.shape[d];
@@ -494,7 +550,7 @@ int gts_storage_domain(gts_storage *view, gts_error *err)
         }
     }
     gts_storage_release(view);
-    *view = result;
+    storage_move(view, &result);
     return GTS_OK;
 }
 
@@ -527,7 +583,7 @@ int gts_storage_copy(const gts_storage *src, gts_storage *out, gts_error *err)
         gts_storage_release(&copy);
         return rc;
     }
-    *out = copy;
+    storage_move(out, &copy);
     return GTS_OK;
 }
 

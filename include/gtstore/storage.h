@@ -79,7 +79,8 @@ int gts_storage_spec_init(gts_storage_spec *spec, int ndim, const int64_t *shape
 /* Resolves every parameter in place (afterwards has_dims, has_layout,
  * has_aligned_index and has_device are true and alignment_size is set),
  * checks them against each other and computes the allocation geometry
- * (`geometry` may be NULL). */
+ * (`geometry` may be NULL). On failure the spec means what it meant: only
+ * entries nobody gave (their has_ flag false) may have been written. */
 int gts_storage_spec_resolve(gts_storage_spec *spec, gts_geometry *geometry, gts_error *err);
 
 /* Allocates a host storage for `spec` (flags: GTS_ALLOC_ZERO). A spec that

@@ -138,8 +138,10 @@ PyTypeObject gtpy_Plan_Type = {
 static PyObject *plan_new(const allocation *spec)
 {
     Plan *plan = PyObject_New(Plan, &gtpy_Plan_Type);
-    if (plan)
+    if (plan) {
         plan->spec = *spec;
+        plan->spec.resolved.spec.preset = NULL; /* pointed into the caller's copy */
+    }
     return (PyObject *)plan;
 }
 

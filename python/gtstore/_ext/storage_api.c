@@ -111,10 +111,13 @@ static PyObject *allocate(const gtpy_request *r, const gtpy_source *src)
         gts_storage_release(&s);
         return gtpy_raise_null(&err);
     }
-    gts_storage copy_target = s; /* a borrowed look at the buffer, for the copy below */
     PyObject *storage = gtpy_storage_new(&s, preset_name(r, src), NULL);
-    if (storage && r->fill == FILL_COPY && copy_values(storage, &copy_target, src) < 0)
-        Py_CLEAR(storage);
+    if (storage && r->fill == FILL_COPY) {
+        gts_storage target;
+        gtpy_storage_load(storage, &target);
+        if (copy_values(storage, &target, src) < 0)
+            Py_CLEAR(storage);
+    }
     return storage;
 }
 
