@@ -1,6 +1,6 @@
 """Run gtstore's benchmarks side by side with NumPy and GT4Py.
 
-    python bench/run.py [--quick] [alloc] [zeros] [from_array]
+    python bench/run.py [--quick] [alloc] [zeros] [from_array] [storage]
 
 Prints the machine, then one Markdown table per benchmark with its ratios
 and targets, and the load average before and after each. See bench/README.md.
@@ -17,10 +17,12 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import bench_alloc  # noqa: E402
 import bench_from_array  # noqa: E402
+import bench_storage  # noqa: E402
 import bench_zeros  # noqa: E402
 from _common import OtherLoad, load, machine, render  # noqa: E402
 
-BENCHMARKS = {"alloc": bench_alloc, "zeros": bench_zeros, "from_array": bench_from_array}
+BENCHMARKS = {"alloc": bench_alloc, "zeros": bench_zeros, "from_array": bench_from_array,
+              "storage": bench_storage}
 
 
 def main() -> int:
@@ -40,14 +42,17 @@ def main() -> int:
     for name in args.only or BENCHMARKS:
         before, others = load(), OtherLoad()
         began = time.perf_counter()
-        table = BENCHMARKS[name].run(args.quick)
-        table.notes.append(f"load average (1, 5, 15 min) before: {before}, after: {load()}; "
-                           f"other processes used {others.share()} of the CPU time meanwhile; "
-                           f"{time.perf_counter() - began:.0f} s")
+        result = BENCHMARKS[name].run(args.quick)
+        tables = result if isinstance(result, list) else [result]
+        last = tables[-1]
+        last.notes.append(f"load average (1, 5, 15 min) before: {before}, after: {load()}; "
+                          f"other processes used {others.share()} of the CPU time meanwhile; "
+                          f"{time.perf_counter() - began:.0f} s")
         if others.fraction() > 0.10:
-            table.notes.append("WARNING: other processes took more than 10% of the CPU time; "
-                               "the parallel kernels use every core, so re-run on a quiet machine")
-        print("\n" + render(table), flush=True)
+            last.notes.append("WARNING: other processes took more than 10% of the CPU time; "
+                              "the parallel kernels use every core, so re-run on a quiet machine")
+        for table in tables:
+            print("\n" + render(table), flush=True)
     print(f"\ntotal {time.perf_counter() - start:.0f} s")
     return 0
 

@@ -2,7 +2,8 @@
 
 For every preset: the shape, the byte strides (the contiguous dimension has
 the itemsize), the padding of the contiguous dimension and whether the grid
-point at ``aligned_index`` sits on the preset's alignment.
+point at ``aligned_index`` sits on the preset's alignment. Then a storage
+with a halo: its domain, a column, and zero-copy views for NumPy and DLPack.
 """
 
 import numpy as np
@@ -55,6 +56,23 @@ def main():
     copy = ga.from_array(data, backend="gt:cpu_ifirst", aligned_index=ALIGNED_INDEX)
     print(f"\nfrom_array: a C-ordered array copied into an I-contiguous field: strides "
           f"{copy.strides}, equal: {bool((copy == data).all())}")
+
+    storages()
+
+
+def storages():
+    print("\nA storage knows its dims and halo; views keep them right:")
+    s = gtstore.zeros(SHAPE, defaults="gt:cpu_ifirst", halo=((3, 3), (3, 3), (0, 0)))
+    np.asarray(s)[...] = np.arange(np.prod(SHAPE)).reshape(SHAPE)  # zero copy
+    for label, view in (("s", s), ("s.domain_view", s.domain_view),
+                        ("s[10, 10, :]", s[10, 10, :]), ("s[1:, ::-2, 5]", s[1:, ::-2, 5])):
+        print(f"  {label:15} dims {''.join(view.dims):3}  shape {str(view.shape):13}  "
+              f"halo {view.halo}  aligned_index {view.aligned_index}")
+    inner = s.domain_view
+    print(f"  inner[0, 0, 0] == s[3, 3, 0]: {inner[0, 0, 0] == s[3, 3, 0]}")
+    exported = np.from_dlpack(s[10, 10, :])  # DLPack, zero copy
+    print(f"  DLPack export of the column shares memory: "
+          f"{np.shares_memory(exported, np.asarray(s))}")
 
 
 if __name__ == "__main__":
