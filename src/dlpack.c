@@ -178,7 +178,8 @@ static int import_tensor(const gts_dl_tensor *t, bool readonly, gts_release_fn r
     if (t->byte_offset > (uint64_t)INT64_MAX)
         return gts_error_set(err, GTS_EOVERFLOW, "byte_offset: %llu does not fit in 64 bits",
                              (unsigned long long)t->byte_offset);
-    char *element0 = (char *)t->data + t->byte_offset;
+    /* an empty tensor may have no data: NULL + offset is undefined */
+    char *element0 = t->data ? (char *)t->data + t->byte_offset : NULL;
     if (!t->data && high > low)
         return gts_error_set(err, GTS_EINVAL, "data: NULL for a tensor with elements");
     gts_buffer *buffer;

@@ -62,18 +62,21 @@ int gts_storage_spec_init(gts_storage_spec *spec, int ndim, const int64_t *shape
 {
     if (ndim < 0 || ndim > GTS_MAX_NDIM)
         return gts_error_set(err, GTS_EINVAL, "ndim: %d is outside [0, %d]", ndim, GTS_MAX_NDIM);
-    /* Only the first ndim entries of the arrays are ever read: setting the
-     * rest would cost more than the small allocations this serves. */
+    /* Only the first ndim entries of the arrays are ever read, and those of
+     * dims, layout and aligned_index only when their has_ flag is set:
+     * setting the rest would cost more than the small allocations this
+     * serves. The halo has no flag and is zeroed whole, as storage.h
+     * promises: DLPack import options ignore their ndim and use the
+     * tensor's. */
     spec->ndim = ndim;
     spec->dtype = dtype;
     spec->preset = NULL;
     spec->has_dims = spec->has_layout = spec->has_aligned_index = spec->has_device = false;
     spec->alignment_size = 0;
     spec->device = GTS_DEVICE_CPU;
-    if (ndim > 0) { /* a 0-d spec may pass no shape: memcpy must not see NULL */
+    memset(spec->halo, 0, sizeof spec->halo);
+    if (ndim > 0) /* a 0-d spec may pass no shape: memcpy must not see NULL */
         memcpy(spec->shape, shape, (size_t)ndim * sizeof *shape);
-        memset(spec->halo, 0, (size_t)ndim * sizeof *spec->halo);
-    }
     return GTS_OK;
 }
 
@@ -278,7 +281,7 @@ static bool layout_fits_strides(int n, const int *layout, const int64_t *shape,
 }
 
 static int check_wrapped(const gts_storage_spec *spec, gts_buffer *buffer, int64_t offset,
-                         const int64_t *strides, gts_error *err)
+                         const int64_t *strides, bool preset_layout, gts_error *err)
 {
     int n = spec->ndim;
     int64_t low, high, first, last;
@@ -297,7 +300,7 @@ static int check_wrapped(const gts_storage_spec *spec, gts_buffer *buffer, int64
         return gts_error_set(err, GTS_EINVAL,
                              "layout: %s%s does not match the data's strides %s",
                              format_layout(n, spec->layout).s,
-                             spec->has_layout ? "" : " (the preset's)",
+                             preset_layout ? " (the preset's)" : "",
                              format_ints(n, strides).s);
     return GTS_OK;
 }
@@ -313,7 +316,7 @@ int gts_storage_wrap(const gts_storage_spec *spec, gts_buffer *buffer, int64_t o
         return rc;
     commit(&resolved, alignment);
     resolved.has_layout = spec->has_layout || spec->preset; /* compare only a layout asked for */
-    if ((rc = check_wrapped(&resolved, buffer, offset, strides, err)))
+    if ((rc = check_wrapped(&resolved, buffer, offset, strides, !spec->has_layout, err)))
         return rc;
     /* The geometry checks alignment against the itemsize and the aligned
      * index against the shape; its strides are not the data's. */
@@ -625,7 +628,8 @@ int gts_storage_fill(const gts_storage *storage, gts_scalar value, gts_error *er
 
 void *gts_storage_data(const gts_storage *storage)
 {
-    return (char *)gts_buffer_host(storage->buffer) + storage->offset;
+    char *host = gts_buffer_host(storage->buffer); /* NULL for empty wrapped memory */
+    return host ? host + storage->offset : NULL;
 }
 
 int64_t gts_storage_size(const gts_storage *storage)
