@@ -314,6 +314,10 @@ int gts_storage_wrap(const gts_storage_spec *spec, gts_buffer *buffer, int64_t o
     int rc = resolve_parameters(&resolved, &alignment, err);
     if (rc)
         return rc;
+    if (resolved.device != GTS_DEVICE_CPU)
+        return gts_error_set(err, GTS_ENOTSUP,
+                             "device: the spec asks for GPU memory, but the wrapped memory is the "
+                             "host's");
     commit(&resolved, alignment);
     resolved.has_layout = spec->has_layout || spec->preset; /* compare only a layout asked for */
     if ((rc = check_wrapped(&resolved, buffer, offset, strides, !spec->has_layout, err)))
@@ -647,7 +651,22 @@ int64_t gts_storage_nbytes(const gts_storage *storage)
 
 void gts_storage_layout(const gts_storage *storage, int *layout)
 {
-    gts_layout_from_strides(storage->ndim, storage->strides, layout);
+    /* A dimension of extent 1 has no stride that means anything (an inserted
+     * one has stride 0): rank those outermost, in order, and the others by
+     * their strides. */
+    int n = storage->ndim, moving[GTS_MAX_NDIM], ranks[GTS_MAX_NDIM], fixed = 0, m = 0;
+    int64_t strides[GTS_MAX_NDIM] = {0};
+    for (int d = 0; d < n; ++d) {
+        if (storage->shape[d] == 1) {
+            layout[d] = fixed++;
+        } else {
+            moving[m] = d;
+            strides[m++] = storage->strides[d];
+        }
+    }
+    gts_layout_from_strides(m, strides, ranks);
+    for (int i = 0; i < m; ++i)
+        layout[moving[i]] = fixed + ranks[i];
 }
 
 void gts_storage_domain_shape(const gts_storage *storage, int64_t *shape)

@@ -75,8 +75,9 @@ typedef struct gts_dl_managed_versioned {
 
 /* Exports a view of `storage` (the export holds a reference to its buffer
  * until its deleter runs). data points at element 0, byte_offset is 0 and
- * strides are always filled. `flags` may add GTS_DLPACK_IS_COPIED;
- * GTS_DLPACK_READ_ONLY is set for a read-only storage. */
+ * strides are always filled. Of `flags` only GTS_DLPACK_IS_COPIED is taken
+ * (the caller says the storage is a copy); GTS_DLPACK_READ_ONLY is set
+ * exactly for read-only storages. */
 int gts_storage_to_dlpack(const gts_storage *storage, uint64_t flags,
                           gts_dl_managed_versioned **out, gts_error *err);
 

@@ -12,9 +12,14 @@
  * - 0 <= halo[d].lower, 0 <= halo[d].upper, lower + upper <= shape[d];
  * - the element at aligned_index sits at a host address that is a multiple
  *   of alignment_size (for a non-empty storage). A view keeps the aligned
- *   point of its parent where it contains it, else the nearest point that is
- *   aligned as well; where none is, its alignment_size drops to the alignment
- *   it has. */
+ *   point of its parent where it contains it. Else it takes the parent's
+ *   point clamped into the view and, if that is not aligned, the aligned
+ *   element nearest to it (by index) along one dimension whose stride is
+ *   not a multiple of the alignment; where there is none, its
+ *   alignment_size drops to the alignment that point has. (For memory with
+ *   several such dimensions, which only wrapped memory has, the search may
+ *   miss a point aligned in two of them at once: the alignment is then
+ *   conservative, never false.) */
 #ifndef GTSTORE_STORAGE_H
 #define GTSTORE_STORAGE_H
 
@@ -95,7 +100,8 @@ int gts_storage_create(const gts_storage_spec *spec, unsigned flags, gts_storage
  * parameters are checked against the memory: every element must lie in the
  * buffer, a layout (given or the preset's) must agree with the strides, and
  * the element at aligned_index must sit at a multiple of alignment_size.
- * Nothing is allocated or copied. */
+ * A spec that resolves to the GPU gives GTS_ENOTSUP (the buffer is host
+ * memory). Nothing is allocated or copied. */
 int gts_storage_wrap(const gts_storage_spec *spec, gts_buffer *buffer, int64_t offset,
                      const int64_t *strides, bool readonly, gts_storage *out, gts_error *err);
 
@@ -105,7 +111,8 @@ void gts_storage_view(const gts_storage *src, gts_storage *out);
 /* Drops the buffer reference; the struct is then empty. NULL is ignored. */
 void gts_storage_release(gts_storage *storage);
 
-/* ---- view operations: in place on a view the caller owns ---------------- */
+/* ---- view operations: in place on a view the caller owns ----------------
+ * A `dim` outside [0, ndim) gives GTS_EBOUNDS. */
 
 /* Keeps `count` elements of dimension `dim`: start, start + step, ... (step
  * nonzero, any sign; every selected index inside the extent). The halo
@@ -156,7 +163,8 @@ void *gts_storage_data(const gts_storage *storage);
 int64_t gts_storage_size(const gts_storage *storage);
 int64_t gts_storage_nbytes(const gts_storage *storage);
 
-/* The layout the strides show (see gts_layout_from_strides). */
+/* The layout the strides show (see gts_layout_from_strides); dimensions of
+ * extent 1, whose strides say nothing, rank outermost in index order. */
 void gts_storage_layout(const gts_storage *storage, int *layout);
 
 /* shape - lower halo - upper halo, per dimension. */

@@ -1339,6 +1339,34 @@ static void release_owner(void *ctx)
     o->memory = NULL;
 }
 
+/* A copy after insert_dim keeps the parent's contiguous dimension: the
+ * inserted dimension (stride 0, extent 1) is not taken for the contiguous
+ * one, and the padding stays where the preset put it. */
+static void test_copy_after_insert_dim(void)
+{
+    const int64_t shape[3] = {5, 4, 3};
+    gts_preset gpu;
+    if (!CALL_OK(gts_preset_lookup("gt:gpu", &gpu, ERR)))
+        return;
+    gts_storage_spec spec = spec_of(3, shape, F8);
+    spec.preset = &gpu;
+    gts_storage s, v, c;
+    if (!create_cpu(spec, 0, &s))
+        return;
+    gts_storage_view(&s, &v);
+    if (CHECK_OK(gts_storage_insert_dim(&v, 3, ERR)) && CHECK_OK(gts_storage_copy(&v, &c, ERR))) {
+        int layout[4];
+        gts_storage_layout(&v, layout);
+        CHECK(layout[3] == 0 && layout[0] == 3); /* extent 1 outermost, I contiguous */
+        CHECK_INT_EQ(c.strides[0], 8);
+        CHECK_INT_EQ(c.strides[1], 32 * 8); /* I padded to 32 elements, as in the parent */
+        CHECK_INT_EQ(c.alignment_size, 256);
+        gts_storage_release(&c);
+    }
+    gts_storage_release(&v);
+    gts_storage_release(&s);
+}
+
 static void test_wrap(void)
 {
     /* a 3x4 C-order array of doubles the caller allocated */
@@ -1362,6 +1390,14 @@ static void test_wrap(void)
     }
     CHECK(gts_storage_data(&s) == (void *)array);
     CHECK(ints_eq(2, s.strides, c_strides) && ints_eq(2, s.shape, shape));
+    {   /* host memory cannot be what a spec for the GPU asks for */
+        gts_storage_spec gpu = spec;
+        gts_storage unused;
+        gpu.has_device = true;
+        gpu.device = GTS_DEVICE_GPU;
+        CHECK_FAILS(gts_storage_wrap(&gpu, buffer, 0, c_strides, false, &unused, ERR),
+                    GTS_ENOTSUP, "device");
+    }
     CHECK(ints_eq(2, s.aligned_index, (const int64_t[]){0, 1}));
     CHECK(halos_eq(2, s.halo, (const gts_halo[]){{0, 0}, {1, 1}}));
     CHECK(s.dims[0] == GTS_DIM_I && s.dims[1] == GTS_DIM_J && !s.readonly);
@@ -1635,6 +1671,7 @@ int main(void)
     test_copy();
     test_assign();
     test_fill();
+    test_copy_after_insert_dim();
     test_wrap();
     test_properties();
     test_empty_and_0d();
