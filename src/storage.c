@@ -212,6 +212,7 @@ static void storage_move(gts_storage *dst, const gts_storage *src)
     memcpy(dst->dims, src->dims, n * sizeof *dst->dims);
     memcpy(dst->halo, src->halo, n * sizeof *dst->halo);
     memcpy(dst->aligned_index, src->aligned_index, n * sizeof *dst->aligned_index);
+    memcpy(dst->layout, src->layout, n * sizeof *dst->layout);
 }
 
 /* The metadata of `spec` (resolved) in `out`, over `buffer` (retained). */
@@ -231,6 +232,7 @@ static void storage_init(gts_storage *out, const gts_storage_spec *spec, gts_buf
     memcpy(out->dims, spec->dims, (size_t)n * sizeof *out->dims);
     memcpy(out->halo, spec->halo, (size_t)n * sizeof *out->halo);
     memcpy(out->aligned_index, spec->aligned_index, (size_t)n * sizeof *out->aligned_index);
+    memcpy(out->layout, spec->layout, (size_t)n * sizeof *out->layout);
 }
 
 int gts_storage_create(const gts_storage_spec *spec, unsigned flags, gts_storage *out,
@@ -280,6 +282,26 @@ static bool layout_fits_strides(int n, const int *layout, const int64_t *shape,
     return true;
 }
 
+/* The layout strides show, for memory wrapped without one: ranks by
+ * decreasing stride; dimensions of extent 1, whose strides say nothing,
+ * outermost in index order. */
+static void layout_of_strides(int n, const int64_t *shape, const int64_t *strides, int *layout)
+{
+    int moving[GTS_MAX_NDIM], ranks[GTS_MAX_NDIM], fixed = 0, m = 0;
+    int64_t kept[GTS_MAX_NDIM] = {0};
+    for (int d = 0; d < n; ++d) {
+        if (shape[d] == 1) {
+            layout[d] = fixed++;
+        } else {
+            moving[m] = d;
+            kept[m++] = strides[d];
+        }
+    }
+    gts_layout_from_strides(m, kept, ranks);
+    for (int i = 0; i < m; ++i)
+        layout[moving[i]] = fixed + ranks[i];
+}
+
 static int check_wrapped(const gts_storage_spec *spec, gts_buffer *buffer, int64_t offset,
                          const int64_t *strides, bool preset_layout, gts_error *err)
 {
@@ -320,6 +342,8 @@ int gts_storage_wrap(const gts_storage_spec *spec, gts_buffer *buffer, int64_t o
                              "host's");
     commit(&resolved, alignment);
     resolved.has_layout = spec->has_layout || spec->preset; /* compare only a layout asked for */
+    if (!resolved.has_layout) /* the memory's own, not the C-order fallback */
+        layout_of_strides(resolved.ndim, resolved.shape, strides, resolved.layout);
     if ((rc = check_wrapped(&resolved, buffer, offset, strides, !spec->has_layout, err)))
         return rc;
     /* The geometry checks alignment against the itemsize and the aligned
@@ -475,7 +499,11 @@ static void drop_dim(gts_storage *view, int dim)
     memmove(view->halo + dim, view->halo + dim + 1, after * sizeof *view->halo);
     memmove(view->aligned_index + dim, view->aligned_index + dim + 1,
             after * sizeof *view->aligned_index);
+    int rank = view->layout[dim]; /* the ranks above it close the gap */
+    memmove(view->layout + dim, view->layout + dim + 1, after * sizeof *view->layout);
     --view->ndim;
+    for (int d = 0; d < view->ndim; ++d)
+        view->layout[d] -= view->layout[d] > rank;
 }
 
 int gts_storage_index(gts_storage *view, int dim, int64_t index, gts_error *err)
@@ -513,6 +541,10 @@ int gts_storage_insert_dim(gts_storage *view, int dim, gts_error *err)
     memmove(view->halo + dim + 1, view->halo + dim, after * sizeof *view->halo);
     memmove(view->aligned_index + dim + 1, view->aligned_index + dim,
             after * sizeof *view->aligned_index);
+    memmove(view->layout + dim + 1, view->layout + dim, after * sizeof *view->layout);
+    for (int d = 0; d < n + 1; ++d) /* the new dimension is the outermost */
+        view->layout[d] += 1;
+    view->layout[dim] = 0;
     view->shape[dim] = 1;
     view->strides[dim] = 0;
     view->dims[dim] = label;
@@ -540,6 +572,7 @@ int gts_storage_transpose(gts_storage *view, const int *axes, gts_error *err)
         view->dims[i] = old.dims[d];
         view->halo[i] = old.halo[d];
         view->aligned_index[i] = old.aligned_index[d];
+        view->layout[i] = old.layout[d];
     }
     return GTS_OK;
 }
@@ -651,22 +684,7 @@ int64_t gts_storage_nbytes(const gts_storage *storage)
 
 void gts_storage_layout(const gts_storage *storage, int *layout)
 {
-    /* A dimension of extent 1 has no stride that means anything (an inserted
-     * one has stride 0): rank those outermost, in order, and the others by
-     * their strides. */
-    int n = storage->ndim, moving[GTS_MAX_NDIM], ranks[GTS_MAX_NDIM], fixed = 0, m = 0;
-    int64_t strides[GTS_MAX_NDIM] = {0};
-    for (int d = 0; d < n; ++d) {
-        if (storage->shape[d] == 1) {
-            layout[d] = fixed++;
-        } else {
-            moving[m] = d;
-            strides[m++] = storage->strides[d];
-        }
-    }
-    gts_layout_from_strides(m, strides, ranks);
-    for (int i = 0; i < m; ++i)
-        layout[moving[i]] = fixed + ranks[i];
+    memcpy(layout, storage->layout, (size_t)storage->ndim * sizeof *layout);
 }
 
 void gts_storage_domain_shape(const gts_storage *storage, int64_t *shape)

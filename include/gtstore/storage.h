@@ -54,6 +54,11 @@ typedef struct gts_storage {
     gts_dim dims[GTS_MAX_NDIM];
     gts_halo halo[GTS_MAX_NDIM];
     int64_t aligned_index[GTS_MAX_NDIM];
+    /* Rank of each dimension in decreasing stride order, as allocated (or
+     * as the wrapped memory was asked or found to be). Kept rather than read
+     * from the strides: with extents of 0 or 1 the strides cannot tell
+     * which dimension a preset made contiguous and padded. */
+    int layout[GTS_MAX_NDIM];
 } gts_storage;
 
 /* What a storage should be: the shape and dtype, and parameters that are
@@ -163,8 +168,10 @@ void *gts_storage_data(const gts_storage *storage);
 int64_t gts_storage_size(const gts_storage *storage);
 int64_t gts_storage_nbytes(const gts_storage *storage);
 
-/* The layout the strides show (see gts_layout_from_strides); dimensions of
- * extent 1, whose strides say nothing, rank outermost in index order. */
+/* The storage's layout. Views keep it: an index drops the dimension's rank
+ * (the ranks above close the gap), insert_dim adds an outermost one,
+ * transpose permutes. Memory wrapped without a layout gets the one its
+ * strides show, dimensions of extent 1 outermost. */
 void gts_storage_layout(const gts_storage *storage, int *layout);
 
 /* shape - lower halo - upper halo, per dimension. */

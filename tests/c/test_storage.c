@@ -1367,6 +1367,39 @@ static void test_copy_after_insert_dim(void)
     gts_storage_release(&s);
 }
 
+/* The layout is kept, not read from the strides: gt:gpu makes I contiguous
+ * and pads it even where I has extent 1, and copies must do the same. */
+static void test_layout_recorded(void)
+{
+    const int64_t shape[3] = {1, 5, 6};
+    gts_preset gpu;
+    if (!CALL_OK(gts_preset_lookup("gt:gpu", &gpu, ERR)))
+        return;
+    gts_storage_spec spec = spec_of(3, shape, F8);
+    spec.preset = &gpu;
+    gts_storage s, v, c;
+    if (!create_cpu(spec, 0, &s))
+        return;
+    int layout[3];
+    gts_storage_layout(&s, layout);
+    CHECK(layout[0] == 2 && layout[1] == 1 && layout[2] == 0);
+    CHECK(ints_eq(3, s.strides, (const int64_t[]){8, 256, 1280}));
+    if (CHECK_OK(gts_storage_copy(&s, &c, ERR))) {
+        CHECK(ints_eq(3, c.strides, s.strides));
+        gts_storage_release(&c);
+    }
+    /* views: an index drops a rank and closes the gap, transpose permutes */
+    gts_storage_view(&s, &v);
+    CHECK_OK(gts_storage_index(&v, 1, 2, ERR));
+    gts_storage_layout(&v, layout);
+    CHECK(v.ndim == 2 && layout[0] == 1 && layout[1] == 0);
+    CHECK_OK(gts_storage_transpose(&v, NULL, ERR));
+    gts_storage_layout(&v, layout);
+    CHECK(layout[0] == 0 && layout[1] == 1);
+    gts_storage_release(&v);
+    gts_storage_release(&s);
+}
+
 static void test_wrap(void)
 {
     /* a 3x4 C-order array of doubles the caller allocated */
@@ -1672,6 +1705,7 @@ int main(void)
     test_assign();
     test_fill();
     test_copy_after_insert_dim();
+    test_layout_recorded();
     test_wrap();
     test_properties();
     test_empty_and_0d();

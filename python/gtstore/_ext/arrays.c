@@ -233,7 +233,7 @@ static PyObject *run(gtpy_request *r, bool only_plan)
 /* ---- the Python functions ---------------------------------------------- */
 
 #define SIGNATURE(fn, names, npos, nreq) \
-    static gtpy_signature sig = {fn, names, (npos) + NCOMMON, npos, nreq, NULL}
+    static gtpy_signature sig = {fn, names, (npos) + NCOMMON, npos, nreq, NULL, 0}
 
 /* [shape or a], [fill_value], dtype, *, common: one body for all. */
 static PyObject *call(gtpy_signature *sig, gtpy_fill fill, bool from_template, bool only_plan,

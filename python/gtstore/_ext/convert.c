@@ -73,18 +73,24 @@ int gtpy_int_tuple(PyObject *obj, const char *param, int max_ndim, int *ndim, in
 }
 
 /* An integer given where a sequence may be: an int, or an object with
- * __index__ that is no sequence or has no length (a 0-d integer array). */
+ * __index__ that is no sequence or has no length (a 0-d integer array) and
+ * whose __index__ works (a 0-d boolean array has one that refuses). */
 bool gtpy_is_integer(PyObject *obj)
 {
     if (PyLong_Check(obj))
         return true;
     if (!PyIndex_Check(obj) || PyUnicode_Check(obj) || PyBytes_Check(obj))
         return false;
-    if (!PySequence_Check(obj))
-        return true;
-    Py_ssize_t length = PySequence_Size(obj);
+    if (PySequence_Check(obj)) {
+        Py_ssize_t length = PySequence_Size(obj);
+        PyErr_Clear();
+        if (length >= 0)
+            return false;
+    }
+    PyObject *index = PyNumber_Index(obj);
+    Py_XDECREF(index);
     PyErr_Clear();
-    return length < 0;
+    return index != NULL;
 }
 
 int gtpy_shape(PyObject *obj, const char *param, int *ndim, int64_t *shape)

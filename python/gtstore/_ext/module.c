@@ -92,10 +92,10 @@ static int intern_names(gtpy_signature *sig)
 
 static int keyword_index(const gtpy_signature *sig, PyObject *key)
 {
-    for (int i = 0; i < sig->nnames; ++i)
+    for (int i = sig->nposonly; i < sig->nnames; ++i)
         if (sig->interned[i] == key)
             return i;
-    for (int i = 0; i < sig->nnames; ++i) /* not interned: compare text */
+    for (int i = sig->nposonly; i < sig->nnames; ++i) /* not interned: compare text */
         if (PyUnicode_Compare(sig->interned[i], key) == 0)
             return i;
     return -1;

@@ -112,6 +112,7 @@ typedef struct gtpy_request {
     PyObject *source;    /* data to copy or wrap, or a template */
     bool source_is_data; /* from_array, storage, as_storage (else *_like) */
     bool storage_api;    /* gtstore.*: templates also give halo, aligned point, alignment */
+    bool relabel;        /* dims= may differ from a wrapped storage's (a fresh import) */
     PyObject *preset, *aligned_index, *dims, *alignment_size, *layout, *device, *halo;
     const char *preset_param; /* the keyword used: "backend" or "defaults" */
     const char *dims_param;   /* "dims", "dimensions" or "axes" */
@@ -207,7 +208,8 @@ extern PyTypeObject gtpy_Plan_Type;
 
 /* Fast argument parsing for METH_FASTCALL | METH_KEYWORDS functions.
  * `names` lists every parameter, the first `npositional` may be passed by
- * position, the first `nrequired` are required. Missing ones are NULL. */
+ * position, the first `nrequired` are required, the first `nposonly` can
+ * only be passed by position. Missing ones are NULL. */
 typedef struct gtpy_signature {
     const char *function;
     const char *const *names;
@@ -215,6 +217,7 @@ typedef struct gtpy_signature {
     int npositional;
     int nrequired;
     PyObject **interned; /* filled on first use */
+    int nposonly;
 } gtpy_signature;
 int gtpy_parse_args(gtpy_signature *sig, PyObject *const *args, Py_ssize_t nargs,
                     PyObject *kwnames, PyObject **values);

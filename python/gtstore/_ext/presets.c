@@ -145,7 +145,7 @@ static PyObject *api_register_preset(PyObject *self, PyObject *const *args, Py_s
 {
     (void)self;
     static const char *const names[] = {"name", "alignment", "layout", "device"};
-    static gtpy_signature sig = {"register_preset", names, 4, 1, 1, NULL};
+    static gtpy_signature sig = {"register_preset", names, 4, 1, 1, NULL, 0};
     PyObject *values[4];
     if (gtpy_parse_args(&sig, args, nargs, kwnames, values) < 0)
         return NULL;

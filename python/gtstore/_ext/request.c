@@ -272,9 +272,11 @@ static int resolve_dims(const gtpy_request *r, const gtpy_source *src, int ndim,
     return 0;
 }
 
-/* Explicit layout, else (without a preset) the template's or data's. */
-static int resolve_layout(const gtpy_request *r, const gtpy_source *src, const gtpy_resolved *out,
-                          int nsub, gts_storage_spec *spec)
+/* Explicit layout, else (without a preset) the template's or data's: a
+ * storage's own, else the one its strides show. */
+static int resolve_layout(const gtpy_request *r, const gtpy_source *src,
+                          const gts_storage *storage, const gtpy_resolved *out, int nsub,
+                          gts_storage_spec *spec)
 {
     int ndim = spec->ndim;
     if (r->layout) {
@@ -284,7 +286,10 @@ static int resolve_layout(const gtpy_request *r, const gtpy_source *src, const g
     if (out->has_preset || !src->array)
         return 0;
     int n = src->ndim, shift = ndim - n; /* a template may lack the subarray dims */
-    gts_layout_from_strides(n, src->strides, spec->layout);
+    if (storage)
+        gts_storage_layout(storage, spec->layout);
+    else
+        gts_layout_from_strides(n, src->strides, spec->layout);
     for (int d = 0; d < n; ++d)
         spec->layout[d] += shift;
     for (int d = n; d < ndim; ++d)
@@ -380,15 +385,16 @@ int gtpy_request_spec(const gtpy_request *r, const gtpy_source *src, gtpy_resolv
     if (gts_storage_spec_init(spec, ndim, shape, dtype.base, &err) != 0)
         return gtpy_raise(&err);
     out->nsub = ndim - nbase;
-    /* A storage template (Storage API only) gives its halo, aligned point and
-     * alignment too. */
-    gts_storage tmpl_storage, *tmpl = NULL;
-    if (r->storage_api && src->storage) {
-        gtpy_storage_load(src->storage, &tmpl_storage);
-        tmpl = &tmpl_storage;
+    /* A storage gives its own layout; to the Storage API, as a template, also
+     * its halo, aligned point and alignment. */
+    gts_storage storage, *data_storage = NULL, *tmpl = NULL;
+    if (src->storage) {
+        gtpy_storage_load(src->storage, &storage);
+        data_storage = &storage;
+        tmpl = r->storage_api ? &storage : NULL;
     }
     if (resolve_dims(r, src, ndim, nbase, spec) < 0 ||
-        resolve_layout(r, src, out, out->nsub, spec) < 0 ||
+        resolve_layout(r, src, data_storage, out, out->nsub, spec) < 0 ||
         resolve_alignment(r, tmpl, out, spec) < 0 || resolve_device(r, spec) < 0 ||
         resolve_aligned_index(r, tmpl, nbase, spec) < 0 || resolve_halo(r, tmpl, nbase, spec) < 0)
         return -1;

@@ -9,7 +9,7 @@
 #include <string.h>
 
 typedef struct {
-    PyObject_VAR_HEAD /* ob_size: 6 * ndim entries in `extents` */
+    PyObject_VAR_HEAD /* ob_size: NFIELDS * ndim entries in `extents` */
     gts_buffer *buffer;
     int64_t offset, alignment_size;
     gts_dtype dtype;
@@ -18,10 +18,10 @@ typedef struct {
     Py_ssize_t exports;   /* open buffer-protocol exports */
     PyObject *sync_state; /* shared by the views of the buffer; NULL until asked for */
     PyObject *preset;     /* the preset's name, or NULL */
-    Py_ssize_t extents[]; /* shape, strides, aligned_index, halo lower, halo upper, dims */
+    Py_ssize_t extents[]; /* shape, strides, aligned_index, halo lower and upper, dims, layout */
 } StorageObject;
 
-enum { SHAPE, STRIDES, ALIGNED, HALO_LOWER, HALO_UPPER, DIMS, NFIELDS };
+enum { SHAPE, STRIDES, ALIGNED, HALO_LOWER, HALO_UPPER, DIMS, LAYOUT, NFIELDS };
 
 static Py_ssize_t *field(const StorageObject *s, int which)
 {
@@ -45,6 +45,7 @@ void gtpy_storage_load(PyObject *obj, gts_storage *out)
         out->aligned_index[d] = field(s, ALIGNED)[d];
         out->halo[d] = (gts_halo){field(s, HALO_LOWER)[d], field(s, HALO_UPPER)[d]};
         out->dims[d] = (gts_dim)field(s, DIMS)[d];
+        out->layout[d] = (int)field(s, LAYOUT)[d];
     }
 }
 
@@ -72,6 +73,7 @@ PyObject *gtpy_storage_new(gts_storage *g, PyObject *preset, PyObject *sync_stat
         field(s, HALO_LOWER)[d] = (Py_ssize_t)g->halo[d].lower;
         field(s, HALO_UPPER)[d] = (Py_ssize_t)g->halo[d].upper;
         field(s, DIMS)[d] = g->dims[d];
+        field(s, LAYOUT)[d] = g->layout[d];
     }
     return (PyObject *)s;
 }
@@ -443,6 +445,11 @@ static int apply_item(gts_storage *view, PyObject *item, item_kind kind, int *di
         rc = gts_storage_slice(view, (*dim)++, start, step, count, &err);
         ++*axis;
     } else if (kind == ITEM_NEWAXIS) {
+        if (view->ndim == GTS_MAX_NDIM) {
+            PyErr_Format(PyExc_IndexError, "number of dimensions must be within [0, %d]",
+                         GTS_MAX_NDIM);
+            return -1;
+        }
         rc = gts_storage_insert_dim(view, (*dim)++, &err);
     } else {
         *dim += ellipsis_dims;
@@ -663,7 +670,7 @@ static PyObject *storage_array(PyObject *self, PyObject *const *args, Py_ssize_t
                                PyObject *kwnames)
 {
     static const char *const names[] = {"dtype", "copy"};
-    static gtpy_signature sig = {"__array__", names, 2, 1, 0, NULL};
+    static gtpy_signature sig = {"__array__", names, 2, 1, 0, NULL, 1};
     PyObject *values[2];
     if (gtpy_parse_args(&sig, args, nargs, kwnames, values) < 0)
         return NULL;
@@ -726,8 +733,9 @@ static PyObject *storage_array_function(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "OOO!O!:__array_function__", &func, &types, &PyTuple_Type,
                           &fargs, &PyDict_Type, &fkwargs))
         return NULL;
-    if (func == gtpy_numpy("transpose") && PyTuple_GET_SIZE(fargs) >= 1 &&
-        PyTuple_GET_ITEM(fargs, 0) == self) {
+    PyObject *array = PyTuple_GET_SIZE(fargs) >= 1 ? PyTuple_GET_ITEM(fargs, 0)
+                                                   : PyDict_GetItemString(fkwargs, "a");
+    if (func == gtpy_numpy("transpose") && array == self) {
         PyObject *axes = PyTuple_GET_SIZE(fargs) > 1 ? PyTuple_GET_ITEM(fargs, 1)
                                                      : PyDict_GetItemString(fkwargs, "axes");
         PyObject *call = PyTuple_Pack(1, axes ? axes : Py_None);
@@ -769,7 +777,7 @@ static PyObject *storage_device_to_host(PyObject *self, PyObject *const *args, P
                                         PyObject *kwnames)
 {
     (void)self;
-    static gtpy_signature sig = {"device_to_host", force_names, 1, 1, 0, NULL};
+    static gtpy_signature sig = {"device_to_host", force_names, 1, 1, 0, NULL, 0};
     return sync_with_force(&sig, args, nargs, kwnames);
 }
 
@@ -777,7 +785,7 @@ static PyObject *storage_host_to_device(PyObject *self, PyObject *const *args, P
                                         PyObject *kwnames)
 {
     (void)self;
-    static gtpy_signature sig = {"host_to_device", force_names, 1, 1, 0, NULL};
+    static gtpy_signature sig = {"host_to_device", force_names, 1, 1, 0, NULL, 0};
     return sync_with_force(&sig, args, nargs, kwnames);
 }
 

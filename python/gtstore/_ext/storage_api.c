@@ -165,7 +165,8 @@ static int wrap_view(gtpy_source *src, gts_buffer **buffer, int64_t *offset)
 static int check_dims_kept(const gtpy_request *r, const gts_storage *data,
                            const gts_storage_spec *spec)
 {
-    if (!r->dims || memcmp(spec->dims, data->dims, (size_t)data->ndim * sizeof *data->dims) == 0)
+    if (!r->dims || r->relabel ||
+        memcmp(spec->dims, data->dims, (size_t)data->ndim * sizeof *data->dims) == 0)
         return 0;
     PyObject *have = gtpy_dims_to_tuple(data->ndim, data->dims);
     if (have)
@@ -182,7 +183,7 @@ static PyObject *wrap(const gtpy_request *r, gtpy_source *src)
         return NULL;
     gts_storage data = {.readonly = false}, s;
     gts_buffer *buffer;
-    int64_t offset;
+    int64_t offset = 0;
     gts_error err;
     PyObject *sync_state = NULL;
     if (src->storage) { /* the same buffer: the same memory and sync state */
@@ -264,7 +265,7 @@ static const char *const full_like_names[] = {"data", "fill_value", "dtype", COM
                               PyObject *kwnames)                                         \
     {                                                                                    \
         (void)self;                                                                      \
-        static gtpy_signature sig = {#fn, names, (npos) + NCOMMON, npos, nreq, NULL};     \
+        static gtpy_signature sig = {#fn, names, (npos) + NCOMMON, npos, nreq, NULL, 0};     \
         return call(&sig, fill, from_template, args, nargs, kwnames);                    \
     }
 
@@ -305,8 +306,23 @@ static int read_data(gtpy_request *r, PyObject *data, PyObject *device_data,
     return 0;
 }
 
+/* Lists, tuples and scalars have no memory to wrap: NumPy would make a new
+ * array, which a "no copy" function should not hide. */
+static bool has_memory(PyObject *obj)
+{
+    return PyObject_CheckBuffer(obj) || PyObject_HasAttrString(obj, "__array_interface__") ||
+           PyObject_HasAttrString(obj, "__array__") || PyObject_HasAttrString(obj, "__dlpack__");
+}
+
 static PyObject *do_wrap(const gtpy_request *r, gtpy_source *src)
 {
+    if (!has_memory(r->source)) {
+        PyErr_Format(PyExc_TypeError,
+                     "data: %.80s has no memory to wrap (no buffer protocol, array interface, "
+                     "__array__ or __dlpack__); gtstore.storage(data) copies it",
+                     Py_TYPE(r->source)->tp_name);
+        return NULL;
+    }
     return wrap(r, src);
 }
 
@@ -317,7 +333,7 @@ static PyObject *api_as_storage(PyObject *self, PyObject *const *args, Py_ssize_
                                 PyObject *kwnames)
 {
     (void)self;
-    static gtpy_signature sig = {"as_storage", as_storage_names, 3 + NCOMMON, 2, 0, NULL};
+    static gtpy_signature sig = {"as_storage", as_storage_names, 3 + NCOMMON, 2, 0, NULL, 0};
     PyObject *values[3 + NCOMMON];
     gtpy_request r = {.fill = FILL_NONE};
     if (gtpy_parse_args(&sig, args, nargs, kwnames, values) < 0 ||
@@ -334,7 +350,7 @@ static PyObject *api_storage(PyObject *self, PyObject *const *args, Py_ssize_t n
                              PyObject *kwnames)
 {
     (void)self;
-    static gtpy_signature sig = {"storage", storage_names, 5 + NCOMMON, 2, 0, NULL};
+    static gtpy_signature sig = {"storage", storage_names, 5 + NCOMMON, 2, 0, NULL, 0};
     PyObject *values[5 + NCOMMON];
     gtpy_request r = {.fill = FILL_COPY};
     if (gtpy_parse_args(&sig, args, nargs, kwnames, values) < 0 ||
@@ -359,9 +375,10 @@ static PyObject *api_from_dlpack(PyObject *self, PyObject *const *args, Py_ssize
                                  PyObject *kwnames)
 {
     (void)self;
-    static gtpy_signature sig = {"from_dlpack", from_dlpack_names, 2 + NCOMMON, 1, 1, NULL};
+    static gtpy_signature sig = {"from_dlpack", from_dlpack_names, 2 + NCOMMON, 1, 1, NULL, 1};
     PyObject *values[2 + NCOMMON];
-    gtpy_request r = {.fill = FILL_COPY, .source_is_data = true};
+    /* The imported storage is new: dims= labels it rather than relabels it. */
+    gtpy_request r = {.fill = FILL_COPY, .source_is_data = true, .relabel = true};
     if (gtpy_parse_args(&sig, args, nargs, kwnames, values) < 0 ||
         read_common(&r, values + 2) < 0)
         return NULL;
