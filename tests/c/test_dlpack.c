@@ -8,31 +8,8 @@
 #include <string.h>
 
 #include "check.h"
+#include "storage_helpers.h"
 #include "gtstore/dlpack.h"
-
-static const gts_dtype F8 = {GTS_KIND_FLOAT, 8};
-
-static int64_t live_buffers(void)
-{
-    gts_memory_stats s;
-    gts_memory_stats_get(&s);
-    return s.live_buffers;
-}
-
-static uintptr_t address(const gts_storage *s, const int64_t *index)
-{
-    uintptr_t a = (uintptr_t)gts_buffer_host(s->buffer) + (uintptr_t)s->offset;
-    for (int d = 0; d < s->ndim; ++d)
-        a += (uintptr_t)(index[d] * s->strides[d]);
-    return a;
-}
-
-static double get(const gts_storage *s, const int64_t *index)
-{
-    double v;
-    memcpy(&v, (const void *)address(s, index), sizeof v);
-    return v;
-}
 
 /* Element `index` of a DLPack tensor, from its own fields. */
 static double tensor_get(const gts_dl_tensor *t, const int64_t *index)
@@ -45,14 +22,6 @@ static double tensor_get(const gts_dl_tensor *t, const int64_t *index)
     double v;
     memcpy(&v, (const char *)t->data + t->byte_offset + elements * 8, sizeof v);
     return v;
-}
-
-static bool ints_eq(int n, const int64_t *a, const int64_t *b)
-{
-    for (int i = 0; i < n; ++i)
-        if (a[i] != b[i])
-            return false;
-    return true;
 }
 
 /* An f8 storage of `shape`, element (i, j) = 10 i + j. */

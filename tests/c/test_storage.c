@@ -11,39 +11,16 @@
 #include <string.h>
 
 #include "check.h"
+#include "storage_helpers.h"
 #include "random.h"
 #include "gtstore/storage.h"
 
-static const gts_dtype F8 = {GTS_KIND_FLOAT, 8};
 static const gts_dtype F4 = {GTS_KIND_FLOAT, 4};
 static const gts_dtype I1 = {GTS_KIND_INT, 1};
 
 static gts_preset gpu, cpu_kfirst, cpu_ifirst;
 
 /* ---- helpers: addresses, values and multi-indices -------------------------- */
-
-static int64_t live_buffers(void)
-{
-    gts_memory_stats s;
-    gts_memory_stats_get(&s);
-    return s.live_buffers;
-}
-
-/* Host address of an element, from the struct's fields alone. */
-static uintptr_t address(const gts_storage *s, const int64_t *index)
-{
-    uintptr_t a = (uintptr_t)gts_buffer_host(s->buffer) + (uintptr_t)s->offset;
-    for (int d = 0; d < s->ndim; ++d)
-        a += (uintptr_t)(index[d] * s->strides[d]);
-    return a;
-}
-
-static double get(const gts_storage *s, const int64_t *index)
-{
-    double v;
-    memcpy(&v, (const void *)address(s, index), sizeof v);
-    return v;
-}
 
 static void set(const gts_storage *s, const int64_t *index, double v)
 {
@@ -87,14 +64,6 @@ static void fill_linear(const gts_storage *s)
     do
         set(s, index, (double)linear(s->ndim, s->shape, index));
     while (next_index(s->ndim, s->shape, index));
-}
-
-static bool ints_eq(int n, const int64_t *a, const int64_t *b)
-{
-    for (int i = 0; i < n; ++i)
-        if (a[i] != b[i])
-            return false;
-    return true;
 }
 
 static bool halos_eq(int n, const gts_halo *a, const gts_halo *b)

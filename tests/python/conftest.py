@@ -200,6 +200,33 @@ def assert_plan_aligned(plan, index, bases=(0, 1, 7, 64, 4096 + 24, 2**20 + 3)):
 # ---- memory ------------------------------------------------------------------
 
 
+# ---- storages with known values ---------------------------------------------------
+
+
+def distinct_values(shape, dtype):
+    """Values that differ from element to element where the dtype allows."""
+    dtype = np.dtype(dtype)
+    n = int(np.prod(shape, dtype=np.int64))
+    flat = np.arange(1, n + 1)
+    if dtype.kind == "b":
+        flat = flat % 3 == 1
+    elif dtype.kind in "iu":
+        flat = flat % (min(np.iinfo(dtype).max, 10**6)) + 1
+    elif dtype.kind == "c":
+        flat = flat + 1j * (flat % 7)
+    return flat.astype(dtype).reshape(shape)
+
+
+def filled(shape, dtype="f8", **kwargs):
+    """A storage made by gtstore.zeros(**kwargs) holding distinct values
+    (an int halo means that halo on every side of every dimension)."""
+    if isinstance(kwargs.get("halo"), int):
+        kwargs["halo"] = (kwargs["halo"],) * len(shape)
+    s = gtstore.zeros(shape, dtype, **kwargs)
+    np.asarray(s)[...] = distinct_values(shape, dtype)
+    return s
+
+
 def live():
     """(live buffers, live bytes) after a garbage collection."""
     gc.collect()

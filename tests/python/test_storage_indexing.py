@@ -18,33 +18,9 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as npst
 
 import gtstore
-from conftest import DTYPES, address, address_of, live
+from conftest import DTYPES, address, address_of, distinct_values, filled, live
 
 # ---- helpers ------------------------------------------------------------------
-
-
-def distinct_values(shape, dtype):
-    """Values that differ from element to element where the dtype allows."""
-    dtype = np.dtype(dtype)
-    n = int(np.prod(shape, dtype=np.int64))
-    flat = np.arange(1, n + 1)
-    if dtype.kind == "b":
-        flat = flat % 3 == 1
-    elif dtype.kind in "iu":
-        flat = flat % (min(np.iinfo(dtype).max, 10**6)) + 1
-    elif dtype.kind == "c":
-        flat = flat + 1j * (flat % 7)
-    return flat.astype(dtype).reshape(shape)
-
-
-def filled(shape, dtype="f8", **kwargs):
-    """A storage made by gtstore.zeros(**kwargs) holding distinct values
-    (an int halo means that halo on every side of every dimension)."""
-    if isinstance(kwargs.get("halo"), int):
-        kwargs["halo"] = (kwargs["halo"],) * len(shape)
-    s = gtstore.zeros(shape, dtype, **kwargs)
-    np.asarray(s)[...] = distinct_values(shape, dtype)
-    return s
 
 
 def next_data_dim(dims):

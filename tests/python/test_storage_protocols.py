@@ -19,30 +19,9 @@ from hypothesis.extra import numpy as npst
 
 import gtstore
 import gtstore.arrays as ga
-from conftest import DTYPES, DTYPE_IDS, address, address_of, live
+from conftest import DTYPES, DTYPE_IDS, address, address_of, distinct_values, filled, live
 
 # ---- helpers ------------------------------------------------------------------
-
-
-def distinct_values(shape, dtype):
-    dtype = np.dtype(dtype)
-    n = int(np.prod(shape, dtype=np.int64))
-    flat = np.arange(1, n + 1)
-    if dtype.kind == "b":
-        flat = flat % 3 == 1
-    elif dtype.kind in "iu":
-        flat = flat % 100 + 1
-    elif dtype.kind == "c":
-        flat = flat + 1j * (flat % 7)
-    return flat.astype(dtype).reshape(shape)
-
-
-def filled(shape, dtype="f8", **kwargs):
-    if isinstance(kwargs.get("halo"), int):
-        kwargs["halo"] = (kwargs["halo"],) * len(shape)
-    s = gtstore.zeros(shape, dtype, **kwargs)
-    np.asarray(s)[...] = distinct_values(shape, dtype)
-    return s
 
 
 def read_only_storage(shape=(3, 4), dtype="f8"):

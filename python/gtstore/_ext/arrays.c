@@ -157,21 +157,6 @@ static int fill_span(void *data, const allocation *spec, const unsigned char *it
     return 0;
 }
 
-static int copy_source(PyObject *array, void *data, const allocation *spec,
-                       const gtpy_source *src)
-{
-    const gts_geometry *g = &spec->geometry;
-    if (!src->dtype_known || !gts_dtype_equal(src->dtype, spec->resolved.spec.dtype))
-        return PyObject_SetItem(array, Py_Ellipsis, src->array); /* NumPy casts */
-    gts_error err;
-    int rc;
-    Py_BEGIN_ALLOW_THREADS
-    rc = gts_copy(data, g->strides, src->view.buf, src->strides, g->ndim, g->shape, g->itemsize,
-                  &err);
-    Py_END_ALLOW_THREADS
-    return rc ? gtpy_raise(&err) : 0;
-}
-
 static PyObject *allocate_on_gpu(const gtpy_request *r, const allocation *spec)
 {
     PyObject *module = PyImport_ImportModule("gtstore.arrays");
@@ -210,7 +195,9 @@ static PyObject *allocate(const gtpy_request *r, const allocation *spec, const g
     int rc = fill ? fill_span(data, spec, item) : 0;
     PyObject *array = rc == 0 ? gtpy_ndarray(buffer, offset, &spec->geometry, dtype) : NULL;
     gts_buffer_release(buffer); /* the array holds its own reference */
-    if (array && r->fill == FILL_COPY && copy_source(array, data, spec, src) < 0)
+    const gts_geometry *g = &spec->geometry;
+    if (array && r->fill == FILL_COPY &&
+        gtpy_copy_source(array, data, g->strides, g->ndim, g->shape, dtype, src) < 0)
         Py_CLEAR(array);
     return array;
 }
@@ -240,18 +227,9 @@ static PyObject *call(gtpy_signature *sig, gtpy_fill fill, bool from_template, b
                       PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     PyObject *values[3 + NCOMMON];
-    if (gtpy_parse_args(sig, args, nargs, kwnames, values) < 0)
-        return NULL;
-    int with_value = sig->npositional - 2; /* 1 if fill_value is a parameter */
-    gtpy_request r = {.dtype = given(values[1 + with_value]), .fill = fill,
-                      .fill_value = with_value ? values[1] : NULL};
-    if (from_template || fill == FILL_COPY) {
-        r.source = values[0];
-        r.source_is_data = fill == FILL_COPY;
-    } else {
-        r.shape = values[0];
-    }
-    if (read_common(&r, values + 2 + with_value) < 0)
+    gtpy_request r = {0};
+    if (gtpy_parse_args(sig, args, nargs, kwnames, values) < 0 ||
+        read_common(&r, values + gtpy_request_leading(&r, sig, fill, from_template, values)) < 0)
         return NULL;
     return run(&r, only_plan);
 }

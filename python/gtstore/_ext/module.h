@@ -102,6 +102,22 @@ int gtpy_export_buffer(PyObject *exporter, const gtpy_export *export, Py_buffer 
 PyObject *gtpy_ndarray(gts_buffer *buffer, int64_t offset, const gts_geometry *geometry,
                        gts_dtype dtype);
 
+/* Fast argument parsing for METH_FASTCALL | METH_KEYWORDS functions.
+ * `names` lists every parameter, the first `npositional` may be passed by
+ * position, the first `nrequired` are required, the first `nposonly` can
+ * only be passed by position. Missing ones are NULL. */
+typedef struct gtpy_signature {
+    const char *function;
+    const char *const *names;
+    int nnames;
+    int npositional;
+    int nrequired;
+    PyObject **interned; /* filled on first use */
+    int nposonly;
+} gtpy_signature;
+int gtpy_parse_args(gtpy_signature *sig, PyObject *const *args, Py_ssize_t nargs,
+                    PyObject *kwnames, PyObject **values);
+
 /* ---- allocation requests (request.c) ----------------------------------- */
 
 typedef enum gtpy_fill { FILL_NONE, FILL_ZEROS, FILL_ONES, FILL_VALUE, FILL_COPY } gtpy_fill;
@@ -157,6 +173,16 @@ int gtpy_request_spec(const gtpy_request *r, const gtpy_source *src, gtpy_resolv
 /* The same, then resolved completely with the allocation geometry. */
 int gtpy_request_resolve(const gtpy_request *r, const gtpy_source *src, gtpy_resolved *out,
                          gts_geometry *geometry);
+/* Reads the leading parameters of an allocating function, [shape or
+ * source], [fill_value], dtype, from the parsed `values`; returns the index
+ * of the first common keyword. */
+int gtpy_request_leading(gtpy_request *r, const gtpy_signature *sig, gtpy_fill fill,
+                         bool from_template, PyObject *const *values);
+/* Copies the source's values into new memory (`data` with these strides,
+ * viewed by `target`, an ndarray or a storage): libgtstore's kernel for the
+ * same dtype, NumPy's casting assignment otherwise. */
+int gtpy_copy_source(PyObject *target, void *data, const int64_t *strides, int ndim,
+                     const int64_t *shape, gts_dtype dtype, const gtpy_source *src);
 /* The fill value as one element of the spec's dtype (ones: 1). */
 int gtpy_request_fill_item(const gtpy_request *r, gts_dtype dtype, unsigned char item[16]);
 
@@ -206,20 +232,5 @@ extern PyMethodDef gtpy_memory_methods[];
 extern PyMethodDef gtpy_storage_api_methods[];
 extern PyTypeObject gtpy_Plan_Type;
 
-/* Fast argument parsing for METH_FASTCALL | METH_KEYWORDS functions.
- * `names` lists every parameter, the first `npositional` may be passed by
- * position, the first `nrequired` are required, the first `nposonly` can
- * only be passed by position. Missing ones are NULL. */
-typedef struct gtpy_signature {
-    const char *function;
-    const char *const *names;
-    int nnames;
-    int npositional;
-    int nrequired;
-    PyObject **interned; /* filled on first use */
-    int nposonly;
-} gtpy_signature;
-int gtpy_parse_args(gtpy_signature *sig, PyObject *const *args, Py_ssize_t nargs,
-                    PyObject *kwnames, PyObject **values);
 
 #endif

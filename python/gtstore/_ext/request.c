@@ -45,6 +45,36 @@ int gtpy_dims_alias(PyObject *a, PyObject *b, const char *name_a, const char *na
     return 0;
 }
 
+int gtpy_request_leading(gtpy_request *r, const gtpy_signature *sig, gtpy_fill fill,
+                         bool from_template, PyObject *const *values)
+{
+    int with_value = sig->npositional - 2; /* 1 if fill_value is a parameter */
+    PyObject *dtype = values[1 + with_value];
+    r->dtype = dtype == Py_None ? NULL : dtype;
+    r->fill = fill;
+    r->fill_value = with_value ? values[1] : NULL;
+    if (from_template || fill == FILL_COPY) {
+        r->source = values[0];
+        r->source_is_data = fill == FILL_COPY;
+    } else {
+        r->shape = values[0];
+    }
+    return 2 + with_value;
+}
+
+int gtpy_copy_source(PyObject *target, void *data, const int64_t *strides, int ndim,
+                     const int64_t *shape, gts_dtype dtype, const gtpy_source *src)
+{
+    if (!src->dtype_known || !gts_dtype_equal(src->dtype, dtype)) /* NumPy casts */
+        return PyObject_SetItem(target, Py_Ellipsis, src->array);
+    gts_error err;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = gts_copy(data, strides, src->view.buf, src->strides, ndim, shape, dtype.itemsize, &err);
+    Py_END_ALLOW_THREADS
+    return rc ? gtpy_raise(&err) : 0;
+}
+
 /* ---- sources ---------------------------------------------------------------- */
 
 void gtpy_source_release(gtpy_source *s)

@@ -75,23 +75,6 @@ static PyObject *preset_name(const gtpy_request *r, const gtpy_source *src)
 
 /* ---- allocating --------------------------------------------------------------- */
 
-static int copy_values(PyObject *storage, const gts_storage *dst, const gtpy_source *src)
-{
-    if (!src->dtype_known || !gts_dtype_equal(src->dtype, dst->dtype)) { /* NumPy casts */
-        PyObject *array = gtpy_storage_ndarray(storage);
-        int rc = array ? PyObject_SetItem(array, Py_Ellipsis, src->array) : -1;
-        Py_XDECREF(array);
-        return rc;
-    }
-    gts_error err;
-    int rc;
-    Py_BEGIN_ALLOW_THREADS
-    rc = gts_copy(gts_storage_data(dst), dst->strides, src->view.buf, src->strides, dst->ndim,
-                  dst->shape, dst->dtype.itemsize, &err);
-    Py_END_ALLOW_THREADS
-    return rc ? gtpy_raise(&err) : 0;
-}
-
 static PyObject *allocate(const gtpy_request *r, const gtpy_source *src)
 {
     gtpy_resolved resolved;
@@ -115,7 +98,8 @@ static PyObject *allocate(const gtpy_request *r, const gtpy_source *src)
     if (storage && r->fill == FILL_COPY) {
         gts_storage target;
         gtpy_storage_load(storage, &target);
-        if (copy_values(storage, &target, src) < 0)
+        if (gtpy_copy_source(storage, gts_storage_data(&target), target.strides, target.ndim,
+                             target.shape, target.dtype, src) < 0)
             Py_CLEAR(storage);
     }
     return storage;
@@ -240,16 +224,9 @@ static PyObject *call(gtpy_signature *sig, gtpy_fill fill, bool from_template,
                       PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     PyObject *values[3 + NCOMMON];
-    if (gtpy_parse_args(sig, args, nargs, kwnames, values) < 0)
-        return NULL;
-    int with_value = sig->npositional - 2; /* 1 if fill_value is a parameter */
-    gtpy_request r = {.dtype = given(values[1 + with_value]), .fill = fill,
-                      .fill_value = with_value ? values[1] : NULL};
-    if (from_template)
-        r.source = values[0];
-    else
-        r.shape = values[0];
-    if (read_common(&r, values + 2 + with_value) < 0)
+    gtpy_request r = {0};
+    if (gtpy_parse_args(sig, args, nargs, kwnames, values) < 0 ||
+        read_common(&r, values + gtpy_request_leading(&r, sig, fill, from_template, values)) < 0)
         return NULL;
     return with_source(&r, do_allocate);
 }
