@@ -144,19 +144,17 @@ static PyObject *export_capsule(PyObject *producer)
     return capsule;
 }
 
-static PyObject *import_capsule(PyObject *capsule, const gts_storage_spec *options,
-                                PyObject *preset)
+static PyObject *import_capsule(PyObject *capsule)
 {
     gts_storage s;
     gts_error err;
     int rc;
     const char *used;
     if (PyCapsule_IsValid(capsule, VERSIONED)) {
-        rc = gts_storage_from_dlpack(PyCapsule_GetPointer(capsule, VERSIONED), options, &s, &err);
+        rc = gts_storage_from_dlpack(PyCapsule_GetPointer(capsule, VERSIONED), NULL, &s, &err);
         used = USED_VERSIONED;
     } else if (PyCapsule_IsValid(capsule, LEGACY)) {
-        rc = gts_storage_from_dlpack_legacy(PyCapsule_GetPointer(capsule, LEGACY), options, &s,
-                                            &err);
+        rc = gts_storage_from_dlpack_legacy(PyCapsule_GetPointer(capsule, LEGACY), NULL, &s, &err);
         used = USED_LEGACY;
     } else {
         PyErr_Format(PyExc_TypeError,
@@ -172,16 +170,15 @@ static PyObject *import_capsule(PyObject *capsule, const gts_storage_spec *optio
         gts_storage_release(&s);
         return NULL;
     }
-    return gtpy_storage_new(&s, preset, NULL);
+    return gtpy_storage_new(&s, NULL, NULL);
 }
 
-PyObject *gtpy_storage_from_dlpack(PyObject *producer, const gts_storage_spec *options,
-                                   PyObject *preset)
+PyObject *gtpy_storage_from_dlpack(PyObject *producer)
 {
     PyObject *capsule = export_capsule(producer);
     if (!capsule)
         return NULL;
-    PyObject *storage = import_capsule(capsule, options, preset);
+    PyObject *storage = import_capsule(capsule);
     Py_DECREF(capsule);
     return storage;
 }

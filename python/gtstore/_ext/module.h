@@ -216,10 +216,10 @@ PyObject *gtpy_storage_new(gts_storage *s, PyObject *preset, PyObject *sync_stat
 /* An ndarray viewing the storage (its base is the storage). */
 PyObject *gtpy_storage_ndarray(PyObject *storage);
 
-/* DLPack (dlpack.c): a storage over the memory a DLPack producer exports,
- * and Storage.__dlpack__ and __dlpack_device__. */
-PyObject *gtpy_storage_from_dlpack(PyObject *producer, const gts_storage_spec *options,
-                                   PyObject *preset);
+/* DLPack (dlpack.c): a storage over the memory a DLPack producer exports
+ * (the parameters come after, from as_storage's checks), and
+ * Storage.__dlpack__ and __dlpack_device__. */
+PyObject *gtpy_storage_from_dlpack(PyObject *producer);
 PyObject *gtpy_storage_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                               PyObject *kwnames);
 PyObject *gtpy_storage_dlpack_device(PyObject *self, PyObject *unused);

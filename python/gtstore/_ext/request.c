@@ -136,7 +136,7 @@ static bool dlpack_only(PyObject *obj)
 static PyObject *as_array(PyObject *obj)
 {
     if (dlpack_only(obj))
-        return gtpy_storage_from_dlpack(obj, NULL, NULL);
+        return gtpy_storage_from_dlpack(obj);
     PyObject *asarray = gtpy_numpy_asarray();
     return asarray ? PyObject_CallOneArg(asarray, obj) : NULL;
 }

@@ -360,7 +360,7 @@ static PyObject *api_from_dlpack(PyObject *self, PyObject *const *args, Py_ssize
         read_common(&r, values + 2) < 0)
         return NULL;
     int copy = values[1] && values[1] != Py_None ? PyObject_IsTrue(values[1]) : 0;
-    if (copy < 0 || !(r.source = gtpy_storage_from_dlpack(values[0], NULL, NULL)))
+    if (copy < 0 || !(r.source = gtpy_storage_from_dlpack(values[0])))
         return NULL;
     PyObject *result = with_source(&r, copy ? do_allocate : do_wrap);
     Py_DECREF(r.source);
