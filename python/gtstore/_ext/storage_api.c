@@ -75,7 +75,7 @@ static PyObject *preset_name(const gtpy_request *r, const gtpy_source *src)
 
 /* ---- allocating --------------------------------------------------------------- */
 
-static PyObject *allocate(const gtpy_request *r, const gtpy_source *src)
+static PyObject *allocate(const gtpy_request *r, gtpy_source *src)
 {
     gtpy_resolved resolved;
     unsigned char item[16];
@@ -107,17 +107,14 @@ static PyObject *allocate(const gtpy_request *r, const gtpy_source *src)
 
 /* ---- wrapping ----------------------------------------------------------------- */
 
-typedef struct held_view {
-    Py_buffer view;
-} held_view;
-
-/* The release callback of wrapped Python memory; any thread may run it. */
-static void release_held_view(void *ctx)
+/* The release callback of wrapped Python memory (ctx: the open export);
+ * any thread may run it. */
+static void release_export(void *ctx)
 {
     if (!Py_IsInitialized())
         return; /* the interpreter is gone, and the memory with it */
     PyGILState_STATE gil = PyGILState_Ensure();
-    PyBuffer_Release(&((held_view *)ctx)->view);
+    PyBuffer_Release(ctx);
     PyMem_RawFree(ctx);
     PyGILState_Release(gil);
 }
@@ -131,14 +128,14 @@ static int wrap_view(gtpy_source *src, gts_buffer **buffer, int64_t *offset)
     if (gts_strided_extent(src->ndim, src->shape, src->strides, src->dtype.itemsize, &low, &high,
                            &err) != 0)
         return gtpy_raise(&err);
-    held_view *held = PyMem_RawMalloc(sizeof *held);
-    if (!held)
+    Py_buffer *export = PyMem_RawMalloc(sizeof *export);
+    if (!export)
         return PyErr_NoMemory(), -1;
-    held->view = src->view;
+    *export = src->view;
     src->have_view = false; /* the buffer owns the export now */
-    char *base = (char *)held->view.buf + (high > low ? low : 0);
-    if (gts_buffer_wrap_host(base, high - low, release_held_view, held, buffer, &err) != 0) {
-        release_held_view(held);
+    char *base = (char *)export->buf + (high > low ? low : 0);
+    if (gts_buffer_wrap_host(base, high - low, release_export, export, buffer, &err) != 0) {
+        release_export(export);
         return gtpy_raise(&err);
     }
     *offset = high > low ? -low : 0;
@@ -165,9 +162,10 @@ static PyObject *wrap(const gtpy_request *r, gtpy_source *src)
     gtpy_resolved resolved;
     if (gtpy_request_spec(r, src, &resolved) < 0 || check_host(r, gtpy_spec(&resolved)) < 0)
         return NULL;
-    gts_storage data = {.readonly = false}, s;
+    gts_storage data, s;
     gts_buffer *buffer;
     int64_t offset = 0;
+    bool readonly;
     gts_error err;
     PyObject *sync_state = NULL;
     if (src->storage) { /* the same buffer: the same memory and sync state */
@@ -176,6 +174,7 @@ static PyObject *wrap(const gtpy_request *r, gtpy_source *src)
             return NULL;
         buffer = gts_buffer_retain(data.buffer);
         offset = data.offset;
+        readonly = data.readonly;
         if (!(sync_state = gtpy_storage_sync_state(src->storage))) {
             gts_buffer_release(buffer);
             return NULL;
@@ -188,10 +187,10 @@ static PyObject *wrap(const gtpy_request *r, gtpy_source *src)
                          src->array);
             return NULL;
         }
+        readonly = src->view.readonly;
         if (wrap_view(src, &buffer, &offset) < 0)
             return NULL;
     }
-    bool readonly = src->storage ? data.readonly : src->view.readonly;
     int rc = gts_storage_wrap(gtpy_spec(&resolved), buffer, offset, src->strides, readonly, &s,
                               &err);
     gts_buffer_release(buffer); /* the storage holds its own reference */
@@ -214,11 +213,6 @@ static PyObject *with_source(gtpy_request *r, PyObject *(*action)(const gtpy_req
     return result;
 }
 
-static PyObject *do_allocate(const gtpy_request *r, gtpy_source *src)
-{
-    return allocate(r, src);
-}
-
 /* [shape or data], [fill_value], dtype, *, common: the allocating functions. */
 static PyObject *call(gtpy_signature *sig, gtpy_fill fill, bool from_template,
                       PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
@@ -228,7 +222,7 @@ static PyObject *call(gtpy_signature *sig, gtpy_fill fill, bool from_template,
     if (gtpy_parse_args(sig, args, nargs, kwnames, values) < 0 ||
         read_common(&r, values + gtpy_request_leading(&r, sig, fill, from_template, values)) < 0)
         return NULL;
-    return with_source(&r, do_allocate);
+    return with_source(&r, allocate);
 }
 
 #define SHAPE_NAMES(first) first, "dtype", COMMON_NAMES
@@ -343,7 +337,7 @@ static PyObject *api_storage(PyObject *self, PyObject *const *args, Py_ssize_t n
                         "dtype: storage(copy=False) wraps the data as it is; a dtype needs a copy");
         return NULL;
     }
-    return with_source(&r, copy ? do_allocate : do_wrap);
+    return with_source(&r, copy ? allocate : do_wrap);
 }
 
 static const char *const from_dlpack_names[] = {"x", "copy", COMMON_NAMES};
@@ -362,7 +356,7 @@ static PyObject *api_from_dlpack(PyObject *self, PyObject *const *args, Py_ssize
     int copy = values[1] && values[1] != Py_None ? PyObject_IsTrue(values[1]) : 0;
     if (copy < 0 || !(r.source = gtpy_storage_from_dlpack(values[0])))
         return NULL;
-    PyObject *result = with_source(&r, copy ? do_allocate : do_wrap);
+    PyObject *result = with_source(&r, copy ? allocate : do_wrap);
     Py_DECREF(r.source);
     return result;
 }
@@ -380,7 +374,7 @@ static PyObject *api_rebuild_storage(PyObject *self, PyObject *args)
                       .storage_api = true, .dims = dims, .dims_param = "dims", .halo = halo,
                       .aligned_index = aligned, .alignment_size = alignment, .layout = layout,
                       .preset_param = "defaults"};
-    PyObject *storage = with_source(&r, do_allocate);
+    PyObject *storage = with_source(&r, allocate);
     if (!storage)
         return NULL;
     int ro = PyObject_IsTrue(readonly);
