@@ -17,6 +17,12 @@
 #define HUGE_PAGE ((int64_t)2 << 20)
 #define HEAP_ALIGNMENT 64
 
+/* The largest request. Rounding it up to whole huge pages and adding the
+ * alignment slack of a mapping stay at most PTRDIFF_MAX, so no size
+ * computation below can overflow (a request near 2**63 once rounded to a
+ * small number and was served by a cached 4 MiB block). */
+#define MAX_ALLOC_SIZE (PTRDIFF_MAX / HUGE_PAGE * HUGE_PAGE - 2 * HUGE_PAGE)
+
 typedef enum memory_kind {
     MEMORY_HEAP,   /* header and data in one malloc block */
     MEMORY_MAPPED, /* a huge-page mapping, cached on release */
@@ -89,12 +95,13 @@ static void unmap(cached_block block)
 }
 
 /* Removes the oldest entries until `incoming` more bytes fit; caller holds
- * the lock and unmaps what lands in `evicted`. */
+ * the lock, has checked incoming <= cache_bytes_limit (so the subtraction
+ * cannot overflow) and unmaps what lands in `evicted`. */
 static int evict_for(int64_t incoming, cached_block *evicted)
 {
     int n = 0;
     while (cache_count > 0 &&
-           (cache_bytes + incoming > cache_bytes_limit || cache_count == CACHE_SLOTS)) {
+           (cache_bytes > cache_bytes_limit - incoming || cache_count == CACHE_SLOTS)) {
         evicted[n++] = cache[0];
         cache_bytes -= cache[0].size;
         memmove(cache, cache + 1, (size_t)--cache_count * sizeof *cache);
@@ -249,9 +256,10 @@ static size_t heap_header_size(void)
 
 int gts_buffer_alloc_host(int64_t size, unsigned flags, gts_buffer **out, gts_error *err)
 {
-    if (size < 0 || (uint64_t)size > (uint64_t)PTRDIFF_MAX - heap_header_size() - HEAP_ALIGNMENT)
+    if (size < 0 || size > MAX_ALLOC_SIZE)
         return gts_error_set(err, size < 0 ? GTS_EINVAL : GTS_EOVERFLOW,
-                             "size: %lld bytes cannot be allocated", (long long)size);
+                             "size: %lld bytes cannot be allocated (at most %lld)",
+                             (long long)size, (long long)MAX_ALLOC_SIZE);
     gts_buffer *buffer;
     if (size < GTS_LARGE_BLOCK) {
         /* One block: header, then the data on a 64-byte boundary. */

@@ -135,13 +135,24 @@ int64_t gts_geometry_size(const gts_geometry *g)
 int gts_strided_extent(int ndim, const int64_t *shape, const int64_t *strides, int64_t itemsize,
                        int64_t *low, int64_t *high, gts_error *err)
 {
-    int64_t lo = 0, hi = itemsize;
+    if (ndim < 0 || ndim > GTS_MAX_NDIM)
+        return gts_error_set(err, GTS_EINVAL, "ndim: %d is not between 0 and %d", ndim,
+                             GTS_MAX_NDIM);
+    if (itemsize < 1)
+        return gts_error_set(err, GTS_EINVAL, "itemsize: %lld bytes is not positive",
+                             (long long)itemsize);
+    bool empty = false;
     for (int d = 0; d < ndim; ++d) {
-        if (shape[d] == 0) {
-            *low = *high = 0;
-            return GTS_OK;
-        }
+        if (shape[d] < 0)
+            return gts_error_set(err, GTS_EINVAL, "shape: %lld in dimension %d is negative",
+                                 (long long)shape[d], d);
+        empty = empty || shape[d] == 0;
     }
+    if (empty) {
+        *low = *high = 0;
+        return GTS_OK;
+    }
+    int64_t lo = 0, hi = itemsize;
     for (int d = 0; d < ndim; ++d) {
         int64_t reach;
         if (gts_mul_overflow(shape[d] - 1, strides[d], &reach) ||

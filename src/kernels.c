@@ -33,15 +33,46 @@ typedef struct plan {
     const char *src; /* NULL for a fill */
 } plan;
 
-static int check_shape(int ndim, const int64_t *shape, gts_error *err)
+/* The checks every entry point makes before touching memory: a valid ndim
+ * and itemsize, no negative extent, an element count that fits in 64 bits
+ * (the plan merges dims by multiplying extents), and the bytes each array
+ * spans computable. */
+static int check_arrays(int ndim, const int64_t *shape, int64_t itemsize, gts_error *err)
 {
     if (ndim < 0 || ndim > GTS_MAX_NDIM)
         return gts_error_set(err, GTS_EINVAL, "ndim: %d is outside [0, %d]", ndim, GTS_MAX_NDIM);
-    for (int d = 0; d < ndim; ++d)
+    if (ndim > 0 && !shape)
+        return gts_error_set(err, GTS_EINVAL, "shape: NULL for %d dimensions", ndim);
+    if (itemsize != 1 && itemsize != 2 && itemsize != 4 && itemsize != 8 && itemsize != 16)
+        return gts_error_set(err, GTS_EINVAL, "itemsize: %lld is not 1, 2, 4, 8 or 16",
+                             (long long)itemsize);
+    int64_t count = 1;
+    bool overflow = false;
+    for (int d = 0; d < ndim; ++d) {
         if (shape[d] < 0)
             return gts_error_set(err, GTS_EINVAL, "shape: negative extent %lld at position %d",
                                  (long long)shape[d], d);
+        overflow = overflow || gts_mul_overflow(count, shape[d], &count);
+    }
+    if (overflow && count != 0)
+        return gts_error_set(err, GTS_EOVERFLOW,
+                             "shape: the number of elements does not fit in 64 bits");
     return GTS_OK;
+}
+
+/* `name` (the data, of a non-empty array) and its strides are usable. */
+static int check_memory(const char *name, const void *data, int ndim, const int64_t *shape,
+                        const int64_t *strides, int64_t itemsize, gts_error *err)
+{
+    for (int d = 0; d < ndim; ++d)
+        if (shape[d] == 0)
+            return GTS_OK; /* touches nothing: data and strides are not read */
+    if (!data)
+        return gts_error_set(err, GTS_EINVAL, "%s: NULL for a non-empty array", name);
+    if (ndim > 0 && !strides)
+        return gts_error_set(err, GTS_EINVAL, "%s: the strides are NULL", name);
+    int64_t low, high;
+    return gts_strided_extent(ndim, shape, strides, itemsize, &low, &high, err);
 }
 
 /* Returns false if the iteration is empty. */
@@ -57,9 +88,10 @@ static bool plan_init(plan *p, char *dst, const int64_t *dst_strides, const char
         if (shape[d] == 0)
             return false;
     for (int d = 0; d < ndim; ++d) {
-        if (shape[d] == 1)
-            continue;
         int64_t n = shape[d], ds = dst_strides[d], ss = src ? src_strides[d] : 0;
+        /* extent 1 adds nothing, nor does a fill of one element again */
+        if (n == 1 || (!src && ds == 0))
+            continue;
         if (ds < 0) { /* walk this dim backwards: same pairs, positive stride */
             p->dst += (n - 1) * ds;
             if (src) /* a fill has no src: NULL + 0 is undefined too */
@@ -257,12 +289,13 @@ static void fill_row(const plan *p, char *dst, const char *src, int64_t part, in
 int gts_fill(void *data, int ndim, const int64_t *shape, const int64_t *strides, int64_t itemsize,
              const void *item, gts_error *err)
 {
-    int rc = check_shape(ndim, shape, err);
+    int rc = check_arrays(ndim, shape, itemsize, err);
+    if (!rc)
+        rc = check_memory("data", data, ndim, shape, strides, itemsize, err);
+    if (!rc && !item)
+        rc = gts_error_set(err, GTS_EINVAL, "item: NULL");
     if (rc)
         return rc;
-    if (itemsize != 1 && itemsize != 2 && itemsize != 4 && itemsize != 8 && itemsize != 16)
-        return gts_error_set(err, GTS_EINVAL, "itemsize: %lld is not 1, 2, 4, 8 or 16",
-                             (long long)itemsize);
     fill_plan f;
     if (!plan_init(&f.p, data, strides, NULL, NULL, ndim, shape, itemsize))
         return GTS_OK;
@@ -290,6 +323,24 @@ void gts__zero(void *data, int64_t size)
 }
 
 /* ---- copy ------------------------------------------------------------- */
+
+/* A destination that repeats an element (stride 0 over more than one index)
+ * would keep whichever write came last, in no defined order across threads;
+ * copies refuse it. (Overlap through other strides is not detected.) */
+static int check_distinct_elements(int ndim, const int64_t *shape, const int64_t *strides,
+                                   gts_error *err)
+{
+    for (int d = 0; d < ndim; ++d)
+        if (shape[d] == 0)
+            return GTS_OK;
+    for (int d = 0; d < ndim; ++d)
+        if (shape[d] > 1 && strides[d] == 0)
+            return gts_error_set(err, GTS_EINVAL,
+                                 "dst_strides: dimension %d has stride 0 over %lld elements, so "
+                                 "the destination's elements overlap",
+                                 d, (long long)shape[d]);
+    return GTS_OK;
+}
 
 /* Rows contiguous in both arrays. */
 static void copy_rows(const plan *p, char *dst, const char *src, int64_t part, int64_t parts)
@@ -510,12 +561,15 @@ static int copy_through_temporary(void *dst, const int64_t *dst_strides, const v
 int gts_copy(void *dst, const int64_t *dst_strides, const void *src, const int64_t *src_strides,
              int ndim, const int64_t *shape, int64_t itemsize, gts_error *err)
 {
-    int rc = check_shape(ndim, shape, err);
+    int rc = check_arrays(ndim, shape, itemsize, err);
+    if (!rc)
+        rc = check_memory("dst", dst, ndim, shape, dst_strides, itemsize, err);
+    if (!rc)
+        rc = check_memory("src", src, ndim, shape, src_strides, itemsize, err);
+    if (!rc)
+        rc = check_distinct_elements(ndim, shape, dst_strides, err);
     if (rc)
         return rc;
-    if (itemsize != 1 && itemsize != 2 && itemsize != 4 && itemsize != 8 && itemsize != 16)
-        return gts_error_set(err, GTS_EINVAL, "itemsize: %lld is not 1, 2, 4, 8 or 16",
-                             (long long)itemsize);
     transpose_plan t; /* the plan, and a kernel if the copy changes layout */
     plan *p = &t.p;
     if (!plan_init(p, dst, dst_strides, src, src_strides, ndim, shape, itemsize))

@@ -386,13 +386,69 @@ void gts_storage_release(gts_storage *storage)
 /* ---- the aligned point of a view -----------------------------------------
  * After the origin of a view moved, its aligned_index holds the parent's
  * aligned point translated into the view and clamped to its extent. If that
- * element is not aligned, look along each dimension whose stride moves the
- * address by less than the alignment for the nearest one that is; if there
- * is none, the view's alignment is the one its candidate point has. */
+ * element is not aligned, take the nearest aligned one along the first
+ * dimension that has one; if there is none, the view's alignment is the one
+ * its candidate point has. */
 
 static bool is_aligned(const gts_storage *s, const int64_t *index)
 {
     return address_of(s, index) % (uint64_t)s->alignment_size == 0;
+}
+
+/* x * y mod m for x, y < m < 2**63, by doubling: no intermediate exceeds
+ * 2m. */
+static uint64_t mul_mod(uint64_t x, uint64_t y, uint64_t m)
+{
+    uint64_t r = 0;
+    for (; y; y >>= 1) {
+        if (y & 1)
+            r = r >= m - x ? r - (m - x) : r + x;
+        x = x >= m - x ? x - (m - x) : x + x;
+    }
+    return r;
+}
+
+/* The inverse of x modulo m, for gcd(x, m) == 1 (extended Euclid; the
+ * coefficients stay within m in absolute value). */
+static uint64_t inverse_mod(uint64_t x, uint64_t m)
+{
+    int64_t r0 = (int64_t)m, r1 = (int64_t)(x % m), s0 = 0, s1 = 1;
+    while (r1 != 0) {
+        int64_t q = r0 / r1, t = r0 - q * r1;
+        r0 = r1;
+        r1 = t;
+        t = s0 - q * s1;
+        s0 = s1;
+        s1 = t;
+    }
+    return s0 < 0 ? (uint64_t)s0 + m : (uint64_t)s0;
+}
+
+/* The index along `d` nearest to the current aligned_index (the lower one on
+ * a tie) whose element is aligned, all other indices kept; -1 if none.
+ * Moving by k elements moves the address by k * stride, so the aligned
+ * indices solve k * stride = -misalignment (mod A): a congruence with a
+ * solution k0 repeating with period A / gcd(stride, A), found in closed form
+ * (a search over up to A candidates took seconds for A = 2**27). */
+static int64_t nearest_aligned(const gts_storage *s, int d)
+{
+    uint64_t a = (uint64_t)s->alignment_size;
+    uint64_t misalignment = address_of(s, s->aligned_index) % a;
+    int64_t remainder = s->strides[d] % s->alignment_size;
+    uint64_t step = remainder < 0 ? (uint64_t)(remainder + s->alignment_size) : (uint64_t)remainder;
+    uint64_t g = (uint64_t)gcd((int64_t)step, (int64_t)a);
+    if (misalignment == 0)
+        return s->aligned_index[d];
+    if (misalignment % g != 0)
+        return -1;
+    uint64_t period = a / g;
+    uint64_t k0 = mul_mod((a - misalignment) / g % period, inverse_mod(step / g, period), period);
+    int64_t kept = s->aligned_index[d], n = s->shape[d];
+    uint64_t up = k0, down = period - k0; /* distances to the aligned indices around it */
+    bool has_up = up < (uint64_t)(n - kept), has_down = down <= (uint64_t)kept;
+    if (has_down && (!has_up || down <= up))
+        return kept - (int64_t)down;
+    return has_up ? kept + (int64_t)up : -1;
 }
 
 static void realign(gts_storage *s)
@@ -403,19 +459,11 @@ static void realign(gts_storage *s)
     for (int d = 0; d < s->ndim; ++d) {
         if (s->strides[d] % a == 0)
             continue;
-        /* outwards from the candidate, so that the nearest is found; the
-         * aligned indices repeat with a period of at most `a` */
-        int64_t kept = s->aligned_index[d];
-        for (int64_t dist = 1; dist < s->shape[d] && dist <= a; ++dist) {
-            for (int64_t i = kept - dist; i <= kept + dist; i += 2 * dist) {
-                if (i < 0 || i >= s->shape[d])
-                    continue;
-                s->aligned_index[d] = i;
-                if (is_aligned(s, s->aligned_index))
-                    return;
-            }
+        int64_t i = nearest_aligned(s, d);
+        if (i >= 0) {
+            s->aligned_index[d] = i;
+            return;
         }
-        s->aligned_index[d] = kept;
     }
     int64_t have = gcd((int64_t)(address_of(s, s->aligned_index) % (uint64_t)a), a);
     int64_t itemsize = s->dtype.itemsize;
@@ -473,6 +521,8 @@ int gts_storage_slice(gts_storage *view, int dim, int64_t start, int64_t step, i
                              (long long)n);
     if (count == 0)
         start = 0; /* an empty view starts nowhere */
+    if (count <= 1)
+        step = step > 0 ? 1 : -1; /* only its sign matters, and -step must not overflow */
     gts_halo *halo = &view->halo[dim];
     int64_t below = count_in(start, step, count, 0, halo->lower);
     int64_t above = count_in(start, step, count, n - halo->upper, n);

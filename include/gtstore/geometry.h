@@ -55,8 +55,9 @@ int64_t gts_geometry_offset(const gts_geometry *geometry, uintptr_t base);
 int64_t gts_geometry_size(const gts_geometry *geometry);
 
 /* The bytes a strided array touches, relative to element 0: [*low, *high).
- * An empty array touches none (both 0). GTS_EOVERFLOW if a distance does
- * not fit in 64 bits. */
+ * An empty array touches none (both 0). GTS_EINVAL for a negative extent or
+ * a non-positive itemsize, GTS_EOVERFLOW if a distance does not fit in 64
+ * bits. */
 int gts_strided_extent(int ndim, const int64_t *shape, const int64_t *strides, int64_t itemsize,
                        int64_t *low, int64_t *high, gts_error *err);
 

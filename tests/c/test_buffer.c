@@ -132,6 +132,26 @@ static void test_cache(void)
     CHECK_INT_EQ(stats().cached_bytes, 0);
 }
 
+/* Requests near PTRDIFF_MAX are refused, never rounded into a small size
+ * that a cached block could serve (issue 8: a 4 MiB block once came back for
+ * a request of almost 2**63 bytes). */
+static void test_huge_requests(void)
+{
+    gts_buffer_release(alloc(4 * MiB, 0)); /* a block the cache could hand out */
+    CHECK_INT_EQ(stats().cached_blocks, 1);
+    const int64_t huge[] = {PTRDIFF_MAX - 4096, PTRDIFF_MAX - (1 << 20), PTRDIFF_MAX,
+                            INT64_MAX - 2 * MiB + 1, PTRDIFF_MAX / (2 * MiB) * (2 * MiB)};
+    gts_buffer *b = NULL;
+    for (size_t i = 0; i < sizeof huge / sizeof huge[0]; ++i)
+        CHECK_FAILS(gts_buffer_alloc_host(huge[i], 0, &b, ERR), GTS_EOVERFLOW, "cannot be allocated");
+    /* The largest size accepted is not mappable either: out of memory, cleanly. */
+    int64_t largest = PTRDIFF_MAX / (2 * MiB) * (2 * MiB) - 4 * MiB;
+    CHECK_FAILS(gts_buffer_alloc_host(largest, 0, &b, ERR), GTS_ENOMEM, "out of memory");
+    CHECK_FAILS(gts_buffer_alloc_host(largest + 1, 0, &b, ERR), GTS_EOVERFLOW, "size");
+    CHECK_INT_EQ(stats().cached_blocks, 1); /* still cached: nobody was given it */
+    gts_cache_clear();
+}
+
 /* The limit bounds the cache; 0 empties and disables it. */
 static void test_cache_limit(void)
 {
@@ -285,6 +305,7 @@ int main(void)
     test_alloc();
     test_zero();
     test_cache();
+    test_huge_requests();
     test_cache_limit();
     gts_cache_set_limit(GTS_DEFAULT_CACHE_LIMIT);
     test_wrap();

@@ -190,6 +190,39 @@ static void test_errors(void)
                 "ndim");
 }
 
+/* The bytes a strided array spans, and bad input to it (an extent of
+ * INT64_MIN once overflowed computing extent - 1). */
+static void test_strided_extent(void)
+{
+    int64_t low = -1, high = -1;
+    CHECK_OK(gts_strided_extent(2, (const int64_t[]){3, 4}, (const int64_t[]){-32, 8}, 8, &low,
+                                &high, ERR));
+    CHECK(low == -64 && high == 32);
+    CHECK_OK(gts_strided_extent(2, (const int64_t[]){3, 0}, (const int64_t[]){INT64_MAX, 8}, 8,
+                                &low, &high, ERR));
+    CHECK(low == 0 && high == 0); /* empty */
+    CHECK_OK(gts_strided_extent(0, NULL, NULL, 4, &low, &high, ERR));
+    CHECK(low == 0 && high == 4); /* 0-d: one element */
+    CHECK_FAILS(gts_strided_extent(1, (const int64_t[]){INT64_MIN}, (const int64_t[]){8}, 8, &low,
+                                   &high, ERR),
+                GTS_EINVAL, "shape: -9223372036854775808");
+    CHECK_FAILS(gts_strided_extent(2, (const int64_t[]){0, -1}, (const int64_t[]){8, 8}, 8, &low,
+                                   &high, ERR),
+                GTS_EINVAL, "shape: -1 in dimension 1");
+    CHECK_FAILS(gts_strided_extent(1, (const int64_t[]){3}, (const int64_t[]){INT64_MIN}, 8, &low,
+                                   &high, ERR),
+                GTS_EOVERFLOW, "strides");
+    CHECK_FAILS(gts_strided_extent(1, (const int64_t[]){2}, (const int64_t[]){INT64_MAX}, 8, &low,
+                                   &high, ERR),
+                GTS_EOVERFLOW, "strides");
+    CHECK_FAILS(gts_strided_extent(1, (const int64_t[]){2}, (const int64_t[]){8}, 0, &low, &high,
+                                   ERR),
+                GTS_EINVAL, "itemsize");
+    CHECK_FAILS(gts_strided_extent(GTS_MAX_NDIM + 1, (const int64_t[]){2}, (const int64_t[]){8}, 8,
+                                   &low, &high, ERR),
+                GTS_EINVAL, "ndim");
+}
+
 static void test_overflow(void)
 {
     gts_geometry g;
@@ -368,6 +401,7 @@ int main(void)
     test_offsets();
     test_errors();
     test_overflow();
+    test_strided_extent();
     test_alignment_inner_region();
     return check_summary("test_geometry");
 }

@@ -260,6 +260,28 @@ static void test_fill_errors(void)
     /* empty arrays may sit at NULL, as a wrapped zero-byte buffer does */
     CHECK_OK(gts_fill(NULL, 1, (const int64_t[]){0}, strides, 8, item, ERR));
     CHECK_OK(gts_fill(NULL, 2, (const int64_t[]){3, 0}, (const int64_t[]){-16, 8}, 8, item, ERR));
+    /* hostile sizes (issue 8): 2**33 x 2**31 elements at stride 0 merged into
+     * 2**64 = 0 elements, and the fill returned 0 having written nothing */
+    const int64_t huge[2] = {(int64_t)1 << 33, (int64_t)1 << 31}, zero[2] = {0, 0};
+    CHECK_FAILS(gts_fill(data, 2, huge, zero, 1, item, ERR), GTS_EOVERFLOW, "number of elements");
+    CHECK_FAILS(gts_fill(data, 2, (const int64_t[]){INT64_MAX, 2}, strides, 1, item, ERR),
+                GTS_EOVERFLOW, "shape");
+    CHECK_FAILS(gts_fill(data, 2, (const int64_t[]){1 << 20, 1 << 20}, (const int64_t[]){INT64_MAX / 2, 1},
+                         1, item, ERR),
+                GTS_EOVERFLOW, "strides");
+    CHECK_FAILS(gts_fill(data, 1, (const int64_t[]){INT64_MIN}, strides, 1, item, ERR), GTS_EINVAL,
+                "shape");
+    CHECK_FAILS(gts_fill(NULL, 1, (const int64_t[]){2}, strides, 1, item, ERR), GTS_EINVAL, "data");
+    CHECK_FAILS(gts_fill(data, 1, (const int64_t[]){2}, NULL, 1, item, ERR), GTS_EINVAL, "strides");
+    CHECK_FAILS(gts_fill(data, 1, NULL, strides, 1, item, ERR), GTS_EINVAL, "shape");
+    CHECK_FAILS(gts_fill(data, 1, (const int64_t[]){2}, strides, 1, NULL, ERR), GTS_EINVAL, "item");
+    /* a stride-0 dimension is written once: a broadcast fill of 2**40 elements
+     * of one byte finishes at once */
+    memset(data, 0, sizeof data);
+    item[0] = 7;
+    CHECK_OK(gts_fill(data, 2, (const int64_t[]){(int64_t)1 << 40, 3}, (const int64_t[]){0, 2}, 1,
+                      item, ERR));
+    CHECK(data[0] == 7 && data[1] == 0 && data[2] == 7 && data[4] == 7 && data[5] == 0);
 }
 
 /* ---- copy ---------------------------------------------------------------- */
@@ -378,7 +400,7 @@ static void test_copy_overlapping(void)
 
 static void test_copy_errors(void)
 {
-    unsigned char dst[64], src[64];
+    unsigned char dst[64] = {0}, src[64] = {0};
     const int64_t strides[2] = {8, 1};
     CHECK_FAILS(gts_copy(dst, strides, src, strides, 2, (const int64_t[]){-2, 2}, 1, ERR),
                 GTS_EINVAL, "shape");
@@ -387,6 +409,27 @@ static void test_copy_errors(void)
     CHECK_FAILS(gts_copy(dst, strides, src, strides, -1, (const int64_t[]){2, 2}, 1, ERR),
                 GTS_EINVAL, "ndim");
     CHECK_OK(gts_copy(NULL, strides, NULL, strides, 2, (const int64_t[]){0, 4}, 8, ERR));
+    const int64_t huge[2] = {(int64_t)1 << 33, (int64_t)1 << 31}, zero[2] = {0, 0};
+    CHECK_FAILS(gts_copy(dst, zero, src, zero, 2, huge, 1, ERR), GTS_EOVERFLOW,
+                "number of elements");
+    CHECK_FAILS(gts_copy(dst, strides, src, (const int64_t[]){INT64_MAX / 4, 1}, 2,
+                         (const int64_t[]){8, 2}, 1, ERR),
+                GTS_EOVERFLOW, "strides");
+    CHECK_FAILS(gts_copy(dst, strides, NULL, strides, 2, (const int64_t[]){2, 2}, 1, ERR),
+                GTS_EINVAL, "src");
+    CHECK_FAILS(gts_copy(NULL, strides, src, strides, 2, (const int64_t[]){2, 2}, 1, ERR),
+                GTS_EINVAL, "dst");
+    /* a destination repeating an element has no defined result */
+    CHECK_FAILS(gts_copy(dst, (const int64_t[]){0, 1}, src, strides, 2, (const int64_t[]){2, 2}, 1,
+                         ERR),
+                GTS_EINVAL, "dst_strides: dimension 0 has stride 0");
+    /* ...but a source may (a broadcast) */
+    memset(dst, 0, sizeof dst);
+    src[0] = 5;
+    src[1] = 6;
+    CHECK_OK(gts_copy(dst, strides, src, (const int64_t[]){0, 1}, 2, (const int64_t[]){3, 2}, 1,
+                      ERR));
+    CHECK(dst[0] == 5 && dst[1] == 6 && dst[8] == 5 && dst[17] == 6 && dst[2] == 0);
 }
 
 int main(void)

@@ -646,9 +646,25 @@ static void test_slice_errors(void)
     CHECK_FAILS(gts_storage_slice(&v, 0, 0, 1, -1, ERR), GTS_EINVAL, "count");
     CHECK_FAILS(gts_storage_slice(&v, 3, 0, 1, 1, ERR), GTS_EBOUNDS, "dim");
     CHECK_FAILS(gts_storage_slice(&v, -1, 0, 1, 1, ERR), GTS_EBOUNDS, "dim");
+    CHECK_FAILS(gts_storage_slice(&v, 0, 3, INT64_MIN, 2, ERR), GTS_EBOUNDS, "slice");
+    CHECK_FAILS(gts_storage_slice(&v, 0, 3, INT64_MIN, 3, ERR), GTS_EBOUNDS, "slice");
     CHECK(same_storage(&v, &before));
     CHECK_OK(gts_storage_slice(&v, 0, 2, 2, 3, ERR)); /* 2, 4, 6: the edge is fine */
     gts_storage_release(&v);
+    /* One element: any step selects it, INT64_MIN included (its negation
+     * once overflowed in the halo count); the sign decides the halo sides,
+     * as for -1. Element 1 lies in the lower halo of 2. */
+    for (int64_t step = INT64_MIN; step != 0; step = step == INT64_MIN ? INT64_MAX : 0) {
+        gts_storage one, reference;
+        gts_storage_view(&root, &one);
+        gts_storage_view(&root, &reference);
+        CHECK_OK(gts_storage_slice(&one, 0, 1, step, 1, ERR));
+        CHECK_OK(gts_storage_slice(&reference, 0, 1, step > 0 ? 1 : -1, 1, ERR));
+        CHECK(same_storage(&one, &reference));
+        CHECK_INT_EQ(one.halo[0].lower + one.halo[0].upper, 1);
+        gts_storage_release(&one);
+        gts_storage_release(&reference);
+    }
     gts_storage_release(&root);
 }
 
@@ -857,6 +873,116 @@ static void test_aligned_point_chains(void)
     }
     CHECK_INT_EQ(failed, 0);
     CHECK(cases >= 2000);
+}
+
+/* The nearest aligned index along `d` to `from`, the lower one on a tie, by
+ * trying every index: the reference for the closed form of the library. */
+static int64_t brute_nearest_aligned(const gts_storage *v, const int64_t *from, int d,
+                                     int64_t alignment)
+{
+    int64_t index[GTS_MAX_NDIM];
+    memcpy(index, from, (size_t)v->ndim * sizeof *index);
+    int64_t best = -1;
+    for (int64_t i = 0; i < v->shape[d]; ++i) {
+        index[d] = i;
+        int64_t dist = i > from[d] ? i - from[d] : from[d] - i;
+        if (address(v, index) % (uintptr_t)alignment == 0 &&
+            (best < 0 || dist < (best > from[d] ? best - from[d] : from[d] - best)))
+            best = i;
+    }
+    return best;
+}
+
+/* Random 2-d storages and slices of one dimension with a positive step:
+ * where the translated aligned point is not aligned, the view's point is
+ * the nearest aligned one along the first dimension that has one (found by
+ * trying every index), or else the alignment drops. */
+static void test_aligned_point_brute_force(void)
+{
+    static const int64_t alignments[] = {8, 16, 24, 48, 64, 96, 128, 160, 256, 1024};
+    static const gts_dtype dtypes[] = {{'u', 1}, {'i', 2}, {'f', 4}, {'f', 8}};
+    int failed = 0;
+    for (int trial = 0; trial < 3000 && failed < 4; ++trial) {
+        gts_dtype dtype = dtypes[rnd(4)];
+        int64_t shape[2] = {1 + rnd(40), 1 + rnd(40)};
+        gts_storage_spec spec = spec_of(2, shape, dtype);
+        spec.alignment_size = alignments[rnd(sizeof alignments / sizeof alignments[0])];
+        spec.has_aligned_index = true;
+        spec.aligned_index[0] = rnd(shape[0]);
+        spec.aligned_index[1] = rnd(shape[1]);
+        if (rnd(2)) {
+            spec.has_layout = true;
+            spec.layout[0] = 0;
+            spec.layout[1] = 1;
+        }
+        gts_storage root, v;
+        if (!create_cpu(spec, 0, &root))
+            return;
+        gts_storage_view(&root, &v);
+        int d = (int)rnd(2);
+        int64_t start = rnd(shape[d]), step = 1 + rnd(3);
+        int64_t count = (shape[d] - 1 - start) / step + 1;
+        int64_t candidate[2] = {root.aligned_index[0], root.aligned_index[1]};
+        int64_t moved = root.aligned_index[d] - start;
+        candidate[d] = moved < 0 ? 0 : moved / step < count ? moved / step : count - 1;
+        bool ok = CALL_OK(gts_storage_slice(&v, d, start, step, count, ERR));
+        int64_t want[2] = {candidate[0], candidate[1]}, alignment = root.alignment_size;
+        if (ok && address(&v, candidate) % (uintptr_t)alignment != 0) {
+            int found_in = -1;
+            for (int e = 0; e < 2 && found_in < 0; ++e) {
+                int64_t i = v.strides[e] % alignment ? brute_nearest_aligned(&v, candidate, e,
+                                                                             alignment)
+                                                     : -1;
+                if (i >= 0) {
+                    want[e] = i;
+                    found_in = e;
+                }
+            }
+            if (found_in < 0)
+                alignment = v.alignment_size; /* dropped: test_aligned_point_chains checks it */
+        }
+        ok = ok && ints_eq(2, v.aligned_index, want) && v.alignment_size == alignment;
+        if (!ok)
+            fprintf(stderr, "  trial %d: shape %lldx%lld, itemsize %lld, A %lld, dim %d, "
+                            "start %lld step %lld: got (%lld, %lld), want (%lld, %lld)\n",
+                    trial, (long long)shape[0], (long long)shape[1], (long long)dtype.itemsize,
+                    (long long)root.alignment_size, d, (long long)start, (long long)step,
+                    (long long)v.aligned_index[0], (long long)v.aligned_index[1],
+                    (long long)want[0], (long long)want[1]);
+        failed += !ok;
+        gts_storage_release(&v);
+        gts_storage_release(&root);
+    }
+    CHECK_INT_EQ(failed, 0);
+}
+
+/* A huge alignment costs no search. A byte array aligned on 2**27 bytes
+ * sliced from 1 has no aligned element (the next lies one past its end), so
+ * its alignment drops to 1; the old linear search took 0.7 s here. With
+ * 2**24 bytes, [1::3] is aligned where 1 + 3k = 2**24, at k = 5592405. */
+static void test_aligned_point_huge_alignment(void)
+{
+    int64_t n = (int64_t)1 << 27;
+    for (int64_t alignment = n; alignment >= n >> 3; alignment >>= 3) {
+        gts_storage_spec spec = spec_of(1, &n, (gts_dtype){GTS_KIND_UINT, 1});
+        spec.alignment_size = alignment;
+        gts_storage s, v;
+        if (!create_cpu(spec, 0, &s))
+            return;
+        gts_storage_view(&s, &v);
+        if (alignment == n) {
+            CHECK_OK(gts_storage_slice(&v, 0, 1, 1, n - 1, ERR));
+            CHECK_INT_EQ(v.alignment_size, 1);
+            CHECK_INT_EQ(v.aligned_index[0], 0);
+        } else {
+            CHECK_OK(gts_storage_slice(&v, 0, 1, 3, (n - 2) / 3 + 1, ERR));
+            CHECK_INT_EQ(v.alignment_size, alignment);
+            CHECK_INT_EQ(v.aligned_index[0], 5592405);
+            CHECK_INT_EQ(address(&v, v.aligned_index) % (uintptr_t)alignment, 0);
+        }
+        gts_storage_release(&v);
+        gts_storage_release(&s);
+    }
 }
 
 /* Where the parent's point is not in the view, the nearest aligned one is
@@ -1665,6 +1791,8 @@ int main(void)
     test_slice_errors();
     test_aligned_point_chains();
     test_aligned_point_nearest();
+    test_aligned_point_brute_force();
+    test_aligned_point_huge_alignment();
     test_index();
     test_insert_dim();
     test_transpose();
