@@ -1,13 +1,14 @@
 #include "gtstore/preset.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define NAMED(name, alignment, i, j, k, device) \
-    {name, alignment, GTS_LAYOUT_NAMED, {i, j, k}, NULL, NULL, NULL, device}
-#define POSITIONAL(name, rule) {name, 1, rule, {0, 0, 0}, NULL, NULL, NULL, GTS_DEVICE_CPU}
+    {name, alignment, GTS_LAYOUT_NAMED, {i, j, k}, NULL, NULL, NULL, device, NULL}
+#define POSITIONAL(name, rule) {name, 1, rule, {0, 0, 0}, NULL, NULL, NULL, GTS_DEVICE_CPU, NULL}
 
 /* GT4Py 1.x's registry, the positional C/F of GDP-3 and GridTools' legacy
  * backends; the values are binding (DESIGN.md section 3). */
@@ -30,8 +31,20 @@ static const gts_preset builtins[] = {
 };
 #define NBUILTINS (sizeof builtins / sizeof builtins[0])
 
+/* A user preset lives in a reference-counted entry: the registry holds one
+ * reference, and every copy handed out by a lookup holds another, so that
+ * a layout_ctx stays alive while a caller uses it even if the preset is
+ * unregistered meanwhile (by another thread, or by user code that the
+ * caller runs, such as a Python __index__). release_ctx runs when the last
+ * reference goes. Counts change without the lock held by anyone calling
+ * back into user code: the lock guards the table only. */
+typedef struct user_entry {
+    atomic_long refs;
+    gts_preset preset;
+} user_entry;
+
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static gts_preset *user_presets;
+static user_entry **user_presets;
 static size_t user_count, user_capacity;
 
 static const gts_preset *find_builtin(const char *name)
@@ -43,12 +56,39 @@ static const gts_preset *find_builtin(const char *name)
 }
 
 /* Caller holds the lock. */
-static gts_preset *find_user(const char *name)
+static size_t find_user(const char *name)
 {
-    for (size_t i = 0; i < user_count; ++i)
-        if (strcmp(user_presets[i].name, name) == 0)
-            return &user_presets[i];
-    return NULL;
+    size_t i = 0;
+    while (i < user_count && strcmp(user_presets[i]->preset.name, name) != 0)
+        ++i;
+    return i;
+}
+
+static void entry_release(user_entry *entry)
+{
+    if (!entry || atomic_fetch_sub_explicit(&entry->refs, 1, memory_order_acq_rel) != 1)
+        return;
+    if (entry->preset.release_ctx)
+        entry->preset.release_ctx(entry->preset.layout_ctx);
+    free(entry);
+}
+
+/* A copy of the entry's preset holding a reference to it; caller holds the
+ * lock. */
+static void copy_out(user_entry *entry, gts_preset *out)
+{
+    atomic_fetch_add_explicit(&entry->refs, 1, memory_order_relaxed);
+    *out = entry->preset;
+    out->owner = entry;
+}
+
+void gts_preset_release(gts_preset *preset)
+{
+    if (!preset)
+        return;
+    user_entry *entry = preset->owner;
+    preset->owner = NULL;
+    entry_release(entry);
 }
 
 int gts_preset_lookup(const char *name, gts_preset *out, gts_error *err)
@@ -61,11 +101,12 @@ int gts_preset_lookup(const char *name, gts_preset *out, gts_error *err)
         return GTS_OK;
     }
     pthread_mutex_lock(&lock);
-    const gts_preset *user = find_user(name);
-    if (user)
-        *out = *user;
+    size_t i = find_user(name);
+    bool found = i < user_count;
+    if (found)
+        copy_out(user_presets[i], out);
     pthread_mutex_unlock(&lock);
-    if (user)
+    if (found)
         return GTS_OK;
     return gts_error_set(err, GTS_ENOTFOUND, "backend: storage preset '%.64s' is not registered",
                          name);
@@ -95,37 +136,40 @@ static int validate(const gts_preset *preset, gts_error *err)
     }
 }
 
-static void release_ctx(const gts_preset *preset)
-{
-    if (preset->release_ctx)
-        preset->release_ctx(preset->layout_ctx);
-}
-
 int gts_preset_register(const gts_preset *preset, gts_error *err)
 {
+    if (!preset)
+        return gts_error_set(err, GTS_EINVAL, "preset: NULL");
     int rc = validate(preset, err);
     if (rc)
         return rc;
     if (find_builtin(preset->name))
         return gts_error_set(err, GTS_EEXIST, "name: '%s' is a built-in preset", preset->name);
+    user_entry *entry = malloc(sizeof *entry);
+    if (!entry)
+        return gts_error_set(err, GTS_ENOMEM, "out of memory registering a preset");
+    atomic_init(&entry->refs, 1);
+    entry->preset = *preset;
+    entry->preset.owner = NULL;
     pthread_mutex_lock(&lock);
-    gts_preset *slot = find_user(preset->name);
-    gts_preset old = slot ? *slot : (gts_preset){0};
-    if (!slot && user_count == user_capacity) {
+    size_t i = find_user(preset->name);
+    user_entry *old = i < user_count ? user_presets[i] : NULL;
+    if (!old && user_count == user_capacity) {
         size_t capacity = user_capacity ? 2 * user_capacity : 8;
-        gts_preset *grown = realloc(user_presets, capacity * sizeof *grown);
+        user_entry **grown = realloc(user_presets, capacity * sizeof *grown);
         if (!grown) {
             pthread_mutex_unlock(&lock);
+            free(entry);
             return gts_error_set(err, GTS_ENOMEM, "out of memory registering a preset");
         }
         user_presets = grown;
         user_capacity = capacity;
     }
-    if (!slot)
-        slot = &user_presets[user_count++];
-    *slot = *preset;
+    if (!old)
+        ++user_count;
+    user_presets[i] = entry;
     pthread_mutex_unlock(&lock);
-    release_ctx(&old);
+    entry_release(old);
     return GTS_OK;
 }
 
@@ -136,17 +180,16 @@ int gts_preset_unregister(const char *name, gts_error *err)
     if (find_builtin(name))
         return gts_error_set(err, GTS_EINVAL, "name: '%s' is a built-in preset", name);
     pthread_mutex_lock(&lock);
-    gts_preset *slot = find_user(name);
-    gts_preset old = slot ? *slot : (gts_preset){0};
-    if (slot) {
-        size_t index = (size_t)(slot - user_presets);
-        memmove(slot, slot + 1, (user_count - index - 1) * sizeof *slot);
+    size_t i = find_user(name);
+    user_entry *old = i < user_count ? user_presets[i] : NULL;
+    if (old) {
+        memmove(user_presets + i, user_presets + i + 1, (user_count - i - 1) * sizeof *user_presets);
         --user_count;
     }
     pthread_mutex_unlock(&lock);
-    if (!slot)
+    if (!old)
         return gts_error_set(err, GTS_ENOTFOUND, "name: no user preset '%.64s'", name);
-    release_ctx(&old);
+    entry_release(old);
     return GTS_OK;
 }
 
@@ -167,11 +210,28 @@ int gts_preset_at(size_t index, gts_preset *out, gts_error *err)
     pthread_mutex_lock(&lock);
     bool found = index - NBUILTINS < user_count;
     if (found)
-        *out = user_presets[index - NBUILTINS];
+        copy_out(user_presets[index - NBUILTINS], out);
     pthread_mutex_unlock(&lock);
     if (!found)
         return gts_error_set(err, GTS_EINVAL, "index: %zu is past the last preset", index);
     return GTS_OK;
+}
+
+/* The user's layout function, whose failures always reach the caller with
+ * a status and a message: a function that returned an error without a
+ * message (or a positive number) once gave an empty one. */
+static int call_layout_fn(const gts_preset *preset, int ndim, const gts_dim *dims, int *layout,
+                          gts_error *err)
+{
+    gts_error mine = {0, ""};
+    int rc = preset->layout_fn(ndim, dims, layout, preset->layout_ctx, &mine);
+    if (rc == GTS_OK)
+        return gts_layout_check(ndim, layout, err);
+    if (rc > 0 || !mine.message[0])
+        return gts_error_set(err, rc < 0 ? rc : GTS_EINVAL,
+                             "layout: the layout function of preset '%s' failed (%s) without a "
+                             "message", preset->name, gts_status_name(rc));
+    return gts_error_set(err, rc, "%s", mine.message);
 }
 
 int gts_preset_layout(const gts_preset *preset, int ndim, const gts_dim *dims, int *layout,
@@ -186,8 +246,7 @@ int gts_preset_layout(const gts_preset *preset, int ndim, const gts_dim *dims, i
     case GTS_LAYOUT_FUNCTION:
         if (!preset->layout_fn)
             return gts_error_set(err, GTS_EINVAL, "layout_fn: NULL for a function layout");
-        rc = preset->layout_fn(ndim, dims, layout, preset->layout_ctx, err);
-        return rc ? rc : gts_layout_check(ndim, layout, err);
+        return call_layout_fn(preset, ndim, dims, layout, err);
     default: {
         rc = gts_layout_check(3, preset->base_layout, err);
         if (rc)

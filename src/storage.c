@@ -62,6 +62,8 @@ int gts_storage_spec_init(gts_storage_spec *spec, int ndim, const int64_t *shape
 {
     if (ndim < 0 || ndim > GTS_MAX_NDIM)
         return gts_error_set(err, GTS_EINVAL, "ndim: %d is outside [0, %d]", ndim, GTS_MAX_NDIM);
+    if (!spec || (ndim > 0 && !shape))
+        return gts_error_set(err, GTS_EINVAL, "%s: NULL", spec ? "shape" : "spec");
     /* Only the first ndim entries of the arrays are ever read, and those of
      * dims, layout and aligned_index only when their has_ flag is set:
      * setting the rest would cost more than the small allocations this
@@ -330,6 +332,9 @@ static int check_wrapped(const gts_storage_spec *spec, gts_buffer *buffer, int64
 int gts_storage_wrap(const gts_storage_spec *spec, gts_buffer *buffer, int64_t offset,
                      const int64_t *strides, bool readonly, gts_storage *out, gts_error *err)
 {
+    if (!spec || !buffer || !out || (spec->ndim > 0 && !strides))
+        return gts_error_set(err, GTS_EINVAL, "%s: NULL",
+                             !spec ? "spec" : !buffer ? "buffer" : !out ? "out" : "strides");
     gts_storage_spec resolved;
     int64_t alignment;
     spec_copy(&resolved, spec);

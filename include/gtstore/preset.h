@@ -1,6 +1,7 @@
 /* Presets: named sets of allocation parameters for a backend (alignment,
  * layout rule, device). The registry holds the built-in presets of GT4Py and
- * GridTools and any the user registers. It is thread-safe. */
+ * GridTools and any the user registers. It is thread-safe, and a preset in
+ * use stays valid while it is unregistered (see gts_preset_release). */
 #ifndef GTSTORE_PRESET_H
 #define GTSTORE_PRESET_H
 
@@ -40,14 +41,25 @@ typedef struct gts_preset {
     /* Called with layout_ctx when the preset is unregistered or replaced. */
     void (*release_ctx)(void *ctx);
     gts_device device;
+    /* Private: the registry entry a looked-up user preset keeps alive (NULL
+     * for built-ins and for presets being registered). */
+    void *owner;
 } gts_preset;
 
-/* Copies the preset called `name` into `out`; GTS_ENOTFOUND if none. */
+/* Copies the preset called `name` into `out`; GTS_ENOTFOUND if none. A copy
+ * of a user preset keeps its layout_ctx alive, even if the preset is
+ * unregistered or replaced meanwhile, until gts_preset_release(out). */
 int gts_preset_lookup(const char *name, gts_preset *out, gts_error *err);
 
+/* Ends the use of a copy made by gts_preset_lookup or gts_preset_at (a
+ * no-op for built-ins; calling it again does nothing). The last use of an
+ * unregistered or replaced user preset runs its release_ctx. */
+void gts_preset_release(gts_preset *preset);
+
 /* Adds a user preset, or replaces a user preset of the same name (whose
- * release_ctx then runs, even if the new preset has the same ctx). Built-in
- * names cannot be replaced (GTS_EEXIST). The preset is validated. */
+ * release_ctx then runs once no copy of it is in use, even if the new preset
+ * has the same ctx). Built-in names cannot be replaced (GTS_EEXIST). The
+ * preset is validated. On success the registry owns layout_ctx. */
 int gts_preset_register(const gts_preset *preset, gts_error *err);
 
 /* Removes a user preset: GTS_ENOTFOUND if there is none of that name,
@@ -55,7 +67,7 @@ int gts_preset_register(const gts_preset *preset, gts_error *err);
 int gts_preset_unregister(const char *name, gts_error *err);
 
 /* Number of presets and the i-th (built-ins first, then user presets in
- * registration order), for listing. */
+ * registration order), for listing; release the copy as after a lookup. */
 size_t gts_preset_count(void);
 int gts_preset_at(size_t index, gts_preset *out, gts_error *err);
 

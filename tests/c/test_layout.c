@@ -368,6 +368,7 @@ typedef struct fn_ctx {
     int calls, releases;
     int last_ndim;
     int result; /* 0, or an error to return */
+    bool silent; /* return `result` without a message */
     bool bad_layout; /* return a layout that is not a permutation */
 } fn_ctx;
 
@@ -379,7 +380,7 @@ static int fortran_fn(int ndim, const gts_dim *dims, int *layout, void *ctx, gts
     ++c->calls;
     c->last_ndim = ndim;
     if (c->result)
-        return gts_error_set(err, c->result, "fortran_fn: asked to fail");
+        return c->silent ? c->result : gts_error_set(err, c->result, "fortran_fn: asked to fail");
     gts_layout_f(ndim, layout);
     if (c->bad_layout && ndim > 1)
         layout[0] = layout[1];
@@ -422,7 +423,10 @@ static int registered_layout(const char *name, const char *dims_text_, int *layo
     gts_dim dims[GTS_MAX_NDIM];
     int ndim = parse_dims(dims_text_, dims);
     int rc = gts_preset_lookup(name, &p, ERR);
-    return rc ? rc : gts_preset_layout(&p, ndim, dims, layout, ERR);
+    if (!rc)
+        rc = gts_preset_layout(&p, ndim, dims, layout, ERR);
+    gts_preset_release(&p);
+    return rc;
 }
 
 static void test_register_named(void)
@@ -435,8 +439,11 @@ static void test_register_named(void)
     CHECK_OK(gts_preset_lookup("test:jfirst", &got, ERR));
     CHECK_STR_EQ(got.name, "test:jfirst");
     CHECK_INT_EQ(got.alignment, 4);
+    gts_preset_release(&got);
     CHECK_OK(gts_preset_at(count, &got, ERR)); /* user presets come after the built-ins */
     CHECK_STR_EQ(got.name, "test:jfirst");
+    gts_preset_release(&got);
+    gts_preset_release(&got); /* again: nothing to do */
     int layout[GTS_MAX_NDIM];
     CHECK_OK(registered_layout("test:jfirst", "IJK", layout));
     CHECK_LAYOUT(3, layout, 0, 2, 1);
@@ -449,6 +456,7 @@ static void test_register_named(void)
     CHECK_INT_EQ(gts_preset_count(), count + 1);
     CHECK_OK(gts_preset_lookup("test:jfirst", &got, ERR));
     CHECK_INT_EQ(got.alignment, 16);
+    gts_preset_release(&got);
     CHECK_OK(registered_layout("test:jfirst", "IJK", layout));
     CHECK_LAYOUT(3, layout, 2, 1, 0);
 
@@ -474,6 +482,12 @@ static void test_register_function(void)
     /* the function's errors and invalid layouts come back to the caller */
     first.result = GTS_ENOTFOUND;
     CHECK_FAILS(registered_layout("test:fortran", "IJK", layout), GTS_ENOTFOUND, "asked to fail");
+    first.silent = true; /* no message: the registry says who failed */
+    CHECK_FAILS(registered_layout("test:fortran", "IJK", layout), GTS_ENOTFOUND,
+                "layout: the layout function of preset 'test:fortran' failed (GTS_ENOTFOUND)");
+    first.result = 7; /* not a status */
+    CHECK_FAILS(registered_layout("test:fortran", "IJK", layout), GTS_EINVAL, "'test:fortran'");
+    first.silent = false;
     first.result = 0;
     first.bad_layout = true;
     CHECK_FAILS(registered_layout("test:fortran", "IJK", layout), GTS_EINVAL, "permutation");
@@ -486,13 +500,54 @@ static void test_register_function(void)
     CHECK_INT_EQ(second.releases, 0);
     CHECK_OK(registered_layout("test:fortran", "IJ", layout));
     CHECK_INT_EQ(second.calls, 1);
-    CHECK_INT_EQ(first.calls, 3);
+    CHECK_INT_EQ(first.calls, 5);
 
     /* unregistering releases the current context once */
     CHECK_OK(gts_preset_unregister("test:fortran", ERR));
     CHECK_INT_EQ(first.releases, 1);
     CHECK_INT_EQ(second.releases, 1);
     CHECK_INT_EQ(gts_preset_count(), count);
+}
+
+/* A looked-up preset stays usable while it is unregistered or replaced (by
+ * another thread, or by user code the caller runs: issue 8 found a Python
+ * __index__ that unregistered the preset and freed its callable mid-call);
+ * its context is released when the last copy is. */
+static void test_preset_in_use(void)
+{
+    fn_ctx first = {0}, second = {0};
+    gts_preset p = function_preset("test:in-use", &first), a, b;
+    CHECK_OK(gts_preset_register(&p, ERR));
+    CHECK_OK(gts_preset_lookup("test:in-use", &a, ERR));
+    CHECK_OK(gts_preset_at(gts_preset_count() - 1, &b, ERR));
+    CHECK_OK(gts_preset_unregister("test:in-use", ERR));
+    CHECK_INT_EQ(first.releases, 0); /* two copies in use */
+    int layout[GTS_MAX_NDIM];
+    const gts_dim ijk[3] = {GTS_DIM_I, GTS_DIM_J, GTS_DIM_K};
+    CHECK_OK(gts_preset_layout(&a, 3, ijk, layout, ERR));
+    CHECK_LAYOUT(3, layout, 2, 1, 0);
+    gts_preset_release(&a);
+    CHECK_INT_EQ(first.releases, 0);
+    gts_preset_release(&b);
+    CHECK_INT_EQ(first.releases, 1);
+
+    /* replacing: the old context lives as long as its copy */
+    p = function_preset("test:in-use", &first);
+    CHECK_OK(gts_preset_register(&p, ERR));
+    CHECK_OK(gts_preset_lookup("test:in-use", &a, ERR));
+    gts_preset q = function_preset("test:in-use", &second);
+    CHECK_OK(gts_preset_register(&q, ERR));
+    CHECK_INT_EQ(first.releases, 1);
+    CHECK_OK(gts_preset_layout(&a, 3, ijk, layout, ERR));
+    CHECK_INT_EQ(first.calls, 2);
+    gts_preset_release(&a);
+    CHECK_INT_EQ(first.releases, 2);
+    CHECK_OK(gts_preset_unregister("test:in-use", ERR));
+    CHECK_INT_EQ(second.releases, 1);
+    /* built-ins hold nothing */
+    CHECK_OK(gts_preset_lookup("numpy", &a, ERR));
+    CHECK(a.owner == NULL);
+    gts_preset_release(&a);
 }
 
 static void test_register_refused(void)
@@ -552,8 +607,10 @@ static void test_listing(void)
     gts_preset p;
     CHECK_OK(gts_preset_at(count, &p, ERR));
     CHECK_STR_EQ(p.name, "test:b");
+    gts_preset_release(&p);
     CHECK_OK(gts_preset_at(count + 1, &p, ERR));
     CHECK_STR_EQ(p.name, "test:c");
+    gts_preset_release(&p);
     CHECK_FAILS(gts_preset_at(count + 2, &p, ERR), GTS_EINVAL, "index");
     CHECK_OK(gts_preset_unregister("test:c", ERR));
     CHECK_OK(gts_preset_unregister("test:b", ERR));
@@ -574,6 +631,7 @@ int main(void)
     test_preset_layout();
     test_register_named();
     test_register_function();
+    test_preset_in_use();
     test_register_refused();
     test_listing();
     /* every test leaves the registry as it found it */

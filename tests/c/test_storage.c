@@ -1546,6 +1546,11 @@ static void test_wrap(void)
     double data[12] = {0};
     CHECK_OK(gts_buffer_wrap_host(data, sizeof data, NULL, NULL, &buffer, ERR));
     spec = spec_of(2, shape, F8);
+    CHECK_FAILS(gts_storage_wrap(&spec, buffer, 0, NULL, false, &s, ERR), GTS_EINVAL, "strides");
+    CHECK_FAILS(gts_storage_wrap(&spec, NULL, 0, c_strides, false, &s, ERR), GTS_EINVAL, "buffer");
+    CHECK_FAILS(gts_storage_wrap(NULL, buffer, 0, c_strides, false, &s, ERR), GTS_EINVAL, "spec");
+    CHECK_FAILS(gts_storage_spec_init(&spec, 2, NULL, F8, ERR), GTS_EINVAL, "shape");
+    spec = spec_of(2, shape, F8);
     CHECK_FAILS(gts_storage_wrap(&spec, buffer, 8, c_strides, false, &s, ERR), GTS_EINVAL,
                 "strides");
     CHECK_FAILS(gts_storage_wrap(&spec, buffer, -8, c_strides, false, &s, ERR), GTS_EINVAL,
@@ -1559,6 +1564,16 @@ static void test_wrap(void)
     spec = spec_of(2, (const int64_t[]){4, 4}, F8);
     CHECK_FAILS(gts_storage_wrap(&spec, buffer, 0, c_strides, false, &s, ERR), GTS_EINVAL,
                 "strides");
+
+    /* An empty array may have any strides: the address of its aligned
+     * point was computed all the same and overflowed (found by
+     * fuzz_dlpack_import). */
+    spec = spec_of(2, (const int64_t[]){0, 4}, F8);
+    spec.has_aligned_index = true;
+    spec.aligned_index[0] = 0, spec.aligned_index[1] = 3;
+    if (CHECK_OK(gts_storage_wrap(&spec, buffer, 0, (const int64_t[]){8, INT64_MIN / 2}, false,
+                                  &s, ERR)))
+        gts_storage_release(&s);
 
     /* a layout, given or the preset's, must agree with the strides */
     spec = spec_of(2, shape, F8);

@@ -67,11 +67,14 @@ def expected_view(parent, key):
     The aligned index is given where the view contains the parent's aligned
     point (it must then be that point, translated); None otherwise. ``dims``
     holds None for a label that None inserted where the next free number is
-    ambiguous (the parent's data dims are not 0, 1, ..., k-1)."""
+    ambiguous (the parent's data dims are not 0, 1, ..., k-1). New axes are
+    labelled after the indexed dims are gone, left to right, whatever the
+    order of the key's items (s[None, ..., 0] and s[..., 0][None] agree)."""
     shape, dims, halo, aligned = parent.shape, parent.dims, parent.halo, parent.aligned_index
     items = normalize_key(key, len(shape))
+    indexed = [dims[d] for d, it in enumerate(i for i in items if i is not None) if isinstance(it, int)]
+    current = [label for label in dims if label not in indexed]  # for the next label
     new_dims, new_halo, new_aligned = [], [], []
-    current = list(dims)  # the labels as None adds them, for the next label
     contains = True
     d = 0
     for it in items:
@@ -86,7 +89,6 @@ def expected_view(parent, key):
         if isinstance(it, int):
             i = it + n if it < 0 else it
             contains = contains and i == a
-            current.remove(dims[d])
         else:
             selected = list(range(*it.indices(n)))
             step = it.indices(n)[2]

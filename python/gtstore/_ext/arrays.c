@@ -138,9 +138,11 @@ PyTypeObject gtpy_Plan_Type = {
 static PyObject *plan_new(const allocation *spec)
 {
     Plan *plan = PyObject_New(Plan, &gtpy_Plan_Type);
-    if (plan) {
+    if (plan) { /* the geometry is all it reads: it keeps no preset */
         plan->spec = *spec;
-        plan->spec.resolved.spec.preset = NULL; /* pointed into the caller's copy */
+        plan->spec.resolved.spec.preset = NULL;
+        plan->spec.resolved.has_preset = false;
+        plan->spec.resolved.preset = (gts_preset){.name = ""};
     }
     return (PyObject *)plan;
 }
@@ -211,8 +213,10 @@ static PyObject *run(gtpy_request *r, bool only_plan)
     }
     allocation spec;
     PyObject *result = NULL;
-    if (gtpy_request_resolve(r, &src, &spec.resolved, &spec.geometry) == 0)
+    if (gtpy_request_resolve(r, &src, &spec.resolved, &spec.geometry) == 0) {
         result = only_plan ? plan_new(&spec) : allocate(r, &spec, &src);
+        gtpy_resolved_release(&spec.resolved);
+    }
     gtpy_source_release(&src);
     return result;
 }

@@ -10,7 +10,16 @@ static int as_int64(PyObject *item, const char *param, PyObject *whole, Py_ssize
                     int64_t *out)
 {
     PyObject *index = NULL;
-    if (PyBool_Check(item) || !(PyLong_Check(item) || PyIndex_Check(item))) {
+    bool integer = !PyBool_Check(item) && (PyLong_Check(item) || PyIndex_Check(item));
+    if (integer && !PyLong_Check(item) && !(index = PyNumber_Index(item))) {
+        /* an __index__ that refuses, as an array of more than one element
+         * does, is no integer; other errors are the object's own */
+        if (!PyErr_ExceptionMatches(PyExc_TypeError))
+            return -1;
+        PyErr_Clear();
+        integer = false;
+    }
+    if (!integer) {
         if (whole)
             PyErr_Format(PyExc_TypeError,
                          "%s: expected integers, got %.80R (type %.80s) at position %zd in %.200R",
@@ -20,8 +29,6 @@ static int as_int64(PyObject *item, const char *param, PyObject *whole, Py_ssize
                          param, item, Py_TYPE(item)->tp_name);
         return -1;
     }
-    if (!PyLong_Check(item) && !(index = PyNumber_Index(item)))
-        return -1;
     int overflow;
     long long value = PyLong_AsLongLongAndOverflow(index ? index : item, &overflow);
     Py_XDECREF(index);
@@ -209,7 +216,7 @@ static int dim_label(PyObject *item, const char *param, Py_ssize_t position, gts
                      param, item, position);
     } else {
         gts_error err;
-        const char *text = PyUnicode_AsUTF8(name);
+        const char *text = gtpy_text(name, param);
         if (text && gts_dim_parse(text, out, &err) == 0)
             rc = 0;
         else if (text)
@@ -220,11 +227,22 @@ static int dim_label(PyObject *item, const char *param, Py_ssize_t position, gts
     return rc;
 }
 
+const char *gtpy_text(PyObject *str, const char *param)
+{
+    Py_ssize_t size;
+    const char *text = PyUnicode_AsUTF8AndSize(str, &size);
+    if (text && strlen(text) != (size_t)size) {
+        PyErr_Format(PyExc_ValueError, "%s: %.200R contains a NUL character", param, str);
+        return NULL;
+    }
+    return text;
+}
+
 int gtpy_dims(PyObject *obj, const char *param, int *ndim, gts_dim *dims)
 {
     gts_error err;
     if (PyUnicode_Check(obj)) {
-        const char *text = PyUnicode_AsUTF8(obj);
+        const char *text = gtpy_text(obj, param);
         if (!text)
             return -1;
         if (!PyUnicode_IS_ASCII(obj)) {
@@ -284,7 +302,7 @@ PyObject *gtpy_dims_to_tuple(int ndim, const gts_dim *dims)
 /* ---- dtypes ------------------------------------------------------------ */
 
 /* Cache of dtype-likes seen before: object -> int (kind << 8 | itemsize).
- * Only dtypes without a subarray are cached, which is the hot path. */
+ * Only constant ones without a subarray are cached, which is the hot path. */
 static PyObject *dtype_cache;
 
 static int dtype_from_numpy(PyObject *obj, gtpy_dtype *out)
@@ -332,11 +350,31 @@ done:
     return rc;
 }
 
+/* Whether `obj` means the same dtype whenever it is seen: an exact str, a
+ * built-in or NumPy type, a NumPy dtype. Only these are cached: any other
+ * object may give another answer next time (an object whose .dtype
+ * attribute changed from f4 to i8 once kept allocating float32). */
+static bool constant_dtype_like(PyObject *obj)
+{
+    if (PyUnicode_CheckExact(obj))
+        return true;
+    if (PyType_Check(obj))
+        return !(PyType_GetFlags((PyTypeObject *)obj) & Py_TPFLAGS_HEAPTYPE);
+    PyObject *dtype_type = gtpy_numpy("dtype");
+    if (!dtype_type) {
+        PyErr_Clear();
+        return false;
+    }
+    return PyType_Check(dtype_type) && PyObject_TypeCheck(obj, (PyTypeObject *)dtype_type) &&
+           !(PyType_GetFlags(Py_TYPE(obj)) & Py_TPFLAGS_HEAPTYPE);
+}
+
 int gtpy_dtype_parse(PyObject *obj, gtpy_dtype *out)
 {
     if (!dtype_cache && !(dtype_cache = PyDict_New()))
         return -1;
-    PyObject *hit = PyDict_GetItemWithError(dtype_cache, obj);
+    bool cacheable = constant_dtype_like(obj);
+    PyObject *hit = cacheable ? PyDict_GetItemWithError(dtype_cache, obj) : NULL;
     if (hit) {
         long packed = PyLong_AsLong(hit);
         out->base.kind = (char)(packed >> 8);
@@ -344,11 +382,10 @@ int gtpy_dtype_parse(PyObject *obj, gtpy_dtype *out)
         out->nsub = 0;
         return 0;
     }
-    bool hashable = !PyErr_Occurred();
     PyErr_Clear();
     if (dtype_from_numpy(obj, out) < 0)
         return -1;
-    if (hashable && out->nsub == 0 && PyDict_GET_SIZE(dtype_cache) < 256) {
+    if (cacheable && out->nsub == 0 && PyDict_GET_SIZE(dtype_cache) < 256) {
         PyObject *packed = PyLong_FromLong((long)out->base.kind << 8 | out->base.itemsize);
         int rc = packed ? PyDict_SetItem(dtype_cache, obj, packed) : -1;
         Py_XDECREF(packed);
@@ -494,7 +531,7 @@ static int layout_from_value(PyObject *obj, PyObject *original, int ndim, const 
 {
     gts_error err;
     if (PyUnicode_Check(obj)) {
-        const char *axes = PyUnicode_AsUTF8(obj);
+        const char *axes = gtpy_text(obj, "layout");
         if (!axes)
             return -1;
         if (gts_layout_from_axes(ndim, dims, axes, layout, &err) != 0)

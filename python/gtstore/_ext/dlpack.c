@@ -4,6 +4,8 @@
  * capsules and the protocol's keywords. */
 #include "module.h"
 
+#include <limits.h>
+
 #include "gtstore/dlpack.h"
 
 static const char VERSIONED[] = "dltensor_versioned", LEGACY[] = "dltensor";
@@ -26,19 +28,40 @@ static void capsule_destructor(PyObject *capsule)
 
 /* ---- producer ------------------------------------------------------------------ */
 
+/* An int as a C long, saturated: any value beyond the range of a long is
+ * as good as its end for the checks below. -1 with TypeError if `obj` is
+ * not an int. */
+static int saturated_long(PyObject *obj, long *out)
+{
+    if (!PyLong_Check(obj) || PyBool_Check(obj))
+        return -1;
+    int overflow;
+    *out = PyLong_AsLongAndOverflow(obj, &overflow);
+    if (overflow)
+        *out = overflow > 0 ? LONG_MAX : LONG_MIN;
+    return 0;
+}
+
+/* max_version=(major, minor): the newest version the consumer reads. Any
+ * major >= 1 gets the versioned struct, however large. */
 static int read_version(PyObject *obj, long *major)
 {
     *major = -1; /* legacy */
     if (!obj || obj == Py_None)
         return 0;
+    long minor;
     if (!PyTuple_Check(obj) || PyTuple_GET_SIZE(obj) != 2 ||
-        !PyLong_Check(PyTuple_GET_ITEM(obj, 0)) || !PyLong_Check(PyTuple_GET_ITEM(obj, 1))) {
-        PyErr_Format(PyExc_TypeError, "max_version: expected a tuple (major, minor), got %.200R",
-                     obj);
+        saturated_long(PyTuple_GET_ITEM(obj, 0), major) < 0 ||
+        saturated_long(PyTuple_GET_ITEM(obj, 1), &minor) < 0) {
+        PyErr_Format(PyExc_TypeError, "max_version: expected a tuple (major, minor) of ints, got "
+                     "%.200R", obj);
         return -1;
     }
-    *major = PyLong_AsLong(PyTuple_GET_ITEM(obj, 0));
-    return *major == -1 && PyErr_Occurred() ? -1 : 0;
+    if (*major < 0 || minor < 0) {
+        PyErr_Format(PyExc_ValueError, "max_version: %.200R has a negative part", obj);
+        return -1;
+    }
+    return 0;
 }
 
 /* dl_device: None or the CPU, (1, 0); anything else cannot be served. */
@@ -46,17 +69,29 @@ static int check_device(PyObject *obj)
 {
     if (!obj || obj == Py_None)
         return 0;
-    long type = -1, id = -1;
-    if (PyTuple_Check(obj) && PyTuple_GET_SIZE(obj) == 2) {
-        type = PyLong_AsLong(PyTuple_GET_ITEM(obj, 0));
-        id = PyLong_AsLong(PyTuple_GET_ITEM(obj, 1));
-        if (PyErr_Occurred())
-            return -1;
+    long type, id;
+    if (!PyTuple_Check(obj) || PyTuple_GET_SIZE(obj) != 2 ||
+        saturated_long(PyTuple_GET_ITEM(obj, 0), &type) < 0 ||
+        saturated_long(PyTuple_GET_ITEM(obj, 1), &id) < 0) {
+        PyErr_Format(PyExc_TypeError, "dl_device: expected a tuple (device_type, device_id) of "
+                     "ints, got %.200R", obj);
+        return -1;
     }
     if (type == GTS_DL_CPU && id == 0)
         return 0;
     PyErr_Format(PyExc_BufferError,
                  "dl_device: %.200R cannot be served; the storage is on the CPU, (1, 0)", obj);
+    return -1;
+}
+
+/* stream: None or -1 ("no synchronization") are all that CPU memory takes. */
+static int check_stream(PyObject *stream)
+{
+    long value = 0;
+    if (!stream || stream == Py_None || (saturated_long(stream, &value) == 0 && value == -1))
+        return 0;
+    PyErr_Format(PyExc_ValueError,
+                 "stream: %.200R is not valid for CPU memory (only None or -1 are)", stream);
     return -1;
 }
 
@@ -68,19 +103,9 @@ PyObject *gtpy_storage_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t 
     PyObject *values[4];
     long major;
     if (gtpy_parse_args(&sig, args, nargs, kwnames, values) < 0 ||
-        read_version(values[1], &major) < 0 || check_device(values[2]) < 0)
+        read_version(values[1], &major) < 0 || check_device(values[2]) < 0 ||
+        check_stream(values[0]) < 0)
         return NULL;
-    PyObject *stream = values[0];
-    if (stream && stream != Py_None) {
-        long value = PyLong_Check(stream) ? PyLong_AsLong(stream) : 0;
-        if (value != -1) { /* -1: "no synchronization", valid everywhere */
-            PyErr_Clear();
-            PyErr_Format(PyExc_ValueError,
-                         "stream: %.200R is not valid for CPU memory (only None or -1 are)",
-                         stream);
-            return NULL;
-        }
-    }
     int copy = values[3] && values[3] != Py_None ? PyObject_IsTrue(values[3]) : 0;
     if (copy < 0)
         return NULL;

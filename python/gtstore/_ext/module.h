@@ -35,6 +35,11 @@ PyObject *gtpy_numpy_capi_array(gts_dtype dtype, int ndim, const Py_ssize_t *sha
 
 /* ---- conversions (convert.c) ------------------------------------------ */
 
+/* The UTF-8 text of a str (the caller checked the type). A str holding a
+ * NUL character is refused with a ValueError naming `param`: C would read
+ * it as its end, and "IJ\0K" would silently mean "IJ". */
+const char *gtpy_text(PyObject *str, const char *param);
+
 /* An integer (int or an object with __index__; not bool). */
 int gtpy_int(PyObject *obj, const char *param, int64_t *out);
 
@@ -168,11 +173,22 @@ static inline gts_storage_spec *gtpy_spec(gtpy_resolved *r)
     return &r->spec;
 }
 
-/* Fills `out` (parameters left open stay open for libgtstore). */
+/* Fills `out` (parameters left open stay open for libgtstore). On success
+ * `out` holds the preset, which stays valid (even if unregistered by user
+ * code meanwhile) until gtpy_resolved_release; on failure there is nothing
+ * to release. */
 int gtpy_request_spec(const gtpy_request *r, const gtpy_source *src, gtpy_resolved *out);
 /* The same, then resolved completely with the allocation geometry. */
 int gtpy_request_resolve(const gtpy_request *r, const gtpy_source *src, gtpy_resolved *out,
                          gts_geometry *geometry);
+
+static inline void gtpy_resolved_release(gtpy_resolved *r)
+{
+    if (r->has_preset)
+        gts_preset_release(&r->preset);
+    r->has_preset = false;
+    r->spec.preset = NULL;
+}
 /* Reads the leading parameters of an allocating function, [shape or
  * source], [fill_value], dtype, from the parsed `values`; returns the index
  * of the first common keyword. */

@@ -14,6 +14,7 @@ static PyObject *api_presets(PyObject *self, PyObject *unused)
         if (gts_preset_at(i, &preset, NULL) != 0)
             break; /* unregistered meanwhile */
         PyObject *name = PyUnicode_FromString(preset.name);
+        gts_preset_release(&preset);
         if (!name || PyList_Append(names, name) < 0)
             Py_CLEAR(names);
         Py_XDECREF(name);
@@ -25,7 +26,7 @@ static PyObject *api_presets(PyObject *self, PyObject *unused)
 
 static int lookup(PyObject *name, gts_preset *preset)
 {
-    const char *text = PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
+    const char *text = PyUnicode_Check(name) ? gtpy_text(name, "name") : NULL;
     if (!text) {
         if (!PyErr_Occurred())
             PyErr_Format(PyExc_TypeError, "name: expected a str, got %.200R", name);
@@ -54,11 +55,13 @@ static PyObject *api_get_preset(PyObject *self, PyObject *name)
     if (lookup(name, &preset) < 0)
         return NULL;
     PyObject *layout = layout_value(&preset);
-    if (!layout)
-        return NULL;
-    return Py_BuildValue("{s:s,s:L,s:N,s:s}", "name", preset.name, "alignment",
-                         (long long)preset.alignment, "layout", layout, "device",
-                         preset.device == GTS_DEVICE_GPU ? "gpu" : "cpu");
+    PyObject *result = layout ? Py_BuildValue("{s:s,s:L,s:N,s:s}", "name", preset.name,
+                                              "alignment", (long long)preset.alignment, "layout",
+                                              layout, "device",
+                                              preset.device == GTS_DEVICE_GPU ? "gpu" : "cpu")
+                              : NULL;
+    gts_preset_release(&preset);
+    return result;
 }
 
 /* A Python callable as a layout function; safe from any thread. */
@@ -96,7 +99,7 @@ static void release_layout(void *ctx)
 static int read_layout(PyObject *layout, gts_preset *preset)
 {
     if (PyUnicode_Check(layout)) {
-        const char *text = PyUnicode_AsUTF8(layout);
+        const char *text = gtpy_text(layout, "layout");
         if (!text)
             return -1;
         if (strcmp(text, "C") == 0 || strcmp(text, "F") == 0) {
@@ -150,7 +153,7 @@ static PyObject *api_register_preset(PyObject *self, PyObject *const *args, Py_s
     if (gtpy_parse_args(&sig, args, nargs, kwnames, values) < 0)
         return NULL;
     gts_preset preset = {.alignment = 1, .rule = GTS_LAYOUT_NAMED, .base_layout = {0, 1, 2}};
-    const char *name = PyUnicode_Check(values[0]) ? PyUnicode_AsUTF8(values[0]) : NULL;
+    const char *name = PyUnicode_Check(values[0]) ? gtpy_text(values[0], "name") : NULL;
     if (!name) {
         if (!PyErr_Occurred())
             PyErr_Format(PyExc_TypeError, "name: expected a str, got %.200R", values[0]);
@@ -165,7 +168,7 @@ static PyObject *api_register_preset(PyObject *self, PyObject *const *args, Py_s
     if (values[1] && gtpy_int(values[1], "alignment", &preset.alignment) < 0)
         return NULL;
     if (values[3] && values[3] != Py_None) {
-        const char *device = PyUnicode_Check(values[3]) ? PyUnicode_AsUTF8(values[3]) : "";
+        const char *device = PyUnicode_Check(values[3]) ? gtpy_text(values[3], "device") : "";
         if (!device || (strcmp(device, "cpu") != 0 && strcmp(device, "gpu") != 0)) {
             PyErr_Format(PyExc_ValueError, "device: expected 'cpu' or 'gpu', got %.200R",
                          values[3]);
@@ -187,7 +190,7 @@ static PyObject *api_register_preset(PyObject *self, PyObject *const *args, Py_s
 static PyObject *api_unregister_preset(PyObject *self, PyObject *name)
 {
     (void)self;
-    const char *text = PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
+    const char *text = PyUnicode_Check(name) ? gtpy_text(name, "name") : NULL;
     if (!text) {
         if (!PyErr_Occurred())
             PyErr_Format(PyExc_TypeError, "name: expected a str, got %.200R", name);

@@ -97,16 +97,22 @@ static void source_dtype(gtpy_source *s)
 }
 
 /* Shape and strides from the buffer; NULL strides mean C order. */
-static void source_geometry_from_view(gtpy_source *s)
+static int source_geometry_from_view(gtpy_source *s)
 {
     const Py_buffer *v = &s->view;
+    if (v->ndim < 0 || v->ndim > GTS_MAX_NDIM) {
+        PyErr_Format(PyExc_ValueError, "%s: %d dimensions, more than the %d supported (a "
+                     "buffer of %.80s)", s->param, v->ndim, GTS_MAX_NDIM, Py_TYPE(s->array)->tp_name);
+        return -1;
+    }
     s->ndim = v->ndim;
     int64_t stride = v->itemsize;
     for (int d = s->ndim - 1; d >= 0; --d) {
-        s->shape[d] = v->shape ? v->shape[d] : v->len / v->itemsize;
+        s->shape[d] = v->shape ? v->shape[d] : v->itemsize > 0 ? v->len / v->itemsize : 0;
         s->strides[d] = v->strides ? v->strides[d] : stride;
         stride *= s->shape[d];
     }
+    return 0;
 }
 
 /* Shape and strides from the attributes of an array NumPy cannot export. */
@@ -162,7 +168,8 @@ int gtpy_source_open(gtpy_source *s, PyObject *obj, const char *param)
     }
     s->storage = gtpy_is_storage(s->array) ? s->array : NULL;
     s->have_view = true;
-    source_geometry_from_view(s);
+    if (source_geometry_from_view(s) < 0)
+        return -1;
     source_dtype(s);
     return 0;
 }
@@ -181,19 +188,21 @@ static int source_numpy_dtype_error(const gtpy_source *s)
 
 static int resolve_preset(const gtpy_request *r, gtpy_resolved *out)
 {
-    out->has_preset = r->preset != NULL;
-    if (!out->has_preset)
+    out->has_preset = false;
+    if (!r->preset)
         return 0;
     if (!PyUnicode_Check(r->preset)) {
         PyErr_Format(PyExc_TypeError, "%s: expected a preset name (str), got %.200R",
                      r->preset_param, r->preset);
         return -1;
     }
-    const char *name = PyUnicode_AsUTF8(r->preset);
+    const char *name = gtpy_text(r->preset, r->preset_param);
     if (!name)
         return -1;
-    if (gts_preset_lookup(name, &out->preset, NULL) == 0)
+    if (gts_preset_lookup(name, &out->preset, NULL) == 0) {
+        out->has_preset = true;
         return 0;
+    }
     PyErr_Format(gtpy_UnknownPresetError,
                  "%s: storage preset %.200R is not registered "
                  "(gtstore.arrays.presets() lists those that are)",
@@ -350,7 +359,7 @@ static int resolve_device(const gtpy_request *r, gts_storage_spec *spec)
 {
     if (!r->device)
         return 0;
-    const char *name = PyUnicode_Check(r->device) ? PyUnicode_AsUTF8(r->device) : NULL;
+    const char *name = PyUnicode_Check(r->device) ? gtpy_text(r->device, "device") : NULL;
     if (name && strcmp(name, "cpu") == 0)
         spec->device = GTS_DEVICE_CPU;
     else if (name && strcmp(name, "gpu") == 0)
@@ -402,13 +411,14 @@ static int resolve_halo(const gtpy_request *r, const gts_storage *tmpl, int nbas
     return 0;
 }
 
-int gtpy_request_spec(const gtpy_request *r, const gtpy_source *src, gtpy_resolved *out)
+/* gtpy_request_spec, less the preset. */
+static int request_spec(const gtpy_request *r, const gtpy_source *src, gtpy_resolved *out)
 {
     gtpy_dtype dtype;
     int ndim, nbase;
     int64_t shape[GTS_MAX_NDIM];
     gts_error err;
-    if (resolve_preset(r, out) < 0 || resolve_dtype(r, src, &dtype) < 0 ||
+    if (resolve_dtype(r, src, &dtype) < 0 ||
         resolve_shape(r, src, &dtype, &ndim, &nbase, shape) < 0)
         return -1;
     gts_storage_spec *spec = &out->spec;
@@ -432,14 +442,27 @@ int gtpy_request_spec(const gtpy_request *r, const gtpy_source *src, gtpy_resolv
     return 0;
 }
 
+int gtpy_request_spec(const gtpy_request *r, const gtpy_source *src, gtpy_resolved *out)
+{
+    if (resolve_preset(r, out) < 0)
+        return -1;
+    if (request_spec(r, src, out) < 0) {
+        gtpy_resolved_release(out);
+        return -1;
+    }
+    return 0;
+}
+
 int gtpy_request_resolve(const gtpy_request *r, const gtpy_source *src, gtpy_resolved *out,
                          gts_geometry *geometry)
 {
     gts_error err;
     if (gtpy_request_spec(r, src, out) < 0)
         return -1;
-    if (gts_storage_spec_resolve(gtpy_spec(out), geometry, &err) != 0)
+    if (gts_storage_spec_resolve(gtpy_spec(out), geometry, &err) != 0) {
+        gtpy_resolved_release(out);
         return gtpy_raise(&err);
+    }
     return 0;
 }
 
@@ -449,9 +472,14 @@ int gtpy_request_fill_item(const gtpy_request *r, gts_dtype dtype, unsigned char
     if (r->fill == FILL_VALUE && gtpy_scalar(r->fill_value, "fill_value", &value) < 0)
         return -1;
     /* A Python int beyond 64 bits arrives as a float, which loses digits:
-     * no integer dtype can hold it, whatever the rounding says. */
+     * no integer dtype can hold it, whatever the rounding says. NumPy
+     * converts an int to bool through a C long, so for bool any int beyond
+     * int64 is out of bounds too. */
     bool integer_dtype = dtype.kind == GTS_KIND_INT || dtype.kind == GTS_KIND_UINT;
-    if (integer_dtype && value.kind == GTS_SCALAR_FLOAT && PyLong_Check(r->fill_value)) {
+    bool beyond_int64 = value.kind == GTS_SCALAR_FLOAT ||
+                        (dtype.kind == GTS_KIND_BOOL && value.kind == GTS_SCALAR_UINT);
+    if ((integer_dtype || dtype.kind == GTS_KIND_BOOL) && beyond_int64 &&
+        PyLong_Check(r->fill_value) && !PyBool_Check(r->fill_value)) {
         PyErr_Format(PyExc_OverflowError, "fill_value: %.80R is out of bounds for %s",
                      r->fill_value, gts_dtype_name(dtype));
         return -1;

@@ -423,6 +423,8 @@ static int index_error(PyObject *item, int axis, int64_t extent)
     return -1;
 }
 
+/* Applies one index, slice or ellipsis; new axes come after all of them
+ * (apply_key), so `dim` counts the dims of the view without them. */
 static int apply_item(gts_storage *view, PyObject *item, item_kind kind, int *dim, int *axis,
                       int ellipsis_dims)
 {
@@ -444,13 +446,6 @@ static int apply_item(gts_storage *view, PyObject *item, item_kind kind, int *di
         Py_ssize_t count = PySlice_AdjustIndices((Py_ssize_t)extent, &start, &stop, step);
         rc = gts_storage_slice(view, (*dim)++, start, step, count, &err);
         ++*axis;
-    } else if (kind == ITEM_NEWAXIS) {
-        if (view->ndim == GTS_MAX_NDIM) {
-            PyErr_Format(PyExc_IndexError, "number of dimensions must be within [0, %d]",
-                         GTS_MAX_NDIM);
-            return -1;
-        }
-        rc = gts_storage_insert_dim(view, (*dim)++, &err);
     } else {
         *dim += ellipsis_dims;
         *axis += ellipsis_dims;
@@ -491,14 +486,32 @@ static key_result apply_key(PyObject *self, PyObject *key, gts_storage *view)
                      ndim, consumed);
         return KEY_ERROR;
     }
+    if (ndim - indices + (int)(nitems - consumed - ellipses) > GTS_MAX_NDIM) {
+        PyErr_Format(PyExc_IndexError, "number of dimensions must be within [0, %d]",
+                     GTS_MAX_NDIM);
+        return KEY_ERROR;
+    }
     gts_storage g;
     gtpy_storage_load(self, &g);
     gts_storage_view(&g, view);
-    int dim = 0, axis = 0;
+    /* Indices and slices first, then the new axes at their places in the
+     * result: a new axis is labelled after the indexed dims are gone, so
+     * that s[None, ..., 0] and s[..., 0][None] agree. */
+    int dim = 0, axis = 0, nnew = 0, new_at[2 * GTS_MAX_NDIM];
     for (Py_ssize_t i = 0; i < nitems; ++i) {
-        if (apply_item(view, items[i], kinds[i], &dim, &axis, ndim - consumed) < 0) {
+        if (kinds[i] == ITEM_NEWAXIS) {
+            new_at[nnew] = dim + nnew; /* its index in the result */
+            ++nnew;
+        } else if (apply_item(view, items[i], kinds[i], &dim, &axis, ndim - consumed) < 0) {
             gts_storage_release(view);
             return KEY_ERROR;
+        }
+    }
+    gts_error err;
+    for (int k = 0; k < nnew; ++k) {
+        if (gts_storage_insert_dim(view, new_at[k], &err) != 0) {
+            gts_storage_release(view);
+            return gtpy_raise(&err), KEY_ERROR;
         }
     }
     return indices == ndim && (Py_ssize_t)indices == nitems ? KEY_SCALAR : KEY_VIEW;
@@ -634,8 +647,12 @@ static PyObject *storage_transpose(PyObject *self, PyObject *args)
             return NULL;
         }
         for (int i = 0; i < n; ++i) {
-            int64_t a = values[i] < 0 ? values[i] + n : values[i];
-            order[i] = a < 0 || a >= n ? -1 : (int)a;
+            if (values[i] < -n || values[i] >= n) {
+                PyErr_Format(PyExc_ValueError, "axes: axis %lld in %.200R is out of bounds for a "
+                             "storage of %d dimensions", (long long)values[i], axes, n);
+                return NULL;
+            }
+            order[i] = (int)(values[i] < 0 ? values[i] + n : values[i]);
         }
         given = order;
     }
@@ -645,7 +662,8 @@ static PyObject *storage_transpose(PyObject *self, PyObject *args)
     gts_storage_view(&g, &view);
     if (gts_storage_transpose(&view, given, &err) != 0) {
         gts_storage_release(&view);
-        return gtpy_raise_null(&err);
+        PyErr_Format(PyExc_ValueError, "axes: %.200R repeats an axis", axes);
+        return NULL;
     }
     return derived(self, &view);
 }
@@ -704,25 +722,58 @@ static PyObject *storage_array(PyObject *self, PyObject *const *args, Py_ssize_t
     return result;
 }
 
-/* Storages anywhere in lists and tuples as ndarray views. */
-static PyObject *storages_as_ndarrays(PyObject *obj)
+/* Storages anywhere in lists and tuples as ndarray views. A container is
+ * copied only where it holds a storage. `seen` (created on first need)
+ * maps the containers visited to their results, so that shared ones cost
+ * one visit and a self-referencing one ends; NumPy takes no array deeper
+ * than its 64 dimensions, so deeper objects are passed on as they are, for
+ * NumPy to refuse with its own error (a list nested 200,000 deep once
+ * overflowed the C stack here). */
+static PyObject *storages_as_ndarrays_in(PyObject *obj, PyObject **seen, int depth)
 {
     if (gtpy_is_storage(obj))
         return gtpy_storage_ndarray(obj);
-    if (!PyList_Check(obj) && !PyTuple_Check(obj))
+    if ((!PyList_Check(obj) && !PyTuple_Check(obj)) || depth > GTS_MAX_NDIM)
         return Py_NewRef(obj);
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(obj);
-    PyObject *result = PyList_New(n);
-    for (Py_ssize_t i = 0; result && i < n; ++i) {
-        PyObject *item = storages_as_ndarrays(PySequence_Fast_GET_ITEM(obj, i));
-        if (!item)
-            Py_CLEAR(result);
-        else
-            PyList_SET_ITEM(result, i, item);
+    PyObject *key = PyLong_FromVoidPtr(obj), *done;
+    if (!key || (!*seen && !(*seen = PyDict_New()))) {
+        Py_XDECREF(key);
+        return NULL;
     }
-    if (result && PyTuple_Check(obj))
+    if ((done = PyDict_GetItemWithError(*seen, key)) || PyErr_Occurred() ||
+        PyDict_SetItem(*seen, key, obj) < 0) { /* in progress: a cycle stays as it is */
+        Py_DECREF(key);
+        return PyErr_Occurred() ? NULL : Py_NewRef(done);
+    }
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(obj);
+    PyObject *result = NULL;
+    for (Py_ssize_t i = 0; i < n; ++i) {
+        PyObject *item = PySequence_Fast_GET_ITEM(obj, i);
+        PyObject *plain = storages_as_ndarrays_in(item, seen, depth + 1);
+        if (!plain || (plain != item && !result && !(result = PySequence_List(obj)))) {
+            Py_XDECREF(plain);
+            Py_CLEAR(result);
+            Py_DECREF(key);
+            return NULL;
+        }
+        if (result)
+            PyList_SetItem(result, i, plain); /* steals plain */
+        else
+            Py_DECREF(plain);
+    }
+    if (!result)
+        result = Py_NewRef(obj);
+    else if (PyTuple_Check(obj))
         Py_SETREF(result, PyList_AsTuple(result));
+    if (result && PyDict_SetItem(*seen, key, result) < 0)
+        Py_CLEAR(result);
+    Py_DECREF(key);
     return result;
+}
+
+static PyObject *storages_as_ndarrays(PyObject *obj, PyObject **seen)
+{
+    return storages_as_ndarrays_in(obj, seen, 0);
 }
 
 /* NEP 18: np.transpose gives a storage; every other function runs on
@@ -743,15 +794,17 @@ static PyObject *storage_array_function(PyObject *self, PyObject *args)
         Py_XDECREF(call);
         return result;
     }
-    PyObject *plain_args = storages_as_ndarrays(fargs);
+    PyObject *seen = NULL;
+    PyObject *plain_args = storages_as_ndarrays(fargs, &seen);
     PyObject *plain_kwargs = PyDict_New(), *key, *value, *result = NULL;
     Py_ssize_t pos = 0;
     while (plain_args && plain_kwargs && PyDict_Next(fkwargs, &pos, &key, &value)) {
-        PyObject *plain = storages_as_ndarrays(value);
+        PyObject *plain = storages_as_ndarrays(value, &seen);
         if (!plain || PyDict_SetItem(plain_kwargs, key, plain) < 0)
             Py_CLEAR(plain_kwargs);
         Py_XDECREF(plain);
     }
+    Py_XDECREF(seen); /* before the call: it holds the converted views */
     if (plain_args && plain_kwargs)
         result = PyObject_Call(func, plain_args, plain_kwargs);
     Py_XDECREF(plain_args);

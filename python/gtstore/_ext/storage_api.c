@@ -21,7 +21,7 @@ static int check_managed(PyObject *managed)
 {
     if (!managed || managed == Py_False)
         return 0;
-    const char *name = PyUnicode_Check(managed) ? PyUnicode_AsUTF8(managed) : NULL;
+    const char *name = PyUnicode_Check(managed) ? gtpy_text(managed, "managed") : NULL;
     if (name && (strcmp(name, "gt4py") == 0 || strcmp(name, "cuda") == 0))
         return 0;
     PyErr_Clear();
@@ -75,18 +75,29 @@ static PyObject *preset_name(const gtpy_request *r, const gtpy_source *src)
 
 /* ---- allocating --------------------------------------------------------------- */
 
-static PyObject *allocate(const gtpy_request *r, gtpy_source *src)
+/* Runs `action` with the request resolved, then releases the resolution. */
+static PyObject *resolved_call(const gtpy_request *r, gtpy_source *src,
+                               PyObject *(*action)(const gtpy_request *, gtpy_source *,
+                                                   gtpy_resolved *))
 {
     gtpy_resolved resolved;
+    if (gtpy_request_spec(r, src, &resolved) < 0)
+        return NULL;
+    PyObject *result = check_host(r, gtpy_spec(&resolved)) < 0 ? NULL : action(r, src, &resolved);
+    gtpy_resolved_release(&resolved);
+    return result;
+}
+
+static PyObject *allocate_resolved(const gtpy_request *r, gtpy_source *src,
+                                   gtpy_resolved *resolved)
+{
     unsigned char item[16];
     gts_error err;
-    if (gtpy_request_spec(r, src, &resolved) < 0 || check_host(r, gtpy_spec(&resolved)) < 0)
-        return NULL;
     bool fill = r->fill == FILL_VALUE || r->fill == FILL_ONES;
-    if (fill && gtpy_request_fill_item(r, resolved.spec.dtype, item) < 0)
+    if (fill && gtpy_request_fill_item(r, resolved->spec.dtype, item) < 0)
         return NULL;
     gts_storage s;
-    if (gts_storage_create(gtpy_spec(&resolved), r->fill == FILL_ZEROS ? GTS_ALLOC_ZERO : 0, &s,
+    if (gts_storage_create(gtpy_spec(resolved), r->fill == FILL_ZEROS ? GTS_ALLOC_ZERO : 0, &s,
                            &err) != 0)
         return gtpy_raise_null(&err);
     if (fill && gts_fill(gts_storage_data(&s), s.ndim, s.shape, s.strides, s.dtype.itemsize,
@@ -103,6 +114,11 @@ static PyObject *allocate(const gtpy_request *r, gtpy_source *src)
             Py_CLEAR(storage);
     }
     return storage;
+}
+
+static PyObject *allocate(const gtpy_request *r, gtpy_source *src)
+{
+    return resolved_call(r, src, allocate_resolved);
 }
 
 /* ---- wrapping ----------------------------------------------------------------- */
@@ -157,11 +173,8 @@ static int check_dims_kept(const gtpy_request *r, const gts_storage *data,
     return -1;
 }
 
-static PyObject *wrap(const gtpy_request *r, gtpy_source *src)
+static PyObject *wrap_resolved(const gtpy_request *r, gtpy_source *src, gtpy_resolved *resolved)
 {
-    gtpy_resolved resolved;
-    if (gtpy_request_spec(r, src, &resolved) < 0 || check_host(r, gtpy_spec(&resolved)) < 0)
-        return NULL;
     gts_storage data, s;
     gts_buffer *buffer;
     int64_t offset = 0;
@@ -170,7 +183,7 @@ static PyObject *wrap(const gtpy_request *r, gtpy_source *src)
     PyObject *sync_state = NULL;
     if (src->storage) { /* the same buffer: the same memory and sync state */
         gtpy_storage_load(src->storage, &data);
-        if (check_dims_kept(r, &data, &resolved.spec) < 0)
+        if (check_dims_kept(r, &data, &resolved->spec) < 0)
             return NULL;
         buffer = gts_buffer_retain(data.buffer);
         offset = data.offset;
@@ -191,7 +204,7 @@ static PyObject *wrap(const gtpy_request *r, gtpy_source *src)
         if (wrap_view(src, &buffer, &offset) < 0)
             return NULL;
     }
-    int rc = gts_storage_wrap(gtpy_spec(&resolved), buffer, offset, src->strides, readonly, &s,
+    int rc = gts_storage_wrap(gtpy_spec(resolved), buffer, offset, src->strides, readonly, &s,
                               &err);
     gts_buffer_release(buffer); /* the storage holds its own reference */
     PyObject *result = rc ? gtpy_raise_null(&err)
@@ -294,7 +307,7 @@ static PyObject *do_wrap(const gtpy_request *r, gtpy_source *src)
                      Py_TYPE(r->source)->tp_name);
         return NULL;
     }
-    return wrap(r, src);
+    return resolved_call(r, src, wrap_resolved);
 }
 
 static const char *const as_storage_names[] = {"data", "device_data", "sync_state",
