@@ -64,29 +64,15 @@ static PyObject *api_get_preset(PyObject *self, PyObject *name)
     return result;
 }
 
-/* A Python callable as a layout function; safe from any thread. */
+/* A Python callable as a layout function, read as a layout= callable is (a
+ * permutation or an axis order such as "KJI"); safe from any thread. */
 static int call_layout(int ndim, const gts_dim *dims, int *layout, void *ctx, gts_error *err)
 {
     PyGILState_STATE gil = PyGILState_Ensure();
-    PyObject *labels = gtpy_dims_to_tuple(ndim, dims);
-    PyObject *result = labels ? PyObject_CallOneArg((PyObject *)ctx, labels) : NULL;
-    int64_t values[GTS_MAX_NDIM];
-    int n = -1, rc = GTS_EINVAL;
-    if (result && gtpy_int_tuple(result, "layout", GTS_MAX_NDIM, &n, values) == 0) {
-        if (n == ndim) {
-            for (int d = 0; d < n; ++d)
-                layout[d] = values[d] < 0 || values[d] > INT32_MAX ? -1 : (int)values[d];
-            rc = GTS_OK;
-        } else {
-            PyErr_Format(PyExc_ValueError,
-                         "layout: the preset's layout function returned %.200R for %d dims",
-                         result, ndim);
-        }
-    }
-    Py_XDECREF(result);
-    Py_XDECREF(labels);
+    int rc = gtpy_layout((PyObject *)ctx, ndim, dims, 0, layout);
     PyGILState_Release(gil);
-    return rc ? gts_error_set(err, rc, "layout: the preset's layout function failed") : GTS_OK;
+    return rc ? gts_error_set(err, GTS_EINVAL, "layout: the preset's layout function failed")
+              : GTS_OK;
 }
 
 static void release_layout(void *ctx)
