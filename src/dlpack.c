@@ -178,15 +178,28 @@ static int import_tensor(const gts_dl_tensor *t, bool readonly, gts_release_fn r
     if (t->byte_offset > (uint64_t)INT64_MAX)
         return gts_error_set(err, GTS_EOVERFLOW, "byte_offset: %llu does not fit in 64 bits",
                              (unsigned long long)t->byte_offset);
-    /* an empty tensor may have no data: NULL + offset is undefined */
-    char *element0 = t->data ? (char *)t->data + t->byte_offset : NULL;
     if (!t->data && high > low)
         return gts_error_set(err, GTS_EINVAL, "data: NULL for a tensor with elements");
+    /* The elements, [element0 + low, element0 + high) with low <= 0, must
+     * lie in the address space; computed on integers, since a pointer moved
+     * outside it is undefined (and an empty tensor may have no data). */
+    uintptr_t element0 = (uintptr_t)t->data, first, below = (uint64_t)0 - (uint64_t)low;
+    int64_t span;
+    if (t->data && __builtin_add_overflow(element0, t->byte_offset, &element0))
+        return gts_error_set(err, GTS_EOVERFLOW,
+                             "byte_offset: %llu bytes past data leave the address space",
+                             (unsigned long long)t->byte_offset);
+    if (__builtin_sub_overflow(high, low, &span) || element0 < below ||
+        (uint64_t)span > UINTPTR_MAX - (element0 - below))
+        return gts_error_set(err, GTS_EOVERFLOW,
+                             "strides: the tensor's elements reach %llu bytes below and %lld "
+                             "above element 0, outside the address space",
+                             (unsigned long long)below, (long long)high);
+    first = element0 - below;
     gts_buffer *buffer;
-    if ((rc = gts_buffer_wrap_host(high > low ? element0 + low : element0, high - low, NULL, NULL,
-                                   &buffer, err)))
+    if ((rc = gts_buffer_wrap_host((void *)first, span, NULL, NULL, &buffer, err)))
         return rc;
-    rc = gts_storage_wrap(&spec, buffer, high > low ? -low : 0, strides, readonly, out, err);
+    rc = gts_storage_wrap(&spec, buffer, -low, strides, readonly, out, err);
     if (!rc) /* the storage owns the tensor from here on */
         gts__buffer_set_release(buffer, release, ctx);
     gts_buffer_release(buffer);

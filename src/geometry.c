@@ -120,8 +120,9 @@ int64_t gts_geometry_offset(const gts_geometry *g, uintptr_t base)
         to_aligned_point = ((index + block - 1) / block * block - index) * g->itemsize;
     }
     uint64_t a = (uint64_t)alignment;
-    int64_t base_misalignment = (int64_t)((a - base % a) % a);
-    return (to_aligned_point + base_misalignment) % alignment;
+    uint64_t base_misalignment = (a - base % a) % a;
+    /* both parts are below A <= INT64_MAX: their sum fits in 64 unsigned bits */
+    return (int64_t)(((uint64_t)to_aligned_point + base_misalignment) % a);
 }
 
 int64_t gts_geometry_size(const gts_geometry *g)

@@ -360,8 +360,9 @@ int gts_storage_wrap(const gts_storage_spec *spec, gts_buffer *buffer, int64_t o
         return rc;
     gts_storage s;
     storage_init(&s, &resolved, buffer, offset, strides, readonly);
-    uintptr_t address = address_of(&s, s.aligned_index);
-    if (gts_storage_size(&s) > 0 && address % (uint64_t)s.alignment_size != 0) {
+    /* an empty array has no aligned element, and its strides may be any */
+    uintptr_t address = gts_storage_size(&s) > 0 ? address_of(&s, s.aligned_index) : 0;
+    if (address % (uint64_t)s.alignment_size != 0) {
         gts_storage_release(&s);
         return gts_error_set(err, GTS_EINVAL,
                              "alignment_size: the element at aligned_index %s sits at address "

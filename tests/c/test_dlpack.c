@@ -434,6 +434,21 @@ static void test_import_errors(void)
     foreign_init(&f);
     f.strides[0] = INT64_MAX / 4; /* overflows in bytes */
     CHECK_FAILS(gts_storage_from_dlpack(&f.managed, NULL, &s, ERR), GTS_EOVERFLOW, "strides");
+    /* each reach fits in 64 bits, the distance between them does not (was
+     * a signed overflow; found by fuzz_dlpack_import) */
+    foreign_init(&f);
+    f.strides[0] = INT64_MAX / 8, f.strides[1] = -(INT64_MAX / 16);
+    CHECK_FAILS(gts_storage_from_dlpack(&f.managed, NULL, &s, ERR), GTS_EOVERFLOW, "strides");
+    /* elements below address 0, or past the end of the address space */
+    foreign_init(&f);
+    f.strides[0] = -((int64_t)1 << 59);
+    CHECK_FAILS(gts_storage_from_dlpack(&f.managed, NULL, &s, ERR), GTS_EOVERFLOW, "strides");
+    foreign_init(&f);
+    f.managed.dl_tensor.data = (void *)(UINTPTR_MAX - 32); /* 48 bytes of elements */
+    CHECK_FAILS(gts_storage_from_dlpack(&f.managed, NULL, &s, ERR), GTS_EOVERFLOW, "strides");
+    f.managed.dl_tensor.byte_offset = 128;
+    CHECK_FAILS(gts_storage_from_dlpack(&f.managed, NULL, &s, ERR), GTS_EOVERFLOW,
+                "byte_offset");
     /* nothing was taken over, nothing leaked, the output untouched */
     CHECK_INT_EQ(f.deletes, 0);
     CHECK(s.buffer == NULL);

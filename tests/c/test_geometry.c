@@ -245,6 +245,12 @@ static void test_overflow(void)
     /* ... while one row of it, 2A - 1 bytes, is representable */
     CHECK_OK(gts_geometry_init(&g, 2, (const int64_t[]){1, 1}, c2, 8, a, NULL, ERR));
     CHECK_INT_EQ(g.alloc_size, 2 * a - 1);
+    /* An empty array allows an alignment above 2**62; the offset's two
+     * parts, each below it, overflowed when added (found by fuzz_geometry). */
+    const int64_t huge = INT64_C(3) << 61;
+    if (CHECK_OK(gts_geometry_init(&g, 2, (const int64_t[]){0, 37}, c2, 4, huge,
+                                   (const int64_t[]){0, 26}, ERR)))
+        CHECK_INT_EQ(gts_geometry_offset(&g, 4096), huge - 4096 - 26 * 4);
 
     int64_t out = 42;
     CHECK(gts_mul_overflow(INT64_MAX, 2, &out) && out == 42); /* out untouched */
