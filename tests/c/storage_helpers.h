@@ -1,4 +1,5 @@
-/* Helpers shared by the storage and DLPack tests: elements are read from a
+/* Helpers shared by the storage and DLPack tests and the views fuzzer:
+ * elements are read from a
  * storage's own fields (buffer, offset, strides), never through the library
  * functions under test. */
 #ifndef GTSTORE_TESTS_STORAGE_HELPERS_H
@@ -17,6 +18,15 @@ static inline int64_t live_buffers(void)
     gts_memory_stats s;
     gts_memory_stats_get(&s);
     return s.live_buffers;
+}
+
+/* Number of elements of a shape. */
+static inline int64_t product(int ndim, const int64_t *shape)
+{
+    int64_t p = 1;
+    for (int d = 0; d < ndim; ++d)
+        p *= shape[d];
+    return p;
 }
 
 /* Host address of an element. */
@@ -42,6 +52,21 @@ static inline bool ints_eq(int n, const int64_t *a, const int64_t *b)
         if (a[i] != b[i])
             return false;
     return true;
+}
+
+/* The halo rule, by brute force over the selected indices: selected
+ * elements in the old lower halo and in the old upper one, the sides
+ * swapped for a negative step. */
+static inline gts_halo halo_after_slice(int64_t n, gts_halo h, int64_t start, int64_t step,
+                                 int64_t count)
+{
+    int64_t in_lower = 0, in_upper = 0;
+    for (int64_t k = 0; k < count; ++k) {
+        int64_t i = start + k * step;
+        in_lower += i < h.lower;
+        in_upper += i >= n - h.upper;
+    }
+    return step > 0 ? (gts_halo){in_lower, in_upper} : (gts_halo){in_upper, in_lower};
 }
 
 #endif

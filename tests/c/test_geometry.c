@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "storage_helpers.h" /* product */
 #include "random.h"
 #include "gtstore/buffer.h"
 #include "gtstore/geometry.h"
@@ -43,14 +44,6 @@ static const known_case known[] = {
      2, {5, 0}, {0, 1}, 4, 32, {5, 0}, {4, 4}, 0},
     {"0-d: one element", 0, {0}, {0}, 8, 64, {0}, {0}, 8},
 };
-
-static int64_t product(int ndim, const int64_t *shape)
-{
-    int64_t p = 1;
-    for (int d = 0; d < ndim; ++d)
-        p *= shape[d];
-    return p;
-}
 
 static void check_known(const known_case *c)
 {

@@ -38,14 +38,6 @@ static bool next_index(int ndim, const int64_t *shape, int64_t *index)
     return false;
 }
 
-static int64_t product(int ndim, const int64_t *shape)
-{
-    int64_t p = 1;
-    for (int d = 0; d < ndim; ++d)
-        p *= shape[d];
-    return p;
-}
-
 /* Position of `index` in C order over `shape`. */
 static int64_t linear(int ndim, const int64_t *shape, const int64_t *index)
 {
@@ -232,21 +224,6 @@ static bool matches_root(const gts_storage *view, const index_map *m, const gts_
             return false;
     } while (next_index(view->ndim, view->shape, index));
     return true;
-}
-
-/* The halo rule, by brute force over the selected indices: selected
- * elements in the old lower halo and in the old upper one, the sides
- * swapped for a negative step. */
-static gts_halo halo_after_slice(int64_t n, gts_halo h, int64_t start, int64_t step,
-                                 int64_t count)
-{
-    int64_t in_lower = 0, in_upper = 0;
-    for (int64_t k = 0; k < count; ++k) {
-        int64_t i = start + k * step;
-        in_lower += i < h.lower;
-        in_upper += i >= n - h.upper;
-    }
-    return step > 0 ? (gts_halo){in_lower, in_upper} : (gts_halo){in_upper, in_lower};
 }
 
 /* Valid random slice parameters for an extent `n`. */

@@ -11,6 +11,7 @@
  * NULL. An itemsize other than 1, 2, 4, 8, 16, an ndim outside [0, 64], a
  * negative extent, and arrays whose element count or byte extent does not
  * fit in 64 bits are refused with a message, before anything is written. */
+#include "../c/storage_helpers.h" /* product */
 #include "fuzz_input.h"
 #include "gtstore/kernels.h"
 #include "gtstore/layout.h"
@@ -24,14 +25,6 @@ typedef struct array {
     int64_t base; /* byte offset of element 0 in the arena */
     int64_t strides[GTS_MAX_NDIM];
 } array;
-
-static int64_t size_of(int ndim, const int64_t *shape)
-{
-    int64_t size = 1;
-    for (int d = 0; d < ndim; ++d)
-        size *= shape[d];
-    return size;
-}
 
 /* Whether every element lies in [0, ARENA): the extent in 128 bits. */
 static bool inside(const array *a, int ndim, const int64_t *shape, int64_t itemsize)
@@ -47,7 +40,7 @@ static bool inside(const array *a, int ndim, const int64_t *shape, int64_t items
 /* Byte offset of each element of `a` in C order into `offsets`. */
 static void element_offsets(const array *a, int ndim, const int64_t *shape, int64_t *offsets)
 {
-    int64_t index[GTS_MAX_NDIM] = {0}, count = size_of(ndim, shape);
+    int64_t index[GTS_MAX_NDIM] = {0}, count = product(ndim, shape);
     for (int64_t k = 0; k < count; ++k) {
         offsets[k] = a->base;
         for (int d = 0; d < ndim; ++d)
@@ -101,7 +94,7 @@ static void run_small(fuzz_input *in, unsigned char *arena)
         arena[b] = (unsigned char)(b * 7 + 1);
     static unsigned char before[ARENA], expected[ARENA], covered[ARENA];
     static int64_t dst_at[5 * 5 * 5 * 5 * 5 * 5], src_at[5 * 5 * 5 * 5 * 5 * 5];
-    int64_t count = size_of(ndim, shape);
+    int64_t count = product(ndim, shape);
     element_offsets(&dst, ndim, shape, dst_at);
     element_offsets(&src, ndim, shape, src_at);
     bool distinct = mark(dst_at, count, itemsize, covered);

@@ -12,6 +12,7 @@
  * and aligned to alignment_size, which divides the original alignment.
  * A fill writes the item into every element and no other byte; a copy and
  * an assignment reproduce every element. */
+#include "../c/storage_helpers.h" /* halo_after_slice: the halo rule by brute force */
 #include "fuzz_input.h"
 #include "gtstore/storage.h"
 
@@ -34,20 +35,12 @@ static model model_of(const gts_storage *s)
     return m;
 }
 
-static int64_t size_of(int ndim, const int64_t *shape)
-{
-    int64_t size = 1;
-    for (int d = 0; d < ndim; ++d)
-        size *= shape[d];
-    return size;
-}
-
 /* Runs the statements after `index` for every index of `shape` in C order
  * (the first MAX_ELEMENTS of them). */
 #define FOR_EACH_INDEX(ndim, shape, index, ...)                             \
     do {                                                                    \
         int64_t index[GTS_MAX_NDIM] = {0};                                  \
-        int64_t count_ = size_of((ndim), (shape));                          \
+        int64_t count_ = product((ndim), (shape));                          \
         for (int64_t k_ = 0; k_ < count_ && k_ < MAX_ELEMENTS; ++k_) {      \
             __VA_ARGS__                                                     \
             for (int d_ = (ndim) - 1; d_ >= 0 && ++index[d_] == (shape)[d_]; --d_) \
@@ -87,19 +80,6 @@ static void check_view(const gts_storage *s, const model *m, int64_t alignment)
     uintptr_t point = (uintptr_t)gts_buffer_host(s->buffer) +
                       (uintptr_t)offset_of(s->ndim, s->offset, s->strides, s->aligned_index);
     FUZZ_CHECK(point % (uint64_t)s->alignment_size == 0);
-}
-
-/* The selected points of [0, n) in the halo (lo, hi), counted one by one. */
-static gts_halo halo_after_slice(int64_t n, gts_halo halo, int64_t start, int64_t step,
-                                 int64_t count)
-{
-    int64_t below = 0, above = 0;
-    for (int64_t k = 0; k < count; ++k) {
-        int64_t i = start + k * step;
-        below += i < halo.lower;
-        above += i >= n - halo.upper;
-    }
-    return step > 0 ? (gts_halo){below, above} : (gts_halo){above, below};
 }
 
 static bool model_slice(model *m, int dim, int64_t start, int64_t step, int64_t count)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gc
 import itertools
+import operator
 import os
 import subprocess
 import sys
@@ -258,6 +259,25 @@ def user_presets():
     for name in names:
         if name in ga.presets():
             ga.unregister_preset(name)
+
+
+def normalize_key(key, ndim):
+    """The items of a basic key, the Ellipsis expanded and trailing full
+    slices added: ints, slices and None."""
+    items = key if isinstance(key, tuple) else (key,)
+    consumed = sum(1 for it in items if it is not None and it is not Ellipsis)
+    out, seen_ellipsis = [], False
+    for it in items:
+        if it is Ellipsis:
+            seen_ellipsis = True
+            out += [slice(None)] * (ndim - consumed)
+        elif it is None or isinstance(it, slice):
+            out.append(it)
+        else:
+            out.append(operator.index(it))
+    if not seen_ellipsis:
+        out += [slice(None)] * (ndim - consumed)
+    return out
 
 
 def subprocess_env(**variables):

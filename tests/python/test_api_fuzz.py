@@ -31,7 +31,6 @@ Whatever this test found is kept as a regression test at the end.
 from __future__ import annotations
 
 import math
-import operator
 import os
 
 import numpy as np
@@ -53,6 +52,7 @@ from conftest import (
     expected_layout,
     filled,
     layout_from_axes,
+    normalize_key,
     preset_rule,
 )
 
@@ -957,27 +957,10 @@ def halo_from_marks(marks):
     return tuple((int((m == -1).sum()), int((m == 1).sum())) for m in marks)
 
 
-def normalized(key, ndim):
-    items = key if isinstance(key, tuple) else (key,)
-    consumed = sum(1 for it in items if it is not None and it is not Ellipsis)
-    out, seen = [], False
-    for it in items:
-        if it is Ellipsis:
-            seen = True
-            out += [slice(None)] * (ndim - consumed)
-        elif it is None or isinstance(it, slice):
-            out.append(it)
-        else:
-            out.append(operator.index(it))
-    if not seen:
-        out += [slice(None)] * (ndim - consumed)
-    return out
-
-
 def apply_key_to_marks(marks, shape, key, aligned):
     """(marks of the view, the parent's aligned point in the view or None)."""
     out, point, contains, d = [], [], aligned is not None, 0
-    for it in normalized(key, len(shape)):
+    for it in normalize_key(key, len(shape)):
         if it is None:
             out.append(np.zeros(1, dtype=np.int8))
             point.append(0)
@@ -1064,7 +1047,7 @@ def test_fuzz_view_chains_against_numpy(data, root, steps):
             marks, point = apply_key_to_marks(marks, view.shape, arg, parent_point)
             kept = [
                 parent_dims[d]
-                for d, it in enumerate(it for it in normalized(arg, view.ndim) if it is not None)
+                for d, it in enumerate(it for it in normalize_key(arg, view.ndim) if it is not None)
                 if not isinstance(it, int)
             ]
         elif kind == "transpose":

@@ -8,7 +8,6 @@ never from gtstore's own output; the expected values are NumPy's for the same
 key on ``np.asarray(s)``.
 """
 
-import operator
 import warnings
 
 import numpy as np
@@ -18,7 +17,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as npst
 
 import gtstore
-from conftest import DTYPES, address, address_of, distinct_values, filled, live
+from conftest import DTYPES, address, address_of, distinct_values, filled, live, normalize_key
 
 # ---- helpers ------------------------------------------------------------------
 
@@ -32,25 +31,6 @@ def next_data_dim(dims):
 def data_dims_are_dense(dims):
     numbers = sorted(int(d) for d in dims if d.isdigit())
     return numbers == list(range(len(numbers)))
-
-
-def normalize_key(key, ndim):
-    """The items of a basic key, the Ellipsis expanded and trailing full
-    slices added: ints, slices and None."""
-    items = key if isinstance(key, tuple) else (key,)
-    consumed = sum(1 for it in items if it is not None and it is not Ellipsis)
-    out, seen_ellipsis = [], False
-    for it in items:
-        if it is Ellipsis:
-            seen_ellipsis = True
-            out += [slice(None)] * (ndim - consumed)
-        elif it is None or isinstance(it, slice):
-            out.append(it)
-        else:
-            out.append(operator.index(it))
-    if not seen_ellipsis:
-        out += [slice(None)] * (ndim - consumed)
-    return out
 
 
 def halo_of_slice(n, lo, hi, selected, step):
