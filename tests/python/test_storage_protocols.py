@@ -10,6 +10,7 @@ NumPy (and torch, where installed) are the independent consumers.
 import ctypes
 import gc
 import struct
+import warnings
 
 import numpy as np
 import pytest
@@ -1028,3 +1029,28 @@ def test_released_memoryview_and_context_manager(baseline):
         m.release()
     del many, m, s
     assert live() == baseline
+
+
+# ---- conversions to Python scalars ------------------------------------------------------
+
+
+@pytest.mark.parametrize("convert", [float, int, complex, bool], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("shape", [(), (1,), (1, 1), (2,), (0,)], ids=repr)
+@pytest.mark.parametrize("dtype, value", [("f8", 1.5), ("i4", -3), ("c16", 2 - 1j), ("?", True)])
+def test_scalar_conversions_are_numpys(convert, shape, dtype, value):
+    """float(s), int(s), complex(s) and bool(s) behave as on an ndarray:
+    size-1 storages convert (with NumPy's warnings), others raise NumPy's
+    error. (Python once parsed the buffer's bytes as text.)"""
+
+    def outcome(array):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                result = convert(array)
+                got = (type(result), result)
+            except (TypeError, ValueError) as e:
+                got = (type(e), str(e))
+        return got, [w.category for w in caught]
+
+    expected = outcome(np.full(shape, value, dtype=dtype))
+    assert outcome(gtstore.full(shape, value, dtype=dtype)) == expected

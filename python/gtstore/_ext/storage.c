@@ -570,12 +570,44 @@ static PyObject *storage_item(PyObject *self, Py_ssize_t i)
     return result;
 }
 
+/* bool(), float(), int() and complex() are NumPy's on an ndarray view: a
+ * size-1 storage converts (with NumPy's warnings), any other raises NumPy's
+ * error. (Without them, Python read the buffer as text or bytes.) */
 static int storage_bool(PyObject *self)
 {
     PyObject *array = gtpy_storage_ndarray(self);
     int truth = array ? PyObject_IsTrue(array) : -1;
     Py_XDECREF(array);
     return truth;
+}
+
+static PyObject *through_ndarray(PyObject *self, PyObject *(*convert)(PyObject *))
+{
+    PyObject *array = gtpy_storage_ndarray(self);
+    PyObject *result = array ? convert(array) : NULL;
+    Py_XDECREF(array);
+    return result;
+}
+
+static PyObject *storage_float(PyObject *self)
+{
+    return through_ndarray(self, PyNumber_Float);
+}
+
+static PyObject *storage_int(PyObject *self)
+{
+    return through_ndarray(self, PyNumber_Long);
+}
+
+static PyObject *call_complex(PyObject *array)
+{
+    return PyObject_CallOneArg((PyObject *)&PyComplex_Type, array);
+}
+
+static PyObject *storage_complex(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    return through_ndarray(self, call_complex);
 }
 
 /* ---- buffer protocol ---------------------------------------------------------- */
@@ -980,6 +1012,8 @@ static PyMethodDef storage_methods[] = {
      "synchronize()\n--\n\nCopies whichever side was modified to the other (no-op without a "
      "device buffer)."},
     {"__reduce__", storage_reduce, METH_NOARGS, "Pickling support."},
+    {"__complex__", storage_complex, METH_NOARGS,
+     "__complex__()\n--\n\ncomplex(storage): NumPy's conversion of a size-1 array."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -996,6 +1030,8 @@ static PySequenceMethods storage_as_sequence = {
 
 static PyNumberMethods storage_as_number = {
     .nb_bool = storage_bool,
+    .nb_int = storage_int,
+    .nb_float = storage_float,
 };
 
 static PyBufferProcs storage_as_buffer = {
