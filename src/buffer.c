@@ -24,16 +24,19 @@
 #define MAX_ALLOC_SIZE (PTRDIFF_MAX / HUGE_PAGE * HUGE_PAGE - 2 * HUGE_PAGE)
 
 typedef enum memory_kind {
-    MEMORY_HEAP,   /* header and data in one malloc block */
-    MEMORY_MAPPED, /* a huge-page mapping, cached on release */
-    MEMORY_WRAPPED /* somebody else's; release callback */
+    MEMORY_HEAP,    /* header and data in one malloc block */
+    MEMORY_MAPPED,  /* a huge-page mapping, cached on release */
+    MEMORY_WRAPPED, /* somebody else's; release callback */
+    MEMORY_DEVICE   /* from device->alloc, back through device->free */
 } memory_kind;
 
 struct gts_buffer {
     atomic_llong refs;
     atomic_int sync_state; /* a gts_sync_state; CLEAN while there is no device side */
     memory_kind kind;
-    void *host;          /* usable bytes start here */
+    const gts_device_ops *device; /* where the block lives */
+    void *data;          /* usable bytes start here, on the device */
+    void *host;          /* the same as a host address; NULL if not host-accessible */
     int64_t size;        /* usable bytes */
     int64_t mapped_size; /* MEMORY_MAPPED: length of the mapping */
     gts_release_fn release;
@@ -249,6 +252,53 @@ static int alloc_large(gts_buffer *buffer, int64_t size, unsigned flags, gts_err
     return GTS_OK;
 }
 
+/* ---- the host device's allocator -----------------------------------------
+ * The same memory as the buffers' (64-byte aligned heap blocks, large ones
+ * from the huge-page cache) for callers that hold raw blocks: the host
+ * device's alloc and free, staging for copies between devices. A cached
+ * mapping larger than asked for is trimmed, so that the size given to free
+ * tells the mapping's length. */
+
+int gts__host_alloc(int64_t size, unsigned flags, void **out, gts_error *err)
+{
+    if (size < 0 || size > MAX_ALLOC_SIZE)
+        return gts_error_set(err, size < 0 ? GTS_EINVAL : GTS_EOVERFLOW,
+                             "size: %lld bytes cannot be allocated (at most %lld)",
+                             (long long)size, (long long)MAX_ALLOC_SIZE);
+    if (size < GTS_LARGE_BLOCK) {
+        void *block = NULL;
+        if (posix_memalign(&block, HEAP_ALIGNMENT, (size_t)(size ? size : 1)))
+            return out_of_memory(err, size);
+        if (flags & GTS_ALLOC_ZERO)
+            memset(block, 0, (size_t)size);
+        *out = block;
+        return GTS_OK;
+    }
+    int64_t rounded = (size + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
+    cached_block block = cache_take(rounded);
+    bool fresh = block.base == NULL;
+    if (fresh)
+        block = map_huge(rounded);
+    if (!block.base)
+        return out_of_memory(err, size);
+    if (block.size > rounded)
+        munmap((char *)block.base + rounded, (size_t)(block.size - rounded));
+    if ((flags & GTS_ALLOC_ZERO) && !fresh)
+        gts__zero(block.base, size);
+    *out = block.base;
+    return GTS_OK;
+}
+
+void gts__host_free(void *block, int64_t size)
+{
+    if (!block)
+        return;
+    if (size < GTS_LARGE_BLOCK)
+        free(block);
+    else
+        cache_put((cached_block){block, (size + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE});
+}
+
 static size_t heap_header_size(void)
 {
     return (sizeof(gts_buffer) + HEAP_ALIGNMENT - 1) / HEAP_ALIGNMENT * HEAP_ALIGNMENT;
@@ -285,7 +335,40 @@ int gts_buffer_alloc_host(int64_t size, unsigned flags, gts_buffer **out, gts_er
     }
     atomic_init(&buffer->refs, 1);
     atomic_init(&buffer->sync_state, GTS_SYNC_CLEAN);
+    buffer->device = &gts__device_host;
+    buffer->data = buffer->host;
     buffer->size = size;
+    buffer->release = NULL;
+    buffer->ctx = NULL;
+    count_live(1, size);
+    *out = buffer;
+    return GTS_OK;
+}
+
+int gts_buffer_alloc(const gts_device_ops *device, int64_t size, unsigned flags,
+                     gts_buffer **out, gts_error *err)
+{
+    if (device == &gts__device_host)
+        return gts_buffer_alloc_host(size, flags, out, err);
+    if (!device || !out)
+        return gts_error_set(err, GTS_EINVAL, "%s: NULL", !device ? "device" : "out");
+    gts_buffer *buffer = malloc(sizeof *buffer);
+    if (!buffer)
+        return out_of_memory(err, (int64_t)sizeof *buffer);
+    void *block;
+    int rc = gts_device_alloc(device, size, flags, &block, err);
+    if (rc) {
+        free(buffer);
+        return rc;
+    }
+    atomic_init(&buffer->refs, 1);
+    atomic_init(&buffer->sync_state, GTS_SYNC_CLEAN);
+    buffer->kind = MEMORY_DEVICE;
+    buffer->device = device;
+    buffer->data = block;
+    buffer->host = device->host_accessible ? block : NULL;
+    buffer->size = size;
+    buffer->mapped_size = 0;
     buffer->release = NULL;
     buffer->ctx = NULL;
     count_live(1, size);
@@ -296,6 +379,14 @@ int gts_buffer_alloc_host(int64_t size, unsigned flags, gts_buffer **out, gts_er
 int gts_buffer_wrap_host(void *data, int64_t size, gts_release_fn release, void *ctx,
                          gts_buffer **out, gts_error *err)
 {
+    return gts_buffer_wrap(&gts__device_host, data, size, release, ctx, out, err);
+}
+
+int gts_buffer_wrap(const gts_device_ops *device, void *data, int64_t size,
+                    gts_release_fn release, void *ctx, gts_buffer **out, gts_error *err)
+{
+    if (!device)
+        return gts_error_set(err, GTS_EINVAL, "device: NULL");
     if (size < 0)
         return gts_error_set(err, GTS_EINVAL, "size: %lld bytes is negative", (long long)size);
     if (!data && size > 0)
@@ -306,7 +397,9 @@ int gts_buffer_wrap_host(void *data, int64_t size, gts_release_fn release, void 
     atomic_init(&buffer->refs, 1);
     atomic_init(&buffer->sync_state, GTS_SYNC_CLEAN);
     buffer->kind = MEMORY_WRAPPED;
-    buffer->host = data;
+    buffer->device = device;
+    buffer->data = data;
+    buffer->host = device->host_accessible ? data : NULL;
     buffer->size = size;
     buffer->mapped_size = 0;
     buffer->release = release;
@@ -355,6 +448,10 @@ void gts_buffer_release(gts_buffer *buffer)
         if (buffer->release)
             buffer->release(buffer->ctx);
         break;
+    case MEMORY_DEVICE:
+        count_live(-1, -buffer->size);
+        buffer->device->free(buffer->device, buffer->data, buffer->size);
+        break;
     }
     free(buffer);
 }
@@ -370,9 +467,19 @@ void gts_buffer_set_sync_state(gts_buffer *buffer, gts_sync_state state)
     (void)state;
 }
 
+const gts_device_ops *gts_buffer_device(const gts_buffer *buffer)
+{
+    return buffer->device;
+}
+
 void *gts_buffer_host(const gts_buffer *buffer)
 {
     return buffer->host;
+}
+
+void *gts_buffer_data(const gts_buffer *buffer)
+{
+    return buffer->data;
 }
 
 int64_t gts_buffer_size(const gts_buffer *buffer)

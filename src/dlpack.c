@@ -58,8 +58,11 @@ static int export_tensor(const gts_storage *storage, export_block **out, gts_dl_
         shape[d] = storage->shape[d];
         strides[d] = storage->strides[d] / itemsize;
     }
-    t->data = gts_storage_data(storage);
-    t->device = (gts_dl_device){GTS_DL_CPU, 0};
+    /* element 0 on the buffer's device, which the tensor names */
+    char *base = gts_buffer_data(storage->buffer); /* NULL for empty wrapped memory */
+    gts_device_id device = gts_buffer_device(storage->buffer)->id;
+    t->data = base ? base + storage->offset : NULL;
+    t->device = (gts_dl_device){device.type, device.id};
     t->ndim = n;
     gts_dtype_to_dlpack(storage->dtype, &t->dtype.code, &t->dtype.bits, &t->dtype.lanes);
     t->shape = n ? shape : NULL;

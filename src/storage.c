@@ -1,9 +1,12 @@
 #include "gtstore/storage.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "gtstore/device.h"
 #include "gtstore/kernels.h"
+#include "internal.h"
 
 /* ---- formatting for messages ---------------------------------------------- */
 
@@ -82,25 +85,37 @@ int gts_storage_spec_init(gts_storage_spec *spec, int ndim, const int64_t *shape
     return GTS_OK;
 }
 
-/* A copy of the scalars and of the first ndim entries (a spec is 3 KiB;
- * copying it whole costs a third of a small allocation). */
-static void spec_copy(gts_storage_spec *dst, const gts_storage_spec *src)
+/* The copies of specs and storages: the scalar fields as one block (all
+ * that precedes `shape`), then the first ndim entries of each array in the
+ * field lists of storage.h. A spec or a storage is 3 KiB, and copying one
+ * whole cost a third of a small allocation. */
+#define COPY_DIM_FIELD(type, name, comment) memcpy(dst->name, src->name, n * sizeof *dst->name);
+
+static size_t entries(int ndim)
 {
-    size_t n = src->ndim >= 0 && src->ndim <= GTS_MAX_NDIM ? (size_t)src->ndim : 0;
-    dst->ndim = src->ndim;
-    dst->dtype = src->dtype;
-    dst->preset = src->preset;
-    dst->has_dims = src->has_dims;
-    dst->has_layout = src->has_layout;
-    dst->alignment_size = src->alignment_size;
-    dst->has_aligned_index = src->has_aligned_index;
-    dst->has_device = src->has_device;
-    dst->device = src->device;
-    memcpy(dst->shape, src->shape, n * sizeof *dst->shape);
-    memcpy(dst->dims, src->dims, n * sizeof *dst->dims);
-    memcpy(dst->layout, src->layout, n * sizeof *dst->layout);
-    memcpy(dst->aligned_index, src->aligned_index, n * sizeof *dst->aligned_index);
-    memcpy(dst->halo, src->halo, n * sizeof *dst->halo);
+    return ndim >= 0 && ndim <= GTS_MAX_NDIM ? (size_t)ndim : 0;
+}
+
+void gts_storage_spec_copy(gts_storage_spec *dst, const gts_storage_spec *src)
+{
+    size_t n = entries(src->ndim);
+    memcpy(dst, src, offsetof(gts_storage_spec, shape));
+    GTS_SPEC_DIM_FIELDS(COPY_DIM_FIELD)
+}
+
+/* All fields, the buffer pointer without a new reference. */
+static void storage_copy_fields(gts_storage *dst, const gts_storage *src)
+{
+    size_t n = entries(src->ndim);
+    memcpy(dst, src, offsetof(gts_storage, shape));
+    GTS_STORAGE_DIM_FIELDS(COPY_DIM_FIELD)
+}
+
+void gts_storage_move(gts_storage *dst, gts_storage *src)
+{
+    storage_copy_fields(dst, src);
+    src->buffer = NULL;
+    src->ndim = 0;
 }
 
 static int check_halo(int ndim, const int64_t *shape, const gts_halo *halo, gts_error *err)
@@ -200,24 +215,11 @@ int gts_storage_spec_resolve(gts_storage_spec *spec, gts_geometry *geometry, gts
 /* ---- making storages ------------------------------------------------------ */
 
 /* Copies the scalars and the first ndim entries (the struct is 3 KiB). */
-static void storage_move(gts_storage *dst, const gts_storage *src)
-{
-    size_t n = (size_t)src->ndim;
-    dst->buffer = src->buffer;
-    dst->offset = src->offset;
-    dst->dtype = src->dtype;
-    dst->ndim = src->ndim;
-    dst->readonly = src->readonly;
-    dst->alignment_size = src->alignment_size;
-    memcpy(dst->shape, src->shape, n * sizeof *dst->shape);
-    memcpy(dst->strides, src->strides, n * sizeof *dst->strides);
-    memcpy(dst->dims, src->dims, n * sizeof *dst->dims);
-    memcpy(dst->halo, src->halo, n * sizeof *dst->halo);
-    memcpy(dst->aligned_index, src->aligned_index, n * sizeof *dst->aligned_index);
-    memcpy(dst->layout, src->layout, n * sizeof *dst->layout);
-}
+/* The metadata of `spec` (resolved) in `out`, over `buffer` (retained):
+ * the fields a spec and a storage share, by name, then the rest. */
+#define COPY_SPEC_FIELD(type, name, comment) \
+    memcpy(out->name, spec->name, (size_t)n * sizeof *out->name);
 
-/* The metadata of `spec` (resolved) in `out`, over `buffer` (retained). */
 static void storage_init(gts_storage *out, const gts_storage_spec *spec, gts_buffer *buffer,
                          int64_t offset, const int64_t *strides, bool readonly)
 {
@@ -228,39 +230,48 @@ static void storage_init(gts_storage *out, const gts_storage_spec *spec, gts_buf
     out->ndim = n;
     out->readonly = readonly;
     out->alignment_size = spec->alignment_size;
-    memcpy(out->shape, spec->shape, (size_t)n * sizeof *out->shape);
+    GTS_SPEC_DIM_FIELDS(COPY_SPEC_FIELD)
     if (n > 0) /* gts_storage_wrap of a 0-d array may pass no strides */
         memcpy(out->strides, strides, (size_t)n * sizeof *out->strides);
-    memcpy(out->dims, spec->dims, (size_t)n * sizeof *out->dims);
-    memcpy(out->halo, spec->halo, (size_t)n * sizeof *out->halo);
-    memcpy(out->aligned_index, spec->aligned_index, (size_t)n * sizeof *out->aligned_index);
-    memcpy(out->layout, spec->layout, (size_t)n * sizeof *out->layout);
 }
 
 int gts_storage_create(const gts_storage_spec *spec, unsigned flags, gts_storage *out,
                        gts_error *err)
 {
+    return gts_storage_create_on(NULL, spec, flags, out, err);
+}
+
+int gts_storage_create_on(const gts_device_ops *device, const gts_storage_spec *spec,
+                          unsigned flags, gts_storage *out, gts_error *err)
+{
     gts_storage_spec resolved;
     gts_geometry geometry;
-    spec_copy(&resolved, spec);
+    gts_storage_spec_copy(&resolved, spec);
     int rc = gts_storage_spec_resolve(&resolved, &geometry, err);
     if (rc)
         return rc;
-    if (resolved.device != GTS_DEVICE_CPU)
-        return gts_error_set(err, GTS_ENOTSUP,
-                             "device: this build of libgtstore allocates host memory only");
+    if (!device) { /* the spec's device kind decides: the host, or a GPU there is none of */
+        if (resolved.device != GTS_DEVICE_CPU)
+            return gts_error_set(err, GTS_ENOTSUP,
+                                 "device: the spec asks for a GPU, and this build of libgtstore "
+                                 "has no GPU device");
+        device = gts_device_host();
+    }
     gts_buffer *buffer;
-    int64_t offset;
-    if ((rc = gts_buffer_alloc_geometry(&geometry, flags, &buffer, &offset, err)))
+    if ((rc = gts_buffer_alloc(device, geometry.alloc_size, flags, &buffer, err)))
         return rc;
+    /* aligned on the device: the device address is the one that counts */
+    int64_t offset = gts_geometry_offset(&geometry, (uintptr_t)gts_buffer_data(buffer));
     storage_init(out, &resolved, buffer, offset, geometry.strides, false);
     gts_buffer_release(buffer); /* `out` holds its own reference */
     return GTS_OK;
 }
 
+/* The address of an element on the storage's device (alignment is a
+ * property of device addresses; nothing here dereferences it). */
 static uintptr_t address_of(const gts_storage *s, const int64_t *index)
 {
-    uintptr_t address = (uintptr_t)gts_buffer_host(s->buffer) + (uintptr_t)s->offset;
+    uintptr_t address = (uintptr_t)gts_buffer_data(s->buffer) + (uintptr_t)s->offset;
     for (int d = 0; d < s->ndim; ++d)
         address += (uintptr_t)(index[d] * s->strides[d]);
     return address;
@@ -337,7 +348,7 @@ int gts_storage_wrap(const gts_storage_spec *spec, gts_buffer *buffer, int64_t o
                              !spec ? "spec" : !buffer ? "buffer" : !out ? "out" : "strides");
     gts_storage_spec resolved;
     int64_t alignment;
-    spec_copy(&resolved, spec);
+    gts_storage_spec_copy(&resolved, spec);
     int rc = resolve_parameters(&resolved, &alignment, err);
     if (rc)
         return rc;
@@ -370,13 +381,13 @@ int gts_storage_wrap(const gts_storage_spec *spec, gts_buffer *buffer, int64_t o
                              format_ints(resolved.ndim, resolved.aligned_index).s,
                              (unsigned long long)address, (long long)s.alignment_size);
     }
-    storage_move(out, &s);
+    gts_storage_move(out, &s);
     return GTS_OK;
 }
 
 void gts_storage_view(const gts_storage *src, gts_storage *out)
 {
-    storage_move(out, src);
+    storage_copy_fields(out, src);
     gts_buffer_retain(out->buffer);
 }
 
@@ -620,7 +631,7 @@ int gts_storage_transpose(gts_storage *view, const int *axes, gts_error *err)
         return gts_error_set(err, GTS_EINVAL, "axes: %s is not a permutation of 0..%d",
                              format_layout(n, order).s, n - 1);
     gts_storage old;
-    storage_move(&old, view); /* a scratch copy: the reference stays with `view` */
+    storage_copy_fields(&old, view); /* a scratch copy: the reference stays with `view` */
     for (int i = 0; i < n; ++i) {
         int d = order[i];
         view->shape[i] = old.shape[d];
@@ -646,7 +657,7 @@ int gts_storage_domain(gts_storage *view, gts_error *err)
         }
     }
     gts_storage_release(view);
-    storage_move(view, &result);
+    gts_storage_move(view, &result);
     return GTS_OK;
 }
 
@@ -672,14 +683,14 @@ int gts_storage_copy(const gts_storage *src, gts_storage *out, gts_error *err)
     spec.alignment_size = src->alignment_size;
     memcpy(spec.aligned_index, src->aligned_index, (size_t)src->ndim * sizeof *spec.aligned_index);
     memcpy(spec.halo, src->halo, (size_t)src->ndim * sizeof *spec.halo);
-    gts_storage copy;
-    if ((rc = gts_storage_create(&spec, 0, &copy, err)))
+    gts_storage copy; /* on the device of src */
+    if ((rc = gts_storage_create_on(gts_buffer_device(src->buffer), &spec, 0, &copy, err)))
         return rc;
     if ((rc = gts_storage_assign(&copy, src, err))) {
         gts_storage_release(&copy);
         return rc;
     }
-    storage_move(out, &copy);
+    gts_storage_move(out, &copy);
     return GTS_OK;
 }
 
@@ -688,6 +699,84 @@ static int check_writable(const gts_storage *s, gts_error *err)
     if (s->readonly)
         return gts_error_set(err, GTS_EREADONLY, "assignment destination is read-only");
     return GTS_OK;
+}
+
+/* Element 0 on the storage's device (NULL for empty wrapped memory). */
+static char *element0(const gts_storage *s)
+{
+    char *base = gts_buffer_data(s->buffer);
+    return base ? base + s->offset : NULL;
+}
+
+/* A contiguous block of staging on `device`, and its release. */
+static int staging_alloc(const gts_device_ops *device, int64_t bytes, void **out, gts_error *err)
+{
+    return device->alloc(device, bytes, 0, out, err);
+}
+
+static void staging_free(const gts_device_ops *device, void *block, int64_t bytes)
+{
+    if (block)
+        device->free(device, block, bytes);
+}
+
+/* dst = src across two devices that are not both host-accessible, through
+ * host memory in C order: src is gathered on its own device unless it is
+ * contiguous there, crosses to the host in one transfer (a host-accessible
+ * src is read in place), crosses to the destination device in one transfer
+ * and is scattered there unless dst is contiguous (a host-accessible dst is
+ * written in place). So each side runs one strided kernel at most, and each
+ * direction makes one transfer. */
+static int assign_across(const gts_storage *dst, const gts_device_ops *to,
+                         const gts_storage *src, const gts_device_ops *from, gts_error *err)
+{
+    const gts_device_ops *host = gts_device_host();
+    int n = dst->ndim;
+    int64_t itemsize = dst->dtype.itemsize, bytes = gts_storage_nbytes(src);
+    if (bytes == 0)
+        return GTS_OK;
+    int64_t c_strides[GTS_MAX_NDIM], stride = itemsize;
+    for (int d = n - 1; d >= 0; --d) {
+        c_strides[d] = stride;
+        stride *= dst->shape[d]; /* bounded by bytes */
+    }
+    void *on_host = NULL, *on_from = NULL, *on_to = NULL;
+    const void *host_c; /* the values on the host, in C order */
+    int rc = GTS_OK;
+    if (from->host_accessible && gts_storage_contiguous(src, 'C')) {
+        host_c = element0(src);
+    } else if (!(rc = staging_alloc(host, bytes, &on_host, err))) {
+        host_c = on_host;
+        if (from->host_accessible) {
+            rc = gts_copy(on_host, c_strides, element0(src), src->strides, n, src->shape,
+                          itemsize, err);
+        } else {
+            const void *contiguous = element0(src);
+            if (!gts_storage_contiguous(src, 'C') &&
+                !(rc = staging_alloc(from, bytes, &on_from, err))) {
+                rc = from->copy(from, on_from, c_strides, element0(src), src->strides, n,
+                                src->shape, itemsize, NULL, err);
+                contiguous = on_from;
+            }
+            if (!rc)
+                rc = from->copy_to_host(from, on_host, contiguous, bytes, NULL, err);
+        }
+    }
+    if (!rc && to->host_accessible) {
+        rc = gts_copy(element0(dst), dst->strides, host_c, c_strides, n, dst->shape, itemsize,
+                      err);
+    } else if (!rc && gts_storage_contiguous(dst, 'C')) {
+        rc = to->copy_to_device(to, element0(dst), host_c, bytes, NULL, err);
+    } else if (!rc && !(rc = staging_alloc(to, bytes, &on_to, err))) {
+        rc = to->copy_to_device(to, on_to, host_c, bytes, NULL, err);
+        if (!rc)
+            rc = to->copy(to, element0(dst), dst->strides, on_to, c_strides, n, dst->shape,
+                          itemsize, NULL, err);
+    }
+    staging_free(host, on_host, bytes);
+    staging_free(from, on_from, bytes);
+    staging_free(to, on_to, bytes);
+    return rc;
 }
 
 int gts_storage_assign(const gts_storage *dst, const gts_storage *src, gts_error *err)
@@ -704,8 +793,12 @@ int gts_storage_assign(const gts_storage *dst, const gts_storage *src, gts_error
     if (!gts_dtype_equal(dst->dtype, src->dtype))
         return gts_error_set(err, GTS_ETYPE, "src: dtype %s does not match the destination's %s",
                              gts_dtype_name(src->dtype), gts_dtype_name(dst->dtype));
-    return gts_copy(gts_storage_data(dst), dst->strides, gts_storage_data(src), src->strides,
-                    dst->ndim, dst->shape, dst->dtype.itemsize, err);
+    const gts_device_ops *to = gts_buffer_device(dst->buffer);
+    const gts_device_ops *from = gts_buffer_device(src->buffer);
+    if (to == from || (to->host_accessible && from->host_accessible))
+        return to->copy(to, element0(dst), dst->strides, element0(src), src->strides, dst->ndim,
+                        dst->shape, dst->dtype.itemsize, NULL, err);
+    return assign_across(dst, to, src, from, err);
 }
 
 int gts_storage_fill(const gts_storage *storage, gts_scalar value, gts_error *err)
@@ -713,8 +806,12 @@ int gts_storage_fill(const gts_storage *storage, gts_scalar value, gts_error *er
     int rc = check_writable(storage, err);
     if (rc)
         return rc;
-    return gts_fill_scalar(gts_storage_data(storage), storage->ndim, storage->shape,
-                           storage->strides, storage->dtype, value, err);
+    unsigned char item[16];
+    if ((rc = gts_scalar_store(value, storage->dtype, item, err)))
+        return rc;
+    const gts_device_ops *device = gts_buffer_device(storage->buffer);
+    return device->fill(device, element0(storage), storage->ndim, storage->shape,
+                        storage->strides, storage->dtype.itemsize, item, NULL, err);
 }
 
 /* ---- properties ---------------------------------------------------------------- */

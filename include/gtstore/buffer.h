@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "gtstore/device.h"
 #include "gtstore/error.h"
 #include "gtstore/geometry.h"
 
@@ -33,20 +34,29 @@ typedef void (*gts_release_fn)(void *ctx);
 #define GTS_LARGE_BLOCK ((int64_t)2 << 20)
 #define GTS_DEFAULT_CACHE_LIMIT ((int64_t)1 << 30)
 
-/* Allocation flags. */
-enum {
-    GTS_ALLOC_ZERO = 1 /* the block reads as zeros (like calloc) */
-};
+/* Allocation flags: GTS_ALLOC_ZERO (gtstore/device.h). */
 
-/* Allocates `size` bytes of host memory owned by the new buffer. */
+/* Allocates `size` bytes of host memory owned by the new buffer: the same
+ * as gts_buffer_alloc(gts_device_host(), ...). */
 int gts_buffer_alloc_host(int64_t size, unsigned flags, gts_buffer **out, gts_error *err);
+
+/* Allocates `size` bytes on `device` (see gtstore/device.h), owned by the new
+ * buffer. On the host this is gts_buffer_alloc_host; on other devices the
+ * block comes from the device's alloc and goes back through its free. */
+int gts_buffer_alloc(const gts_device_ops *device, int64_t size, unsigned flags,
+                     gts_buffer **out, gts_error *err);
 
 /* Wraps `size` bytes at `data` that the caller owns. `release(ctx)` (may be
  * NULL) runs when the buffer dies; the memory itself is never freed here. */
 int gts_buffer_wrap_host(void *data, int64_t size, gts_release_fn release, void *ctx,
                          gts_buffer **out, gts_error *err);
 
-/* Allocates the block for `geometry`; `*offset` receives the byte offset of
+/* Wraps `size` bytes of `device` memory at `data` that the caller owns, as
+ * gts_buffer_wrap_host does for host memory. */
+int gts_buffer_wrap(const gts_device_ops *device, void *data, int64_t size,
+                    gts_release_fn release, void *ctx, gts_buffer **out, gts_error *err);
+
+/* Allocates the block for `geometry` on the host; `*offset` receives the byte offset of
  * element 0 from the block base (see gts_geometry_offset). */
 int gts_buffer_alloc_geometry(const gts_geometry *geometry, unsigned flags, gts_buffer **out,
                               int64_t *offset, gts_error *err);
@@ -69,7 +79,15 @@ typedef enum gts_sync_state {
 gts_sync_state gts_buffer_sync_state(const gts_buffer *buffer);
 void gts_buffer_set_sync_state(gts_buffer *buffer, gts_sync_state state);
 
+/* The device the buffer's memory lives on. */
+const gts_device_ops *gts_buffer_device(const gts_buffer *buffer);
+/* The block's base as a host address, or NULL when the memory is not
+ * host-accessible (device memory): nothing may dereference device memory
+ * as host memory. */
 void *gts_buffer_host(const gts_buffer *buffer);
+/* The block's base on its device (for the host device the host address);
+ * only the device's operations may dereference it. */
+void *gts_buffer_data(const gts_buffer *buffer);
 int64_t gts_buffer_size(const gts_buffer *buffer);
 bool gts_buffer_owns_memory(const gts_buffer *buffer);
 
@@ -80,8 +98,8 @@ void gts_cache_set_limit(int64_t bytes);
 void gts_cache_clear(void);
 
 typedef struct gts_memory_stats {
-    int64_t live_buffers; /* buffers not yet released */
-    int64_t live_bytes;   /* bytes of memory they own */
+    int64_t live_buffers; /* buffers not yet released, on every device */
+    int64_t live_bytes;   /* bytes of memory they own, on every device */
     int64_t cached_blocks;
     int64_t cached_bytes;
     int64_t cache_hits;   /* large allocations served from the cache */

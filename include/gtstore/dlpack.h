@@ -9,6 +9,7 @@
 
 #include <stdint.h>
 
+#include "gtstore/device.h"
 #include "gtstore/error.h"
 #include "gtstore/storage.h"
 
@@ -20,19 +21,14 @@ extern "C" {
 #define GTS_DLPACK_MAJOR 1
 #define GTS_DLPACK_MINOR 1
 
-/* Device types (DLDeviceType) gtstore meets. */
-enum {
-    GTS_DL_CPU = 1,
-    GTS_DL_CUDA = 2,
-    GTS_DL_CUDA_HOST = 3,
-    GTS_DL_ROCM = 10,
-    GTS_DL_CUDA_MANAGED = 13
-};
+/* Device types (DLDeviceType): the GTS_DL_* codes of gtstore/device.h,
+ * the one device id space of the library. */
 
 /* Flags of the versioned struct. */
 #define GTS_DLPACK_READ_ONLY ((uint64_t)1 << 0)
 #define GTS_DLPACK_IS_COPIED ((uint64_t)1 << 1)
 
+/* DLDevice; the same layout as gts_device_id. */
 typedef struct gts_dl_device {
     int32_t device_type;
     int32_t device_id;
@@ -74,7 +70,9 @@ typedef struct gts_dl_managed_versioned {
 } gts_dl_managed_versioned;
 
 /* Exports a view of `storage` (the export holds a reference to its buffer
- * until its deleter runs). data points at element 0, byte_offset is 0 and
+ * until its deleter runs). The tensor's device is the buffer's (for the
+ * emulated device GTS_DL_EXT_DEV, which no host library takes for host
+ * memory). data points at element 0 on that device, byte_offset is 0 and
  * strides are always filled. Of `flags` only GTS_DLPACK_IS_COPIED is taken
  * (the caller says the storage is a copy); GTS_DLPACK_READ_ONLY is set
  * exactly for read-only storages. */

@@ -4,6 +4,7 @@
 #define GTSTORE_GTSTORE_H
 
 #include "gtstore/buffer.h"
+#include "gtstore/device.h"
 #include "gtstore/dlpack.h"
 #include "gtstore/dtype.h"
 #include "gtstore/error.h"

@@ -17,6 +17,8 @@ extern "C" {
 
 #define GTS_PRESET_NAME_SIZE 64
 
+/* The device *kind* a preset prefers (CPU or GPU): not a device. Devices
+ * are DLPack (type, id) pairs with their operations (gtstore/device.h). */
 typedef enum gts_device { GTS_DEVICE_CPU = 0, GTS_DEVICE_GPU = 1 } gts_device;
 
 typedef enum gts_layout_rule {

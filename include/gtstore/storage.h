@@ -42,6 +42,29 @@ typedef struct gts_halo {
     int64_t lower, upper;
 } gts_halo;
 
+/* The per-dimension fields of a storage, X(type, name, comment), in one
+ * list: the struct below declares them from it, and every copy of a storage
+ * (the library's verbs, the Python extension's compact objects) iterates
+ * it, so a new per-dimension field is added here and nowhere else. Widest
+ * types first: packed one after the other, ndim entries each, every array
+ * stays aligned. */
+#define GTS_STORAGE_DIM_FIELDS(X)                                                \
+    X(int64_t, shape, "extent")                                                  \
+    X(int64_t, strides, "bytes, any sign")                                       \
+    X(int64_t, aligned_index, "the aligned point")                               \
+    X(gts_halo, halo, "points of the halo at the start and the end")            \
+    X(int, layout, "rank in decreasing stride order, as allocated (see below)") \
+    X(gts_dim, dims, "label")
+
+#define GTS_DECLARE_DIM_FIELD(type, name, comment) type name[GTS_MAX_NDIM];
+
+/* A storage. The scalar fields come first and are copied as one block
+ * (everything before `shape`); the per-dimension arrays follow, declared
+ * by GTS_STORAGE_DIM_FIELDS, and only their first ndim entries are copied.
+ * The layout is kept rather than read from the strides: with extents of 0
+ * or 1 the strides cannot tell which dimension a preset made contiguous
+ * and padded. Copy with gts_storage_view (a new reference) or
+ * gts_storage_move (the reference moves); see "ABI" in docs/c-api.md. */
 typedef struct gts_storage {
     gts_buffer *buffer;     /* one reference, owned by this struct */
     int64_t offset;         /* bytes from the buffer's base to element 0 */
@@ -49,17 +72,16 @@ typedef struct gts_storage {
     int ndim;
     bool readonly;
     int64_t alignment_size; /* bytes */
-    int64_t shape[GTS_MAX_NDIM];
-    int64_t strides[GTS_MAX_NDIM]; /* bytes, any sign */
-    gts_dim dims[GTS_MAX_NDIM];
-    gts_halo halo[GTS_MAX_NDIM];
-    int64_t aligned_index[GTS_MAX_NDIM];
-    /* Rank of each dimension in decreasing stride order, as allocated (or
-     * as the wrapped memory was asked or found to be). Kept rather than read
-     * from the strides: with extents of 0 or 1 the strides cannot tell
-     * which dimension a preset made contiguous and padded. */
-    int layout[GTS_MAX_NDIM];
+    GTS_STORAGE_DIM_FIELDS(GTS_DECLARE_DIM_FIELD)
 } gts_storage;
+
+/* The per-dimension fields of a spec, as GTS_STORAGE_DIM_FIELDS. */
+#define GTS_SPEC_DIM_FIELDS(X)                                              \
+    X(int64_t, shape, "extent")                                             \
+    X(int64_t, aligned_index, "if has_aligned_index")                       \
+    X(gts_halo, halo, "zeros from gts_storage_spec_init")                   \
+    X(int, layout, "if has_layout")                                         \
+    X(gts_dim, dims, "if has_dims")
 
 /* What a storage should be: the shape and dtype, and parameters that are
  * either given or left to the preset and the fallbacks. Resolution order for
@@ -67,19 +89,15 @@ typedef struct gts_storage {
  * named beside it. */
 typedef struct gts_storage_spec {
     int ndim;
-    int64_t shape[GTS_MAX_NDIM];
     gts_dtype dtype;
     const gts_preset *preset; /* NULL: no preset */
     bool has_dims;            /* else "IJK"[:ndim], then data dims "0", "1", ... */
-    gts_dim dims[GTS_MAX_NDIM];
     bool has_layout;          /* else the preset's rule for the dims, else C order */
-    int layout[GTS_MAX_NDIM];
-    int64_t alignment_size;   /* bytes; 0: the preset's alignment times the itemsize, else 1 */
     bool has_aligned_index;   /* else the lower halo (within the shape) */
-    int64_t aligned_index[GTS_MAX_NDIM];
-    gts_halo halo[GTS_MAX_NDIM]; /* zeros from gts_storage_spec_init */
     bool has_device;          /* else the preset's device, else the CPU */
     gts_device device;
+    int64_t alignment_size;   /* bytes; 0: the preset's alignment times the itemsize, else 1 */
+    GTS_SPEC_DIM_FIELDS(GTS_DECLARE_DIM_FIELD)
 } gts_storage_spec;
 
 /* Starts a spec with nothing but the shape and dtype given. */
@@ -94,10 +112,18 @@ int gts_storage_spec_init(gts_storage_spec *spec, int ndim, const int64_t *shape
 int gts_storage_spec_resolve(gts_storage_spec *spec, gts_geometry *geometry, gts_error *err);
 
 /* Allocates a host storage for `spec` (flags: GTS_ALLOC_ZERO). A spec that
- * resolves to the GPU fails with GTS_ENOTSUP: this build has host memory
- * only. */
+ * resolves to the GPU kind fails with GTS_ENOTSUP: this build has no GPU
+ * device. The same as gts_storage_create_on(NULL, ...). */
 int gts_storage_create(const gts_storage_spec *spec, unsigned flags, gts_storage *out,
                        gts_error *err);
+
+/* Allocates a storage for `spec` on `device` (gtstore/device.h), with the
+ * geometry the spec resolves to (a GPU preset's padding on any device); the
+ * aligned point is aligned on the device's addresses. NULL: the device the
+ * spec's device kind names, as gts_storage_create. A device given wins over
+ * the spec's device kind, which only chooses where no device is given. */
+int gts_storage_create_on(const gts_device_ops *device, const gts_storage_spec *spec,
+                          unsigned flags, gts_storage *out, gts_error *err);
 
 /* A storage over memory laid out by somebody else: element 0 at byte
  * `offset` of `buffer` (retained; the caller keeps its own reference),
@@ -112,6 +138,13 @@ int gts_storage_wrap(const gts_storage_spec *spec, gts_buffer *buffer, int64_t o
 
 /* A new view of all of `src` (one more reference to its buffer). */
 void gts_storage_view(const gts_storage *src, gts_storage *out);
+
+/* Moves `src` into `dst` (its buffer reference included) and leaves `src`
+ * empty, as gts_storage_release does; `dst` must hold no reference. */
+void gts_storage_move(gts_storage *dst, gts_storage *src);
+
+/* Copies the parameters of a spec (the preset pointer, not the preset). */
+void gts_storage_spec_copy(gts_storage_spec *dst, const gts_storage_spec *src);
 
 /* Drops the buffer reference; the struct is then empty. NULL is ignored. */
 void gts_storage_release(gts_storage *storage);
@@ -149,19 +182,25 @@ int gts_storage_set_halo(gts_storage *storage, const gts_halo *halo, gts_error *
 
 /* A new storage with the parameters of `src` (dtype, shape, dims, halo,
  * aligned_index, alignment_size and the layout its strides show) in new
- * memory, holding a copy of the values. The copy is writable. */
+ * memory on the device of `src`, holding a copy of the values. The copy is
+ * writable. */
 int gts_storage_copy(const gts_storage *src, gts_storage *out, gts_error *err);
 
 /* Copies the values of `src` into `dst`: same shape and dtype, `dst`
- * writable (GTS_EREADONLY otherwise). Overlapping storages are fine. */
+ * writable (GTS_EREADONLY otherwise). Overlapping storages are fine. On one
+ * device (or between host-accessible ones) the device's strided copy does
+ * it; between devices the values go through host memory in C order, in one
+ * transfer each way (see docs/design.md, "Devices"). */
 int gts_storage_assign(const gts_storage *dst, const gts_storage *src, gts_error *err);
 
-/* Stores `value` (see gts_scalar_store) into every element. */
+/* Stores `value` (see gts_scalar_store) into every element, with the fill
+ * of the storage's device. */
 int gts_storage_fill(const gts_storage *storage, gts_scalar value, gts_error *err);
 
 /* ---- properties ----------------------------------------------------------- */
 
-/* Host address of element 0. */
+/* Host address of element 0; NULL when the storage's memory is not
+ * host-accessible (device memory: reach it through gtstore/device.h). */
 void *gts_storage_data(const gts_storage *storage);
 
 /* Number of elements, and their bytes without padding. */

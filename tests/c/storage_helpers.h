@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "gtstore/device.h"
 #include "gtstore/storage.h"
 
 static const gts_dtype F8 = {GTS_KIND_FLOAT, 8};
@@ -29,10 +30,19 @@ static inline int64_t product(int ndim, const int64_t *shape)
     return p;
 }
 
-/* Host address of an element. */
+/* The bytes of a buffer as the host sees them: its host memory, or for the
+ * emulated device the memory behind its device addresses (what a kernel on
+ * the device would read). */
+static inline char *buffer_bytes(const gts_buffer *buffer)
+{
+    char *host = gts_buffer_host(buffer);
+    return host ? host : (char *)gts_device_emulated_host_address(gts_buffer_data(buffer));
+}
+
+/* Host address of an element (see buffer_bytes). */
 static inline uintptr_t address(const gts_storage *s, const int64_t *index)
 {
-    uintptr_t a = (uintptr_t)gts_buffer_host(s->buffer) + (uintptr_t)s->offset;
+    uintptr_t a = (uintptr_t)buffer_bytes(s->buffer) + (uintptr_t)s->offset;
     for (int d = 0; d < s->ndim; ++d)
         a += (uintptr_t)(index[d] * s->strides[d]);
     return a;

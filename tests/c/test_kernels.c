@@ -6,12 +6,14 @@
  * copy of the arena, reading from an untouched snapshot, so comparing the
  * whole arena afterwards checks the elements written, the bytes that must
  * stay untouched, and copies between overlapping views "as if through a
- * temporary" all at once. */
+ * temporary" all at once. The value tests run three times: on the kernels
+ * directly, and through the host and the emulated devices. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
+#include "gtstore/device.h"
 #include "gtstore/kernels.h"
 #include "gtstore/layout.h"
 #include "random.h"
@@ -109,19 +111,52 @@ static void naive(unsigned char *dst, const view *dv, const unsigned char *src, 
     } while (next_index(ndim, shape, index));
 }
 
-/* Runs gts_copy (src != NULL) or gts_fill on the arena and compares it with
- * the reference; prints `what` on a mismatch. */
+/* Where the value tests run: NULL calls gts_copy and gts_fill on the arena
+ * directly; a device gets the arena copied into its memory, runs its own
+ * strided copy or fill there, and gives the arena back. main runs them on
+ * each. */
+static const gts_device_ops *device;
+
+/* The operation on device memory: upload, run, download. */
+static int run_on_device(arena a, const view *dv, const view *sv, const void *item, int ndim,
+                         const int64_t *shape, int64_t itemsize)
+{
+    char *block;
+    int rc = gts_device_alloc(device, a.size, 0, (void **)&block, ERR);
+    if (rc)
+        return rc;
+    rc = gts_device_copy_to_device(device, block, a.bytes, a.size, NULL, ERR);
+    if (!rc && sv)
+        rc = gts_device_copy(device, block + dv->origin, dv->strides, block + sv->origin,
+                             sv->strides, ndim, shape, itemsize, NULL, ERR);
+    else if (!rc)
+        rc = gts_device_fill(device, block + dv->origin, ndim, shape, dv->strides, itemsize, item,
+                             NULL, ERR);
+    if (!rc)
+        rc = gts_device_synchronize(device, NULL, ERR);
+    if (!rc)
+        rc = gts_device_copy_to_host(device, a.bytes, block, a.size, NULL, ERR);
+    gts_device_free(device, block, a.size);
+    return rc;
+}
+
+/* Runs gts_copy (src != NULL) or gts_fill on the arena (or their device
+ * versions) and compares it with the reference; prints `what` on a
+ * mismatch. */
 static bool run_case(const char *what, arena a, const view *dv, const view *sv, const void *item,
                      int ndim, const int64_t *shape, int64_t itemsize)
 {
     unsigned char *snapshot = arena_clone(a), *expected = arena_clone(a);
     naive(expected, dv, sv ? snapshot : NULL, sv, item, ndim, shape, itemsize);
-    int rc = sv ? gts_copy(a.bytes + dv->origin, dv->strides, a.bytes + sv->origin, sv->strides,
-                           ndim, shape, itemsize, ERR)
-                : gts_fill(a.bytes + dv->origin, ndim, shape, dv->strides, itemsize, item, ERR);
+    int rc = device ? run_on_device(a, dv, sv, item, ndim, shape, itemsize)
+             : sv   ? gts_copy(a.bytes + dv->origin, dv->strides, a.bytes + sv->origin,
+                               sv->strides, ndim, shape, itemsize, ERR)
+                    : gts_fill(a.bytes + dv->origin, ndim, shape, dv->strides, itemsize, item,
+                               ERR);
     bool ok = rc == 0 && memcmp(a.bytes, expected, (size_t)a.size) == 0;
     if (!ok) {
-        fprintf(stderr, "  %s: rc %d (%s), itemsize %lld, shape", what, rc, check_error.message,
+        fprintf(stderr, "  %s on %s: rc %d (%s), itemsize %lld, shape", what,
+                device ? device->name : "the kernels", rc, check_error.message,
                 (long long)itemsize);
         for (int d = 0; d < ndim; ++d)
             fprintf(stderr, " %lld (dst stride %lld, src stride %lld)", (long long)shape[d],
@@ -434,13 +469,22 @@ static void test_copy_errors(void)
 
 int main(void)
 {
-    test_fill();
-    test_fill_large();
+    /* the value tests: the kernels themselves, then through each device */
+    const gts_device_ops *devices[] = {NULL, gts_device_host(), gts_device_emulated()};
+    for (size_t i = 0; i < sizeof devices / sizeof devices[0]; ++i) {
+        device = devices[i];
+        test_fill();
+        test_fill_large();
+        test_copy_random();
+        test_copy_fixed();
+        test_copy_overlapping();
+    }
+    device = NULL;
+    gts_transfer_counts counts;
+    gts_device_emulated_counts(&counts);
+    CHECK(counts.live_blocks == 0 && counts.copies > 2000 && counts.fills > 90);
     test_fill_scalar();
     test_fill_errors();
-    test_copy_random();
-    test_copy_fixed();
-    test_copy_overlapping();
     test_copy_errors();
     return check_summary("test_kernels");
 }

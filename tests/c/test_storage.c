@@ -5,7 +5,8 @@
  * map the test keeps itself, the halo rule by brute force, the aligned-point
  * invariant over random chains of views, copy/assign/fill, wrapping
  * caller-owned memory, and the properties, with empty and 0-d storages
- * throughout. */
+ * throughout. The data tests (copy, assign, fill) run on the host and on the
+ * emulated device. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,13 +98,21 @@ static gts_storage_spec spec_of(int ndim, const int64_t *shape, gts_dtype dtype)
     return spec;
 }
 
-/* A host storage: the spec's own device is overridden to the CPU so that
- * the GPU presets give their geometry here. */
-static bool create_cpu(gts_storage_spec spec, unsigned flags, gts_storage *out)
+/* The device the storages of create_storage live on: the host, and for the
+ * data tests (copy, assign, fill) in a second run the emulated device, whose
+ * memory the test reads through buffer_bytes as a kernel there would. */
+static const gts_device_ops *test_device;
+
+/* A storage on test_device (the host unless a test run says otherwise). The
+ * spec's device kind is overridden to the CPU so that the GPU presets give
+ * their geometry without a GPU. */
+static bool create_storage(gts_storage_spec spec, unsigned flags, gts_storage *out)
 {
     spec.has_device = true;
     spec.device = GTS_DEVICE_CPU;
-    return CALL_OK(gts_storage_create(&spec, flags, out, ERR));
+    if (!CALL_OK(gts_storage_create_on(test_device, &spec, flags, out, ERR)))
+        return false;
+    return CHECK(gts_buffer_device(out->buffer) == (test_device ? test_device : gts_device_host()));
 }
 
 /* ---- an index map kept by the test ------------------------------------------
@@ -408,7 +417,7 @@ static void test_create(void)
     spec.halo[0] = (gts_halo){3, 1};
     spec.halo[1] = (gts_halo){2, 2};
     gts_storage s;
-    if (create_cpu(spec, 0, &s)) {
+    if (create_storage(spec, 0, &s)) {
         CHECK_INT_EQ(s.ndim, 3);
         CHECK(ints_eq(3, s.shape, shape));
         CHECK(ints_eq(3, s.strides, (const int64_t[]){8, 256, 1024}));
@@ -434,7 +443,7 @@ static void test_create(void)
         spec.preset = &gpu;
         for (int d = 0; d < 3; ++d)
             spec.halo[d].lower = rnd(sh[d] + 1);
-        if (!create_cpu(spec, 0, &s))
+        if (!create_storage(spec, 0, &s))
             return;
         ok = address(&s, s.aligned_index) % (uintptr_t)(32 * s.dtype.itemsize) == 0 &&
              s.strides[0] == s.dtype.itemsize && s.strides[1] % (32 * s.dtype.itemsize) == 0;
@@ -449,11 +458,11 @@ static void test_create(void)
 
     /* GTS_ALLOC_ZERO over memory just dirtied */
     spec = spec_of(3, shape, F8);
-    if (create_cpu(spec, 0, &s)) {
+    if (create_storage(spec, 0, &s)) {
         memset(gts_buffer_host(s.buffer), 0x5a, (size_t)gts_buffer_size(s.buffer));
         gts_storage_release(&s);
     }
-    if (create_cpu(spec, GTS_ALLOC_ZERO, &s)) {
+    if (create_storage(spec, GTS_ALLOC_ZERO, &s)) {
         int64_t index[3] = {0, 0, 0};
         bool zero = true;
         do
@@ -486,7 +495,7 @@ static void test_views(void)
 {
     int64_t start = live_buffers();
     gts_storage s, a, b;
-    if (!create_cpu(spec_of(2, (const int64_t[]){3, 4}, F8), 0, &s))
+    if (!create_storage(spec_of(2, (const int64_t[]){3, 4}, F8), 0, &s))
         return;
     CHECK_INT_EQ(live_buffers(), start + 1);
     gts_storage_view(&s, &a);
@@ -513,7 +522,7 @@ static void test_views(void)
     CHECK_INT_EQ(live_buffers(), start);
 
     /* many views released in a random order */
-    if (!create_cpu(spec_of(1, (const int64_t[]){10}, F8), 0, &s))
+    if (!create_storage(spec_of(1, (const int64_t[]){10}, F8), 0, &s))
         return;
     gts_storage views[8];
     for (int i = 0; i < 8; ++i)
@@ -538,7 +547,7 @@ static bool make_reference(gts_storage *s)
     spec.halo[0] = (gts_halo){2, 1};
     spec.halo[1] = (gts_halo){0, 3};
     spec.halo[2] = (gts_halo){1, 1};
-    if (!create_cpu(spec, 0, s))
+    if (!create_storage(spec, 0, s))
         return false;
     fill_linear(s);
     return true;
@@ -684,7 +693,7 @@ static bool random_root(gts_storage *root)
         for (int d = 0; d < ndim; ++d)
             spec.aligned_index[d] = shape[d] ? rnd(shape[d]) : 0;
     }
-    return create_cpu(spec, 0, root);
+    return create_storage(spec, 0, root);
 }
 
 /* The invariants every view keeps, and the parent's aligned point where the
@@ -893,7 +902,7 @@ static void test_aligned_point_brute_force(void)
             spec.layout[1] = 1;
         }
         gts_storage root, v;
-        if (!create_cpu(spec, 0, &root))
+        if (!create_storage(spec, 0, &root))
             return;
         gts_storage_view(&root, &v);
         int d = (int)rnd(2);
@@ -944,7 +953,7 @@ static void test_aligned_point_huge_alignment(void)
         gts_storage_spec spec = spec_of(1, &n, (gts_dtype){GTS_KIND_UINT, 1});
         spec.alignment_size = alignment;
         gts_storage s, v;
-        if (!create_cpu(spec, 0, &s))
+        if (!create_storage(spec, 0, &s))
             return;
         gts_storage_view(&s, &v);
         if (alignment == n) {
@@ -972,7 +981,7 @@ static void test_aligned_point_nearest(void)
     spec.has_aligned_index = true;
     spec.aligned_index[0] = 99;
     gts_storage s, v;
-    if (!create_cpu(spec, 0, &s))
+    if (!create_storage(spec, 0, &s))
         return;
     CHECK_INT_EQ(address(&s, (const int64_t[]){3}) % 256, 0);
     gts_storage_view(&s, &v);
@@ -983,7 +992,7 @@ static void test_aligned_point_nearest(void)
     /* from 10 on: 35 is 25 past the start of [10, 90), so view index 25 */
     spec.aligned_index[0] = 3;
     gts_storage_release(&s);
-    if (!create_cpu(spec, 0, &s))
+    if (!create_storage(spec, 0, &s))
         return;
     gts_storage_view(&s, &v);
     CHECK_OK(gts_storage_slice(&v, 0, 10, 1, 80, ERR));
@@ -1045,7 +1054,7 @@ static void test_insert_dim(void)
 {
     const int64_t shape[4] = {2, 3, 4, 2};
     gts_storage s, v;
-    if (!create_cpu(spec_of(4, shape, F8), 0, &s)) /* dims I, J, K, 0 */
+    if (!create_storage(spec_of(4, shape, F8), 0, &s)) /* dims I, J, K, 0 */
         return;
     fill_linear(&s);
     gts_storage_view(&s, &v);
@@ -1200,11 +1209,12 @@ static void test_copy(void)
     spec.has_dims = true;
     spec.dims[0] = GTS_DIM_I, spec.dims[1] = GTS_DIM_J, spec.dims[2] = 0;
     gts_storage s, c;
-    if (!create_cpu(spec, 0, &s))
+    if (!create_storage(spec, 0, &s))
         return;
     fill_linear(&s);
     if (CHECK_OK(gts_storage_copy(&s, &c, ERR))) {
-        CHECK(c.buffer != s.buffer && gts_storage_data(&c) != gts_storage_data(&s));
+        CHECK(c.buffer != s.buffer && buffer_bytes(c.buffer) != buffer_bytes(s.buffer));
+        CHECK(gts_buffer_device(c.buffer) == gts_buffer_device(s.buffer));
         CHECK(gts_dtype_equal(c.dtype, F8) && c.ndim == 3 && ints_eq(3, c.shape, s.shape));
         CHECK(memcmp(c.dims, s.dims, sizeof *c.dims * 3) == 0);
         CHECK(halos_eq(3, c.halo, s.halo));
@@ -1262,13 +1272,13 @@ static void test_assign(void)
     const int64_t shape[3] = {3, 4, 5};
     gts_storage_spec spec = spec_of(3, shape, F8);
     gts_storage src, dst, f4, ro;
-    if (!create_cpu(spec, 0, &src))
+    if (!create_storage(spec, 0, &src))
         return;
     fill_linear(&src);
     spec.has_layout = true; /* F order, padded */
     spec.layout[0] = 2, spec.layout[1] = 1, spec.layout[2] = 0;
     spec.alignment_size = 32;
-    if (!create_cpu(spec, GTS_ALLOC_ZERO, &dst))
+    if (!create_storage(spec, GTS_ALLOC_ZERO, &dst))
         return;
     CHECK_INT_EQ(dst.strides[0], 8);
     if (CHECK_OK(gts_storage_assign(&dst, &src, ERR))) {
@@ -1283,7 +1293,7 @@ static void test_assign(void)
     CHECK_OK(gts_storage_index(&part, 1, 0, ERR));
     CHECK_FAILS(gts_storage_assign(&dst, &part, ERR), GTS_EINVAL, "shape");
     gts_storage_release(&part);
-    if (create_cpu(spec_of(3, shape, F4), 0, &f4)) {
+    if (create_storage(spec_of(3, shape, F4), 0, &f4)) {
         CHECK_FAILS(gts_storage_assign(&f4, &src, ERR), GTS_ETYPE, "dtype");
         gts_storage_release(&f4);
     }
@@ -1295,7 +1305,7 @@ static void test_assign(void)
 
     /* overlapping: shift a row by one, as if through a temporary */
     gts_storage row, a, b;
-    if (create_cpu(spec_of(1, (const int64_t[]){10}, F8), 0, &row)) {
+    if (create_storage(spec_of(1, (const int64_t[]){10}, F8), 0, &row)) {
         fill_linear(&row);
         gts_storage_view(&row, &a);
         gts_storage_view(&row, &b);
@@ -1327,7 +1337,7 @@ static void test_assign(void)
 static void mark_elements(const gts_storage *s, unsigned char *mask)
 {
     int64_t index[GTS_MAX_NDIM] = {0};
-    uintptr_t base = (uintptr_t)gts_buffer_host(s->buffer);
+    uintptr_t base = (uintptr_t)buffer_bytes(s->buffer);
     if (product(s->ndim, s->shape) == 0)
         return;
     do
@@ -1340,10 +1350,10 @@ static void test_fill(void)
     gts_storage_spec spec = spec_of(3, (const int64_t[]){5, 4, 3}, F8);
     spec.preset = &gpu; /* I padded 5 -> 32: most bytes are padding */
     gts_storage s, v;
-    if (!create_cpu(spec, 0, &s))
+    if (!create_storage(spec, 0, &s))
         return;
     size_t size = (size_t)gts_buffer_size(s.buffer);
-    unsigned char *bytes = gts_buffer_host(s.buffer), *mask = calloc(size, 1);
+    unsigned char *bytes = (unsigned char *)buffer_bytes(s.buffer), *mask = calloc(size, 1);
     if (!CHECK(mask != NULL))
         return;
     memset(bytes, 0xa5, size);
@@ -1386,11 +1396,11 @@ static void test_fill(void)
     gts_storage_release(&s);
 
     gts_storage small;
-    if (create_cpu(spec_of(2, (const int64_t[]){2, 3}, I1), GTS_ALLOC_ZERO, &small)) {
+    if (create_storage(spec_of(2, (const int64_t[]){2, 3}, I1), GTS_ALLOC_ZERO, &small)) {
         CHECK_FAILS(gts_storage_fill(&small, (gts_scalar){GTS_SCALAR_INT, {.i = 300}}, ERR),
                     GTS_ERANGE, "300");
         CHECK_OK(gts_storage_fill(&small, (gts_scalar){GTS_SCALAR_INT, {.i = -128}}, ERR));
-        const int8_t *p = gts_storage_data(&small);
+        const int8_t *p = (const int8_t *)address(&small, (const int64_t[]){0, 0});
         CHECK(p[0] == -128 && p[5] == -128);
         gts_storage_release(&small);
     }
@@ -1423,7 +1433,7 @@ static void test_copy_after_insert_dim(void)
     gts_storage_spec spec = spec_of(3, shape, F8);
     spec.preset = &gpu;
     gts_storage s, v, c;
-    if (!create_cpu(spec, 0, &s))
+    if (!create_storage(spec, 0, &s))
         return;
     gts_storage_view(&s, &v);
     if (CHECK_OK(gts_storage_insert_dim(&v, 3, ERR)) && CHECK_OK(gts_storage_copy(&v, &c, ERR))) {
@@ -1450,7 +1460,7 @@ static void test_layout_recorded(void)
     gts_storage_spec spec = spec_of(3, shape, F8);
     spec.preset = &gpu;
     gts_storage s, v, c;
-    if (!create_cpu(spec, 0, &s))
+    if (!create_storage(spec, 0, &s))
         return;
     int layout[3];
     gts_storage_layout(&s, layout);
@@ -1656,7 +1666,7 @@ static void test_properties(void)
     spec.halo[0] = (gts_halo){1, 2};
     spec.halo[2] = (gts_halo){0, 3};
     gts_storage s, v;
-    if (!create_cpu(spec, 0, &s))
+    if (!create_storage(spec, 0, &s))
         return;
     CHECK_INT_EQ(gts_storage_size(&s), 60);
     CHECK_INT_EQ(gts_storage_nbytes(&s), 480); /* no padding */
@@ -1670,7 +1680,7 @@ static void test_properties(void)
     gts_storage_release(&s);
 
     /* C order, F order, slices, extent 1, empty */
-    if (!create_cpu(spec_of(2, (const int64_t[]){4, 5}, F8), 0, &s))
+    if (!create_storage(spec_of(2, (const int64_t[]){4, 5}, F8), 0, &s))
         return;
     CHECK(gts_storage_contiguous(&s, 'C') && !gts_storage_contiguous(&s, 'F'));
     gts_storage_layout(&s, layout);
@@ -1706,7 +1716,7 @@ static void test_properties(void)
     spec = spec_of(3, (const int64_t[]){2, 3, 4}, F4);
     spec.has_layout = true;
     spec.layout[0] = 2, spec.layout[1] = 1, spec.layout[2] = 0;
-    if (create_cpu(spec, 0, &s)) {
+    if (create_storage(spec, 0, &s)) {
         CHECK(ints_eq(3, s.strides, (const int64_t[]){4, 8, 24}));
         CHECK(!gts_storage_contiguous(&s, 'C') && gts_storage_contiguous(&s, 'F'));
         CHECK_INT_EQ(gts_storage_nbytes(&s), 96);
@@ -1722,7 +1732,7 @@ static void test_empty_and_0d(void)
     gts_storage_spec spec = spec_of(3, (const int64_t[]){3, 0, 2}, F8);
     spec.preset = &gpu;
     spec.halo[0] = (gts_halo){1, 1};
-    if (create_cpu(spec, GTS_ALLOC_ZERO, &s)) {
+    if (create_storage(spec, GTS_ALLOC_ZERO, &s)) {
         CHECK(gts_storage_size(&s) == 0 && gts_storage_nbytes(&s) == 0);
         CHECK(s.aligned_index[1] == 0 && s.aligned_index[0] == 1);
         for (int d = 0; d < 3; ++d)
@@ -1744,18 +1754,18 @@ static void test_empty_and_0d(void)
         gts_storage_release(&s);
     }
     /* 0-d */
-    if (create_cpu(spec_of(0, NULL, F8), 0, &s)) {
+    if (create_storage(spec_of(0, NULL, F8), 0, &s)) {
         CHECK(gts_storage_size(&s) == 1 && gts_storage_nbytes(&s) == 8);
         CHECK(gts_storage_contiguous(&s, 'C') && gts_storage_contiguous(&s, 'F'));
         CHECK_OK(gts_storage_fill(&s, (gts_scalar){GTS_SCALAR_FLOAT, {.f = 6.5}}, ERR));
-        CHECK(*(const double *)gts_storage_data(&s) == 6.5);
+        CHECK(get(&s, NULL) == 6.5);
         gts_storage_view(&s, &v);
         CHECK_OK(gts_storage_transpose(&v, NULL, ERR));
         CHECK_OK(gts_storage_domain(&v, ERR));
         CHECK_FAILS(gts_storage_slice(&v, 0, 0, 1, 1, ERR), GTS_EBOUNDS, "dim");
         if (CHECK_OK(gts_storage_copy(&v, &c, ERR))) {
             CHECK(c.ndim == 0 && c.buffer != s.buffer);
-            CHECK(*(const double *)gts_storage_data(&c) == 6.5);
+            CHECK(get(&c, NULL) == 6.5);
             gts_storage_release(&c);
         }
         CHECK_OK(gts_storage_insert_dim(&v, 0, ERR));
@@ -1790,14 +1800,25 @@ int main(void)
     test_transpose();
     test_domain();
     test_set_halo();
-    test_copy();
-    test_assign();
-    test_fill();
-    test_copy_after_insert_dim();
-    test_layout_recorded();
     test_wrap();
     test_properties();
-    test_empty_and_0d();
+    /* the data tests, on the host and on the emulated device */
+    const gts_device_ops *devices[] = {gts_device_host(), gts_device_emulated()};
+    for (size_t i = 0; i < sizeof devices / sizeof devices[0]; ++i) {
+        test_device = devices[i];
+        test_copy();
+        test_assign();
+        test_fill();
+        test_copy_after_insert_dim();
+        test_layout_recorded();
+        test_empty_and_0d();
+    }
+    test_device = NULL;
+    gts_transfer_counts counts;
+    gts_device_emulated_counts(&counts);
+    /* the emulated run ran on the device: its kernels, no transfers */
+    CHECK(counts.copies > 0 && counts.fills > 0 && counts.to_device == 0 && counts.to_host == 0);
+    CHECK_INT_EQ(counts.live_blocks, 0);
     CHECK_INT_EQ(live_buffers(), start); /* every test released what it made */
     return check_summary("storage");
 }

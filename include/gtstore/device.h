@@ -1,0 +1,185 @@
+/* Devices: where memory lives, and the operations that reach it.
+ *
+ * A device is identified by its DLPack device (type, id): one id space for
+ * the whole library, its DLPack import and export, and the Python extension.
+ * Each device is a table of operations (gts_device_ops): allocate and free
+ * device memory, copy contiguous bytes host -> device, device -> host and
+ * within the device, strided fill and copy of device memory (the contracts
+ * of gts_fill and gts_copy), synchronise, and optionally streams. Buffers
+ * know their device (gts_buffer_device) and storages dispatch copy and fill
+ * through it.
+ *
+ * Built in:
+ * - the host (GTS_DL_CPU, 0): always present. Its memory is host memory;
+ *   its operations are the host allocator and the kernels of kernels.h.
+ * - the emulated device (GTS_DL_EXT_DEV, 0): a device for tests, present in
+ *   every build. Its memory is separate host memory that the rest of the
+ *   library reaches only through its operations: the addresses it hands out
+ *   are not host addresses (dereferencing one faults), every address it is
+ *   given is checked to lie in one of its live blocks, and it counts its
+ *   transfers (gts_device_emulated_counts).
+ *
+ * Not to be confused with the gts_device enum of gtstore/preset.h: that is
+ * the device *kind* a preset prefers (CPU or GPU), not a device.
+ *
+ * Device addresses are `void *` that only the device's own operations may
+ * dereference (for the host device they are host addresses). Streams are
+ * opaque handles; NULL is the device's default stream, on which every
+ * operation has completed when it returns. */
+#ifndef GTSTORE_DEVICE_H
+#define GTSTORE_DEVICE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gtstore/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Device types: DLPack's DLDeviceType codes. */
+enum {
+    GTS_DL_CPU = 1,
+    GTS_DL_CUDA = 2,
+    GTS_DL_CUDA_HOST = 3,
+    GTS_DL_OPENCL = 4,
+    GTS_DL_VULKAN = 7,
+    GTS_DL_METAL = 8,
+    GTS_DL_VPI = 9,
+    GTS_DL_ROCM = 10,
+    GTS_DL_ROCM_HOST = 11,
+    GTS_DL_EXT_DEV = 12, /* the emulated device */
+    GTS_DL_CUDA_MANAGED = 13,
+    GTS_DL_ONEAPI = 14,
+    GTS_DL_WEBGPU = 15,
+    GTS_DL_HEXAGON = 16,
+    GTS_DL_MAIA = 17
+};
+
+/* A device: the layout of DLPack's DLDevice. */
+typedef struct gts_device_id {
+    int32_t type; /* a GTS_DL_* code */
+    int32_t id;   /* which device of that type, from 0 */
+} gts_device_id;
+
+/* Allocation flags. */
+enum {
+    GTS_ALLOC_ZERO = 1 /* the block reads as zeros (like calloc) */
+};
+
+/* A stream (queue of device work); NULL: the default stream. */
+typedef void *gts_stream;
+
+typedef struct gts_device_ops gts_device_ops;
+
+/* The operations of a device. The gts_device_* functions below check their
+ * arguments and then call these, so an implementation may assume: sizes
+ * >= 0, no NULL address for a non-empty transfer, a stream that is NULL or
+ * one of its own. Every fallible entry returns 0 or a gts_status and fills
+ * `err`. */
+struct gts_device_ops {
+    gts_device_id id;
+    const char *name;       /* "cpu", "emulated", ... */
+    bool host_accessible;   /* its addresses are host addresses too */
+    void *ctx;              /* the implementation's own state */
+    /* A block of `size` bytes (0 allowed), 64-byte aligned. */
+    int (*alloc)(const gts_device_ops *dev, int64_t size, unsigned flags, void **out,
+                 gts_error *err);
+    /* Frees a block from alloc; `size` is the size it was allocated with. */
+    void (*free)(const gts_device_ops *dev, void *block, int64_t size);
+    /* Contiguous bytes: host -> device, device -> host, device -> device
+     * (the last may overlap, as memmove). */
+    int (*copy_to_device)(const gts_device_ops *dev, void *dst, const void *src, int64_t bytes,
+                          gts_stream stream, gts_error *err);
+    int (*copy_to_host)(const gts_device_ops *dev, void *dst, const void *src, int64_t bytes,
+                        gts_stream stream, gts_error *err);
+    int (*copy_within)(const gts_device_ops *dev, void *dst, const void *src, int64_t bytes,
+                       gts_stream stream, gts_error *err);
+    /* Strided fill and copy of device memory, with the contracts of gts_fill
+     * and gts_copy (kernels.h). */
+    int (*fill)(const gts_device_ops *dev, void *data, int ndim, const int64_t *shape,
+                const int64_t *strides, int64_t itemsize, const void *item, gts_stream stream,
+                gts_error *err);
+    int (*copy)(const gts_device_ops *dev, void *dst, const int64_t *dst_strides,
+                const void *src, const int64_t *src_strides, int ndim, const int64_t *shape,
+                int64_t itemsize, gts_stream stream, gts_error *err);
+    /* Waits until the work queued on `stream` has completed. */
+    int (*synchronize)(const gts_device_ops *dev, gts_stream stream, gts_error *err);
+    /* Optional (NULL: the device has its default stream only). */
+    int (*stream_create)(const gts_device_ops *dev, gts_stream *out, gts_error *err);
+    void (*stream_destroy)(const gts_device_ops *dev, gts_stream stream);
+};
+
+/* ---- the registry -------------------------------------------------------- */
+
+/* The device `id`. GTS_ENOTFOUND for a device that does not exist (an
+ * unknown type, or an id beyond the devices of a type); GTS_ENOTSUP for a
+ * DLPack device type this build of libgtstore cannot reach. */
+int gts_device_get(gts_device_id id, const gts_device_ops **out, gts_error *err);
+
+/* The host device (GTS_DL_CPU, 0), always present. */
+const gts_device_ops *gts_device_host(void);
+
+/* The emulated device (GTS_DL_EXT_DEV, 0), always present. */
+const gts_device_ops *gts_device_emulated(void);
+
+/* The devices available, host first: writes up to `capacity` of them to
+ * `out` (may be NULL when capacity is 0) and returns how many there are. */
+size_t gts_device_list(const gts_device_ops **out, size_t capacity);
+
+/* Whether two ids name the same device. */
+bool gts_device_id_equal(gts_device_id a, gts_device_id b);
+
+/* ---- operations, checked ------------------------------------------------- */
+/* Each checks the arguments every device shares (GTS_EINVAL for a NULL
+ * device, a negative size, a NULL address of a non-empty transfer, a stream
+ * on a device without streams) and calls the device's entry. */
+
+int gts_device_alloc(const gts_device_ops *dev, int64_t size, unsigned flags, void **out,
+                     gts_error *err);
+void gts_device_free(const gts_device_ops *dev, void *block, int64_t size); /* NULL ignored */
+int gts_device_copy_to_device(const gts_device_ops *dev, void *dst, const void *src,
+                              int64_t bytes, gts_stream stream, gts_error *err);
+int gts_device_copy_to_host(const gts_device_ops *dev, void *dst, const void *src,
+                            int64_t bytes, gts_stream stream, gts_error *err);
+int gts_device_copy_within(const gts_device_ops *dev, void *dst, const void *src,
+                           int64_t bytes, gts_stream stream, gts_error *err);
+int gts_device_fill(const gts_device_ops *dev, void *data, int ndim, const int64_t *shape,
+                    const int64_t *strides, int64_t itemsize, const void *item,
+                    gts_stream stream, gts_error *err);
+int gts_device_copy(const gts_device_ops *dev, void *dst, const int64_t *dst_strides,
+                    const void *src, const int64_t *src_strides, int ndim, const int64_t *shape,
+                    int64_t itemsize, gts_stream stream, gts_error *err);
+int gts_device_synchronize(const gts_device_ops *dev, gts_stream stream, gts_error *err);
+/* GTS_ENOTSUP on a device without streams. */
+int gts_device_stream_create(const gts_device_ops *dev, gts_stream *out, gts_error *err);
+void gts_device_stream_destroy(const gts_device_ops *dev, gts_stream stream); /* NULL ignored */
+
+/* ---- the emulated device ------------------------------------------------- */
+
+/* What the emulated device has done since the last reset: calls and bytes
+ * of each transfer, strided kernels run, and its blocks. */
+typedef struct gts_transfer_counts {
+    int64_t to_device, to_device_bytes; /* host -> device */
+    int64_t to_host, to_host_bytes;     /* device -> host */
+    int64_t within, within_bytes;       /* device -> device, contiguous */
+    int64_t fills, copies;              /* strided kernels on the device */
+    int64_t allocs, frees;
+    int64_t live_blocks, live_bytes;    /* not reset: what is allocated now */
+} gts_transfer_counts;
+
+void gts_device_emulated_counts(gts_transfer_counts *out);
+/* Zeroes the counts (live_blocks and live_bytes stay). */
+void gts_device_emulated_reset_counts(void);
+
+/* The host address behind an emulated device address (NULL if `address` is
+ * not inside a live block of the emulated device): for tests that read or
+ * write the "device" side directly, as a kernel would. */
+void *gts_device_emulated_host_address(const void *address);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

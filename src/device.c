@@ -1,0 +1,264 @@
+#include "gtstore/device.h"
+
+#include <string.h>
+
+#include "gtstore/kernels.h"
+#include "internal.h"
+
+/* ---- the host device -------------------------------------------------------
+ * The host allocator of buffer.c and the kernels of kernels.c; every
+ * "transfer" is a memmove. There is one stream, and everything has completed
+ * when a call returns. */
+
+static int host_alloc(const gts_device_ops *dev, int64_t size, unsigned flags, void **out,
+                      gts_error *err)
+{
+    (void)dev;
+    return gts__host_alloc(size, flags, out, err);
+}
+
+static void host_free(const gts_device_ops *dev, void *block, int64_t size)
+{
+    (void)dev;
+    gts__host_free(block, size);
+}
+
+static int host_move(const gts_device_ops *dev, void *dst, const void *src, int64_t bytes,
+                     gts_stream stream, gts_error *err)
+{
+    (void)dev, (void)stream, (void)err;
+    if (bytes > 0)
+        memmove(dst, src, (size_t)bytes);
+    return GTS_OK;
+}
+
+static int host_fill(const gts_device_ops *dev, void *data, int ndim, const int64_t *shape,
+                     const int64_t *strides, int64_t itemsize, const void *item,
+                     gts_stream stream, gts_error *err)
+{
+    (void)dev, (void)stream;
+    return gts_fill(data, ndim, shape, strides, itemsize, item, err);
+}
+
+static int host_copy(const gts_device_ops *dev, void *dst, const int64_t *dst_strides,
+                     const void *src, const int64_t *src_strides, int ndim, const int64_t *shape,
+                     int64_t itemsize, gts_stream stream, gts_error *err)
+{
+    (void)dev, (void)stream;
+    return gts_copy(dst, dst_strides, src, src_strides, ndim, shape, itemsize, err);
+}
+
+static int host_synchronize(const gts_device_ops *dev, gts_stream stream, gts_error *err)
+{
+    (void)dev, (void)stream, (void)err;
+    return GTS_OK;
+}
+
+const gts_device_ops gts__device_host = {
+    .id = {GTS_DL_CPU, 0},
+    .name = "cpu",
+    .host_accessible = true,
+    .ctx = NULL,
+    .alloc = host_alloc,
+    .free = host_free,
+    .copy_to_device = host_move,
+    .copy_to_host = host_move,
+    .copy_within = host_move,
+    .fill = host_fill,
+    .copy = host_copy,
+    .synchronize = host_synchronize,
+    .stream_create = NULL,
+    .stream_destroy = NULL,
+};
+
+/* ---- the registry ------------------------------------------------------------ */
+
+extern const gts_device_ops gts__device_emulated; /* device_emulated.c */
+
+static const gts_device_ops *const devices[] = {&gts__device_host, &gts__device_emulated};
+#define DEVICE_COUNT (sizeof devices / sizeof devices[0])
+
+const gts_device_ops *gts_device_host(void)
+{
+    return &gts__device_host;
+}
+
+const gts_device_ops *gts_device_emulated(void)
+{
+    return &gts__device_emulated;
+}
+
+size_t gts_device_list(const gts_device_ops **out, size_t capacity)
+{
+    for (size_t i = 0; i < DEVICE_COUNT && i < capacity; ++i)
+        out[i] = devices[i];
+    return DEVICE_COUNT;
+}
+
+bool gts_device_id_equal(gts_device_id a, gts_device_id b)
+{
+    return a.type == b.type && a.id == b.id;
+}
+
+/* The name of a DLPack device type, or NULL for a code DLPack does not
+ * define. */
+static const char *type_name(int32_t type)
+{
+    switch (type) {
+    case GTS_DL_CPU: return "CPU";
+    case GTS_DL_CUDA: return "CUDA";
+    case GTS_DL_CUDA_HOST: return "CUDA host";
+    case GTS_DL_OPENCL: return "OpenCL";
+    case GTS_DL_VULKAN: return "Vulkan";
+    case GTS_DL_METAL: return "Metal";
+    case GTS_DL_VPI: return "VPI";
+    case GTS_DL_ROCM: return "ROCm";
+    case GTS_DL_ROCM_HOST: return "ROCm host";
+    case GTS_DL_EXT_DEV: return "ext_dev";
+    case GTS_DL_CUDA_MANAGED: return "CUDA managed";
+    case GTS_DL_ONEAPI: return "oneAPI";
+    case GTS_DL_WEBGPU: return "WebGPU";
+    case GTS_DL_HEXAGON: return "Hexagon";
+    case GTS_DL_MAIA: return "MAIA";
+    default: return NULL;
+    }
+}
+
+int gts_device_get(gts_device_id id, const gts_device_ops **out, gts_error *err)
+{
+    if (!out)
+        return gts_error_set(err, GTS_EINVAL, "out: NULL");
+    bool type_present = false;
+    for (size_t i = 0; i < DEVICE_COUNT; ++i) {
+        if (gts_device_id_equal(devices[i]->id, id)) {
+            *out = devices[i];
+            return GTS_OK;
+        }
+        type_present = type_present || devices[i]->id.type == id.type;
+    }
+    const char *name = type_name(id.type);
+    if (!name)
+        return gts_error_set(err, GTS_ENOTFOUND,
+                             "device: (%d, %d) has type %d, which is not a DLPack device type",
+                             (int)id.type, (int)id.id, (int)id.type);
+    if (type_present)
+        return gts_error_set(err, GTS_ENOTFOUND,
+                             "device: (%d, %d) does not exist: there is no %s device %d",
+                             (int)id.type, (int)id.id, name, (int)id.id);
+    return gts_error_set(err, GTS_ENOTSUP,
+                         "device: (%d, %d) is a %s device, which this build of libgtstore "
+                         "cannot reach",
+                         (int)id.type, (int)id.id, name);
+}
+
+/* ---- checked operations ---------------------------------------------------------- */
+
+static int check_device(const gts_device_ops *dev, gts_stream stream, gts_error *err)
+{
+    if (!dev)
+        return gts_error_set(err, GTS_EINVAL, "device: NULL");
+    if (stream && !dev->stream_create)
+        return gts_error_set(err, GTS_EINVAL,
+                             "stream: %p given, but device %s has its default stream only",
+                             stream, dev->name);
+    return GTS_OK;
+}
+
+static int check_transfer(const gts_device_ops *dev, void *dst, const void *src, int64_t bytes,
+                          gts_stream stream, gts_error *err)
+{
+    int rc = check_device(dev, stream, err);
+    if (rc)
+        return rc;
+    if (bytes < 0)
+        return gts_error_set(err, GTS_EINVAL, "bytes: %lld is negative", (long long)bytes);
+    if (bytes > 0 && (!dst || !src))
+        return gts_error_set(err, GTS_EINVAL, "%s: NULL for %lld bytes", !dst ? "dst" : "src",
+                             (long long)bytes);
+    return GTS_OK;
+}
+
+int gts_device_alloc(const gts_device_ops *dev, int64_t size, unsigned flags, void **out,
+                     gts_error *err)
+{
+    int rc = check_device(dev, NULL, err);
+    if (rc)
+        return rc;
+    if (!out)
+        return gts_error_set(err, GTS_EINVAL, "out: NULL");
+    if (size < 0)
+        return gts_error_set(err, GTS_EINVAL, "size: %lld bytes is negative", (long long)size);
+    if (flags & ~(unsigned)GTS_ALLOC_ZERO)
+        return gts_error_set(err, GTS_EINVAL, "flags: %#x has unknown bits", flags);
+    return dev->alloc(dev, size, flags, out, err);
+}
+
+void gts_device_free(const gts_device_ops *dev, void *block, int64_t size)
+{
+    if (dev && block)
+        dev->free(dev, block, size);
+}
+
+int gts_device_copy_to_device(const gts_device_ops *dev, void *dst, const void *src,
+                              int64_t bytes, gts_stream stream, gts_error *err)
+{
+    int rc = check_transfer(dev, dst, src, bytes, stream, err);
+    return rc ? rc : dev->copy_to_device(dev, dst, src, bytes, stream, err);
+}
+
+int gts_device_copy_to_host(const gts_device_ops *dev, void *dst, const void *src,
+                            int64_t bytes, gts_stream stream, gts_error *err)
+{
+    int rc = check_transfer(dev, dst, src, bytes, stream, err);
+    return rc ? rc : dev->copy_to_host(dev, dst, src, bytes, stream, err);
+}
+
+int gts_device_copy_within(const gts_device_ops *dev, void *dst, const void *src,
+                           int64_t bytes, gts_stream stream, gts_error *err)
+{
+    int rc = check_transfer(dev, dst, src, bytes, stream, err);
+    return rc ? rc : dev->copy_within(dev, dst, src, bytes, stream, err);
+}
+
+int gts_device_fill(const gts_device_ops *dev, void *data, int ndim, const int64_t *shape,
+                    const int64_t *strides, int64_t itemsize, const void *item,
+                    gts_stream stream, gts_error *err)
+{
+    int rc = check_device(dev, stream, err);
+    return rc ? rc : dev->fill(dev, data, ndim, shape, strides, itemsize, item, stream, err);
+}
+
+int gts_device_copy(const gts_device_ops *dev, void *dst, const int64_t *dst_strides,
+                    const void *src, const int64_t *src_strides, int ndim, const int64_t *shape,
+                    int64_t itemsize, gts_stream stream, gts_error *err)
+{
+    int rc = check_device(dev, stream, err);
+    return rc ? rc
+              : dev->copy(dev, dst, dst_strides, src, src_strides, ndim, shape, itemsize, stream,
+                          err);
+}
+
+int gts_device_synchronize(const gts_device_ops *dev, gts_stream stream, gts_error *err)
+{
+    int rc = check_device(dev, stream, err);
+    return rc ? rc : dev->synchronize(dev, stream, err);
+}
+
+int gts_device_stream_create(const gts_device_ops *dev, gts_stream *out, gts_error *err)
+{
+    int rc = check_device(dev, NULL, err);
+    if (rc)
+        return rc;
+    if (!out)
+        return gts_error_set(err, GTS_EINVAL, "out: NULL");
+    if (!dev->stream_create)
+        return gts_error_set(err, GTS_ENOTSUP, "stream: device %s has its default stream only",
+                             dev->name);
+    return dev->stream_create(dev, out, err);
+}
+
+void gts_device_stream_destroy(const gts_device_ops *dev, gts_stream stream)
+{
+    if (dev && stream && dev->stream_destroy)
+        dev->stream_destroy(dev, stream);
+}

@@ -1,0 +1,523 @@
+/* Devices: the registry (ids, errors for unknown and unreachable devices),
+ * the contract of every device's operations (run on the host and the
+ * emulated device alike), the emulated device's own promises (addresses
+ * that are not host addresses, checks of every address, transfer counts,
+ * streams), the checked entry points' bad input, buffers on a device, and
+ * storages across devices: copy and assign staged through the host with the
+ * fewest transfers, and DLPack export naming the device. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "storage_helpers.h"
+#include "gtstore/buffer.h"
+#include "gtstore/device.h"
+#include "gtstore/dlpack.h"
+#include "gtstore/kernels.h"
+#include "gtstore/storage.h"
+
+static gts_transfer_counts counts_now(void)
+{
+    gts_transfer_counts c;
+    gts_device_emulated_counts(&c);
+    return c;
+}
+
+/* ---- the registry ------------------------------------------------------------ */
+
+static void test_registry(void)
+{
+    const gts_device_ops *dev = NULL, *host = gts_device_host(), *emu = gts_device_emulated();
+    CHECK(host && emu && host != emu);
+    CHECK(host->id.type == GTS_DL_CPU && host->id.id == 0 && host->host_accessible);
+    CHECK(emu->id.type == GTS_DL_EXT_DEV && emu->id.id == 0 && !emu->host_accessible);
+    CHECK_STR_EQ(host->name, "cpu");
+    CHECK_STR_EQ(emu->name, "emulated");
+    if (CHECK_OK(gts_device_get((gts_device_id){GTS_DL_CPU, 0}, &dev, ERR)))
+        CHECK(dev == host);
+    if (CHECK_OK(gts_device_get((gts_device_id){GTS_DL_EXT_DEV, 0}, &dev, ERR)))
+        CHECK(dev == emu);
+    dev = NULL;
+    CHECK_FAILS(gts_device_get((gts_device_id){GTS_DL_CPU, 1}, &dev, ERR), GTS_ENOTFOUND,
+                "device: (1, 1)");
+    CHECK_FAILS(gts_device_get((gts_device_id){GTS_DL_EXT_DEV, -1}, &dev, ERR), GTS_ENOTFOUND,
+                "no ext_dev device -1");
+    CHECK_FAILS(gts_device_get((gts_device_id){GTS_DL_CUDA, 0}, &dev, ERR), GTS_ENOTSUP,
+                "CUDA");
+    CHECK_FAILS(gts_device_get((gts_device_id){GTS_DL_CUDA_MANAGED, 3}, &dev, ERR), GTS_ENOTSUP,
+                "(13, 3)");
+    CHECK_FAILS(gts_device_get((gts_device_id){99, 0}, &dev, ERR), GTS_ENOTFOUND,
+                "not a DLPack device type");
+    CHECK_FAILS(gts_device_get((gts_device_id){0, 0}, &dev, ERR), GTS_ENOTFOUND, "type 0");
+    CHECK(dev == NULL); /* failures write nothing */
+    CHECK_FAILS(gts_device_get((gts_device_id){GTS_DL_CPU, 0}, NULL, ERR), GTS_EINVAL, "out");
+
+    const gts_device_ops *list[4] = {NULL};
+    CHECK_INT_EQ(gts_device_list(NULL, 0), 2);
+    CHECK_INT_EQ(gts_device_list(list, 1), 2);
+    CHECK(list[0] == host && list[1] == NULL);
+    CHECK_INT_EQ(gts_device_list(list, 4), 2);
+    CHECK(list[0] == host && list[1] == emu && list[2] == NULL);
+    CHECK(gts_device_id_equal(host->id, (gts_device_id){1, 0}));
+    CHECK(!gts_device_id_equal(host->id, emu->id));
+    /* DLPack's device struct and the id have one layout */
+    CHECK(sizeof(gts_device_id) == sizeof(gts_dl_device));
+}
+
+/* ---- the contract of every device ------------------------------------------------ */
+
+/* Bytes of device memory, read back to the host. */
+static bool read_back(const gts_device_ops *dev, const void *block, int64_t size,
+                      unsigned char *out)
+{
+    return CHECK_OK(gts_device_copy_to_host(dev, out, block, size, NULL, ERR));
+}
+
+static void test_contract(const gts_device_ops *dev)
+{
+    enum { N = 4096 };
+    unsigned char *host = malloc(N), *back = malloc(N), *expected = malloc(N);
+    char *a = NULL, *b = NULL;
+    if (!CHECK(host && back && expected) || !CHECK_OK(gts_device_alloc(dev, N, GTS_ALLOC_ZERO,
+                                                                    (void **)&a, ERR)))
+        goto done;
+    CHECK((uintptr_t)a % 64 == 0);
+    /* GTS_ALLOC_ZERO reads as zeros */
+    memset(back, 1, N);
+    read_back(dev, a, N, back);
+    bool zero = true;
+    for (int i = 0; i < N; ++i)
+        zero = zero && back[i] == 0;
+    CHECK(zero);
+    /* a round trip, and part of a block at an offset */
+    for (int i = 0; i < N; ++i)
+        host[i] = (unsigned char)(i * 7 + 3);
+    CHECK_OK(gts_device_copy_to_device(dev, a, host, N, NULL, ERR));
+    read_back(dev, a, N, back);
+    CHECK(memcmp(back, host, N) == 0);
+    CHECK_OK(gts_device_copy_to_host(dev, back, a + 100, 50, NULL, ERR));
+    CHECK(memcmp(back, host + 100, 50) == 0);
+    /* within the device, overlapping as memmove */
+    CHECK_OK(gts_device_copy_within(dev, a + 1, a, N - 1, NULL, ERR));
+    memcpy(expected, host, N);
+    memmove(expected + 1, expected, N - 1);
+    read_back(dev, a, N, back);
+    CHECK(memcmp(back, expected, N) == 0);
+    /* between two blocks */
+    if (CHECK_OK(gts_device_alloc(dev, N, 0, (void **)&b, ERR))) {
+        CHECK(b != a);
+        CHECK_OK(gts_device_copy_within(dev, b, a, N, NULL, ERR));
+        read_back(dev, b, N, back);
+        CHECK(memcmp(back, expected, N) == 0);
+    }
+    /* strided fill and copy: the host kernels' results, on a 16 x 16 grid of
+     * 8-byte items, the copy transposing */
+    const int64_t shape[2] = {16, 16}, c_order[2] = {128, 8}, f_order[2] = {8, 128};
+    const uint64_t item = 0x0102030405060708u;
+    CHECK_OK(gts_device_fill(dev, a, 2, shape, c_order, 8, &item, NULL, ERR));
+    CHECK_OK(gts_fill(expected, 2, shape, c_order, 8, &item, ERR));
+    read_back(dev, a, 2048, back);
+    CHECK(memcmp(back, expected, 2048) == 0);
+    CHECK_OK(gts_device_copy_to_device(dev, a, host, 2048, NULL, ERR));
+    CHECK_OK(gts_device_copy(dev, b, f_order, a, c_order, 2, shape, 8, NULL, ERR));
+    CHECK_OK(gts_copy(expected, f_order, host, c_order, 2, shape, 8, ERR));
+    read_back(dev, b, 2048, back);
+    CHECK(memcmp(back, expected, 2048) == 0);
+    /* the kernels' own checks hold on the device */
+    CHECK_FAILS(gts_device_fill(dev, a, 2, shape, c_order, 3, &item, NULL, ERR), GTS_EINVAL,
+                "itemsize: 3");
+    CHECK_FAILS(gts_device_copy(dev, b, (const int64_t[]){0, 8}, a, c_order, 2, shape, 8, NULL,
+                                ERR),
+                GTS_EINVAL, "dst_strides");
+    CHECK_FAILS(gts_device_fill(dev, a, 2, (const int64_t[]){2, -1}, c_order, 8, &item, NULL,
+                                ERR),
+                GTS_EINVAL, "shape");
+    CHECK_FAILS(gts_device_fill(dev, a, 2, shape, NULL, 8, &item, NULL, ERR), GTS_EINVAL,
+                "strides");
+    CHECK_FAILS(gts_device_fill(dev, a, 2, shape, c_order, 8, NULL, NULL, ERR), GTS_EINVAL,
+                "item");
+    CHECK_OK(gts_device_fill(dev, NULL, 2, (const int64_t[]){0, 4}, c_order, 8, &item, NULL, ERR));
+    CHECK_OK(gts_device_synchronize(dev, NULL, ERR));
+    /* empty transfers and empty blocks */
+    CHECK_OK(gts_device_copy_to_device(dev, NULL, NULL, 0, NULL, ERR));
+    void *empty = NULL;
+    if (CHECK_OK(gts_device_alloc(dev, 0, 0, &empty, ERR))) {
+        CHECK(empty != NULL);
+        CHECK_OK(gts_device_copy_to_host(dev, back, empty, 0, NULL, ERR));
+        gts_device_free(dev, empty, 0);
+    }
+    /* a block of the host's large size class */
+    char *large;
+    int64_t large_size = GTS_LARGE_BLOCK + 12345;
+    if (CHECK_OK(gts_device_alloc(dev, large_size, GTS_ALLOC_ZERO, (void **)&large, ERR))) {
+        CHECK_OK(gts_device_copy_to_device(dev, large + large_size - N, host, N, NULL, ERR));
+        read_back(dev, large + large_size - N, N, back);
+        CHECK(memcmp(back, host, N) == 0);
+        CHECK_OK(gts_device_copy_to_host(dev, back, large, N, NULL, ERR));
+        CHECK(back[0] == 0 && back[N - 1] == 0);
+        gts_device_free(dev, large, large_size);
+    }
+done:
+    gts_device_free(dev, a, N);
+    gts_device_free(dev, b, N);
+    free(host);
+    free(back);
+    free(expected);
+}
+
+/* ---- bad input to the checked entry points ----------------------------------------- */
+
+static void test_bad_input(const gts_device_ops *dev)
+{
+    char host[16] = {0};
+    void *block = NULL;
+    CHECK_FAILS(gts_device_alloc(NULL, 8, 0, &block, ERR), GTS_EINVAL, "device: NULL");
+    CHECK_FAILS(gts_device_alloc(dev, -8, 0, &block, ERR), GTS_EINVAL, "size: -8");
+    CHECK_FAILS(gts_device_alloc(dev, 8, 6, &block, ERR), GTS_EINVAL, "flags: 0x6");
+    CHECK_FAILS(gts_device_alloc(dev, 8, 0, NULL, ERR), GTS_EINVAL, "out");
+    CHECK_FAILS(gts_device_alloc(dev, INT64_MAX, 0, &block, ERR), GTS_EOVERFLOW, "size");
+    CHECK(block == NULL);
+    if (!CHECK_OK(gts_device_alloc(dev, 16, 0, &block, ERR)))
+        return;
+    CHECK_FAILS(gts_device_copy_to_device(dev, block, host, -1, NULL, ERR), GTS_EINVAL,
+                "bytes: -1");
+    CHECK_FAILS(gts_device_copy_to_device(dev, NULL, host, 4, NULL, ERR), GTS_EINVAL, "dst: NULL");
+    CHECK_FAILS(gts_device_copy_to_host(dev, host, NULL, 4, NULL, ERR), GTS_EINVAL, "src: NULL");
+    CHECK_FAILS(gts_device_copy_within(NULL, block, block, 4, NULL, ERR), GTS_EINVAL, "device");
+    CHECK_FAILS(gts_device_synchronize(NULL, NULL, ERR), GTS_EINVAL, "device");
+    CHECK_FAILS(gts_device_fill(NULL, block, 0, NULL, NULL, 1, host, NULL, ERR), GTS_EINVAL,
+                "device");
+    CHECK_FAILS(gts_device_copy(NULL, block, NULL, block, NULL, 0, NULL, 1, NULL, ERR),
+                GTS_EINVAL, "device");
+    CHECK_FAILS(gts_device_stream_create(dev, NULL, ERR), GTS_EINVAL, "out");
+    gts_device_free(dev, NULL, 0); /* ignored */
+    gts_device_free(NULL, block, 16);
+    gts_device_stream_destroy(dev, NULL);
+    gts_device_free(dev, block, 16);
+}
+
+/* ---- streams ----------------------------------------------------------------------- */
+
+static void test_streams(void)
+{
+    const gts_device_ops *host = gts_device_host(), *emu = gts_device_emulated();
+    gts_stream stream = NULL;
+    char bytes[8] = {0}, *block;
+    /* the host has its default stream only */
+    CHECK_FAILS(gts_device_stream_create(host, &stream, ERR), GTS_ENOTSUP, "default stream");
+    CHECK_FAILS(gts_device_copy_to_host(host, bytes, bytes + 4, 4, (gts_stream)bytes, ERR),
+                GTS_EINVAL, "stream");
+    CHECK_FAILS(gts_device_synchronize(host, (gts_stream)bytes, ERR), GTS_EINVAL,
+                "device cpu has its default stream only");
+    /* the emulated device has streams, and knows its own */
+    if (!CHECK_OK(gts_device_stream_create(emu, &stream, ERR)))
+        return;
+    CHECK(stream != NULL);
+    if (CHECK_OK(gts_device_alloc(emu, 8, 0, (void **)&block, ERR))) {
+        CHECK_OK(gts_device_copy_to_device(emu, block, "abcdefg", 8, stream, ERR));
+        CHECK_OK(gts_device_synchronize(emu, stream, ERR));
+        CHECK_OK(gts_device_copy_to_host(emu, bytes, block, 8, stream, ERR));
+        CHECK_STR_EQ(bytes, "abcdefg");
+        uint64_t foreign = 0;
+        CHECK_FAILS(gts_device_synchronize(emu, (gts_stream)&foreign, ERR), GTS_EINVAL,
+                    "not a stream of the emulated device");
+        CHECK_FAILS(gts_device_fill(emu, block, 1, (const int64_t[]){8}, (const int64_t[]){1}, 1,
+                                    "x", (gts_stream)&foreign, ERR),
+                    GTS_EINVAL, "stream");
+        gts_device_free(emu, block, 8);
+    }
+    gts_device_stream_destroy(emu, stream);
+}
+
+/* ---- the emulated device: separate memory, checked addresses, counts -------------------- */
+
+static void test_emulated(void)
+{
+    const gts_device_ops *emu = gts_device_emulated();
+    gts_transfer_counts c0 = counts_now();
+    char *block, host[64];
+    if (!CHECK_OK(gts_device_alloc(emu, 64, 0, (void **)&block, ERR)))
+        return;
+    gts_transfer_counts c = counts_now();
+    CHECK_INT_EQ(c.allocs, c0.allocs + 1);
+    CHECK_INT_EQ(c.live_blocks, c0.live_blocks + 1);
+    CHECK_INT_EQ(c.live_bytes, c0.live_bytes + 64);
+    /* the device address is not the host address behind it, which keeps its
+     * alignment */
+    char *behind = gts_device_emulated_host_address(block);
+    CHECK(behind != NULL && behind != block);
+    CHECK((uintptr_t)behind % 64 == 0);
+    CHECK(gts_device_emulated_host_address(block + 10) == behind + 10);
+    CHECK(gts_device_emulated_host_address(host) == NULL);
+    CHECK(gts_device_emulated_host_address(behind) == NULL);
+
+    /* counts of each transfer, calls and bytes */
+    gts_device_emulated_reset_counts();
+    c = counts_now();
+    CHECK(c.to_device == 0 && c.to_host == 0 && c.within == 0 && c.fills == 0 && c.copies == 0 &&
+          c.allocs == 0 && c.frees == 0);
+    CHECK_INT_EQ(c.live_blocks, c0.live_blocks + 1); /* not reset */
+    memset(host, 'h', sizeof host);
+    CHECK_OK(gts_device_copy_to_device(emu, block, host, 64, NULL, ERR));
+    CHECK_OK(gts_device_copy_to_device(emu, block + 8, host, 8, NULL, ERR));
+    CHECK_OK(gts_device_copy_to_host(emu, host, block, 32, NULL, ERR));
+    CHECK_OK(gts_device_copy_within(emu, block, block + 32, 16, NULL, ERR));
+    CHECK_OK(gts_device_fill(emu, block, 1, (const int64_t[]){4}, (const int64_t[]){2}, 1, "f",
+                             NULL, ERR));
+    CHECK_OK(gts_device_copy(emu, block + 32, (const int64_t[]){1}, block, (const int64_t[]){1}, 1,
+                             (const int64_t[]){8}, 1, NULL, ERR));
+    c = counts_now();
+    CHECK(c.to_device == 2 && c.to_device_bytes == 72);
+    CHECK(c.to_host == 1 && c.to_host_bytes == 32);
+    CHECK(c.within == 1 && c.within_bytes == 16);
+    CHECK(c.fills == 1 && c.copies == 1);
+    CHECK(memcmp(behind + 32, "fhfhfhfh", 8) == 0); /* the device's memory, as a kernel sees it */
+
+    /* misuse: host memory where device memory belongs and the reverse,
+     * bytes past a block, a freed block; nothing is counted or written */
+    CHECK_FAILS(gts_device_copy_to_device(emu, host, host, 8, NULL, ERR), GTS_EINVAL,
+                "not memory of the emulated device");
+    CHECK_FAILS(gts_device_copy_to_device(emu, behind, host, 8, NULL, ERR), GTS_EINVAL, "dst");
+    CHECK_FAILS(gts_device_copy_to_device(emu, block, block + 8, 8, NULL, ERR), GTS_EINVAL,
+                "src: ");
+    CHECK_FAILS(gts_device_copy_to_host(emu, block, block, 8, NULL, ERR), GTS_EINVAL,
+                "emulated device memory, where host memory is expected");
+    CHECK_FAILS(gts_device_copy_to_host(emu, host, block + 60, 8, NULL, ERR), GTS_EINVAL,
+                "src");
+    CHECK_FAILS(gts_device_copy_within(emu, block, host, 8, NULL, ERR), GTS_EINVAL, "src");
+    CHECK_FAILS(gts_device_fill(emu, block, 1, (const int64_t[]){65}, (const int64_t[]){1}, 1,
+                                "x", NULL, ERR),
+                GTS_EINVAL, "data");
+    CHECK_FAILS(gts_device_fill(emu, block, 1, (const int64_t[]){2}, (const int64_t[]){-1}, 1,
+                                "x", NULL, ERR),
+                GTS_EINVAL, "bytes -1 to 1");
+    CHECK_OK(gts_device_fill(emu, block + 63, 1, (const int64_t[]){2}, (const int64_t[]){-1}, 1,
+                             "g", NULL, ERR));
+    CHECK_FAILS(gts_device_copy(emu, host, (const int64_t[]){1}, block, (const int64_t[]){1}, 1,
+                                (const int64_t[]){8}, 1, NULL, ERR),
+                GTS_EINVAL, "dst");
+    CHECK_FAILS(gts_device_copy(emu, block, (const int64_t[]){1}, host, (const int64_t[]){1}, 1,
+                                (const int64_t[]){8}, 1, NULL, ERR),
+                GTS_EINVAL, "src");
+    gts_transfer_counts after = counts_now();
+    CHECK(after.to_device == c.to_device && after.to_host == c.to_host &&
+          after.within == c.within && after.fills == c.fills + 1 && after.copies == c.copies);
+    CHECK(memcmp(behind + 32, "fhfhfhfh", 8) == 0);
+
+    gts_device_free(emu, block, 64);
+    c = counts_now();
+    CHECK_INT_EQ(c.frees, 1);
+    CHECK_INT_EQ(c.live_blocks, c0.live_blocks);
+    CHECK(gts_device_emulated_host_address(block) == NULL);
+    CHECK_FAILS(gts_device_copy_to_host(emu, host, block, 8, NULL, ERR), GTS_EINVAL,
+                "not memory of the emulated device");
+}
+
+/* ---- buffers on a device -------------------------------------------------------------------- */
+
+static void release_count(void *ctx)
+{
+    ++*(int *)ctx;
+}
+
+static void test_buffers(void)
+{
+    const gts_device_ops *emu = gts_device_emulated();
+    int64_t start = live_buffers();
+    gts_buffer *b;
+    if (CHECK_OK(gts_buffer_alloc(gts_device_host(), 100, 0, &b, ERR))) {
+        CHECK(gts_buffer_device(b) == gts_device_host());
+        CHECK(gts_buffer_host(b) != NULL && gts_buffer_host(b) == gts_buffer_data(b));
+        gts_buffer_release(b);
+    }
+    if (CHECK_OK(gts_buffer_alloc_host(100, 0, &b, ERR))) {
+        CHECK(gts_buffer_device(b) == gts_device_host());
+        gts_buffer_release(b);
+    }
+    gts_transfer_counts c0 = counts_now();
+    if (CHECK_OK(gts_buffer_alloc(emu, 100, GTS_ALLOC_ZERO, &b, ERR))) {
+        CHECK(gts_buffer_device(b) == emu);
+        CHECK(gts_buffer_host(b) == NULL); /* device memory is no host memory */
+        CHECK(gts_buffer_data(b) != NULL && gts_buffer_size(b) == 100);
+        CHECK(gts_buffer_owns_memory(b));
+        CHECK_INT_EQ(live_buffers(), start + 1);
+        CHECK_INT_EQ(counts_now().live_blocks, c0.live_blocks + 1);
+        gts_buffer_retain(b);
+        gts_buffer_release(b);
+        CHECK_INT_EQ(counts_now().live_blocks, c0.live_blocks + 1);
+        gts_buffer_release(b);
+    }
+    CHECK_INT_EQ(counts_now().live_blocks, c0.live_blocks);
+    CHECK_FAILS(gts_buffer_alloc(NULL, 100, 0, &b, ERR), GTS_EINVAL, "device");
+    CHECK_FAILS(gts_buffer_alloc(emu, -1, 0, &b, ERR), GTS_EINVAL, "size");
+    /* wrapping device memory somebody else owns */
+    void *block;
+    int releases = 0;
+    if (CHECK_OK(gts_device_alloc(emu, 32, 0, &block, ERR))) {
+        if (CHECK_OK(gts_buffer_wrap(emu, block, 32, release_count, &releases, &b, ERR))) {
+            CHECK(gts_buffer_device(b) == emu && gts_buffer_host(b) == NULL);
+            CHECK(gts_buffer_data(b) == block && !gts_buffer_owns_memory(b));
+            gts_buffer_release(b);
+        }
+        CHECK_INT_EQ(releases, 1);
+        gts_device_free(emu, block, 32);
+    }
+    CHECK_FAILS(gts_buffer_wrap(NULL, block, 32, NULL, NULL, &b, ERR), GTS_EINVAL, "device");
+    CHECK_INT_EQ(live_buffers(), start);
+}
+
+/* ---- storages across devices ----------------------------------------------------------------- */
+
+static void fill_iota(const gts_storage *s)
+{
+    int64_t n = gts_storage_size(s), index[GTS_MAX_NDIM] = {0};
+    for (int64_t k = 0; k < n; ++k) {
+        double v = (double)k;
+        memcpy((void *)address(s, index), &v, sizeof v);
+        for (int d = s->ndim - 1; d >= 0 && ++index[d] == s->shape[d]; --d)
+            index[d] = 0;
+    }
+}
+
+static bool same_values(const gts_storage *a, const gts_storage *b)
+{
+    int64_t n = gts_storage_size(a), index[GTS_MAX_NDIM] = {0};
+    for (int64_t k = 0; k < n; ++k) {
+        if (get(a, index) != get(b, index))
+            return false;
+        for (int d = a->ndim - 1; d >= 0 && ++index[d] == a->shape[d]; --d)
+            index[d] = 0;
+    }
+    return true;
+}
+
+static void test_storages(void)
+{
+    const gts_device_ops *emu = gts_device_emulated(), *host = gts_device_host();
+    const int64_t shape[3] = {6, 5, 4};
+    gts_storage_spec spec;
+    gts_storage h, e, e2, v, c;
+    if (!CHECK_OK(gts_storage_spec_init(&spec, 3, shape, F8, ERR)))
+        return;
+    if (!CHECK_OK(gts_storage_create_on(host, &spec, 0, &h, ERR)))
+        return;
+    if (!CHECK_OK(gts_storage_create_on(emu, &spec, GTS_ALLOC_ZERO, &e, ERR))) {
+        gts_storage_release(&h);
+        return;
+    }
+    fill_iota(&h);
+    CHECK(gts_buffer_device(e.buffer) == emu);
+    CHECK(gts_storage_data(&e) == NULL); /* no host address for device memory */
+    CHECK(gts_storage_data(&h) != NULL);
+
+    /* host -> device, both contiguous: one transfer, no kernel */
+    gts_device_emulated_reset_counts();
+    CHECK_OK(gts_storage_assign(&e, &h, ERR));
+    gts_transfer_counts c1 = counts_now();
+    CHECK(c1.to_device == 1 && c1.to_device_bytes == 6 * 5 * 4 * 8 && c1.to_host == 0);
+    CHECK(c1.copies == 0 && c1.allocs == 0);
+    CHECK(same_values(&e, &h));
+
+    /* device -> host of a strided view: gathered on the device, one transfer */
+    gts_storage_view(&e, &v);
+    CHECK_OK(gts_storage_slice(&v, 0, 5, -2, 3, ERR));
+    CHECK_OK(gts_storage_transpose(&v, NULL, ERR));
+    gts_storage hv;
+    gts_storage_spec vspec;
+    if (CHECK_OK(gts_storage_spec_init(&vspec, 3, v.shape, F8, ERR)) &&
+        CHECK_OK(gts_storage_create_on(NULL, &vspec, 0, &hv, ERR))) {
+        gts_device_emulated_reset_counts();
+        CHECK_OK(gts_storage_assign(&hv, &v, ERR));
+        c1 = counts_now();
+        CHECK(c1.to_host == 1 && c1.to_host_bytes == 3 * 5 * 4 * 8 && c1.to_device == 0);
+        CHECK(c1.copies == 1 && c1.allocs == 1 && c1.frees == 1);
+        CHECK(same_values(&hv, &v));
+        /* host -> a strided device view: one transfer, scattered on the device */
+        gts_storage_fill(&hv, (gts_scalar){GTS_SCALAR_FLOAT, {.f = -1}}, ERR);
+        gts_device_emulated_reset_counts();
+        CHECK_OK(gts_storage_assign(&v, &hv, ERR));
+        c1 = counts_now();
+        CHECK(c1.to_device == 1 && c1.to_host == 0 && c1.copies == 1);
+        CHECK(get(&e, (const int64_t[]){5, 0, 0}) == -1 && get(&e, (const int64_t[]){4, 0, 0}) == 80);
+        gts_storage_release(&hv);
+    }
+
+    /* device -> device: the device's own copy, no transfer */
+    if (CHECK_OK(gts_storage_create_on(emu, &spec, 0, &e2, ERR))) {
+        gts_device_emulated_reset_counts();
+        CHECK_OK(gts_storage_assign(&e2, &e, ERR));
+        c1 = counts_now();
+        CHECK(c1.to_device == 0 && c1.to_host == 0 && c1.copies == 1);
+        CHECK(same_values(&e2, &e));
+        gts_storage_release(&e2);
+    }
+
+    /* copy stays on the device of its source */
+    if (CHECK_OK(gts_storage_copy(&v, &c, ERR))) {
+        CHECK(gts_buffer_device(c.buffer) == emu);
+        CHECK(same_values(&c, &v));
+        gts_storage_release(&c);
+    }
+    /* fill runs on the device; a value the dtype cannot hold writes nothing */
+    gts_device_emulated_reset_counts();
+    CHECK_OK(gts_storage_fill(&v, (gts_scalar){GTS_SCALAR_FLOAT, {.f = 2.5}}, ERR));
+    CHECK(counts_now().fills == 1 && counts_now().to_device == 0);
+    CHECK(get(&e, (const int64_t[]){5, 4, 3}) == 2.5 && get(&e, (const int64_t[]){4, 4, 3}) != 2.5);
+    v.readonly = true;
+    CHECK_FAILS(gts_storage_fill(&v, (gts_scalar){GTS_SCALAR_FLOAT, {.f = 0}}, ERR),
+                GTS_EREADONLY, "read-only");
+    CHECK_FAILS(gts_storage_assign(&v, &h, ERR), GTS_EREADONLY, "read-only");
+    gts_storage_release(&v);
+
+    /* the aligned point is aligned on the device */
+    gts_preset gpu;
+    if (CHECK_OK(gts_preset_lookup("gt:gpu", &gpu, ERR))) {
+        spec.preset = &gpu;
+        spec.halo[0] = (gts_halo){3, 3};
+        if (CHECK_OK(gts_storage_create_on(emu, &spec, 0, &c, ERR))) {
+            uintptr_t device_address = (uintptr_t)gts_buffer_data(c.buffer) + (uintptr_t)c.offset +
+                                       (uintptr_t)(c.aligned_index[0] * c.strides[0]);
+            CHECK_INT_EQ(c.alignment_size, 256);
+            CHECK_INT_EQ(device_address % 256, 0);
+            CHECK_INT_EQ(address(&c, c.aligned_index) % 256, 0);
+            gts_storage_release(&c);
+        }
+        /* the GPU kind without a device: still no GPU in this build */
+        CHECK_FAILS(gts_storage_create(&spec, 0, &c, ERR), GTS_ENOTSUP, "device");
+        gts_preset_release(&gpu);
+    }
+
+    /* DLPack names the device; import takes host memory only */
+    gts_dl_managed_versioned *t;
+    if (CHECK_OK(gts_storage_to_dlpack(&e, 0, &t, ERR))) {
+        CHECK(t->dl_tensor.device.device_type == GTS_DL_EXT_DEV &&
+              t->dl_tensor.device.device_id == 0);
+        CHECK((char *)t->dl_tensor.data == (char *)gts_buffer_data(e.buffer) + e.offset);
+        CHECK_FAILS(gts_storage_from_dlpack(t, NULL, &c, ERR), GTS_ENOTSUP, "device");
+        t->deleter(t);
+    }
+    if (CHECK_OK(gts_storage_to_dlpack(&h, 0, &t, ERR))) {
+        CHECK(t->dl_tensor.device.device_type == GTS_DL_CPU);
+        t->deleter(t);
+    }
+    gts_storage_release(&e);
+    gts_storage_release(&h);
+}
+
+int main(void)
+{
+    int64_t start = live_buffers();
+    test_registry();
+    test_contract(gts_device_host());
+    test_contract(gts_device_emulated());
+    test_bad_input(gts_device_host());
+    test_bad_input(gts_device_emulated());
+    test_streams();
+    test_emulated();
+    test_buffers();
+    test_storages();
+    CHECK_INT_EQ(counts_now().live_blocks, 0);
+    CHECK_INT_EQ(live_buffers(), start);
+    return check_summary("device");
+}
