@@ -1,0 +1,187 @@
+/* Indexing a Storage: basic keys (ints, slices, None, Ellipsis) give views
+ * made with libgtstore's view operations; advanced keys and every
+ * assignment go to NumPy on an ndarray view. */
+#include "storage_object.h"
+
+typedef enum item_kind { ITEM_INDEX, ITEM_SLICE, ITEM_NEWAXIS, ITEM_ELLIPSIS } item_kind;
+
+/* The kind of a basic index; false for anything NumPy treats as advanced. */
+static bool basic_item(PyObject *item, item_kind *kind)
+{
+    if (PySlice_Check(item))
+        *kind = ITEM_SLICE;
+    else if (item == Py_None)
+        *kind = ITEM_NEWAXIS;
+    else if (item == Py_Ellipsis)
+        *kind = ITEM_ELLIPSIS;
+    else if (!PyBool_Check(item) && gtpy_is_integer(item))
+        *kind = ITEM_INDEX;
+    else
+        return false;
+    return true;
+}
+
+static int index_error(PyObject *item, int axis, int64_t extent)
+{
+    PyErr_Format(PyExc_IndexError, "index %R is out of bounds for axis %d with size %lld", item,
+                 axis, (long long)extent);
+    return -1;
+}
+
+/* Applies one index, slice or ellipsis; new axes come after all of them
+ * (apply_key), so `dim` counts the dims of the view without them. */
+static int apply_item(gts_storage *view, PyObject *item, item_kind kind, int *dim, int *axis,
+                      int ellipsis_dims)
+{
+    gts_error err;
+    int rc = 0;
+    int64_t extent = *dim < view->ndim ? view->shape[*dim] : 0;
+    if (kind == ITEM_INDEX) {
+        Py_ssize_t i = PyNumber_AsSsize_t(item, NULL);
+        if (i == -1 && PyErr_Occurred())
+            return -1;
+        if (i < -extent || i >= extent)
+            return index_error(item, *axis, extent);
+        rc = gts_storage_index(view, *dim, i < 0 ? i + extent : i, &err);
+        ++*axis;
+    } else if (kind == ITEM_SLICE) {
+        Py_ssize_t start, stop, step;
+        if (PySlice_Unpack(item, &start, &stop, &step) < 0)
+            return -1;
+        Py_ssize_t count = PySlice_AdjustIndices((Py_ssize_t)extent, &start, &stop, step);
+        rc = gts_storage_slice(view, (*dim)++, start, step, count, &err);
+        ++*axis;
+    } else {
+        *dim += ellipsis_dims;
+        *axis += ellipsis_dims;
+    }
+    return rc ? gtpy_raise(&err) : 0;
+}
+
+typedef enum key_result { KEY_ERROR = -1, KEY_VIEW, KEY_SCALAR, KEY_ADVANCED } key_result;
+
+/* Applies a basic-indexing key to a view of `self` (NumPy's rules). */
+static key_result apply_key(PyObject *self, PyObject *key, gts_storage *view)
+{
+    PyObject *single[1] = {key};
+    PyObject *const *items = single;
+    Py_ssize_t nitems = 1;
+    if (PyTuple_Check(key)) {
+        items = &PyTuple_GET_ITEM(key, 0);
+        nitems = PyTuple_GET_SIZE(key);
+    }
+    item_kind kinds[2 * GTS_MAX_NDIM];
+    int consumed = 0, ellipses = 0, indices = 0, ndim = STORAGE(self)->ndim;
+    if (nitems > 2 * GTS_MAX_NDIM)
+        return KEY_ADVANCED; /* NumPy says what is wrong with it */
+    for (Py_ssize_t i = 0; i < nitems; ++i) {
+        if (!basic_item(items[i], &kinds[i]))
+            return KEY_ADVANCED;
+        consumed += kinds[i] == ITEM_INDEX || kinds[i] == ITEM_SLICE;
+        indices += kinds[i] == ITEM_INDEX;
+        ellipses += kinds[i] == ITEM_ELLIPSIS;
+    }
+    if (ellipses > 1) {
+        PyErr_SetString(PyExc_IndexError, "an index can only have a single ellipsis ('...')");
+        return KEY_ERROR;
+    }
+    if (consumed > ndim) {
+        PyErr_Format(PyExc_IndexError,
+                     "too many indices for array: array is %d-dimensional, but %d were indexed",
+                     ndim, consumed);
+        return KEY_ERROR;
+    }
+    if (ndim - indices + (int)(nitems - consumed - ellipses) > GTS_MAX_NDIM) {
+        PyErr_Format(PyExc_IndexError, "number of dimensions must be within [0, %d]",
+                     GTS_MAX_NDIM);
+        return KEY_ERROR;
+    }
+    gts_storage g;
+    gtpy_storage_load(self, &g);
+    gts_storage_view(&g, view);
+    /* Indices and slices first, then the new axes at their places in the
+     * result: a new axis is labelled after the indexed dims are gone, so
+     * that s[None, ..., 0] and s[..., 0][None] agree. */
+    int dim = 0, axis = 0, nnew = 0, new_at[2 * GTS_MAX_NDIM];
+    for (Py_ssize_t i = 0; i < nitems; ++i) {
+        if (kinds[i] == ITEM_NEWAXIS) {
+            new_at[nnew] = dim + nnew; /* its index in the result */
+            ++nnew;
+        } else if (apply_item(view, items[i], kinds[i], &dim, &axis, ndim - consumed) < 0) {
+            gts_storage_release(view);
+            return KEY_ERROR;
+        }
+    }
+    gts_error err;
+    for (int k = 0; k < nnew; ++k) {
+        if (gts_storage_insert_dim(view, new_at[k], &err) != 0) {
+            gts_storage_release(view);
+            return gtpy_raise(&err), KEY_ERROR;
+        }
+    }
+    return indices == ndim && (Py_ssize_t)indices == nitems ? KEY_SCALAR : KEY_VIEW;
+}
+
+static PyObject *storage_getitem(PyObject *self, PyObject *key)
+{
+    gts_storage view;
+    key_result kind = apply_key(self, key, &view);
+    if (kind == KEY_ERROR)
+        return NULL;
+    if (kind == KEY_VIEW)
+        return gtpy_storage_derived(self, &view);
+    /* A scalar like NumPy's, or advanced indexing: NumPy selects (a copy). */
+    PyObject *array = kind == KEY_SCALAR ? gtpy_storage_ndarray_over(&view, self) : gtpy_storage_ndarray(self);
+    if (kind == KEY_SCALAR)
+        gts_storage_release(&view);
+    if (!array)
+        return NULL;
+    PyObject *empty = kind == KEY_SCALAR ? PyTuple_New(0) : NULL;
+    PyObject *result = PyObject_GetItem(array, empty ? empty : key);
+    Py_XDECREF(empty);
+    Py_DECREF(array);
+    return result;
+}
+
+static int storage_setitem(PyObject *self, PyObject *key, PyObject *value)
+{
+    if (!value) {
+        PyErr_SetString(PyExc_ValueError, "cannot delete array elements");
+        return -1;
+    }
+    PyObject *array = gtpy_storage_ndarray(self);
+    if (!array)
+        return -1;
+    int rc = PyObject_SetItem(array, key, value); /* NumPy's broadcasting and casting */
+    Py_DECREF(array);
+    return rc;
+}
+
+static Py_ssize_t storage_length(PyObject *self)
+{
+    StorageObject *s = STORAGE(self);
+    if (s->ndim == 0) {
+        PyErr_SetString(PyExc_TypeError, "len() of unsized object");
+        return -1;
+    }
+    return ((const int64_t *)FIELD(s, shape))[0];
+}
+
+static PyObject *storage_item(PyObject *self, Py_ssize_t i)
+{
+    PyObject *index = PyLong_FromSsize_t(i);
+    PyObject *result = index ? storage_getitem(self, index) : NULL;
+    Py_XDECREF(index);
+    return result;
+}
+
+PyMappingMethods gtpy_storage_as_mapping = {
+    .mp_length = storage_length,
+    .mp_subscript = storage_getitem,
+    .mp_ass_subscript = storage_setitem,
+};
+
+PySequenceMethods gtpy_storage_as_sequence = {
+    .sq_length = storage_length,
+    .sq_item = storage_item,
+};

@@ -1,0 +1,299 @@
+/* A Storage with NumPy and GT4Py: ndarray views of its memory, bool(),
+ * float(), int() and complex() as NumPy's, the buffer protocol, the array
+ * interface, GDP-3's data interface, __array__ and __array_function__. */
+#include "storage_object.h"
+
+/* An ndarray over the elements of `g` whose base is `base`. */
+PyObject *gtpy_storage_ndarray_over(gts_storage *g, PyObject *base)
+{
+    if (gtpy_numpy_capi()) {
+        Py_ssize_t shape[GTS_MAX_NDIM], strides[GTS_MAX_NDIM];
+        for (int d = 0; d < g->ndim; ++d) {
+            shape[d] = (Py_ssize_t)g->shape[d];
+            strides[d] = (Py_ssize_t)g->strides[d];
+        }
+        return gtpy_numpy_capi_array(g->dtype, g->ndim, shape, strides, gts_storage_data(g),
+                                     g->readonly, base);
+    }
+    /* Without NumPy's C API: through the buffer protocol of a storage. */
+    PyObject *asarray = gtpy_numpy_asarray();
+    if (!asarray)
+        return NULL;
+    gts_storage view;
+    gts_storage_view(g, &view);
+    PyObject *exporter = gtpy_storage_new(&view, NULL, NULL);
+    PyObject *array = exporter ? PyObject_CallOneArg(asarray, exporter) : NULL;
+    Py_XDECREF(exporter);
+    return array;
+}
+
+PyObject *gtpy_storage_ndarray(PyObject *self)
+{
+    gts_storage g;
+    gtpy_storage_load(self, &g);
+    return gtpy_storage_ndarray_over(&g, self);
+}
+
+static PyObject *typestr(gts_dtype dtype)
+{
+    char text[GTS_DTYPE_TEXT_SIZE];
+    gts_dtype_typestr(dtype, text);
+    return PyUnicode_FromString(text);
+}
+
+static PyObject *data_pair(PyObject *self)
+{
+    gts_storage g;
+    gtpy_storage_load(self, &g);
+    return Py_BuildValue("(NO)", PyLong_FromVoidPtr(gts_storage_data(&g)),
+                         g.readonly ? Py_True : Py_False);
+}
+
+PyObject *gtpy_storage_array_interface(PyObject *self, void *closure)
+{
+    (void)closure;
+    gts_storage g;
+    gtpy_storage_load(self, &g);
+    PyObject *strides = gts_storage_contiguous(&g, 'C')
+                            ? Py_NewRef(Py_None)
+                            : gtpy_storage_get(self, (void *)(intptr_t)GET_STRIDES);
+    return Py_BuildValue("{s:N,s:N,s:N,s:N,s:i}", "shape",
+                         gtpy_storage_get(self, (void *)(intptr_t)GET_SHAPE), "typestr",
+                         typestr(g.dtype), "data", data_pair(self), "strides", strides, "version",
+                         3);
+}
+
+PyObject *gtpy_storage_gt_data_interface(PyObject *self, void *closure)
+{
+    (void)closure;
+    gts_storage g;
+    gtpy_storage_load(self, &g);
+    PyObject *host = Py_BuildValue(
+        "{s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:O}", "shape",
+        gtpy_storage_get(self, (void *)(intptr_t)GET_SHAPE), "typestr", typestr(g.dtype), "data",
+        data_pair(self), "strides", gtpy_storage_get(self, (void *)(intptr_t)GET_STRIDES), "dims",
+        gtpy_storage_get(self, (void *)(intptr_t)GET_DIMS), "halo",
+        gtpy_storage_get(self, (void *)(intptr_t)GET_HALO), "acquire",
+        PyObject_GetAttrString(self, "device_to_host"), "touch",
+        PyObject_GetAttrString(self, "set_host_modified"), "release", Py_None);
+    if (!host)
+        return NULL;
+    PyObject *interface = PyDict_New();
+    if (!interface || PyDict_SetItem(interface, Py_None, host) < 0)
+        Py_CLEAR(interface);
+    Py_DECREF(host);
+    return interface;
+}
+
+/* bool(), float(), int() and complex() are NumPy's on an ndarray view: a
+ * size-1 storage converts (with NumPy's warnings), any other raises NumPy's
+ * error. (Without them, Python read the buffer as text or bytes.) */
+static int storage_bool(PyObject *self)
+{
+    PyObject *array = gtpy_storage_ndarray(self);
+    int truth = array ? PyObject_IsTrue(array) : -1;
+    Py_XDECREF(array);
+    return truth;
+}
+
+static PyObject *through_ndarray(PyObject *self, PyObject *(*convert)(PyObject *))
+{
+    PyObject *array = gtpy_storage_ndarray(self);
+    PyObject *result = array ? convert(array) : NULL;
+    Py_XDECREF(array);
+    return result;
+}
+
+static PyObject *storage_float(PyObject *self)
+{
+    return through_ndarray(self, PyNumber_Float);
+}
+
+static PyObject *storage_int(PyObject *self)
+{
+    return through_ndarray(self, PyNumber_Long);
+}
+
+static PyObject *call_complex(PyObject *array)
+{
+    return PyObject_CallOneArg((PyObject *)&PyComplex_Type, array);
+}
+
+PyObject *gtpy_storage_complex(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    return through_ndarray(self, call_complex);
+}
+
+/* ---- buffer protocol ---------------------------------------------------------- */
+
+static int storage_getbuffer(PyObject *self, Py_buffer *view, int flags)
+{
+    StorageObject *s = STORAGE(self);
+    gts_storage g;
+    gtpy_storage_load(self, &g);
+    gtpy_export e = {gts_storage_data(&g),
+                     s->dtype,
+                     s->ndim,
+                     FIELD(s, shape),
+                     FIELD(s, strides),
+                     s->readonly,
+                     gts_storage_contiguous(&g, 'C'),
+                     gts_storage_contiguous(&g, 'F')};
+    if (gtpy_export_buffer(self, &e, view, flags) < 0)
+        return -1;
+    ++s->exports;
+    return 0;
+}
+
+static void storage_releasebuffer(PyObject *self, Py_buffer *view)
+{
+    (void)view;
+    --STORAGE(self)->exports;
+}
+
+PyObject *gtpy_storage_to_numpy(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    return gtpy_storage_ndarray(self);
+}
+
+/* __array__(dtype=None, /, *, copy=None) with NumPy 2's copy rules. */
+PyObject *gtpy_storage_array(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                               PyObject *kwnames)
+{
+    static const char *const names[] = {"dtype", "copy"};
+    static gtpy_signature sig = {"__array__", names, 2, 1, 0, NULL, 1};
+    PyObject *values[2];
+    if (gtpy_parse_args(&sig, args, nargs, kwnames, values) < 0)
+        return NULL;
+    PyObject *dtype = values[0] == Py_None ? NULL : values[0];
+    int copy = values[1] && values[1] != Py_None ? PyObject_IsTrue(values[1]) : -1;
+    PyObject *array = gtpy_storage_ndarray(self);
+    if (!array || (dtype == NULL && copy != 1))
+        return array;
+    PyObject *result = NULL;
+    int same = 1;
+    if (dtype) {
+        PyObject *wanted = PyObject_CallOneArg(gtpy_numpy("dtype"), dtype);
+        PyObject *have = wanted ? PyObject_GetAttrString(array, "dtype") : NULL;
+        same = have ? PyObject_RichCompareBool(have, wanted, Py_EQ) : -1;
+        Py_XDECREF(have);
+        Py_XDECREF(wanted);
+    }
+    if (same < 0) {
+        /* error set */
+    } else if (!same && copy == 0) {
+        PyErr_SetString(PyExc_ValueError,
+                        "Unable to avoid copy while creating an array as requested.");
+    } else if (!same) {
+        result = PyObject_CallMethod(array, "astype", "O", dtype);
+    } else if (copy == 1) {
+        result = PyObject_CallMethod(array, "copy", NULL);
+    } else {
+        result = Py_NewRef(array);
+    }
+    Py_DECREF(array);
+    return result;
+}
+
+/* Storages anywhere in lists and tuples as ndarray views. A container is
+ * copied only where it holds a storage. `seen` (created on first need)
+ * maps the containers visited to their results, so that shared ones cost
+ * one visit and a self-referencing one ends; NumPy takes no array deeper
+ * than its 64 dimensions, so deeper objects are passed on as they are, for
+ * NumPy to refuse with its own error (a list nested 200,000 deep once
+ * overflowed the C stack here). */
+static PyObject *storages_as_ndarrays_in(PyObject *obj, PyObject **seen, int depth)
+{
+    if (gtpy_is_storage(obj))
+        return gtpy_storage_ndarray(obj);
+    if ((!PyList_Check(obj) && !PyTuple_Check(obj)) || depth > GTS_MAX_NDIM)
+        return Py_NewRef(obj);
+    PyObject *key = PyLong_FromVoidPtr(obj), *done;
+    if (!key || (!*seen && !(*seen = PyDict_New()))) {
+        Py_XDECREF(key);
+        return NULL;
+    }
+    if ((done = PyDict_GetItemWithError(*seen, key)) || PyErr_Occurred() ||
+        PyDict_SetItem(*seen, key, obj) < 0) { /* in progress: a cycle stays as it is */
+        Py_DECREF(key);
+        return PyErr_Occurred() ? NULL : Py_NewRef(done);
+    }
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(obj);
+    PyObject *result = NULL;
+    for (Py_ssize_t i = 0; i < n; ++i) {
+        PyObject *item = PySequence_Fast_GET_ITEM(obj, i);
+        PyObject *plain = storages_as_ndarrays_in(item, seen, depth + 1);
+        if (!plain || (plain != item && !result && !(result = PySequence_List(obj)))) {
+            Py_XDECREF(plain);
+            Py_CLEAR(result);
+            Py_DECREF(key);
+            return NULL;
+        }
+        if (result)
+            PyList_SetItem(result, i, plain); /* steals plain */
+        else
+            Py_DECREF(plain);
+    }
+    if (!result)
+        result = Py_NewRef(obj);
+    else if (PyTuple_Check(obj))
+        Py_SETREF(result, PyList_AsTuple(result));
+    if (result && PyDict_SetItem(*seen, key, result) < 0)
+        Py_CLEAR(result);
+    Py_DECREF(key);
+    return result;
+}
+
+static PyObject *storages_as_ndarrays(PyObject *obj, PyObject **seen)
+{
+    return storages_as_ndarrays_in(obj, seen, 0);
+}
+
+/* NEP 18: np.transpose gives a storage; every other function runs on
+ * ndarray views of the storages and returns NumPy's result. */
+PyObject *gtpy_storage_array_function(PyObject *self, PyObject *args)
+{
+    PyObject *func, *types, *fargs, *fkwargs;
+    if (!PyArg_ParseTuple(args, "OOO!O!:__array_function__", &func, &types, &PyTuple_Type,
+                          &fargs, &PyDict_Type, &fkwargs))
+        return NULL;
+    PyObject *array = PyTuple_GET_SIZE(fargs) >= 1 ? PyTuple_GET_ITEM(fargs, 0)
+                                                   : PyDict_GetItemString(fkwargs, "a");
+    if (func == gtpy_numpy("transpose") && array == self) {
+        PyObject *axes = PyTuple_GET_SIZE(fargs) > 1 ? PyTuple_GET_ITEM(fargs, 1)
+                                                     : PyDict_GetItemString(fkwargs, "axes");
+        PyObject *call = PyTuple_Pack(1, axes ? axes : Py_None);
+        PyObject *result = call ? gtpy_storage_transpose(self, call) : NULL;
+        Py_XDECREF(call);
+        return result;
+    }
+    PyObject *seen = NULL;
+    PyObject *plain_args = storages_as_ndarrays(fargs, &seen);
+    PyObject *plain_kwargs = PyDict_New(), *key, *value, *result = NULL;
+    Py_ssize_t pos = 0;
+    while (plain_args && plain_kwargs && PyDict_Next(fkwargs, &pos, &key, &value)) {
+        PyObject *plain = storages_as_ndarrays(value, &seen);
+        if (!plain || PyDict_SetItem(plain_kwargs, key, plain) < 0)
+            Py_CLEAR(plain_kwargs);
+        Py_XDECREF(plain);
+    }
+    Py_XDECREF(seen); /* before the call: it holds the converted views */
+    if (plain_args && plain_kwargs)
+        result = PyObject_Call(func, plain_args, plain_kwargs);
+    Py_XDECREF(plain_args);
+    Py_XDECREF(plain_kwargs);
+    return result;
+}
+
+PyNumberMethods gtpy_storage_as_number = {
+    .nb_bool = storage_bool,
+    .nb_int = storage_int,
+    .nb_float = storage_float,
+};
+
+PyBufferProcs gtpy_storage_as_buffer = {
+    .bf_getbuffer = storage_getbuffer,
+    .bf_releasebuffer = storage_releasebuffer,
+};

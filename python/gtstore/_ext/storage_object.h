@@ -1,0 +1,82 @@
+/* The Storage object, shared by the files that implement its type:
+ * storage.c (the object, its attributes and methods, the type),
+ * storage_index.c (indexing) and storage_interop.c (NumPy and GT4Py
+ * interop: ndarray views, conversions, the buffer protocol and the array
+ * interfaces). Private to those three. */
+#ifndef GTSTORE_EXT_STORAGE_OBJECT_H
+#define GTSTORE_EXT_STORAGE_OBJECT_H
+
+#include "module.h"
+
+#include <string.h>
+
+typedef struct {
+    PyObject_VAR_HEAD /* ob_size: bytes in `fields`, ndim * DIM_BYTES */
+    gts_buffer *buffer;
+    int64_t offset, alignment_size;
+    gts_dtype dtype;
+    int ndim;
+    bool readonly;
+    Py_ssize_t exports;   /* open buffer-protocol exports */
+    PyObject *sync_state; /* shared by the views of the buffer; NULL until asked for */
+    PyObject *preset;     /* the preset's name, or NULL */
+    int64_t fields[];     /* the arrays of GTS_STORAGE_DIM_FIELDS, ndim entries each */
+} StorageObject;
+
+/* The per-dimension arrays are stored packed, in the order and types of
+ * libgtstore's field list: loading and storing a gts_storage is one memcpy
+ * per field, and a field added to the list is stored here too. */
+#define FIELD_INDEX(type, name, comment) FIELD_##name,
+#define FIELD_SIZE(type, name, comment) sizeof(type),
+enum { GTS_STORAGE_DIM_FIELDS(FIELD_INDEX) NFIELDS };
+static const size_t field_size[NFIELDS] = {GTS_STORAGE_DIM_FIELDS(FIELD_SIZE)};
+#define FIELD_BYTES(type, name, comment) +sizeof(type)
+#define DIM_BYTES (0 GTS_STORAGE_DIM_FIELDS(FIELD_BYTES))
+
+/* The buffer protocol hands out shape and strides as Py_ssize_t arrays. */
+_Static_assert(sizeof(Py_ssize_t) == sizeof(int64_t), "Py_ssize_t is 64 bits");
+
+static inline char *field_at(const StorageObject *s, int which)
+{
+    size_t offset = 0;
+    for (int f = 0; f < which; ++f)
+        offset += field_size[f] * (size_t)s->ndim;
+    return (char *)s->fields + offset;
+}
+
+#define FIELD(s, name) ((void *)field_at((s), FIELD_##name))
+#define STORAGE(obj) ((StorageObject *)(obj))
+
+/* Attributes by number (storage.c): the getter of each, shared by the
+ * attributes of the type and the interfaces that repeat them. */
+enum storage_attribute {
+    GET_SHAPE, GET_STRIDES, GET_ALIGNED, GET_NDIM, GET_SIZE, GET_ITEMSIZE, GET_NBYTES, GET_DIMS,
+    GET_HALO, GET_DOMAIN_SHAPE, GET_ALIGNMENT, GET_LAYOUT, GET_DTYPE, GET_ORIGIN, GET_PRESET,
+    GET_NONE
+};
+PyObject *gtpy_storage_get(PyObject *self, void *which);
+
+/* A view made from `self`: same preset, same sync state (storage.c). Takes
+ * over `view`'s reference. */
+PyObject *gtpy_storage_derived(PyObject *self, gts_storage *view);
+/* transpose(*axes) (storage.c), also what np.transpose gives. */
+PyObject *gtpy_storage_transpose(PyObject *self, PyObject *args);
+
+/* ---- storage_index.c ---- */
+extern PyMappingMethods gtpy_storage_as_mapping;
+extern PySequenceMethods gtpy_storage_as_sequence;
+
+/* ---- storage_interop.c ---- */
+extern PyNumberMethods gtpy_storage_as_number;
+extern PyBufferProcs gtpy_storage_as_buffer;
+/* An ndarray over the elements of `g` whose base is `base`. */
+PyObject *gtpy_storage_ndarray_over(gts_storage *g, PyObject *base);
+PyObject *gtpy_storage_array_interface(PyObject *self, void *closure);
+PyObject *gtpy_storage_gt_data_interface(PyObject *self, void *closure);
+PyObject *gtpy_storage_to_numpy(PyObject *self, PyObject *unused);
+PyObject *gtpy_storage_array(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                             PyObject *kwnames);
+PyObject *gtpy_storage_array_function(PyObject *self, PyObject *args);
+PyObject *gtpy_storage_complex(PyObject *self, PyObject *unused);
+
+#endif
