@@ -235,7 +235,19 @@ static cached_block map_huge(int64_t size)
     return (cached_block){(void *)start, size};
 }
 
-static int alloc_large(gts_buffer *buffer, int64_t size, unsigned flags, gts_error *err)
+static int check_size(int64_t size, gts_error *err)
+{
+    if (size < 0 || size > MAX_ALLOC_SIZE)
+        return gts_error_set(err, size < 0 ? GTS_EINVAL : GTS_EOVERFLOW,
+                             "size: %lld bytes cannot be allocated (at most %lld)",
+                             (long long)size, (long long)MAX_ALLOC_SIZE);
+    return GTS_OK;
+}
+
+/* A huge-page mapping of at least `size` bytes (whole huge pages, at most a
+ * quarter more if it comes from the cache), zeroed if asked: a fresh one
+ * reads as zeros already. */
+static int map_block(int64_t size, unsigned flags, cached_block *out, gts_error *err)
 {
     int64_t rounded = (size + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
     cached_block block = cache_take(rounded);
@@ -246,9 +258,7 @@ static int alloc_large(gts_buffer *buffer, int64_t size, unsigned flags, gts_err
         return out_of_memory(err, size);
     if ((flags & GTS_ALLOC_ZERO) && !fresh)
         gts__zero(block.base, size);
-    buffer->kind = MEMORY_MAPPED;
-    buffer->host = block.base;
-    buffer->mapped_size = block.size;
+    *out = block;
     return GTS_OK;
 }
 
@@ -261,10 +271,9 @@ static int alloc_large(gts_buffer *buffer, int64_t size, unsigned flags, gts_err
 
 int gts__host_alloc(int64_t size, unsigned flags, void **out, gts_error *err)
 {
-    if (size < 0 || size > MAX_ALLOC_SIZE)
-        return gts_error_set(err, size < 0 ? GTS_EINVAL : GTS_EOVERFLOW,
-                             "size: %lld bytes cannot be allocated (at most %lld)",
-                             (long long)size, (long long)MAX_ALLOC_SIZE);
+    int rc = check_size(size, err);
+    if (rc)
+        return rc;
     if (size < GTS_LARGE_BLOCK) {
         void *block = NULL;
         if (posix_memalign(&block, HEAP_ALIGNMENT, (size_t)(size ? size : 1)))
@@ -274,17 +283,12 @@ int gts__host_alloc(int64_t size, unsigned flags, void **out, gts_error *err)
         *out = block;
         return GTS_OK;
     }
+    cached_block block;
+    if ((rc = map_block(size, flags, &block, err)))
+        return rc;
     int64_t rounded = (size + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
-    cached_block block = cache_take(rounded);
-    bool fresh = block.base == NULL;
-    if (fresh)
-        block = map_huge(rounded);
-    if (!block.base)
-        return out_of_memory(err, size);
     if (block.size > rounded)
         munmap((char *)block.base + rounded, (size_t)(block.size - rounded));
-    if ((flags & GTS_ALLOC_ZERO) && !fresh)
-        gts__zero(block.base, size);
     *out = block.base;
     return GTS_OK;
 }
@@ -304,13 +308,29 @@ static size_t heap_header_size(void)
     return (sizeof(gts_buffer) + HEAP_ALIGNMENT - 1) / HEAP_ALIGNMENT * HEAP_ALIGNMENT;
 }
 
+/* Fills in a new buffer of one reference over `data` on `device`. */
+static gts_buffer *buffer_init(gts_buffer *buffer, const gts_device_ops *device,
+                               memory_kind kind, void *data, int64_t size)
+{
+    atomic_init(&buffer->refs, 1);
+    atomic_init(&buffer->sync_state, GTS_SYNC_CLEAN);
+    buffer->kind = kind;
+    buffer->device = device;
+    buffer->data = data;
+    buffer->host = device->host_accessible ? data : NULL;
+    buffer->size = size;
+    buffer->mapped_size = 0;
+    buffer->release = NULL;
+    buffer->ctx = NULL;
+    count_live(1, kind == MEMORY_WRAPPED ? 0 : size); /* wrapped bytes are not ours */
+    return buffer;
+}
+
 int gts_buffer_alloc_host(int64_t size, unsigned flags, gts_buffer **out, gts_error *err)
 {
-    if (size < 0 || size > MAX_ALLOC_SIZE)
-        return gts_error_set(err, size < 0 ? GTS_EINVAL : GTS_EOVERFLOW,
-                             "size: %lld bytes cannot be allocated (at most %lld)",
-                             (long long)size, (long long)MAX_ALLOC_SIZE);
-    gts_buffer *buffer;
+    int rc = check_size(size, err);
+    if (rc)
+        return rc;
     if (size < GTS_LARGE_BLOCK) {
         /* One block: header, then the data on a 64-byte boundary. */
         char *raw = malloc(heap_header_size() + HEAP_ALIGNMENT + (size_t)size);
@@ -318,30 +338,21 @@ int gts_buffer_alloc_host(int64_t size, unsigned flags, gts_buffer **out, gts_er
             return out_of_memory(err, size);
         uintptr_t data = ((uintptr_t)raw + heap_header_size() + HEAP_ALIGNMENT - 1) &
                          ~(uintptr_t)(HEAP_ALIGNMENT - 1);
-        buffer = (gts_buffer *)raw;
-        buffer->kind = MEMORY_HEAP;
-        buffer->host = (void *)data;
         if (flags & GTS_ALLOC_ZERO)
-            memset(buffer->host, 0, (size_t)size);
-    } else {
-        buffer = malloc(sizeof *buffer);
-        if (!buffer)
-            return out_of_memory(err, size);
-        int rc = alloc_large(buffer, size, flags, err);
-        if (rc) {
-            free(buffer);
-            return rc;
-        }
+            memset((void *)data, 0, (size_t)size);
+        *out = buffer_init((gts_buffer *)raw, &gts__device_host, MEMORY_HEAP, (void *)data, size);
+        return GTS_OK;
     }
-    atomic_init(&buffer->refs, 1);
-    atomic_init(&buffer->sync_state, GTS_SYNC_CLEAN);
-    buffer->device = &gts__device_host;
-    buffer->data = buffer->host;
-    buffer->size = size;
-    buffer->release = NULL;
-    buffer->ctx = NULL;
-    count_live(1, size);
-    *out = buffer;
+    gts_buffer *buffer = malloc(sizeof *buffer);
+    if (!buffer)
+        return out_of_memory(err, size);
+    cached_block block;
+    if ((rc = map_block(size, flags, &block, err))) {
+        free(buffer);
+        return rc;
+    }
+    *out = buffer_init(buffer, &gts__device_host, MEMORY_MAPPED, block.base, size);
+    buffer->mapped_size = block.size;
     return GTS_OK;
 }
 
@@ -361,18 +372,7 @@ int gts_buffer_alloc(const gts_device_ops *device, int64_t size, unsigned flags,
         free(buffer);
         return rc;
     }
-    atomic_init(&buffer->refs, 1);
-    atomic_init(&buffer->sync_state, GTS_SYNC_CLEAN);
-    buffer->kind = MEMORY_DEVICE;
-    buffer->device = device;
-    buffer->data = block;
-    buffer->host = device->host_accessible ? block : NULL;
-    buffer->size = size;
-    buffer->mapped_size = 0;
-    buffer->release = NULL;
-    buffer->ctx = NULL;
-    count_live(1, size);
-    *out = buffer;
+    *out = buffer_init(buffer, device, MEMORY_DEVICE, block, size);
     return GTS_OK;
 }
 
@@ -394,18 +394,9 @@ int gts_buffer_wrap(const gts_device_ops *device, void *data, int64_t size,
     gts_buffer *buffer = malloc(sizeof *buffer);
     if (!buffer)
         return out_of_memory(err, (int64_t)sizeof *buffer);
-    atomic_init(&buffer->refs, 1);
-    atomic_init(&buffer->sync_state, GTS_SYNC_CLEAN);
-    buffer->kind = MEMORY_WRAPPED;
-    buffer->device = device;
-    buffer->data = data;
-    buffer->host = device->host_accessible ? data : NULL;
-    buffer->size = size;
-    buffer->mapped_size = 0;
+    *out = buffer_init(buffer, device, MEMORY_WRAPPED, data, size);
     buffer->release = release;
     buffer->ctx = ctx;
-    count_live(1, 0);
-    *out = buffer;
     return GTS_OK;
 }
 
