@@ -154,8 +154,16 @@ typedef struct gtpy_source {
     gts_dtype dtype;
 } gtpy_source;
 
+/* source.c */
 int gtpy_source_open(gtpy_source *src, PyObject *obj, const char *param);
 void gtpy_source_release(gtpy_source *src);
+/* TypeError: the source's dtype is not one gtstore supports. */
+int gtpy_source_dtype_error(const gtpy_source *src);
+/* Copies the source's values into new memory (`data` with these strides,
+ * viewed by `target`, an ndarray or a storage): libgtstore's kernel for the
+ * same dtype, NumPy's casting assignment otherwise. */
+int gtpy_copy_source(PyObject *target, void *data, const int64_t *strides, int ndim,
+                     const int64_t *shape, gts_dtype dtype, const gtpy_source *src);
 
 /* The request resolved into a spec: explicit values, then the preset's (in
  * libgtstore), then the template's or data's, then the fallbacks. The spec
@@ -194,11 +202,6 @@ static inline void gtpy_resolved_release(gtpy_resolved *r)
  * of the first common keyword. */
 int gtpy_request_leading(gtpy_request *r, const gtpy_signature *sig, gtpy_fill fill,
                          bool from_template, PyObject *const *values);
-/* Copies the source's values into new memory (`data` with these strides,
- * viewed by `target`, an ndarray or a storage): libgtstore's kernel for the
- * same dtype, NumPy's casting assignment otherwise. */
-int gtpy_copy_source(PyObject *target, void *data, const int64_t *strides, int ndim,
-                     const int64_t *shape, gts_dtype dtype, const gtpy_source *src);
 /* The fill value as one element of the spec's dtype (ones: 1). */
 int gtpy_request_fill_item(const gtpy_request *r, gts_dtype dtype, unsigned char item[16]);
 

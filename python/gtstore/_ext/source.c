@@ -1,0 +1,126 @@
+/* Array sources: the data or template of a call, opened through the
+ * buffer protocol, NumPy's interfaces or DLPack, with its shape, strides
+ * and dtype read once; and copying a source's values into new memory. */
+#include "module.h"
+
+#include <string.h>
+
+void gtpy_source_release(gtpy_source *s)
+{
+    if (s->have_view)
+        PyBuffer_Release(&s->view);
+    s->have_view = false;
+    Py_CLEAR(s->array);
+}
+
+static void source_dtype(gtpy_source *s)
+{
+    const char *format = s->view.format;
+    s->dtype_known = gts_dtype_from_format(format, &s->dtype, NULL) == 0;
+    if (!s->dtype_known && format && (format[0] == '>' || format[0] == '<' || format[0] == '!')) {
+        char native[GTS_DTYPE_TEXT_SIZE + 1] = "=";
+        strncat(native, format + 1, GTS_DTYPE_TEXT_SIZE - 1);
+        s->byteswapped = gts_dtype_from_format(native, &s->dtype, NULL) == 0;
+    }
+}
+
+/* Shape and strides from the buffer; NULL strides mean C order. */
+static int source_geometry_from_view(gtpy_source *s)
+{
+    const Py_buffer *v = &s->view;
+    if (v->ndim < 0 || v->ndim > GTS_MAX_NDIM) {
+        PyErr_Format(PyExc_ValueError, "%s: %d dimensions, more than the %d supported (a "
+                     "buffer of %.80s)", s->param, v->ndim, GTS_MAX_NDIM, Py_TYPE(s->array)->tp_name);
+        return -1;
+    }
+    s->ndim = v->ndim;
+    int64_t stride = v->itemsize;
+    for (int d = s->ndim - 1; d >= 0; --d) {
+        s->shape[d] = v->shape ? v->shape[d] : v->itemsize > 0 ? v->len / v->itemsize : 0;
+        s->strides[d] = v->strides ? v->strides[d] : stride;
+        stride *= s->shape[d];
+    }
+    return 0;
+}
+
+/* Shape and strides from the attributes of an array NumPy cannot export. */
+static int source_geometry_from_attributes(gtpy_source *s)
+{
+    PyObject *shape = PyObject_GetAttrString(s->array, "shape");
+    PyObject *strides = shape ? PyObject_GetAttrString(s->array, "strides") : NULL;
+    int n = -1, rc = -1;
+    if (strides && gtpy_int_tuple(shape, s->param, GTS_MAX_NDIM, &s->ndim, s->shape) == 0 &&
+        gtpy_int_tuple(strides, s->param, GTS_MAX_NDIM, &n, s->strides) == 0 && n == s->ndim)
+        rc = 0;
+    Py_XDECREF(shape);
+    Py_XDECREF(strides);
+    if (rc < 0 && !PyErr_Occurred())
+        PyErr_Format(PyExc_TypeError, "%s: cannot read %.200R as an array", s->param, s->array);
+    return rc;
+}
+
+/* Objects that only speak DLPack: NumPy's asarray does not use it. */
+static bool dlpack_only(PyObject *obj)
+{
+    return PyObject_HasAttrString(obj, "__dlpack__") &&
+           !PyObject_HasAttrString(obj, "__array_interface__") &&
+           !PyObject_HasAttrString(obj, "__array__");
+}
+
+static PyObject *as_array(PyObject *obj)
+{
+    if (dlpack_only(obj))
+        return gtpy_storage_from_dlpack(obj);
+    PyObject *asarray = gtpy_numpy_asarray();
+    return asarray ? PyObject_CallOneArg(asarray, obj) : NULL;
+}
+
+int gtpy_source_open(gtpy_source *s, PyObject *obj, const char *param)
+{
+    memset(s, 0, sizeof *s);
+    s->param = param;
+    if (PyUnicode_Check(obj) || PyBytes_Check(obj)) {
+        PyErr_Format(PyExc_TypeError, "%s: expected an array, got %.200R", param, obj);
+        return -1;
+    }
+    if (PyObject_CheckBuffer(obj) && PyObject_GetBuffer(obj, &s->view, PyBUF_RECORDS_RO) == 0) {
+        s->array = Py_NewRef(obj);
+    } else {
+        PyErr_Clear();
+        if (!(s->array = as_array(obj)))
+            return -1;
+        if (PyObject_GetBuffer(s->array, &s->view, PyBUF_RECORDS_RO) < 0) {
+            PyErr_Clear();
+            return source_geometry_from_attributes(s);
+        }
+    }
+    s->storage = gtpy_is_storage(s->array) ? s->array : NULL;
+    s->have_view = true;
+    if (source_geometry_from_view(s) < 0)
+        return -1;
+    source_dtype(s);
+    return 0;
+}
+
+int gtpy_source_dtype_error(const gtpy_source *s)
+{
+    PyObject *dtype = PyObject_GetAttrString(s->array, "dtype");
+    PyErr_Clear();
+    PyErr_Format(PyExc_TypeError, "%s: %.200R has dtype %.200R, which is not supported; pass "
+                 "dtype=", s->param, s->array, dtype ? dtype : (PyObject *)Py_None);
+    Py_XDECREF(dtype);
+    return -1;
+}
+
+int gtpy_copy_source(PyObject *target, void *data, const int64_t *strides, int ndim,
+                     const int64_t *shape, gts_dtype dtype, const gtpy_source *src)
+{
+    if (!src->dtype_known || !gts_dtype_equal(src->dtype, dtype)) /* NumPy casts */
+        return PyObject_SetItem(target, Py_Ellipsis, src->array);
+    gts_error err;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = gts_copy(data, strides, src->view.buf, src->strides, ndim, shape, dtype.itemsize, &err);
+    Py_END_ALLOW_THREADS
+    return rc ? gtpy_raise(&err) : 0;
+}
