@@ -188,7 +188,7 @@ static int resolve_parameters(gts_storage_spec *spec, int64_t *alignment, gts_er
             spec->aligned_index[d] =
                 spec->shape[d] ? clamp(spec->halo[d].lower, 0, spec->shape[d] - 1) : 0;
     if (!spec->has_device)
-        spec->device = spec->preset ? spec->preset->device : GTS_DEVICE_CPU;
+        spec->device = gts_storage_spec_device(spec);
     return GTS_OK;
 }
 
@@ -196,6 +196,11 @@ static void commit(gts_storage_spec *spec, int64_t alignment)
 {
     spec->has_dims = spec->has_layout = spec->has_aligned_index = spec->has_device = true;
     spec->alignment_size = alignment;
+}
+
+gts_device gts_storage_spec_device(const gts_storage_spec *spec)
+{
+    return spec->has_device ? spec->device : spec->preset ? spec->preset->device : GTS_DEVICE_CPU;
 }
 
 int gts_storage_spec_resolve(gts_storage_spec *spec, gts_geometry *geometry, gts_error *err)
@@ -235,23 +240,17 @@ static void storage_init(gts_storage *out, const gts_storage_spec *spec, gts_buf
         memcpy(out->strides, strides, (size_t)n * sizeof *out->strides);
 }
 
-int gts_storage_create(const gts_storage_spec *spec, unsigned flags, gts_storage *out,
-                       gts_error *err)
+/* Resolves `resolved` in place and allocates a storage for it on `device`
+ * (NULL: the one its device kind names). */
+static int create_resolving(const gts_device_ops *device, gts_storage_spec *resolved,
+                            unsigned flags, gts_storage *out, gts_error *err)
 {
-    return gts_storage_create_on(NULL, spec, flags, out, err);
-}
-
-int gts_storage_create_on(const gts_device_ops *device, const gts_storage_spec *spec,
-                          unsigned flags, gts_storage *out, gts_error *err)
-{
-    gts_storage_spec resolved;
     gts_geometry geometry;
-    gts_storage_spec_copy(&resolved, spec);
-    int rc = gts_storage_spec_resolve(&resolved, &geometry, err);
+    int rc = gts_storage_spec_resolve(resolved, &geometry, err);
     if (rc)
         return rc;
     if (!device) { /* the spec's device kind decides: the host, or a GPU there is none of */
-        if (resolved.device != GTS_DEVICE_CPU)
+        if (resolved->device != GTS_DEVICE_CPU)
             return gts_error_set(err, GTS_ENOTSUP,
                                  "device: the spec asks for a GPU, and this build of libgtstore "
                                  "has no GPU device");
@@ -262,9 +261,29 @@ int gts_storage_create_on(const gts_device_ops *device, const gts_storage_spec *
         return rc;
     /* aligned on the device: the device address is the one that counts */
     int64_t offset = gts_geometry_offset(&geometry, (uintptr_t)gts_buffer_data(buffer));
-    storage_init(out, &resolved, buffer, offset, geometry.strides, false);
+    storage_init(out, resolved, buffer, offset, geometry.strides, false);
     gts_buffer_release(buffer); /* `out` holds its own reference */
     return GTS_OK;
+}
+
+int gts_storage_create(const gts_storage_spec *spec, unsigned flags, gts_storage *out,
+                       gts_error *err)
+{
+    return gts_storage_create_on(NULL, spec, flags, out, err);
+}
+
+int gts_storage_create_on(const gts_device_ops *device, const gts_storage_spec *spec,
+                          unsigned flags, gts_storage *out, gts_error *err)
+{
+    gts_storage_spec resolved;
+    gts_storage_spec_copy(&resolved, spec);
+    return create_resolving(device, &resolved, flags, out, err);
+}
+
+int gts_storage_create_in_place(gts_storage_spec *spec, unsigned flags, gts_storage *out,
+                                gts_error *err)
+{
+    return create_resolving(NULL, spec, flags, out, err);
 }
 
 /* The address of an element on the storage's device (alignment is a

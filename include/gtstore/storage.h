@@ -111,6 +111,16 @@ int gts_storage_spec_init(gts_storage_spec *spec, int ndim, const int64_t *shape
  * entries nobody gave (their has_ flag false) may have been written. */
 int gts_storage_spec_resolve(gts_storage_spec *spec, gts_geometry *geometry, gts_error *err);
 
+/* gts_storage_create for a spec the caller no longer needs: it is resolved
+ * in place (as by gts_storage_spec_resolve; on failure it means what it
+ * meant), which saves copying it. */
+int gts_storage_create_in_place(gts_storage_spec *spec, unsigned flags, gts_storage *out,
+                                gts_error *err);
+
+/* The device kind `spec` resolves to: the one given, else its preset's,
+ * else the CPU. */
+gts_device gts_storage_spec_device(const gts_storage_spec *spec);
+
 /* Allocates a host storage for `spec` (flags: GTS_ALLOC_ZERO). A spec that
  * resolves to the GPU kind fails with GTS_ENOTSUP: this build has no GPU
  * device. The same as gts_storage_create_on(NULL, ...). */

@@ -149,16 +149,6 @@ static PyObject *plan_new(const allocation *spec)
 
 /* ---- allocation -------------------------------------------------------- */
 
-/* Fills the whole padded span (padding too: it is contiguous and faster). */
-static int fill_span(void *data, const allocation *spec, const unsigned char *item)
-{
-    int64_t itemsize = spec->geometry.itemsize, count = spec->geometry.span / itemsize;
-    gts_error err;
-    if (gts_fill(data, 1, &count, &itemsize, itemsize, item, &err) != 0)
-        return gtpy_raise(&err);
-    return 0;
-}
-
 static PyObject *allocate_on_gpu(const gtpy_request *r, const allocation *spec)
 {
     PyObject *module = PyImport_ImportModule("gtstore.arrays");
@@ -178,29 +168,26 @@ static PyObject *allocate_on_gpu(const gtpy_request *r, const allocation *spec)
     return result;
 }
 
-static PyObject *allocate(const gtpy_request *r, const allocation *spec, const gtpy_source *src)
+/* Host arrays: the storage gtstore.Storage's creation functions make (the
+ * same library call, filled or copied the same way), and an ndarray over it
+ * whose base it is. GPU presets: the resolved geometry, allocated by CuPy. */
+static PyObject *allocate(const gtpy_request *r, gtpy_source *src, gtpy_resolved *resolved)
 {
-    unsigned char item[16];
-    gts_dtype dtype = spec->resolved.spec.dtype;
-    bool fill = r->fill == FILL_VALUE || r->fill == FILL_ONES;
-    if (fill && gtpy_request_fill_item(r, dtype, item) < 0)
-        return NULL;
-    if (spec->resolved.spec.device == GTS_DEVICE_GPU)
-        return allocate_on_gpu(r, spec);
-    gts_buffer *buffer;
-    int64_t offset;
-    gts_error err;
-    unsigned flags = r->fill == FILL_ZEROS ? GTS_ALLOC_ZERO : 0;
-    if (gts_buffer_alloc_geometry(&spec->geometry, flags, &buffer, &offset, &err) != 0)
-        return gtpy_raise_null(&err);
-    char *data = (char *)gts_buffer_host(buffer) + offset;
-    int rc = fill ? fill_span(data, spec, item) : 0;
-    PyObject *array = rc == 0 ? gtpy_ndarray(buffer, offset, &spec->geometry, dtype) : NULL;
-    gts_buffer_release(buffer); /* the array holds its own reference */
-    const gts_geometry *g = &spec->geometry;
-    if (array && r->fill == FILL_COPY &&
-        gtpy_copy_source(array, data, g->strides, g->ndim, g->shape, dtype, src) < 0)
-        Py_CLEAR(array);
+    if (gts_storage_spec_device(gtpy_spec(resolved)) == GTS_DEVICE_GPU) {
+        unsigned char item[16];
+        allocation spec = {.resolved = *resolved};
+        gts_error err;
+        bool fill = r->fill == FILL_VALUE || r->fill == FILL_ONES;
+        if ((fill && gtpy_request_fill_item(r, resolved->spec.dtype, item) < 0))
+            return NULL;
+        if (gts_storage_spec_resolve(gtpy_spec(&spec.resolved), &spec.geometry, &err) != 0)
+            return gtpy_raise_null(&err);
+        return allocate_on_gpu(r, &spec);
+    }
+    gts_storage s;
+    PyObject *storage = gtpy_storage_allocate(r, src, resolved, &s);
+    PyObject *array = storage ? gtpy_storage_ndarray_over(&s, storage) : NULL;
+    Py_XDECREF(storage);
     return array;
 }
 
@@ -213,8 +200,11 @@ static PyObject *run(gtpy_request *r, bool only_plan)
     }
     allocation spec;
     PyObject *result = NULL;
-    if (gtpy_request_resolve(r, &src, &spec.resolved, &spec.geometry) == 0) {
-        result = only_plan ? plan_new(&spec) : allocate(r, &spec, &src);
+    if (only_plan && gtpy_request_resolve(r, &src, &spec.resolved, &spec.geometry) == 0) {
+        result = plan_new(&spec);
+        gtpy_resolved_release(&spec.resolved);
+    } else if (!only_plan && gtpy_request_spec(r, &src, &spec.resolved) == 0) {
+        result = allocate(r, &src, &spec.resolved);
         gtpy_resolved_release(&spec.resolved);
     }
     gtpy_source_release(&src);

@@ -172,7 +172,7 @@ static int add_types(PyObject *module)
         const char *name;
         PyTypeObject *type;
     } types[] = {
-        {"BufferView", &gtpy_BufferView_Type}, {"Plan", &gtpy_Plan_Type},
+        {"Plan", &gtpy_Plan_Type},
         {"Storage", &gtpy_Storage_Type},       {"CPUStorage", &gtpy_CPUStorage_Type},
         {"SyncState", &gtpy_SyncState_Type},
     };

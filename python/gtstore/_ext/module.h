@@ -87,26 +87,6 @@ PyObject *gtpy_int64_tuple(int n, const int64_t *values);
  * out, and they then go outermost, as data dims do. */
 int gtpy_layout(PyObject *obj, int ndim, const gts_dim *dims, int nsub, int *layout);
 
-/* ---- arrays over libgtstore memory (hostarray.c) ---------------------- */
-
-extern PyTypeObject gtpy_BufferView_Type;
-
-/* Fills a buffer-protocol export of `exporter` (flags checked, `view->obj`
- * set; on failure BufferError and view->obj = NULL). */
-typedef struct gtpy_export {
-    char *data;
-    gts_dtype dtype;
-    int ndim;
-    Py_ssize_t *shape, *strides;
-    bool readonly, c_contiguous, f_contiguous;
-} gtpy_export;
-int gtpy_export_buffer(PyObject *exporter, const gtpy_export *export, Py_buffer *view, int flags);
-
-/* An ndarray viewing `geometry` at byte `offset` of `buffer` (the view
- * takes its own reference to the buffer). */
-PyObject *gtpy_ndarray(gts_buffer *buffer, int64_t offset, const gts_geometry *geometry,
-                       gts_dtype dtype);
-
 /* Fast argument parsing for METH_FASTCALL | METH_KEYWORDS functions.
  * `names` lists every parameter, the first `npositional` may be passed by
  * position, the first `nrequired` are required, the first `nposonly` can
@@ -234,6 +214,15 @@ PyObject *gtpy_storage_sync_state(PyObject *storage);
 PyObject *gtpy_storage_new(gts_storage *s, PyObject *preset, PyObject *sync_state);
 /* An ndarray viewing the storage (its base is the storage). */
 PyObject *gtpy_storage_ndarray(PyObject *storage);
+/* An ndarray over the elements of `g` whose base is `base` (storage_interop.c). */
+PyObject *gtpy_storage_ndarray_over(gts_storage *g, PyObject *base);
+/* A new host storage for a request resolved into `resolved` (a spec the
+ * library resolves), filled or copied as the request says: the one
+ * allocation path of both APIs (storage_api.c). `s` is the scratch struct
+ * it is made in; on success it describes the storage, whose buffer
+ * reference the returned object holds. */
+PyObject *gtpy_storage_allocate(const gtpy_request *r, gtpy_source *src, gtpy_resolved *resolved,
+                                gts_storage *s);
 
 /* DLPack (dlpack.c): a storage over the memory a DLPack producer exports
  * (the parameters come after, from as_storage's checks), and

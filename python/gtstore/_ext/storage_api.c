@@ -48,10 +48,7 @@ static int read_common(gtpy_request *r, PyObject **v)
 /* Host memory only, for now. */
 static int check_host(const gtpy_request *r, const gts_storage_spec *spec)
 {
-    gts_device device = spec->has_device ? spec->device
-                        : spec->preset   ? spec->preset->device
-                                         : GTS_DEVICE_CPU;
-    if (device == GTS_DEVICE_CPU)
+    if (gts_storage_spec_device(spec) == GTS_DEVICE_CPU)
         return 0;
     if (r->device)
         PyErr_SetString(PyExc_NotImplementedError,
@@ -88,32 +85,37 @@ static PyObject *resolved_call(const gtpy_request *r, gtpy_source *src,
     return result;
 }
 
-static PyObject *allocate_resolved(const gtpy_request *r, gtpy_source *src,
-                                   gtpy_resolved *resolved)
+PyObject *gtpy_storage_allocate(const gtpy_request *r, gtpy_source *src, gtpy_resolved *resolved,
+                                gts_storage *s)
 {
     unsigned char item[16];
     gts_error err;
     bool fill = r->fill == FILL_VALUE || r->fill == FILL_ONES;
     if (fill && gtpy_request_fill_item(r, resolved->spec.dtype, item) < 0)
         return NULL;
-    gts_storage s;
-    if (gts_storage_create(gtpy_spec(resolved), r->fill == FILL_ZEROS ? GTS_ALLOC_ZERO : 0, &s,
-                           &err) != 0)
+    if (gts_storage_create_in_place(gtpy_spec(resolved),
+                                    r->fill == FILL_ZEROS ? GTS_ALLOC_ZERO : 0, s, &err) != 0)
         return gtpy_raise_null(&err);
-    if (fill && gts_fill(gts_storage_data(&s), s.ndim, s.shape, s.strides, s.dtype.itemsize,
+    if (fill && gts_fill(gts_storage_data(s), s->ndim, s->shape, s->strides, s->dtype.itemsize,
                          item, &err) != 0) {
-        gts_storage_release(&s);
+        gts_storage_release(s);
         return gtpy_raise_null(&err);
     }
-    PyObject *storage = gtpy_storage_new(&s, preset_name(r, src), NULL);
-    if (storage && r->fill == FILL_COPY) {
-        gts_storage target;
-        gtpy_storage_load(storage, &target);
-        if (gtpy_copy_source(storage, gts_storage_data(&target), target.strides, target.ndim,
-                             target.shape, target.dtype, src) < 0)
-            Py_CLEAR(storage);
-    }
+    gts_buffer *buffer = s->buffer;
+    PyObject *storage = gtpy_storage_new(s, preset_name(r, src), NULL);
+    s->buffer = buffer; /* the object's reference, borrowed */
+    if (storage && r->fill == FILL_COPY &&
+        gtpy_copy_source(storage, gts_storage_data(s), s->strides, s->ndim, s->shape, s->dtype,
+                         src) < 0)
+        Py_CLEAR(storage);
     return storage;
+}
+
+static PyObject *allocate_resolved(const gtpy_request *r, gtpy_source *src,
+                                   gtpy_resolved *resolved)
+{
+    gts_storage s;
+    return gtpy_storage_allocate(r, src, resolved, &s);
 }
 
 static PyObject *allocate(const gtpy_request *r, gtpy_source *src)

@@ -125,6 +125,54 @@ PyObject *gtpy_storage_complex(PyObject *self, PyObject *unused)
     return through_ndarray(self, call_complex);
 }
 
+/* What a buffer-protocol export of a storage hands out. */
+typedef struct buffer_export {
+    char *data;
+    gts_dtype dtype;
+    int ndim;
+    Py_ssize_t *shape, *strides;
+    bool readonly, c_contiguous, f_contiguous;
+} buffer_export;
+
+/* Fills `view` (flags checked, `view->obj` set; on failure BufferError and
+ * view->obj = NULL). */
+static int refuse(Py_buffer *view, const char *why)
+{
+    view->obj = NULL;
+    PyErr_Format(PyExc_BufferError, "gtstore buffer: %s", why);
+    return -1;
+}
+
+static int export_buffer(PyObject *exporter, const buffer_export *e, Py_buffer *view, int flags)
+{
+    if ((flags & PyBUF_WRITABLE) == PyBUF_WRITABLE && e->readonly)
+        return refuse(view, "the array is read-only");
+    if ((flags & PyBUF_C_CONTIGUOUS) == PyBUF_C_CONTIGUOUS && !e->c_contiguous)
+        return refuse(view, "the array is not C-contiguous");
+    if ((flags & PyBUF_F_CONTIGUOUS) == PyBUF_F_CONTIGUOUS && !e->f_contiguous)
+        return refuse(view, "the array is not Fortran-contiguous");
+    if ((flags & PyBUF_ANY_CONTIGUOUS) == PyBUF_ANY_CONTIGUOUS && !e->c_contiguous &&
+        !e->f_contiguous)
+        return refuse(view, "the array is not contiguous");
+    if ((flags & PyBUF_STRIDES) != PyBUF_STRIDES && !e->c_contiguous)
+        return refuse(view, "the array is not C-contiguous; request strides");
+    Py_ssize_t len = e->dtype.itemsize;
+    for (int d = 0; d < e->ndim; ++d)
+        len *= e->shape[d];
+    view->buf = e->data;
+    view->obj = Py_NewRef(exporter);
+    view->len = len;
+    view->itemsize = e->dtype.itemsize;
+    view->readonly = e->readonly;
+    view->ndim = e->ndim;
+    view->format = (flags & PyBUF_FORMAT) ? (char *)gts_dtype_format(e->dtype) : NULL;
+    view->shape = (flags & PyBUF_ND) ? e->shape : NULL;
+    view->strides = (flags & PyBUF_STRIDES) == PyBUF_STRIDES ? e->strides : NULL;
+    view->suboffsets = NULL;
+    view->internal = NULL;
+    return 0;
+}
+
 /* ---- buffer protocol ---------------------------------------------------------- */
 
 static int storage_getbuffer(PyObject *self, Py_buffer *view, int flags)
@@ -132,7 +180,7 @@ static int storage_getbuffer(PyObject *self, Py_buffer *view, int flags)
     StorageObject *s = STORAGE(self);
     gts_storage g;
     gtpy_storage_load(self, &g);
-    gtpy_export e = {gts_storage_data(&g),
+    buffer_export e = {gts_storage_data(&g),
                      s->dtype,
                      s->ndim,
                      FIELD(s, shape),
@@ -140,7 +188,7 @@ static int storage_getbuffer(PyObject *self, Py_buffer *view, int flags)
                      s->readonly,
                      gts_storage_contiguous(&g, 'C'),
                      gts_storage_contiguous(&g, 'F')};
-    if (gtpy_export_buffer(self, &e, view, flags) < 0)
+    if (export_buffer(self, &e, view, flags) < 0)
         return -1;
     ++s->exports;
     return 0;

@@ -69,8 +69,6 @@ extern PySequenceMethods gtpy_storage_as_sequence;
 /* ---- storage_interop.c ---- */
 extern PyNumberMethods gtpy_storage_as_number;
 extern PyBufferProcs gtpy_storage_as_buffer;
-/* An ndarray over the elements of `g` whose base is `base`. */
-PyObject *gtpy_storage_ndarray_over(gts_storage *g, PyObject *base);
 PyObject *gtpy_storage_array_interface(PyObject *self, void *closure);
 PyObject *gtpy_storage_gt_data_interface(PyObject *self, void *closure);
 PyObject *gtpy_storage_to_numpy(PyObject *self, PyObject *unused);
