@@ -103,10 +103,13 @@ void gts_storage_spec_copy(gts_storage_spec *dst, const gts_storage_spec *src)
     GTS_SPEC_DIM_FIELDS(COPY_DIM_FIELD)
 }
 
-/* All fields, the buffer pointer without a new reference. */
+/* All fields, the buffer pointer without a new reference. A storage's ndim
+ * is valid; not bounding it here also keeps the compiler from expanding
+ * each copy inline into `rep movs`, whose start-up cost made a slice of a
+ * Python storage 70 ns slower. */
 static void storage_copy_fields(gts_storage *dst, const gts_storage *src)
 {
-    size_t n = entries(src->ndim);
+    size_t n = (size_t)src->ndim;
     memcpy(dst, src, offsetof(gts_storage, shape));
     GTS_STORAGE_DIM_FIELDS(COPY_DIM_FIELD)
 }

@@ -9,10 +9,17 @@
 #include <stddef.h>
 #include <string.h>
 
-#define LOAD_FIELD(type, name, comment) \
-    memcpy(out->name, FIELD(s, name), (size_t)s->ndim * sizeof(type));
-#define STORE_FIELD(type, name, comment) \
-    memcpy(FIELD(s, name), g->name, (size_t)g->ndim * sizeof(type));
+/* Loading and storing walk the packed arrays in order, element by element:
+ * for the few dimensions of a field that is faster than a memcpy call per
+ * array (slicing is measured against NumPy's). */
+#define LOAD_FIELD(type, name, comment)          \
+    for (int d = 0; d < n; ++d)                  \
+        out->name[d] = ((const type *)packed)[d]; \
+    packed += (size_t)n * sizeof(type);
+#define STORE_FIELD(type, name, comment)   \
+    for (int d = 0; d < n; ++d)            \
+        ((type *)packed)[d] = g->name[d];  \
+    packed += (size_t)n * sizeof(type);
 
 void gtpy_storage_load(PyObject *obj, gts_storage *out)
 {
@@ -23,6 +30,8 @@ void gtpy_storage_load(PyObject *obj, gts_storage *out)
     out->ndim = s->ndim;
     out->readonly = s->readonly;
     out->alignment_size = s->alignment_size;
+    const char *packed = (const char *)s->fields;
+    int n = s->ndim;
     GTS_STORAGE_DIM_FIELDS(LOAD_FIELD)
 }
 
@@ -44,6 +53,8 @@ PyObject *gtpy_storage_new(gts_storage *g, PyObject *preset, PyObject *sync_stat
     s->exports = 0;
     s->sync_state = Py_XNewRef(sync_state);
     s->preset = Py_XNewRef(preset);
+    char *packed = (char *)s->fields;
+    int n = g->ndim;
     GTS_STORAGE_DIM_FIELDS(STORE_FIELD)
     return (PyObject *)s;
 }
