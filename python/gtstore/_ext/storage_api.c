@@ -103,7 +103,7 @@ PyObject *gtpy_storage_allocate(const gtpy_request *r, gtpy_source *src, gtpy_re
     }
     gts_buffer *buffer = s->buffer;
     PyObject *storage = gtpy_storage_new(s, preset_name(r, src), NULL);
-    s->buffer = buffer; /* the object's reference, borrowed */
+    s->buffer = storage ? buffer : NULL; /* the object's reference, borrowed */
     if (storage && r->fill == FILL_COPY &&
         gtpy_copy_source(storage, gts_storage_data(s), s->strides, s->ndim, s->shape, s->dtype,
                          src) < 0)
