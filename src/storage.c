@@ -730,18 +730,6 @@ static char *element0(const gts_storage *s)
     return base ? base + s->offset : NULL;
 }
 
-/* A contiguous block of staging on `device`, and its release. */
-static int staging_alloc(const gts_device_ops *device, int64_t bytes, void **out, gts_error *err)
-{
-    return device->alloc(device, bytes, 0, out, err);
-}
-
-static void staging_free(const gts_device_ops *device, void *block, int64_t bytes)
-{
-    if (block)
-        device->free(device, block, bytes);
-}
-
 /* dst = src across two devices that are not both host-accessible, through
  * host memory in C order: src is gathered on its own device unless it is
  * contiguous there, crosses to the host in one transfer (a host-accessible
@@ -767,7 +755,7 @@ static int assign_across(const gts_storage *dst, const gts_device_ops *to,
     int rc = GTS_OK;
     if (from->host_accessible && gts_storage_contiguous(src, 'C')) {
         host_c = element0(src);
-    } else if (!(rc = staging_alloc(host, bytes, &on_host, err))) {
+    } else if (!(rc = gts_device_alloc(host, bytes, 0, &on_host, err))) {
         host_c = on_host;
         if (from->host_accessible) {
             rc = gts_copy(on_host, c_strides, element0(src), src->strides, n, src->shape,
@@ -775,7 +763,7 @@ static int assign_across(const gts_storage *dst, const gts_device_ops *to,
         } else {
             const void *contiguous = element0(src);
             if (!gts_storage_contiguous(src, 'C') &&
-                !(rc = staging_alloc(from, bytes, &on_from, err))) {
+                !(rc = gts_device_alloc(from, bytes, 0, &on_from, err))) {
                 rc = from->copy(from, on_from, c_strides, element0(src), src->strides, n,
                                 src->shape, itemsize, NULL, err);
                 contiguous = on_from;
@@ -789,15 +777,15 @@ static int assign_across(const gts_storage *dst, const gts_device_ops *to,
                       err);
     } else if (!rc && gts_storage_contiguous(dst, 'C')) {
         rc = to->copy_to_device(to, element0(dst), host_c, bytes, NULL, err);
-    } else if (!rc && !(rc = staging_alloc(to, bytes, &on_to, err))) {
+    } else if (!rc && !(rc = gts_device_alloc(to, bytes, 0, &on_to, err))) {
         rc = to->copy_to_device(to, on_to, host_c, bytes, NULL, err);
         if (!rc)
             rc = to->copy(to, element0(dst), dst->strides, on_to, c_strides, n, dst->shape,
                           itemsize, NULL, err);
     }
-    staging_free(host, on_host, bytes);
-    staging_free(from, on_from, bytes);
-    staging_free(to, on_to, bytes);
+    gts_device_free(host, on_host, bytes);
+    gts_device_free(from, on_from, bytes);
+    gts_device_free(to, on_to, bytes);
     return rc;
 }
 
