@@ -400,6 +400,45 @@ int gts_buffer_wrap(const gts_device_ops *device, void *data, int64_t size,
     return GTS_OK;
 }
 
+/* The first byte and the length of [element0 + low, element0 + high) with
+ * low <= 0 < high, or an error if it leaves the address space. Computed on
+ * integers: a pointer moved outside its object is undefined. */
+static int element_span(void *element0, int64_t low, int64_t high, void **first, int64_t *span,
+                        gts_error *err)
+{
+    uint64_t base = (uintptr_t)element0, below = (uint64_t)0 - (uint64_t)low;
+    if (__builtin_sub_overflow(high, low, span) || base < below ||
+        (uint64_t)*span > UINTPTR_MAX - (base - below))
+        return gts_error_set(err, GTS_EOVERFLOW,
+                             "strides: the elements reach %llu bytes below and %lld above "
+                             "element 0 at %p, outside the address space",
+                             (unsigned long long)below, (long long)high, element0);
+    *first = (void *)(uintptr_t)(base - below);
+    return GTS_OK;
+}
+
+int gts_buffer_wrap_elements(void *element0, int ndim, const int64_t *shape,
+                             const int64_t *strides, int64_t itemsize, gts_release_fn release,
+                             void *ctx, gts_buffer **out, int64_t *offset, gts_error *err)
+{
+    int64_t low, high, span = 0;
+    int rc = gts_strided_extent(ndim, shape, strides, itemsize, &low, &high, err);
+    if (rc)
+        return rc;
+    void *first = element0; /* an empty array: no bytes, at element 0 */
+    if (high > low) {
+        if (!element0)
+            return gts_error_set(err, GTS_EINVAL, "element0: NULL for an array with elements");
+        if ((rc = element_span(element0, low, high, &first, &span, err)))
+            return rc;
+    }
+    if ((rc = gts_buffer_wrap_host(first, span, release, ctx, out, err)))
+        return rc;
+    /* high - low fits and high > 0, so -low cannot overflow */
+    *offset = -low;
+    return GTS_OK;
+}
+
 int gts_buffer_alloc_geometry(const gts_geometry *geometry, unsigned flags, gts_buffer **out,
                               int64_t *offset, gts_error *err)
 {

@@ -129,16 +129,40 @@ static void release_legacy(void *ctx)
 static int byte_strides(const gts_dl_tensor *t, int64_t itemsize, int64_t *strides,
                         gts_error *err)
 {
-    int64_t next = 1;
-    for (int d = t->ndim - 1; d >= 0; --d) {
-        int64_t elements = t->strides ? t->strides[d] : next;
-        if (gts_mul_overflow(elements, itemsize, &strides[d]))
+    if (!t->strides)
+        return gts_strides_contiguous(t->ndim, t->shape, itemsize, strides, err);
+    for (int d = t->ndim - 1; d >= 0; --d)
+        if (gts_mul_overflow(t->strides[d], itemsize, &strides[d]))
             return gts_error_set(err, GTS_EOVERFLOW,
                                  "strides: %lld elements in dimension %d overflow in bytes",
-                                 (long long)elements, d);
-        if (!t->strides && gts_mul_overflow(next, t->shape[d] > 0 ? t->shape[d] : 1, &next))
-            return gts_error_set(err, GTS_EOVERFLOW, "shape: too big for 64 bits");
-    }
+                                 (long long)t->strides[d], d);
+    return GTS_OK;
+}
+
+/* Whether the tensor has elements, which need data. */
+static bool has_elements(const gts_dl_tensor *t)
+{
+    for (int d = 0; d < t->ndim; ++d)
+        if (t->shape[d] == 0)
+            return false;
+    return true;
+}
+
+/* The address of element 0, data + byte_offset, as an integer: a pointer
+ * moved outside the address space is undefined (and an empty tensor may
+ * have no data, which stays NULL). */
+static int element0_address(const gts_dl_tensor *t, uintptr_t *element0, gts_error *err)
+{
+    if (t->byte_offset > (uint64_t)INT64_MAX)
+        return gts_error_set(err, GTS_EOVERFLOW, "byte_offset: %llu does not fit in 64 bits",
+                             (unsigned long long)t->byte_offset);
+    if (!t->data && has_elements(t))
+        return gts_error_set(err, GTS_EINVAL, "data: NULL for a tensor with elements");
+    *element0 = (uintptr_t)t->data;
+    if (t->data && __builtin_add_overflow(*element0, t->byte_offset, element0))
+        return gts_error_set(err, GTS_EOVERFLOW,
+                             "byte_offset: %llu bytes past data leave the address space",
+                             (unsigned long long)t->byte_offset);
     return GTS_OK;
 }
 
@@ -174,35 +198,17 @@ static int import_tensor(const gts_dl_tensor *t, bool readonly, gts_release_fn r
         memcpy(given.shape, spec.shape, (size_t)spec.ndim * sizeof *spec.shape);
         spec = given;
     }
-    int64_t strides[GTS_MAX_NDIM], low, high;
+    int64_t strides[GTS_MAX_NDIM], offset;
+    uintptr_t element0 = 0;
     if ((rc = byte_strides(t, dtype.itemsize, strides, err)) ||
-        (rc = gts_strided_extent(t->ndim, spec.shape, strides, dtype.itemsize, &low, &high, err)))
+        (rc = element0_address(t, &element0, err)))
         return rc;
-    if (t->byte_offset > (uint64_t)INT64_MAX)
-        return gts_error_set(err, GTS_EOVERFLOW, "byte_offset: %llu does not fit in 64 bits",
-                             (unsigned long long)t->byte_offset);
-    if (!t->data && high > low)
-        return gts_error_set(err, GTS_EINVAL, "data: NULL for a tensor with elements");
-    /* The elements, [element0 + low, element0 + high) with low <= 0, must
-     * lie in the address space; computed on integers, since a pointer moved
-     * outside it is undefined (and an empty tensor may have no data). */
-    uintptr_t element0 = (uintptr_t)t->data, first, below = (uint64_t)0 - (uint64_t)low;
-    int64_t span;
-    if (t->data && __builtin_add_overflow(element0, t->byte_offset, &element0))
-        return gts_error_set(err, GTS_EOVERFLOW,
-                             "byte_offset: %llu bytes past data leave the address space",
-                             (unsigned long long)t->byte_offset);
-    if (__builtin_sub_overflow(high, low, &span) || element0 < below ||
-        (uint64_t)span > UINTPTR_MAX - (element0 - below))
-        return gts_error_set(err, GTS_EOVERFLOW,
-                             "strides: the tensor's elements reach %llu bytes below and %lld "
-                             "above element 0, outside the address space",
-                             (unsigned long long)below, (long long)high);
-    first = element0 - below;
+    /* No release yet: a failed import leaves the tensor to the caller. */
     gts_buffer *buffer;
-    if ((rc = gts_buffer_wrap_host((void *)first, span, NULL, NULL, &buffer, err)))
+    if ((rc = gts_buffer_wrap_elements((void *)element0, t->ndim, spec.shape, strides,
+                                       dtype.itemsize, NULL, NULL, &buffer, &offset, err)))
         return rc;
-    rc = gts_storage_wrap(&spec, buffer, -low, strides, readonly, out, err);
+    rc = gts_storage_wrap(&spec, buffer, offset, strides, readonly, out, err);
     if (!rc) /* the storage owns the tensor from here on */
         gts__buffer_set_release(buffer, release, ctx);
     gts_buffer_release(buffer);

@@ -133,8 +133,11 @@ int64_t gts_geometry_size(const gts_geometry *g)
     return size;
 }
 
-int gts_strided_extent(int ndim, const int64_t *shape, const int64_t *strides, int64_t itemsize,
-                       int64_t *low, int64_t *high, gts_error *err)
+/* The checks shared by the functions on a strided array's shape, so that
+ * they agree on what an array is; *empty (may be NULL) tells whether it has
+ * no elements. */
+static int check_array(int ndim, const int64_t *shape, int64_t itemsize, bool *empty,
+                       gts_error *err)
 {
     if (ndim < 0 || ndim > GTS_MAX_NDIM)
         return gts_error_set(err, GTS_EINVAL, "ndim: %d is not between 0 and %d", ndim,
@@ -142,13 +145,25 @@ int gts_strided_extent(int ndim, const int64_t *shape, const int64_t *strides, i
     if (itemsize < 1)
         return gts_error_set(err, GTS_EINVAL, "itemsize: %lld bytes is not positive",
                              (long long)itemsize);
-    bool empty = false;
+    bool any_empty = false;
     for (int d = 0; d < ndim; ++d) {
         if (shape[d] < 0)
             return gts_error_set(err, GTS_EINVAL, "shape: %lld in dimension %d is negative",
                                  (long long)shape[d], d);
-        empty = empty || shape[d] == 0;
+        any_empty = any_empty || shape[d] == 0;
     }
+    if (empty)
+        *empty = any_empty;
+    return GTS_OK;
+}
+
+int gts_strided_extent(int ndim, const int64_t *shape, const int64_t *strides, int64_t itemsize,
+                       int64_t *low, int64_t *high, gts_error *err)
+{
+    bool empty = false;
+    int rc = check_array(ndim, shape, itemsize, &empty, err);
+    if (rc)
+        return rc;
     if (empty) {
         *low = *high = 0;
         return GTS_OK;
@@ -165,5 +180,26 @@ int gts_strided_extent(int ndim, const int64_t *shape, const int64_t *strides, i
     }
     *low = lo;
     *high = hi;
+    return GTS_OK;
+}
+
+int gts_strides_contiguous(int ndim, const int64_t *shape, int64_t itemsize, int64_t *strides,
+                           gts_error *err)
+{
+    int rc = check_array(ndim, shape, itemsize, NULL, err);
+    if (rc)
+        return rc;
+    int64_t computed[GTS_MAX_NDIM]; /* `strides` stays untouched on failure */
+    int64_t stride = itemsize;
+    for (int d = ndim - 1; d >= 0; --d) {
+        computed[d] = stride;
+        /* The last product is no stride, but checking it too bounds the
+         * array's size in bytes, as NumPy does: callers may then compute it
+         * unchecked. */
+        if (gts_mul_overflow(stride, shape[d] > 0 ? shape[d] : 1, &stride))
+            return too_big(err, ndim, shape);
+    }
+    for (int d = 0; d < ndim; ++d)
+        strides[d] = computed[d];
     return GTS_OK;
 }

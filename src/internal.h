@@ -6,6 +6,7 @@
 
 #include "gtstore/buffer.h"
 #include "gtstore/device.h"
+#include "gtstore/spec.h"
 
 /* The host device (device.c); buffers compare against it. */
 extern const gts_device_ops gts__device_host;
@@ -22,5 +23,42 @@ void gts__zero(void *data, int64_t size);
 /* Sets the release callback of a wrapped buffer after the fact: importers
  * take ownership of foreign memory only once the storage over it exists. */
 void gts__buffer_set_release(gts_buffer *buffer, gts_release_fn release, void *ctx);
+
+/* Runs a layout function (a preset's or a spec's) and gives a failure a
+ * message naming `owner` where the function left none. The result is not
+ * checked: callers know what it may hold. */
+int gts__layout_call(gts_layout_fn fn, void *ctx, const char *owner, int ndim,
+                     const gts_dim *dims, int *layout, gts_error *err);
+
+/* Each side of each dimension's halo >= 0, their sum at most the extent. */
+int gts__halo_check(int ndim, const int64_t *shape, const gts_halo *halo, gts_error *err);
+
+/* ---- spec resolution (spec.c), in two steps for gts_storage_wrap --------- */
+
+/* Where a resolved layout came from: wrapping compares a layout asked for
+ * (given or the preset's) with the memory, and reads the memory's own where
+ * nothing asked for one. */
+typedef enum gts__layout_source {
+    GTS__LAYOUT_GIVEN,
+    GTS__LAYOUT_PRESET,
+    GTS__LAYOUT_TEMPLATE,
+    GTS__LAYOUT_FALLBACK
+} gts__layout_source;
+
+typedef struct gts__resolution {
+    int64_t alignment;
+    gts__layout_source layout_source;
+    bool halo_from_template;
+    gts_halo halo[GTS_MAX_NDIM]; /* the template's, until committed */
+} gts__resolution;
+
+/* Fills every parameter nobody gave (has_* false) from the preset, the
+ * template and the fallbacks and checks them all, except what the geometry
+ * checks. Only slots nobody gave are written (and GTS_DIM_NEXT /
+ * GTS_LAYOUT_OUTER entries): the caller commits once everything passed,
+ * so a failure changes no meaning. */
+int gts__spec_resolve_parameters(gts_storage_spec *spec, gts__resolution *out, gts_error *err);
+/* Marks everything given and drops the template and layout function. */
+void gts__spec_commit(gts_storage_spec *spec, const gts__resolution *resolution);
 
 #endif

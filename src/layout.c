@@ -189,18 +189,57 @@ static uint64_t magnitude(int64_t value)
     return value < 0 ? (uint64_t)0 - (uint64_t)value : (uint64_t)value;
 }
 
-void gts_layout_from_strides(int ndim, const int64_t *strides, int *layout)
+bool gts_is_contiguous(int ndim, const int64_t *shape, const int64_t *strides, int64_t itemsize,
+                       char order)
 {
-    for (int d = 0; d < ndim; ++d) {
-        uint64_t sd = magnitude(strides[d]);
-        int rank = 0;
-        for (int e = 0; e < ndim; ++e) {
-            uint64_t se = magnitude(strides[e]);
-            if (se > sd || (se == sd && e < d))
-                ++rank;
-        }
-        layout[d] = rank;
+    for (int d = 0; d < ndim; ++d)
+        if (shape[d] == 0)
+            return true; /* no elements: any strides are contiguous */
+    int64_t expected = itemsize;
+    for (int k = 0; k < ndim; ++k) {
+        int d = order == 'F' ? k : ndim - 1 - k;
+        if (shape[d] != 1 && strides[d] != expected)
+            return false;
+        if (__builtin_mul_overflow(expected, shape[d], &expected))
+            return false;
     }
+    return true;
+}
+
+/* An insertion sort of the dimensions, outermost first, by decreasing
+ * absolute stride (PyArray_CreateMultiSortedStridePerm). A pair with a
+ * dimension of extent 1 is ambiguous (its stride says nothing) and is
+ * passed over, so such a dimension keeps its place in index order, as do
+ * ties. */
+static void sort_by_strides(int ndim, const int64_t *shape, const int64_t *strides, int *layout)
+{
+    int order[GTS_MAX_NDIM]; /* order[rank] = dimension */
+    for (int i = 0; i < ndim; ++i) {
+        int at = i;
+        for (int j = i - 1; j >= 0; --j) {
+            int e = order[j];
+            if (shape[i] == 1 || shape[e] == 1)
+                continue; /* ambiguous: look further out */
+            if (magnitude(strides[i]) <= magnitude(strides[e]))
+                break;
+            at = j;
+        }
+        memmove(order + at + 1, order + at, (size_t)(i - at) * sizeof *order);
+        order[at] = i;
+    }
+    for (int rank = 0; rank < ndim; ++rank)
+        layout[order[rank]] = rank;
+}
+
+void gts_layout_from_strides(int ndim, const int64_t *shape, const int64_t *strides,
+                             int64_t itemsize, int *layout)
+{
+    if (gts_is_contiguous(ndim, shape, strides, itemsize, 'C'))
+        gts_layout_c(ndim, layout);
+    else if (gts_is_contiguous(ndim, shape, strides, itemsize, 'F'))
+        gts_layout_f(ndim, layout);
+    else
+        sort_by_strides(ndim, shape, strides, layout);
 }
 
 int gts_layout_contiguous_dim(int ndim, const int *layout)

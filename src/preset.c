@@ -1,10 +1,13 @@
 #include "gtstore/preset.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "internal.h"
 
 #define NAMED(name, alignment, i, j, k, device) \
     {name, alignment, GTS_LAYOUT_NAMED, {i, j, k}, NULL, NULL, NULL, device, NULL}
@@ -220,18 +223,28 @@ int gts_preset_at(size_t index, gts_preset *out, gts_error *err)
 /* The user's layout function, whose failures always reach the caller with
  * a status and a message: a function that returned an error without a
  * message (or a positive number) once gave an empty one. */
+int gts__layout_call(gts_layout_fn fn, void *ctx, const char *owner, int ndim,
+                     const gts_dim *dims, int *layout, gts_error *err)
+{
+    gts_error mine = {0, ""};
+    int rc = fn(ndim, dims, layout, ctx, &mine);
+    if (rc == GTS_OK)
+        return GTS_OK;
+    if (rc > 0 || !mine.message[0])
+        return gts_error_set(err, rc < 0 ? rc : GTS_EINVAL,
+                             "layout: %s failed (%s) without a message", owner,
+                             gts_status_name(rc));
+    return gts_error_set(err, rc, "%s", mine.message);
+}
+
 static int call_layout_fn(const gts_preset *preset, int ndim, const gts_dim *dims, int *layout,
                           gts_error *err)
 {
-    gts_error mine = {0, ""};
-    int rc = preset->layout_fn(ndim, dims, layout, preset->layout_ctx, &mine);
-    if (rc == GTS_OK)
-        return gts_layout_check(ndim, layout, err);
-    if (rc > 0 || !mine.message[0])
-        return gts_error_set(err, rc < 0 ? rc : GTS_EINVAL,
-                             "layout: the layout function of preset '%s' failed (%s) without a "
-                             "message", preset->name, gts_status_name(rc));
-    return gts_error_set(err, rc, "%s", mine.message);
+    char owner[GTS_PRESET_NAME_SIZE + 48];
+    snprintf(owner, sizeof owner, "the layout function of preset '%s'", preset->name);
+    int rc = gts__layout_call(preset->layout_fn, preset->layout_ctx, owner, ndim, dims, layout,
+                              err);
+    return rc ? rc : gts_layout_check(ndim, layout, err);
 }
 
 int gts_preset_layout(const gts_preset *preset, int ndim, const gts_dim *dims, int *layout,

@@ -58,50 +58,8 @@ static int64_t clamp(int64_t value, int64_t low, int64_t high)
     return value < low ? low : value > high ? high : value;
 }
 
-/* ---- specs ---------------------------------------------------------------- */
-
-int gts_storage_spec_init(gts_storage_spec *spec, int ndim, const int64_t *shape,
-                          gts_dtype dtype, gts_error *err)
-{
-    if (ndim < 0 || ndim > GTS_MAX_NDIM)
-        return gts_error_set(err, GTS_EINVAL, "ndim: %d is outside [0, %d]", ndim, GTS_MAX_NDIM);
-    if (!spec || (ndim > 0 && !shape))
-        return gts_error_set(err, GTS_EINVAL, "%s: NULL", spec ? "shape" : "spec");
-    /* Only the first ndim entries of the arrays are ever read, and those of
-     * dims, layout and aligned_index only when their has_ flag is set:
-     * setting the rest would cost more than the small allocations this
-     * serves. The halo has no flag and is zeroed whole, as storage.h
-     * promises: DLPack import options ignore their ndim and use the
-     * tensor's. */
-    spec->ndim = ndim;
-    spec->dtype = dtype;
-    spec->preset = NULL;
-    spec->has_dims = spec->has_layout = spec->has_aligned_index = spec->has_device = false;
-    spec->alignment_size = 0;
-    spec->device = GTS_DEVICE_CPU;
-    memset(spec->halo, 0, sizeof spec->halo);
-    if (ndim > 0) /* a 0-d spec may pass no shape: memcpy must not see NULL */
-        memcpy(spec->shape, shape, (size_t)ndim * sizeof *shape);
-    return GTS_OK;
-}
-
-/* The copies of specs and storages: the scalar fields as one block (all
- * that precedes `shape`), then the first ndim entries of each array in the
- * field lists of storage.h. A spec or a storage is 3 KiB, and copying one
- * whole cost a third of a small allocation. */
+/* The first ndim entries of each array in a field list of storage.h. */
 #define COPY_DIM_FIELD(type, name, comment) memcpy(dst->name, src->name, n * sizeof *dst->name);
-
-static size_t entries(int ndim)
-{
-    return ndim >= 0 && ndim <= GTS_MAX_NDIM ? (size_t)ndim : 0;
-}
-
-void gts_storage_spec_copy(gts_storage_spec *dst, const gts_storage_spec *src)
-{
-    size_t n = entries(src->ndim);
-    memcpy(dst, src, offsetof(gts_storage_spec, shape));
-    GTS_SPEC_DIM_FIELDS(COPY_DIM_FIELD)
-}
 
 /* All fields, the buffer pointer without a new reference. A storage's ndim
  * is valid; not bounding it here also keeps the compiler from expanding
@@ -121,108 +79,8 @@ void gts_storage_move(gts_storage *dst, gts_storage *src)
     src->ndim = 0;
 }
 
-static int check_halo(int ndim, const int64_t *shape, const gts_halo *halo, gts_error *err)
-{
-    for (int d = 0; d < ndim; ++d) {
-        int64_t lo = halo[d].lower, hi = halo[d].upper;
-        if (lo < 0 || hi < 0)
-            return gts_error_set(err, GTS_EINVAL, "halo: negative entry (%lld, %lld) at position %d",
-                                 (long long)lo, (long long)hi, d);
-        if (lo > shape[d] || hi > shape[d] - lo)
-            return gts_error_set(err, GTS_EINVAL,
-                                 "halo: (%lld, %lld) at position %d is larger than the extent %lld",
-                                 (long long)lo, (long long)hi, d, (long long)shape[d]);
-    }
-    return GTS_OK;
-}
-
-static int resolve_alignment(const gts_storage_spec *spec, int64_t *alignment, gts_error *err)
-{
-    *alignment = spec->alignment_size;
-    if (*alignment < 0)
-        return gts_error_set(err, GTS_EINVAL, "alignment_size: %lld bytes is negative",
-                             (long long)*alignment);
-    if (*alignment > 0)
-        return GTS_OK;
-    *alignment = 1;
-    if (spec->preset && gts_mul_overflow(spec->preset->alignment, spec->dtype.itemsize, alignment))
-        return gts_error_set(err, GTS_EOVERFLOW,
-                             "alignment_size: the preset's alignment (%lld elements) overflows",
-                             (long long)spec->preset->alignment);
-    return GTS_OK;
-}
-
-/* Fills every parameter nobody gave (has_* false) from the preset and the
- * fallbacks and checks them all, except what the geometry checks; the
- * alignment goes to `*alignment`. Only slots nobody gave are written: the
- * caller commits (sets the flags) once everything passed, so a failure
- * changes no meaning. */
-static int resolve_parameters(gts_storage_spec *spec, int64_t *alignment, gts_error *err)
-{
-    int rc = gts_dtype_make(spec->dtype.kind, spec->dtype.itemsize, &spec->dtype, err);
-    if (rc)
-        return rc;
-    if (spec->ndim < 0 || spec->ndim > GTS_MAX_NDIM)
-        return gts_error_set(err, GTS_EINVAL, "ndim: %d is outside [0, %d]", spec->ndim,
-                             GTS_MAX_NDIM);
-    int n = spec->ndim;
-    for (int d = 0; d < n; ++d)
-        if (spec->shape[d] < 0)
-            return gts_error_set(err, GTS_EINVAL, "shape: negative extent %lld at position %d",
-                                 (long long)spec->shape[d], d);
-    if ((rc = check_halo(n, spec->shape, spec->halo, err)))
-        return rc;
-    if (spec->has_dims)
-        rc = gts_dims_check(n, spec->dims, err);
-    else
-        rc = gts_dims_default(n, spec->dims, err);
-    if (rc)
-        return rc;
-    if (spec->has_layout)
-        rc = gts_layout_check(n, spec->layout, err);
-    else if (spec->preset)
-        rc = gts_preset_layout(spec->preset, n, spec->dims, spec->layout, err);
-    else
-        gts_layout_c(n, spec->layout);
-    if (rc || (rc = resolve_alignment(spec, alignment, err)))
-        return rc;
-    if (!spec->has_aligned_index)
-        for (int d = 0; d < n; ++d)
-            spec->aligned_index[d] =
-                spec->shape[d] ? clamp(spec->halo[d].lower, 0, spec->shape[d] - 1) : 0;
-    if (!spec->has_device)
-        spec->device = gts_storage_spec_device(spec);
-    return GTS_OK;
-}
-
-static void commit(gts_storage_spec *spec, int64_t alignment)
-{
-    spec->has_dims = spec->has_layout = spec->has_aligned_index = spec->has_device = true;
-    spec->alignment_size = alignment;
-}
-
-gts_device gts_storage_spec_device(const gts_storage_spec *spec)
-{
-    return spec->has_device ? spec->device : spec->preset ? spec->preset->device : GTS_DEVICE_CPU;
-}
-
-int gts_storage_spec_resolve(gts_storage_spec *spec, gts_geometry *geometry, gts_error *err)
-{
-    gts_geometry local;
-    int64_t alignment;
-    int rc = resolve_parameters(spec, &alignment, err);
-    if (!rc)
-        rc = gts_geometry_init(geometry ? geometry : &local, spec->ndim, spec->shape,
-                               spec->layout, spec->dtype.itemsize, alignment,
-                               spec->aligned_index, err);
-    if (!rc)
-        commit(spec, alignment);
-    return rc;
-}
-
 /* ---- making storages ------------------------------------------------------ */
 
-/* Copies the scalars and the first ndim entries (the struct is 3 KiB). */
 /* The metadata of `spec` (resolved) in `out`, over `buffer` (retained):
  * the fields a spec and a storage share, by name, then the rest. */
 #define COPY_SPEC_FIELD(type, name, comment) \
@@ -300,10 +158,14 @@ static uintptr_t address_of(const gts_storage *s, const int64_t *index)
 }
 
 /* Whether the strides order the dimensions as `layout` does. Dimensions of
- * extent 1 have no stride that matters and are not compared. */
+ * extent 1 have no stride that matters and are not compared; an array
+ * without elements fits every layout. */
 static bool layout_fits_strides(int n, const int *layout, const int64_t *shape,
                                 const int64_t *strides)
 {
+    for (int d = 0; d < n; ++d)
+        if (shape[d] == 0)
+            return true;
     for (int d = 0; d < n; ++d) {
         for (int e = 0; e < n; ++e) {
             if (shape[d] <= 1 || shape[e] <= 1 || layout[d] >= layout[e])
@@ -317,28 +179,8 @@ static bool layout_fits_strides(int n, const int *layout, const int64_t *shape,
     return true;
 }
 
-/* The layout strides show, for memory wrapped without one: ranks by
- * decreasing stride; dimensions of extent 1, whose strides say nothing,
- * outermost in index order. */
-static void layout_of_strides(int n, const int64_t *shape, const int64_t *strides, int *layout)
-{
-    int moving[GTS_MAX_NDIM], ranks[GTS_MAX_NDIM], fixed = 0, m = 0;
-    int64_t kept[GTS_MAX_NDIM] = {0};
-    for (int d = 0; d < n; ++d) {
-        if (shape[d] == 1) {
-            layout[d] = fixed++;
-        } else {
-            moving[m] = d;
-            kept[m++] = strides[d];
-        }
-    }
-    gts_layout_from_strides(m, kept, ranks);
-    for (int i = 0; i < m; ++i)
-        layout[moving[i]] = fixed + ranks[i];
-}
-
 static int check_wrapped(const gts_storage_spec *spec, gts_buffer *buffer, int64_t offset,
-                         const int64_t *strides, bool preset_layout, gts_error *err)
+                         const int64_t *strides, gts__layout_source layout, gts_error *err)
 {
     int n = spec->ndim;
     int64_t low, high, first, last;
@@ -353,11 +195,14 @@ static int check_wrapped(const gts_storage_spec *spec, gts_buffer *buffer, int64
                              "of %lld bytes",
                              format_ints(n, strides).s, (long long)offset,
                              (long long)gts_buffer_size(buffer));
-    if (spec->has_layout && !layout_fits_strides(n, spec->layout, spec->shape, strides))
+    static const char *const whose[] = {
+        [GTS__LAYOUT_GIVEN] = "", [GTS__LAYOUT_PRESET] = " (the preset's)",
+        [GTS__LAYOUT_TEMPLATE] = " (the template's)"};
+    if (layout != GTS__LAYOUT_FALLBACK &&
+        !layout_fits_strides(n, spec->layout, spec->shape, strides))
         return gts_error_set(err, GTS_EINVAL,
                              "layout: %s%s does not match the data's strides %s",
-                             format_layout(n, spec->layout).s,
-                             preset_layout ? " (the preset's)" : "",
+                             format_layout(n, spec->layout).s, whose[layout],
                              format_ints(n, strides).s);
     return GTS_OK;
 }
@@ -369,20 +214,21 @@ int gts_storage_wrap(const gts_storage_spec *spec, gts_buffer *buffer, int64_t o
         return gts_error_set(err, GTS_EINVAL, "%s: NULL",
                              !spec ? "spec" : !buffer ? "buffer" : !out ? "out" : "strides");
     gts_storage_spec resolved;
-    int64_t alignment;
+    gts__resolution resolution;
     gts_storage_spec_copy(&resolved, spec);
-    int rc = resolve_parameters(&resolved, &alignment, err);
+    int rc = gts__spec_resolve_parameters(&resolved, &resolution, err);
     if (rc)
         return rc;
     if (resolved.device != GTS_DEVICE_CPU)
         return gts_error_set(err, GTS_ENOTSUP,
                              "device: the spec asks for GPU memory, but the wrapped memory is the "
                              "host's");
-    commit(&resolved, alignment);
-    resolved.has_layout = spec->has_layout || spec->preset; /* compare only a layout asked for */
-    if (!resolved.has_layout) /* the memory's own, not the C-order fallback */
-        layout_of_strides(resolved.ndim, resolved.shape, strides, resolved.layout);
-    if ((rc = check_wrapped(&resolved, buffer, offset, strides, !spec->has_layout, err)))
+    gts__layout_source asked = resolution.layout_source;
+    gts__spec_commit(&resolved, &resolution);
+    if (asked == GTS__LAYOUT_FALLBACK) /* the memory's own, not the C-order fallback */
+        gts_layout_from_strides(resolved.ndim, resolved.shape, strides, resolved.dtype.itemsize,
+                                resolved.layout);
+    if ((rc = check_wrapped(&resolved, buffer, offset, strides, asked, err)))
         return rc;
     /* The geometry checks alignment against the itemsize and the aligned
      * index against the shape; its strides are not the data's. */
@@ -685,7 +531,7 @@ int gts_storage_domain(gts_storage *view, gts_error *err)
 
 int gts_storage_set_halo(gts_storage *storage, const gts_halo *halo, gts_error *err)
 {
-    int rc = check_halo(storage->ndim, storage->shape, halo, err);
+    int rc = gts__halo_check(storage->ndim, storage->shape, halo, err);
     if (!rc)
         memcpy(storage->halo, halo, (size_t)storage->ndim * sizeof *storage->halo);
     return rc;
@@ -696,15 +542,12 @@ int gts_storage_set_halo(gts_storage *storage, const gts_halo *halo, gts_error *
 int gts_storage_copy(const gts_storage *src, gts_storage *out, gts_error *err)
 {
     gts_storage_spec spec;
+    gts_template like; /* everything the copy keeps */
     int rc = gts_storage_spec_init(&spec, src->ndim, src->shape, src->dtype, err);
     if (rc)
         return rc;
-    spec.has_dims = spec.has_layout = spec.has_aligned_index = true;
-    memcpy(spec.dims, src->dims, (size_t)src->ndim * sizeof *spec.dims);
-    gts_storage_layout(src, spec.layout);
-    spec.alignment_size = src->alignment_size;
-    memcpy(spec.aligned_index, src->aligned_index, (size_t)src->ndim * sizeof *spec.aligned_index);
-    memcpy(spec.halo, src->halo, (size_t)src->ndim * sizeof *spec.halo);
+    gts_template_from_storage(src, true, &like);
+    spec.like = &like;
     gts_storage copy; /* on the device of src */
     if ((rc = gts_storage_create_on(gts_buffer_device(src->buffer), &spec, 0, &copy, err)))
         return rc;
@@ -745,14 +588,12 @@ static int assign_across(const gts_storage *dst, const gts_device_ops *to,
     int64_t itemsize = dst->dtype.itemsize, bytes = gts_storage_nbytes(src);
     if (bytes == 0)
         return GTS_OK;
-    int64_t c_strides[GTS_MAX_NDIM], stride = itemsize;
-    for (int d = n - 1; d >= 0; --d) {
-        c_strides[d] = stride;
-        stride *= dst->shape[d]; /* bounded by bytes */
-    }
+    int64_t c_strides[GTS_MAX_NDIM];
+    int rc = gts_strides_contiguous(n, dst->shape, itemsize, c_strides, err);
+    if (rc)
+        return rc;
     void *on_host = NULL, *on_from = NULL, *on_to = NULL;
     const void *host_c; /* the values on the host, in C order */
-    int rc = GTS_OK;
     if (from->host_accessible && gts_storage_contiguous(src, 'C')) {
         host_c = element0(src);
     } else if (!(rc = gts_device_alloc(host, bytes, 0, &on_host, err))) {
@@ -858,15 +699,6 @@ void gts_storage_domain_shape(const gts_storage *storage, int64_t *shape)
 
 bool gts_storage_contiguous(const gts_storage *storage, char order)
 {
-    int n = storage->ndim;
-    if (gts_storage_size(storage) == 0)
-        return true;
-    int64_t expected = storage->dtype.itemsize;
-    for (int k = 0; k < n; ++k) {
-        int d = order == 'F' ? k : n - 1 - k;
-        if (storage->shape[d] != 1 && storage->strides[d] != expected)
-            return false;
-        expected *= storage->shape[d];
-    }
-    return true;
+    return gts_is_contiguous(storage->ndim, storage->shape, storage->strides,
+                             storage->dtype.itemsize, order);
 }

@@ -56,6 +56,21 @@ int gts_buffer_wrap_host(void *data, int64_t size, gts_release_fn release, void 
 int gts_buffer_wrap(const gts_device_ops *device, void *data, int64_t size,
                     gts_release_fn release, void *ctx, gts_buffer **out, gts_error *err);
 
+/* Wraps, as gts_buffer_wrap_host does, exactly the bytes of the elements of
+ * a strided array (byte `strides`, see gts_strided_extent) whose element 0
+ * is at `element0`: NULL only for an empty array, which wraps 0 bytes at
+ * element0. `*offset` receives element 0's byte offset from the buffer's
+ * base: -low of gts_strided_extent, above 0 with negative strides, 0 for an
+ * empty array. Fails with the errors of gts_strided_extent, GTS_EINVAL for a
+ * NULL element0 with elements and GTS_EOVERFLOW for elements outside the
+ * address space (the end, one past the last byte, must be an address too).
+ * On failure nothing is wrapped, *out and *offset are untouched and
+ * `release` is not called: the caller still owns `ctx`, as with
+ * gts_buffer_wrap_host. */
+int gts_buffer_wrap_elements(void *element0, int ndim, const int64_t *shape,
+                             const int64_t *strides, int64_t itemsize, gts_release_fn release,
+                             void *ctx, gts_buffer **out, int64_t *offset, gts_error *err);
+
 /* Allocates the block for `geometry` on the host; `*offset` receives the byte offset of
  * element 0 from the block base (see gts_geometry_offset). */
 int gts_buffer_alloc_geometry(const gts_geometry *geometry, unsigned flags, gts_buffer **out,

@@ -61,6 +61,17 @@ int64_t gts_geometry_size(const gts_geometry *geometry);
 int gts_strided_extent(int ndim, const int64_t *shape, const int64_t *strides, int64_t itemsize,
                        int64_t *low, int64_t *high, gts_error *err);
 
+/* Byte strides of a C-order (last index fastest) contiguous array: strides[d]
+ * = itemsize * prod(shape[d+1:]), an empty extent counting as 1 (as in
+ * NumPy and gts_geometry_init) so that no stride collapses to 0. `shape` may
+ * be NULL for ndim 0. GTS_EINVAL for an ndim outside [0, GTS_MAX_NDIM], a
+ * negative extent or a non-positive itemsize; GTS_EOVERFLOW if the size
+ * itemsize * prod(shape), each extent counted as at least 1, does not fit
+ * in 64 bits (every stride then fits too). `strides` is written on success
+ * only. */
+int gts_strides_contiguous(int ndim, const int64_t *shape, int64_t itemsize, int64_t *strides,
+                           gts_error *err);
+
 /* Checked 64-bit arithmetic: true (and *out untouched) on overflow. */
 bool gts_mul_overflow(int64_t a, int64_t b, int64_t *out);
 bool gts_add_overflow(int64_t a, int64_t b, int64_t *out);

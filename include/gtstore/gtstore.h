@@ -12,6 +12,7 @@
 #include "gtstore/kernels.h"
 #include "gtstore/layout.h"
 #include "gtstore/preset.h"
+#include "gtstore/spec.h"
 #include "gtstore/storage.h"
 #include "gtstore/version.h"
 

@@ -7,6 +7,7 @@
 #ifndef GTSTORE_LAYOUT_H
 #define GTSTORE_LAYOUT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "gtstore/error.h"
@@ -65,9 +66,21 @@ int gts_layout_from_order(int ndim, const gts_dim *dims, int norder, const gts_d
 int gts_layout_from_axes(int ndim, const gts_dim *dims, const char *axes, int *layout,
                          gts_error *err);
 
-/* The layout an existing array has: ranks by decreasing absolute stride;
- * ties keep the index order. Used to copy the layout of a template. */
-void gts_layout_from_strides(int ndim, const int64_t *strides, int *layout);
+/* Whether an array of these byte strides is contiguous in C order ('C':
+ * last index fastest) or Fortran order ('F'); dimensions of extent 1 are
+ * not looked at, and an array without elements is contiguous. */
+bool gts_is_contiguous(int ndim, const int64_t *shape, const int64_t *strides, int64_t itemsize,
+                       char order);
+
+/* The layout an existing array has: the one rule by which libgtstore reads
+ * a layout from strides (templates, wrapped memory), NumPy's for
+ * order='K' (so a copy like np.array's has its strides): C order for a
+ * C-contiguous array, Fortran order for a Fortran-contiguous one, else
+ * ranks by decreasing absolute stride, ties in index order, and a
+ * dimension of extent 1, whose stride says nothing, keeps its place in
+ * index order relative to the others. */
+void gts_layout_from_strides(int ndim, const int64_t *shape, const int64_t *strides,
+                             int64_t itemsize, int *layout);
 
 /* The dimension with the highest rank (the contiguous one); -1 if ndim == 0. */
 int gts_layout_contiguous_dim(int ndim, const int *layout);

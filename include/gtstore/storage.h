@@ -32,15 +32,11 @@
 #include "gtstore/geometry.h"
 #include "gtstore/layout.h"
 #include "gtstore/preset.h"
+#include "gtstore/spec.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* The halo of one dimension: points at its start and at its end. */
-typedef struct gts_halo {
-    int64_t lower, upper;
-} gts_halo;
 
 /* The per-dimension fields of a storage, X(type, name, comment), in one
  * list: the struct below declares them from it, and every copy of a storage
@@ -55,8 +51,6 @@ typedef struct gts_halo {
     X(gts_halo, halo, "points of the halo at the start and the end")            \
     X(int, layout, "rank in decreasing stride order, as allocated (see below)") \
     X(gts_dim, dims, "label")
-
-#define GTS_DECLARE_DIM_FIELD(type, name, comment) type name[GTS_MAX_NDIM];
 
 /* A storage. The scalar fields come first and are copied as one block
  * (everything before `shape`); the per-dimension arrays follow, declared
@@ -75,51 +69,11 @@ typedef struct gts_storage {
     GTS_STORAGE_DIM_FIELDS(GTS_DECLARE_DIM_FIELD)
 } gts_storage;
 
-/* The per-dimension fields of a spec, as GTS_STORAGE_DIM_FIELDS. */
-#define GTS_SPEC_DIM_FIELDS(X)                                              \
-    X(int64_t, shape, "extent")                                             \
-    X(int64_t, aligned_index, "if has_aligned_index")                       \
-    X(gts_halo, halo, "zeros from gts_storage_spec_init")                   \
-    X(int, layout, "if has_layout")                                         \
-    X(gts_dim, dims, "if has_dims")
-
-/* What a storage should be: the shape and dtype, and parameters that are
- * either given or left to the preset and the fallbacks. Resolution order for
- * each parameter: the value given here, then the preset, then the fallback
- * named beside it. */
-typedef struct gts_storage_spec {
-    int ndim;
-    gts_dtype dtype;
-    const gts_preset *preset; /* NULL: no preset */
-    bool has_dims;            /* else "IJK"[:ndim], then data dims "0", "1", ... */
-    bool has_layout;          /* else the preset's rule for the dims, else C order */
-    bool has_aligned_index;   /* else the lower halo (within the shape) */
-    bool has_device;          /* else the preset's device, else the CPU */
-    gts_device device;
-    int64_t alignment_size;   /* bytes; 0: the preset's alignment times the itemsize, else 1 */
-    GTS_SPEC_DIM_FIELDS(GTS_DECLARE_DIM_FIELD)
-} gts_storage_spec;
-
-/* Starts a spec with nothing but the shape and dtype given. */
-int gts_storage_spec_init(gts_storage_spec *spec, int ndim, const int64_t *shape,
-                          gts_dtype dtype, gts_error *err);
-
-/* Resolves every parameter in place (afterwards has_dims, has_layout,
- * has_aligned_index and has_device are true and alignment_size is set),
- * checks them against each other and computes the allocation geometry
- * (`geometry` may be NULL). On failure the spec means what it meant: only
- * entries nobody gave (their has_ flag false) may have been written. */
-int gts_storage_spec_resolve(gts_storage_spec *spec, gts_geometry *geometry, gts_error *err);
-
 /* gts_storage_create for a spec the caller no longer needs: it is resolved
- * in place (as by gts_storage_spec_resolve; on failure it means what it
- * meant), which saves copying it. */
+ * in place (as by gts_storage_spec_resolve, so afterwards it describes the
+ * storage; on failure it means what it meant), which saves copying it. */
 int gts_storage_create_in_place(gts_storage_spec *spec, unsigned flags, gts_storage *out,
                                 gts_error *err);
-
-/* The device kind `spec` resolves to: the one given, else its preset's,
- * else the CPU. */
-gts_device gts_storage_spec_device(const gts_storage_spec *spec);
 
 /* Allocates a host storage for `spec` (flags: GTS_ALLOC_ZERO). A spec that
  * resolves to the GPU kind fails with GTS_ENOTSUP: this build has no GPU
@@ -138,9 +92,11 @@ int gts_storage_create_on(const gts_device_ops *device, const gts_storage_spec *
 /* A storage over memory laid out by somebody else: element 0 at byte
  * `offset` of `buffer` (retained; the caller keeps its own reference),
  * with the spec's shape and dtype and these byte `strides`. The spec's other
- * parameters are checked against the memory: every element must lie in the
- * buffer, a layout (given or the preset's) must agree with the strides, and
- * the element at aligned_index must sit at a multiple of alignment_size.
+ * parameters resolve as for an allocation and are checked against the
+ * memory: every element must lie in the buffer, a layout asked for (given,
+ * the preset's or the template's) must agree with the strides, and the
+ * element at aligned_index must sit at a multiple of alignment_size. Where
+ * nothing asks for a layout, the storage has the one its strides show.
  * A spec that resolves to the GPU gives GTS_ENOTSUP (the buffer is host
  * memory). Nothing is allocated or copied. */
 int gts_storage_wrap(const gts_storage_spec *spec, gts_buffer *buffer, int64_t offset,
@@ -152,9 +108,6 @@ void gts_storage_view(const gts_storage *src, gts_storage *out);
 /* Moves `src` into `dst` (its buffer reference included) and leaves `src`
  * empty, as gts_storage_release does; `dst` must hold no reference. */
 void gts_storage_move(gts_storage *dst, gts_storage *src);
-
-/* Copies the parameters of a spec (the preset pointer, not the preset). */
-void gts_storage_spec_copy(gts_storage_spec *dst, const gts_storage_spec *src);
 
 /* Drops the buffer reference; the struct is then empty. NULL is ignored. */
 void gts_storage_release(gts_storage *storage);
@@ -191,7 +144,7 @@ int gts_storage_set_halo(gts_storage *storage, const gts_halo *halo, gts_error *
 /* ---- data ----------------------------------------------------------------- */
 
 /* A new storage with the parameters of `src` (dtype, shape, dims, halo,
- * aligned_index, alignment_size and the layout its strides show) in new
+ * aligned_index, alignment_size and its layout) in new
  * memory on the device of `src`, holding a copy of the values. The copy is
  * writable. */
 int gts_storage_copy(const gts_storage *src, gts_storage *out, gts_error *err);

@@ -241,6 +241,116 @@ static void test_wrap(void)
     gts_buffer_release(NULL); /* ignored */
 }
 
+/* Wraps the elements of a 3x4 f8 array over `data` (element 0 at
+ * data[first]) with the strides given, and checks the bytes and offset. */
+static void check_wrap_elements(double *data, int64_t first, int64_t s0, int64_t s1,
+                                const double *base, int64_t size, int64_t offset)
+{
+    gts_buffer *b = NULL;
+    int64_t got = -1;
+    record = (release_record){0, NULL};
+    if (!CHECK_OK(gts_buffer_wrap_elements(data + first, 2, (const int64_t[]){3, 4},
+                                           (const int64_t[]){s0, s1}, 8, on_release, data, &b,
+                                           &got, ERR)))
+        return;
+    CHECK(gts_buffer_host(b) == base && !gts_buffer_owns_memory(b));
+    CHECK_INT_EQ(gts_buffer_size(b), size);
+    CHECK_INT_EQ(got, offset);
+    CHECK((char *)gts_buffer_host(b) + got == (char *)(data + first)); /* element 0 */
+    gts_buffer_release(b);
+    CHECK(record.calls == 1 && record.ctx == data);
+}
+
+/* The exact bytes of a strided array's elements, whichever the signs of its
+ * strides; element 0 is not always the first. */
+static void test_wrap_elements(void)
+{
+    double data[24] = {0}; /* only addresses are used; zeroed for the compiler */
+    check_wrap_elements(data, 0, 32, 8, data, 96, 0);        /* C order */
+    check_wrap_elements(data, 0, 8, 24, data, 96, 0);        /* F order */
+    check_wrap_elements(data, 11, -32, -8, data, 96, 88);    /* both reversed */
+    check_wrap_elements(data, 8, -32, 8, data, 96, 64);      /* rows reversed */
+    check_wrap_elements(data, 0, 64, 16, data, 184, 0);      /* every other: 23 elements */
+    check_wrap_elements(data + 2, 0, 0, 8, data + 2, 32, 0); /* a broadcast row */
+
+    /* 0-d: one element */
+    gts_buffer *b = NULL;
+    int64_t offset = -1;
+    if (CHECK_OK(gts_buffer_wrap_elements(&data[5], 0, NULL, NULL, 8, NULL, NULL, &b, &offset,
+                                          ERR))) {
+        CHECK(gts_buffer_host(b) == &data[5] && gts_buffer_size(b) == 8 && offset == 0);
+        gts_buffer_release(b);
+    }
+    /* empty: no bytes at element 0, which may be NULL; strides are not read */
+    offset = -1;
+    if (CHECK_OK(gts_buffer_wrap_elements(NULL, 2, (const int64_t[]){3, 0},
+                                          (const int64_t[]){INT64_MAX, INT64_MIN}, 8, NULL, NULL,
+                                          &b, &offset, ERR))) {
+        CHECK(gts_buffer_host(b) == NULL && gts_buffer_size(b) == 0 && offset == 0);
+        gts_buffer_release(b);
+    }
+    if (CHECK_OK(gts_buffer_wrap_elements(&data[3], 1, (const int64_t[]){0},
+                                          (const int64_t[]){-8}, 8, NULL, NULL, &b, &offset,
+                                          ERR))) {
+        CHECK(gts_buffer_host(b) == &data[3] && gts_buffer_size(b) == 0 && offset == 0);
+        gts_buffer_release(b);
+    }
+}
+
+/* A wrap that must be refused: it wraps nothing, leaves the outputs alone
+ * and never calls release, so the caller keeps what it passed as ctx. */
+static int refused_wrap(void *element0, int ndim, const int64_t *shape, const int64_t *strides,
+                        int64_t itemsize)
+{
+    gts_buffer *b = NULL;
+    int64_t offset = -1;
+    record = (release_record){0, NULL};
+    int rc = gts_buffer_wrap_elements(element0, ndim, shape, strides, itemsize, on_release,
+                                      &record, &b, &offset, ERR);
+    CHECK(b == NULL && offset == -1 && record.calls == 0);
+    return rc;
+}
+
+static void test_wrap_elements_errors(void)
+{
+    double data[4] = {0};
+    const int64_t two[1] = {2}, f8[1] = {8};
+    CHECK_FAILS(refused_wrap(NULL, 1, two, f8, 8), GTS_EINVAL, "element0: NULL");
+    CHECK_FAILS(refused_wrap(data, 1, two, f8, 0), GTS_EINVAL, "itemsize");
+    CHECK_FAILS(refused_wrap(data, 1, (const int64_t[]){-2}, f8, 8), GTS_EINVAL, "shape");
+    CHECK_FAILS(refused_wrap(data, GTS_MAX_NDIM + 1, two, f8, 8), GTS_EINVAL, "ndim");
+    /* a reach beyond 64 bits */
+    const int64_t three[1] = {3}, half[1] = {INT64_MAX / 2 + 1};
+    CHECK_FAILS(refused_wrap(data, 1, three, half, 8), GTS_EOVERFLOW, "strides");
+    /* each reach fits, the distance between the two ends does not */
+    const int64_t two_by_two[2] = {2, 2}, opposite[2] = {INT64_MAX - 8, -(INT64_MAX - 8)};
+    CHECK_FAILS(refused_wrap(data, 2, two_by_two, opposite, 8), GTS_EOVERFLOW, "strides");
+    /* below address 0, and past the end of the address space (addresses
+     * only: nothing is dereferenced) */
+    const int64_t far_back[1] = {-(INT64_C(1) << 62)}, back[1] = {-16}, six[1] = {6};
+    CHECK_FAILS(refused_wrap(data, 1, two, far_back, 8), GTS_EOVERFLOW, "address space");
+    CHECK_FAILS(refused_wrap((void *)(uintptr_t)8, 1, two, back, 8), GTS_EOVERFLOW,
+                "address space");
+    CHECK_FAILS(refused_wrap((void *)(UINTPTR_MAX - 32), 1, six, f8, 8), GTS_EOVERFLOW,
+                "address space");
+
+    /* just inside both ends */
+    gts_buffer *b = NULL;
+    int64_t offset = -1;
+    if (CHECK_OK(gts_buffer_wrap_elements((void *)(uintptr_t)24, 1, two, back, 8, NULL, NULL, &b,
+                                          &offset, ERR))) {
+        CHECK((uintptr_t)gts_buffer_host(b) == 8 && gts_buffer_size(b) == 24 && offset == 16);
+        gts_buffer_release(b);
+    }
+    /* the end, one past the last byte, must be an address too */
+    const int64_t four[1] = {4};
+    if (CHECK_OK(gts_buffer_wrap_elements((void *)(UINTPTR_MAX - 32), 1, four, f8, 8, NULL, NULL,
+                                          &b, &offset, ERR))) {
+        CHECK(gts_buffer_size(b) == 32 && offset == 0);
+        gts_buffer_release(b);
+    }
+}
+
 /* Buffers and bytes alive go back to where they were once released;
  * wrapped memory counts as a buffer but not as bytes. */
 static void test_live_counts(void)
@@ -309,6 +419,8 @@ int main(void)
     test_cache_limit();
     gts_cache_set_limit(GTS_DEFAULT_CACHE_LIMIT);
     test_wrap();
+    test_wrap_elements();
+    test_wrap_elements_errors();
     test_live_counts();
     test_alloc_geometry();
 

@@ -216,6 +216,71 @@ static void test_strided_extent(void)
                 GTS_EINVAL, "ndim");
 }
 
+/* C-order strides: the innermost stride is the itemsize, each outer one the
+ * next inner times its extent, an empty extent counting as 1 (NumPy's
+ * strides); the whole size must fit, and nothing is written on failure. */
+static void test_strides_contiguous(void)
+{
+    int64_t strides[3] = {-1, -1, -1};
+    CHECK_OK(gts_strides_contiguous(3, (const int64_t[]){3, 4, 5}, 8, strides, ERR));
+    CHECK(strides[0] == 160 && strides[1] == 40 && strides[2] == 8);
+    CHECK_OK(gts_strides_contiguous(1, (const int64_t[]){7}, 2, strides, ERR));
+    CHECK(strides[0] == 2);
+    /* empty extents: no stride collapses to 0 */
+    CHECK_OK(gts_strides_contiguous(3, (const int64_t[]){4, 0, 3}, 8, strides, ERR));
+    CHECK(strides[0] == 24 && strides[1] == 24 && strides[2] == 8);
+    CHECK_OK(gts_strides_contiguous(2, (const int64_t[]){0, 0}, 4, strides, ERR));
+    CHECK(strides[0] == 4 && strides[1] == 4);
+    /* 0-d: no strides, and no shape needed */
+    strides[0] = -1;
+    CHECK_OK(gts_strides_contiguous(0, NULL, 8, strides, ERR));
+    CHECK(strides[0] == -1);
+    /* the largest sizes that fit, and the smallest that do not */
+    CHECK_OK(gts_strides_contiguous(1, (const int64_t[]){INT64_MAX}, 1, strides, ERR));
+    CHECK(strides[0] == 1);
+    CHECK_OK(gts_strides_contiguous(2, (const int64_t[]){INT64_C(1) << 60, 4}, 1, strides, ERR));
+    CHECK(strides[0] == 4 && strides[1] == 1); /* 2**62 bytes */
+    strides[0] = strides[1] = -1;
+    CHECK_FAILS(gts_strides_contiguous(2, (const int64_t[]){INT64_C(1) << 60, 4}, 2, strides, ERR),
+                GTS_EOVERFLOW, "shape: (1152921504606846976, 4) is too big");
+    CHECK(strides[0] == -1 && strides[1] == -1); /* untouched */
+    CHECK_FAILS(gts_strides_contiguous(1, (const int64_t[]){INT64_MAX}, 2, strides, ERR),
+                GTS_EOVERFLOW, "shape");
+    /* empty, but its size counting the empty extent as 1 does not fit (as
+     * in NumPy and gts_geometry_init) */
+    const int64_t big = INT64_C(1) << 40;
+    CHECK_FAILS(gts_strides_contiguous(3, (const int64_t[]){0, big, big}, 8, strides, ERR),
+                GTS_EOVERFLOW, "shape");
+    /* bad input: the checks of gts_strided_extent */
+    CHECK_FAILS(gts_strides_contiguous(2, (const int64_t[]){3, -1}, 8, strides, ERR), GTS_EINVAL,
+                "shape: -1 in dimension 1");
+    CHECK_FAILS(gts_strides_contiguous(1, (const int64_t[]){3}, 0, strides, ERR), GTS_EINVAL,
+                "itemsize");
+    CHECK_FAILS(gts_strides_contiguous(-1, NULL, 8, strides, ERR), GTS_EINVAL, "ndim");
+    CHECK_FAILS(gts_strides_contiguous(GTS_MAX_NDIM + 1, (const int64_t[]){3}, 8, strides, ERR),
+                GTS_EINVAL, "ndim");
+}
+
+/* The same strides as the geometry of a C layout without padding (an
+ * alignment of the itemsize), over random shapes with empty extents. */
+static void test_strides_contiguous_random(void)
+{
+    static const int64_t itemsizes[] = {1, 2, 4, 8, 16};
+    const int c4[4] = {0, 1, 2, 3};
+    bool ok = true;
+    for (int i = 0; i < 1000 && ok; ++i) {
+        int ndim = (int)rnd(5);
+        int64_t shape[4], strides[4], itemsize = itemsizes[rnd(5)];
+        for (int d = 0; d < ndim; ++d)
+            shape[d] = rnd(6);
+        gts_geometry g;
+        ok = CHECK_OK(gts_geometry_init(&g, ndim, shape, c4, itemsize, itemsize, NULL, ERR)) &&
+             CHECK_OK(gts_strides_contiguous(ndim, shape, itemsize, strides, ERR));
+        for (int d = 0; d < ndim && ok; ++d)
+            ok = CHECK_INT_EQ(strides[d], g.strides[d]);
+    }
+}
+
 static void test_overflow(void)
 {
     gts_geometry g;
@@ -401,6 +466,8 @@ int main(void)
     test_errors();
     test_overflow();
     test_strided_extent();
+    test_strides_contiguous();
     test_alignment_inner_region();
+    test_strides_contiguous_random(); /* last: the cases above stay those they were */
     return check_summary("test_geometry");
 }

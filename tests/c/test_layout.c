@@ -217,22 +217,33 @@ static void test_layout_from_strides(void)
 {
     const struct {
         int ndim;
-        int64_t strides[4];
+        int64_t shape[4], strides[4];
         int expected[4];
     } cases[] = {
-        {3, {8, 80, 800}, {2, 1, 0}},
-        {3, {800, 80, 8}, {0, 1, 2}},
-        {2, {8, 8}, {0, 1}},                 /* ties keep the index order */
-        {3, {-800, 8, 80}, {0, 2, 1}},       /* by magnitude */
-        {3, {-8, 16, -24}, {2, 1, 0}},
-        {2, {0, 8}, {1, 0}},
-        {2, {INT64_MIN, 8}, {0, 1}},         /* |INT64_MIN| does not overflow */
-        {4, {96, 8, 96, 24}, {0, 3, 1, 2}},
-        {1, {8}, {0}},
+        {3, {2, 3, 4}, {8, 80, 800}, {2, 1, 0}},
+        {3, {2, 3, 4}, {800, 80, 8}, {0, 1, 2}},
+        {2, {2, 3}, {8, 8}, {0, 1}},                 /* ties keep the index order */
+        {3, {2, 3, 4}, {-800, 8, 80}, {0, 2, 1}},    /* by magnitude */
+        {3, {2, 3, 4}, {-8, 16, -24}, {2, 1, 0}},
+        {2, {2, 3}, {0, 8}, {1, 0}},
+        {2, {2, 3}, {INT64_MIN, 8}, {0, 1}},         /* |INT64_MIN| does not overflow */
+        {4, {2, 3, 4, 5}, {96, 8, 96, 24}, {0, 3, 1, 2}},
+        {1, {2}, {8}, {0}},
+        /* contiguous (extent 1 not looked at): C, else Fortran order */
+        {2, {5, 1}, {8, 8}, {0, 1}},
+        {2, {1, 5}, {8, 8}, {0, 1}},
+        {3, {1, 4, 1}, {8, 8, 320}, {0, 1, 2}},
+        {3, {3, 1, 4}, {8, 96, 24}, {2, 1, 0}},
+        {3, {4, 3, 1}, {8, 32, 8}, {2, 1, 0}},
+        {2, {1, 1}, {8, 8}, {0, 1}},
+        {2, {0, 5}, {8, 40}, {0, 1}},                /* no elements: contiguous */
+        /* padded: extent 1 says nothing and keeps its place in index order */
+        {3, {3, 1, 4}, {16, 96, 48}, {1, 2, 0}},
+        {3, {4, 3, 1}, {8, 40, 8}, {1, 0, 2}},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
         int layout[4];
-        gts_layout_from_strides(cases[i].ndim, cases[i].strides, layout);
+        gts_layout_from_strides(cases[i].ndim, cases[i].shape, cases[i].strides, 8, layout);
         check_layout(__LINE__, cases[i].ndim, layout, cases[i].expected);
     }
 }

@@ -129,12 +129,13 @@ static void check_raw(fuzz_input *in)
     int count = n < 0 ? 0 : n > GTS_MAX_NDIM ? GTS_MAX_NDIM : n;
     gts_dim dims[GTS_MAX_NDIM];
     int layout[GTS_MAX_NDIM];
-    int64_t strides[GTS_MAX_NDIM];
+    int64_t shape[GTS_MAX_NDIM], strides[GTS_MAX_NDIM];
     bool small = fuzz_bool(in);
     for (int d = 0; d < count; ++d) {
         dims[d] = small ? (gts_dim)fuzz_range(in, -4, 6) : (gts_dim)fuzz_bits(in, 4);
         layout[d] = small ? (int)fuzz_range(in, -1, count) : (int)fuzz_bits(in, 4);
         strides[d] = fuzz_hostile(in);
+        shape[d] = fuzz_range(in, 0, 3);
     }
     int rc = gts_dims_check(n, dims, fuzz_error(&err));
     FUZZ_CHECK((rc == GTS_OK) == dims_valid(n, dims));
@@ -144,7 +145,7 @@ static void check_raw(fuzz_input *in)
     FUZZ_CHECK((rc == GTS_OK) == (n >= 0 && n <= GTS_MAX_NDIM && is_permutation(n, layout)));
     if (rc)
         fuzz_check_error(rc, &err);
-    gts_layout_from_strides(count, strides, layout);
+    gts_layout_from_strides(count, shape, strides, fuzz_range(in, 0, 17), layout);
     FUZZ_CHECK(is_permutation(count, layout));
     int contiguous = gts_layout_contiguous_dim(count, layout);
     FUZZ_CHECK(count == 0 ? contiguous == -1 : layout[contiguous] == count - 1);

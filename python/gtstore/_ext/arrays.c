@@ -37,21 +37,17 @@ static int read_common(gtpy_request *r, PyObject **values)
 
 /* ---- Plan: a resolved allocation, for inspection and the GPU path -------- */
 
-/* Everything an allocation needs, resolved. */
-typedef struct allocation {
-    gtpy_resolved resolved;
-    gts_geometry geometry;
-} allocation;
-
+/* A resolved spec and its geometry (its preset pointer is not kept). */
 typedef struct {
     PyObject_HEAD
-    allocation spec;
+    gts_storage_spec spec;
+    gts_geometry geometry;
 } Plan;
 
 static PyObject *plan_get(PyObject *self, void *closure)
 {
-    const gts_storage_spec *s = &((Plan *)self)->spec.resolved.spec;
-    const gts_geometry *g = &((Plan *)self)->spec.geometry;
+    const gts_storage_spec *s = &((Plan *)self)->spec;
+    const gts_geometry *g = &((Plan *)self)->geometry;
     int64_t layout[GTS_MAX_NDIM];
     switch ((int)(intptr_t)closure) {
     case 0: return gtpy_int64_tuple(g->ndim, g->shape);
@@ -93,7 +89,7 @@ static PyObject *plan_offset(PyObject *self, PyObject *base)
     unsigned long long address = PyLong_AsUnsignedLongLong(base);
     if (address == (unsigned long long)-1 && PyErr_Occurred())
         return NULL;
-    return PyLong_FromLongLong(gts_geometry_offset(&((Plan *)self)->spec.geometry,
+    return PyLong_FromLongLong(gts_geometry_offset(&((Plan *)self)->geometry,
                                                    (uintptr_t)address));
 }
 
@@ -106,8 +102,8 @@ static PyObject *plan_repr(PyObject *self)
         repr = PyUnicode_FromFormat("Plan(shape=%R, dtype=%R, dims=%R, strides=%R, "
                                     "alignment_size=%lld, device='%s')",
                                     shape, dtype, dims, strides,
-                                    (long long)((Plan *)self)->spec.geometry.alignment,
-                                    ((Plan *)self)->spec.resolved.spec.device == GTS_DEVICE_GPU
+                                    (long long)((Plan *)self)->geometry.alignment,
+                                    ((Plan *)self)->spec.device == GTS_DEVICE_GPU
                                         ? "gpu"
                                         : "cpu");
     Py_XDECREF(shape);
@@ -135,25 +131,25 @@ PyTypeObject gtpy_Plan_Type = {
     .tp_repr = plan_repr,
 };
 
-static PyObject *plan_new(const allocation *spec)
+static PyObject *plan_new(const gts_storage_spec *spec, const gts_geometry *geometry)
 {
     Plan *plan = PyObject_New(Plan, &gtpy_Plan_Type);
     if (plan) { /* the geometry is all it reads: it keeps no preset */
-        plan->spec = *spec;
-        plan->spec.resolved.spec.preset = NULL;
-        plan->spec.resolved.has_preset = false;
-        plan->spec.resolved.preset = (gts_preset){.name = ""};
+        gts_storage_spec_copy(&plan->spec, spec);
+        plan->spec.preset = NULL;
+        plan->geometry = *geometry;
     }
     return (PyObject *)plan;
 }
 
 /* ---- allocation -------------------------------------------------------- */
 
-static PyObject *allocate_on_gpu(const gtpy_request *r, const allocation *spec)
+static PyObject *allocate_on_gpu(const gtpy_request *r, const gts_storage_spec *spec,
+                                 const gts_geometry *geometry)
 {
     PyObject *module = PyImport_ImportModule("gtstore.arrays");
     PyObject *allocate = module ? PyObject_GetAttrString(module, "_allocate_on_gpu") : NULL;
-    PyObject *plan = allocate ? plan_new(spec) : NULL;
+    PyObject *plan = allocate ? plan_new(spec, geometry) : NULL;
     PyObject *result = NULL;
     if (plan) {
         static const char *const kinds[] = {"empty", "zeros", "ones", "full", "copy"};
@@ -175,14 +171,14 @@ static PyObject *allocate(const gtpy_request *r, gtpy_source *src, gtpy_resolved
 {
     if (gts_storage_spec_device(gtpy_spec(resolved)) == GTS_DEVICE_GPU) {
         unsigned char item[16];
-        allocation spec = {.resolved = *resolved};
+        gts_geometry geometry;
         gts_error err;
         bool fill = r->fill == FILL_VALUE || r->fill == FILL_ONES;
         if ((fill && gtpy_request_fill_item(r, resolved->spec.dtype, item) < 0))
             return NULL;
-        if (gts_storage_spec_resolve(gtpy_spec(&spec.resolved), &spec.geometry, &err) != 0)
+        if (gts_storage_spec_resolve(gtpy_spec(resolved), &geometry, &err) != 0)
             return gtpy_raise_null(&err);
-        return allocate_on_gpu(r, &spec);
+        return allocate_on_gpu(r, &resolved->spec, &geometry);
     }
     gts_storage s;
     PyObject *storage = gtpy_storage_allocate(r, src, resolved, &s);
@@ -198,14 +194,15 @@ static PyObject *run(gtpy_request *r, bool only_plan)
         gtpy_source_release(&src);
         return NULL;
     }
-    allocation spec;
+    gtpy_resolved resolved;
+    gts_geometry geometry;
     PyObject *result = NULL;
-    if (only_plan && gtpy_request_resolve(r, &src, &spec.resolved, &spec.geometry) == 0) {
-        result = plan_new(&spec);
-        gtpy_resolved_release(&spec.resolved);
-    } else if (!only_plan && gtpy_request_spec(r, &src, &spec.resolved) == 0) {
-        result = allocate(r, &src, &spec.resolved);
-        gtpy_resolved_release(&spec.resolved);
+    if (only_plan && gtpy_request_resolve(r, &src, &resolved, &geometry) == 0) {
+        result = plan_new(&resolved.spec, &geometry);
+        gtpy_resolved_release(&resolved);
+    } else if (!only_plan && gtpy_request_spec(r, &src, &resolved) == 0) {
+        result = allocate(r, &src, &resolved);
+        gtpy_resolved_release(&resolved);
     }
     gtpy_source_release(&src);
     return result;

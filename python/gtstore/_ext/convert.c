@@ -542,9 +542,10 @@ static int layout_from_value(PyObject *obj, PyObject *original, int ndim, const 
     int n;
     if (gtpy_int_tuple(obj, "layout", GTS_MAX_NDIM, &n, values) < 0)
         return -1;
-    /* A permutation for the dims before the subarray's: those go outermost. */
-    int shift = n == ndim - nsub ? nsub : 0;
-    if (n != ndim - shift) {
+    /* A permutation of the dims before the subarray's leaves those to the
+     * library (outermost, as data dims go). */
+    int nranked = n == ndim - nsub ? n : ndim;
+    if (n != nranked) {
         PyErr_Format(PyExc_ValueError, "layout: %.200R has %d entries for %d dimensions", original,
                      n, ndim - nsub);
         return -1;
@@ -556,10 +557,8 @@ static int layout_from_value(PyObject *obj, PyObject *original, int ndim, const 
                      n - 1);
         return -1;
     }
-    for (int d = 0; d < n; ++d)
-        layout[d] += shift;
     for (int d = n; d < ndim; ++d)
-        layout[d] = d - n;
+        layout[d] = GTS_LAYOUT_OUTER;
     return 0;
 }
 

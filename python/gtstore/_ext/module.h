@@ -84,7 +84,7 @@ PyObject *gtpy_int64_tuple(int n, const int64_t *values);
 /* layout=: a permutation (tuple/list of ints), an axis string such as "KJI",
  * or a callable taking the dims tuple and returning either. `dims` includes
  * the `nsub` trailing dims of a subarray dtype; a permutation may leave them
- * out, and they then go outermost, as data dims do. */
+ * out: their entries are then GTS_LAYOUT_OUTER, for libgtstore. */
 int gtpy_layout(PyObject *obj, int ndim, const gts_dim *dims, int nsub, int *layout);
 
 /* Fast argument parsing for METH_FASTCALL | METH_KEYWORDS functions.
@@ -145,14 +145,19 @@ int gtpy_source_dtype_error(const gtpy_source *src);
 int gtpy_copy_source(PyObject *target, void *data, const int64_t *strides, int ndim,
                      const int64_t *shape, gts_dtype dtype, const gtpy_source *src);
 
-/* The request resolved into a spec: explicit values, then the preset's (in
- * libgtstore), then the template's or data's, then the fallbacks. The spec
- * points at `preset`; gtpy_spec() renews that pointer after copies. */
+/* The request converted into a spec, with what the spec points at: the
+ * preset (a counted copy), the template and the layout= argument, which
+ * libgtstore runs on the resolved dims. The struct points into itself:
+ * copy it only once resolved (resolution drops the template and the
+ * layout function), and then renew the preset pointer with gtpy_spec(). */
 typedef struct gtpy_resolved {
     gts_storage_spec spec;
     gts_preset preset;
     bool has_preset;
-    int nsub; /* trailing dims from a subarray dtype */
+    PyObject *layout;               /* borrowed: the request's */
+    gts_template like;
+    gts_dim like_dims[GTS_MAX_NDIM]; /* an array's __gt_dims__ */
+    gts_storage like_storage;       /* a storage template's fields (buffer borrowed) */
 } gtpy_resolved;
 
 static inline gts_storage_spec *gtpy_spec(gtpy_resolved *r)

@@ -62,9 +62,12 @@ int gtpy_request_leading(gtpy_request *r, const gtpy_signature *sig, gtpy_fill f
     return 2 + with_value;
 }
 
-/* ---- resolution --------------------------------------------------------------- */
+/* ---- conversion into a spec ------------------------------------------------------
+ * Each argument becomes C values in the spec; libgtstore resolves it
+ * (gts_storage_spec_resolve): nothing here chooses a layout, a label, a
+ * halo or an alignment. */
 
-static int resolve_preset(const gtpy_request *r, gtpy_resolved *out)
+static int convert_preset(const gtpy_request *r, gtpy_resolved *out)
 {
     out->has_preset = false;
     if (!r->preset)
@@ -88,7 +91,7 @@ static int resolve_preset(const gtpy_request *r, gtpy_resolved *out)
     return -1;
 }
 
-static int resolve_dtype(const gtpy_request *r, const gtpy_source *src, gtpy_dtype *dtype)
+static int convert_dtype(const gtpy_request *r, const gtpy_source *src, gtpy_dtype *dtype)
 {
     if (r->dtype)
         return gtpy_dtype_parse(r->dtype, dtype);
@@ -104,7 +107,7 @@ static int resolve_dtype(const gtpy_request *r, const gtpy_source *src, gtpy_dty
 }
 
 /* The full shape: the base shape and the subarray's trailing dims. */
-static int resolve_shape(const gtpy_request *r, const gtpy_source *src, const gtpy_dtype *dtype,
+static int convert_shape(const gtpy_request *r, const gtpy_source *src, const gtpy_dtype *dtype,
                          int *ndim, int *nbase, int64_t *shape)
 {
     if (src->array) {
@@ -138,102 +141,92 @@ static int resolve_shape(const gtpy_request *r, const gtpy_source *src, const gt
     return 0;
 }
 
-/* The labels a template or data declares: a storage's dims, else its
- * __gt_dims__ if they fit. -1: none. */
-static int source_dims(const gtpy_request *r, const gtpy_source *src, int nbase, gts_dim *dims)
+/* Labels for the base dims (the rest left to the library), or for all. */
+static int convert_dims(const gtpy_request *r, int ndim, int nbase, gts_storage_spec *spec)
 {
-    if (!src->array)
-        return -1;
-    PyObject *labels = PyObject_GetAttrString(r->source, "__gt_dims__");
-    if (!labels) {
-        PyErr_Clear();
-        return -1;
-    }
     int n;
-    int rc = gtpy_dims(labels, r->source_is_data ? "data.__gt_dims__" : "a.__gt_dims__", &n, dims);
-    Py_DECREF(labels);
-    if (rc < 0)
-        return -2;
-    return n == nbase ? n : -1; /* labels that do not fit the array are not its dims */
-}
-
-/* Labels for the base dims, then data dims numbered on for the subarray. */
-static int resolve_dims(const gtpy_request *r, const gtpy_source *src, int ndim, int nbase,
-                        gts_storage_spec *spec)
-{
-    gts_dim *dims = spec->dims;
-    int n = -1;
-    if (r->dims) {
-        if (gtpy_dims(r->dims, r->dims_param, &n, dims) < 0)
-            return -1;
-        if (n != nbase && n != ndim) {
-            PyErr_Format(PyExc_ValueError, "%s: %.200R has %d labels for %d dimensions",
-                         r->dims_param, r->dims, n, nbase);
-            return -1;
-        }
-    } else if ((n = source_dims(r, src, nbase, dims)) == -2) {
+    if (gtpy_dims(r->dims, r->dims_param, &n, spec->dims) < 0)
+        return -1;
+    if (n != nbase && n != ndim) {
+        PyErr_Format(PyExc_ValueError, "%s: %.200R has %d labels for %d dimensions",
+                     r->dims_param, r->dims, n, nbase);
         return -1;
     }
-    gts_error err;
-    if (n < 0 && gts_dims_default(nbase, dims, &err) != 0)
-        return gtpy_raise(&err);
-    n = n < 0 ? nbase : n;
-    gts_dim next = 0;
-    for (int d = 0; d < n; ++d)
-        next = dims[d] >= next ? dims[d] + 1 : next;
     for (int d = n; d < ndim; ++d)
-        dims[d] = next++;
-    if (gts_dims_check(ndim, dims, &err) != 0)
-        return gtpy_raise(&err);
+        spec->dims[d] = GTS_DIM_NEXT;
     spec->has_dims = true;
     return 0;
 }
 
-/* Explicit layout, else (without a preset) the template's or data's: a
- * storage's own, else the one its strides show. */
-static int resolve_layout(const gtpy_request *r, const gtpy_source *src,
-                          const gts_storage *storage, const gtpy_resolved *out, int nsub,
-                          gts_storage_spec *spec)
+/* The labels an array declares in __gt_dims__, if they are one per base
+ * dim (the rest left to the library); else none. */
+static int source_dims(const gtpy_request *r, const gtpy_source *src, int nbase,
+                       gtpy_resolved *out)
 {
-    int ndim = spec->ndim;
-    if (r->layout) {
-        spec->has_layout = true;
-        return gtpy_layout(r->layout, ndim, spec->dims, nsub, spec->layout);
-    }
-    if (out->has_preset || !src->array)
+    PyObject *labels = PyObject_GetAttrString(r->source, "__gt_dims__"); /* the object given */
+    if (!labels) {
+        PyErr_Clear();
         return 0;
-    int n = src->ndim, shift = ndim - n; /* a template may lack the subarray dims */
-    if (storage)
-        gts_storage_layout(storage, spec->layout);
-    else
-        gts_layout_from_strides(n, src->strides, spec->layout);
-    for (int d = 0; d < n; ++d)
-        spec->layout[d] += shift;
-    for (int d = n; d < ndim; ++d)
-        spec->layout[d] = d - n;
-    spec->has_layout = true;
-    return 0;
-}
-
-static int resolve_alignment(const gtpy_request *r, const gts_storage *tmpl,
-                             const gtpy_resolved *out, gts_storage_spec *spec)
-{
-    if (r->alignment_size) {
-        int rc = gtpy_int(r->alignment_size, "alignment_size", &spec->alignment_size);
-        if (rc == 0 && spec->alignment_size < 1) {
-            PyErr_Format(PyExc_ValueError, "alignment_size: %lld bytes is not positive",
-                         (long long)spec->alignment_size);
-            rc = -1;
-        }
-        return rc;
     }
-    int64_t a = tmpl ? tmpl->alignment_size : 0, itemsize = spec->dtype.itemsize;
-    if (tmpl && !out->has_preset && (a % itemsize == 0 || itemsize % a == 0))
-        spec->alignment_size = a; /* only where it still fits the (new) dtype */
+    int n;
+    int rc = gtpy_dims(labels, r->source_is_data ? "data.__gt_dims__" : "a.__gt_dims__", &n,
+                       out->like_dims);
+    Py_DECREF(labels);
+    if (rc < 0)
+        return -1;
+    if (n != nbase) /* labels that do not fit the array are not its dims */
+        return 0;
+    for (int d = n; d < src->ndim; ++d)
+        out->like_dims[d] = GTS_DIM_NEXT;
+    out->like.dims = out->like_dims;
     return 0;
 }
 
-static int resolve_device(const gtpy_request *r, gts_storage_spec *spec)
+/* The template or data: a storage gives its layout and dims, and to the
+ * Storage API also its halo, aligned point and alignment; another array
+ * its strides and the labels it declares. */
+static int convert_template(const gtpy_request *r, const gtpy_source *src, int nbase,
+                            gtpy_resolved *out)
+{
+    if (!src->array)
+        return 0;
+    out->spec.like = &out->like;
+    if (src->storage) {
+        gtpy_storage_load(src->storage, &out->like_storage);
+        gts_template_from_storage(&out->like_storage, r->storage_api, &out->like);
+        if (out->like_storage.ndim != nbase)
+            out->like.dims = NULL; /* a subarray's dims in the data: labelled anew */
+        return 0;
+    }
+    out->like = (gts_template){.ndim = src->ndim, .shape = src->shape, .strides = src->strides,
+                               .itemsize = src->have_view ? src->view.itemsize : 0};
+    return r->dims ? 0 : source_dims(r, src, nbase, out);
+}
+
+/* layout= runs in the library once the dims are resolved: a string names
+ * dims, and a callable receives them. */
+static int python_layout(int ndim, const gts_dim *dims, int *layout, void *ctx, gts_error *err)
+{
+    const gtpy_resolved *out = ctx;
+    if (gtpy_layout(out->layout, ndim, dims, out->spec.nsub, layout) == 0)
+        return GTS_OK;
+    return gts_error_set(err, GTS_EINVAL, "layout: see the Python exception");
+}
+
+static int convert_alignment(const gtpy_request *r, gts_storage_spec *spec)
+{
+    if (!r->alignment_size)
+        return 0;
+    if (gtpy_int(r->alignment_size, "alignment_size", &spec->alignment_size) < 0)
+        return -1;
+    if (spec->alignment_size >= 1)
+        return 0;
+    PyErr_Format(PyExc_ValueError, "alignment_size: %lld bytes is not positive",
+                 (long long)spec->alignment_size);
+    return -1;
+}
+
+static int convert_device(const gtpy_request *r, gts_storage_spec *spec)
 {
     if (!r->device)
         return 0;
@@ -252,26 +245,19 @@ static int resolve_device(const gtpy_request *r, gts_storage_spec *spec)
     return 0;
 }
 
-/* Explicit entries (for the base dims or all), else the template's. */
-static int resolve_aligned_index(const gtpy_request *r, const gts_storage *tmpl, int nbase,
-                                 gts_storage_spec *spec)
+/* Entries for the base dims (the rest are 0) or all. */
+static int convert_aligned_index(const gtpy_request *r, int nbase, gts_storage_spec *spec)
 {
     int n = 0, ndim = spec->ndim;
-    if (r->aligned_index) {
-        if (gtpy_int_tuple(r->aligned_index, "aligned_index", GTS_MAX_NDIM, &n,
-                           spec->aligned_index) < 0)
-            return -1;
-        if (n != nbase && n != ndim) {
-            PyErr_Format(PyExc_ValueError,
-                         "aligned_index: %.200R has %d entries for %d dimensions",
-                         r->aligned_index, n, nbase);
-            return -1;
-        }
-    } else if (tmpl && tmpl->ndim <= ndim) {
-        n = tmpl->ndim;
-        memcpy(spec->aligned_index, tmpl->aligned_index, (size_t)n * sizeof(int64_t));
-    } else {
+    if (!r->aligned_index)
         return 0;
+    if (gtpy_int_tuple(r->aligned_index, "aligned_index", GTS_MAX_NDIM, &n,
+                       spec->aligned_index) < 0)
+        return -1;
+    if (n != nbase && n != ndim) {
+        PyErr_Format(PyExc_ValueError, "aligned_index: %.200R has %d entries for %d dimensions",
+                     r->aligned_index, n, nbase);
+        return -1;
     }
     for (int d = n; d < ndim; ++d)
         spec->aligned_index[d] = 0;
@@ -279,42 +265,34 @@ static int resolve_aligned_index(const gtpy_request *r, const gts_storage *tmpl,
     return 0;
 }
 
-static int resolve_halo(const gtpy_request *r, const gts_storage *tmpl, int nbase,
-                        gts_storage_spec *spec)
-{
-    if (r->halo)
-        return gtpy_halo(r->halo, spec->ndim, nbase, spec->halo);
-    if (tmpl && tmpl->ndim <= spec->ndim)
-        memcpy(spec->halo, tmpl->halo, (size_t)tmpl->ndim * sizeof *spec->halo);
-    return 0;
-}
-
-/* gtpy_request_spec, less the preset. */
+/* gtpy_request_spec, less the preset: every argument converted into the
+ * spec, which libgtstore resolves. */
 static int request_spec(const gtpy_request *r, const gtpy_source *src, gtpy_resolved *out)
 {
     gtpy_dtype dtype;
     int ndim, nbase;
     int64_t shape[GTS_MAX_NDIM];
     gts_error err;
-    if (resolve_dtype(r, src, &dtype) < 0 ||
-        resolve_shape(r, src, &dtype, &ndim, &nbase, shape) < 0)
+    if (convert_dtype(r, src, &dtype) < 0 ||
+        convert_shape(r, src, &dtype, &ndim, &nbase, shape) < 0)
         return -1;
     gts_storage_spec *spec = &out->spec;
     if (gts_storage_spec_init(spec, ndim, shape, dtype.base, &err) != 0)
         return gtpy_raise(&err);
-    out->nsub = ndim - nbase;
-    /* A storage gives its own layout; to the Storage API, as a template, also
-     * its halo, aligned point and alignment. */
-    gts_storage storage, *data_storage = NULL, *tmpl = NULL;
-    if (src->storage) {
-        gtpy_storage_load(src->storage, &storage);
-        data_storage = &storage;
-        tmpl = r->storage_api ? &storage : NULL;
+    spec->nsub = ndim - nbase;
+    if (r->layout) {
+        out->layout = r->layout;
+        spec->layout_fn = python_layout;
+        spec->layout_ctx = out;
     }
-    if (resolve_dims(r, src, ndim, nbase, spec) < 0 ||
-        resolve_layout(r, src, data_storage, out, out->nsub, spec) < 0 ||
-        resolve_alignment(r, tmpl, out, spec) < 0 || resolve_device(r, spec) < 0 ||
-        resolve_aligned_index(r, tmpl, nbase, spec) < 0 || resolve_halo(r, tmpl, nbase, spec) < 0)
+    if (r->halo) {
+        if (gtpy_halo(r->halo, ndim, nbase, spec->halo) < 0)
+            return -1;
+        spec->has_halo = true;
+    }
+    if ((r->dims && convert_dims(r, ndim, nbase, spec) < 0) ||
+        convert_template(r, src, nbase, out) < 0 || convert_alignment(r, spec) < 0 ||
+        convert_device(r, spec) < 0 || convert_aligned_index(r, nbase, spec) < 0)
         return -1;
     gtpy_spec(out);
     return 0;
@@ -322,7 +300,7 @@ static int request_spec(const gtpy_request *r, const gtpy_source *src, gtpy_reso
 
 int gtpy_request_spec(const gtpy_request *r, const gtpy_source *src, gtpy_resolved *out)
 {
-    if (resolve_preset(r, out) < 0)
+    if (convert_preset(r, out) < 0)
         return -1;
     if (request_spec(r, src, out) < 0) {
         gtpy_resolved_release(out);

@@ -34,12 +34,14 @@ static int source_geometry_from_view(gtpy_source *s)
         return -1;
     }
     s->ndim = v->ndim;
-    int64_t stride = v->itemsize;
-    for (int d = s->ndim - 1; d >= 0; --d) {
+    for (int d = 0; d < s->ndim; ++d) {
         s->shape[d] = v->shape ? v->shape[d] : v->itemsize > 0 ? v->len / v->itemsize : 0;
-        s->strides[d] = v->strides ? v->strides[d] : stride;
-        stride *= s->shape[d];
+        if (v->strides)
+            s->strides[d] = v->strides[d];
     }
+    gts_error err;
+    if (!v->strides && gts_strides_contiguous(s->ndim, s->shape, v->itemsize, s->strides, &err))
+        return gtpy_raise(&err);
     return 0;
 }
 

@@ -141,31 +141,26 @@ static void release_export(void *ctx)
  * over (closing it when the buffer dies). `offset` receives element 0's. */
 static int wrap_view(gtpy_source *src, gts_buffer **buffer, int64_t *offset)
 {
-    int64_t low, high;
-    gts_error err;
-    if (gts_strided_extent(src->ndim, src->shape, src->strides, src->dtype.itemsize, &low, &high,
-                           &err) != 0)
-        return gtpy_raise(&err);
     Py_buffer *export = PyMem_RawMalloc(sizeof *export);
     if (!export)
         return PyErr_NoMemory(), -1;
     *export = src->view;
-    src->have_view = false; /* the buffer owns the export now */
-    char *base = (char *)export->buf + (high > low ? low : 0);
-    if (gts_buffer_wrap_host(base, high - low, release_export, export, buffer, &err) != 0) {
-        release_export(export);
+    gts_error err;
+    if (gts_buffer_wrap_elements(export->buf, src->ndim, src->shape, src->strides,
+                                 src->dtype.itemsize, release_export, export, buffer, offset,
+                                 &err) != 0) {
+        PyMem_RawFree(export); /* not taken over: the source still closes the view */
         return gtpy_raise(&err);
     }
-    *offset = high > low ? -low : 0;
+    src->have_view = false; /* the buffer owns the export now */
     return 0;
 }
 
 /* dims given for a storage must be its own: as_storage does not relabel. */
-static int check_dims_kept(const gtpy_request *r, const gts_storage *data,
-                           const gts_storage_spec *spec)
+static int check_dims_kept(const gtpy_request *r, const gts_storage *data, const gts_storage *s)
 {
     if (!r->dims || r->relabel ||
-        memcmp(spec->dims, data->dims, (size_t)data->ndim * sizeof *data->dims) == 0)
+        memcmp(s->dims, data->dims, (size_t)data->ndim * sizeof *data->dims) == 0)
         return 0;
     PyObject *have = gtpy_dims_to_tuple(data->ndim, data->dims);
     if (have)
@@ -177,23 +172,16 @@ static int check_dims_kept(const gtpy_request *r, const gts_storage *data,
 
 static PyObject *wrap_resolved(const gtpy_request *r, gtpy_source *src, gtpy_resolved *resolved)
 {
-    gts_storage data, s;
+    const gts_storage *data = &resolved->like_storage; /* if src->storage */
+    gts_storage s;
     gts_buffer *buffer;
     int64_t offset = 0;
     bool readonly;
     gts_error err;
-    PyObject *sync_state = NULL;
     if (src->storage) { /* the same buffer: the same memory and sync state */
-        gtpy_storage_load(src->storage, &data);
-        if (check_dims_kept(r, &data, &resolved->spec) < 0)
-            return NULL;
-        buffer = gts_buffer_retain(data.buffer);
-        offset = data.offset;
-        readonly = data.readonly;
-        if (!(sync_state = gtpy_storage_sync_state(src->storage))) {
-            gts_buffer_release(buffer);
-            return NULL;
-        }
+        buffer = gts_buffer_retain(data->buffer);
+        offset = data->offset;
+        readonly = data->readonly;
     } else {
         if (!src->have_view || !src->dtype_known) {
             PyErr_Format(PyExc_TypeError,
@@ -209,8 +197,18 @@ static PyObject *wrap_resolved(const gtpy_request *r, gtpy_source *src, gtpy_res
     int rc = gts_storage_wrap(gtpy_spec(resolved), buffer, offset, src->strides, readonly, &s,
                               &err);
     gts_buffer_release(buffer); /* the storage holds its own reference */
-    PyObject *result = rc ? gtpy_raise_null(&err)
-                          : gtpy_storage_new(&s, preset_name(r, src), sync_state);
+    if (rc)
+        return gtpy_raise_null(&err);
+    if (src->storage && check_dims_kept(r, data, &s) < 0) {
+        gts_storage_release(&s);
+        return NULL;
+    }
+    PyObject *sync_state = src->storage ? gtpy_storage_sync_state(src->storage) : NULL;
+    if (src->storage && !sync_state) {
+        gts_storage_release(&s);
+        return NULL;
+    }
+    PyObject *result = gtpy_storage_new(&s, preset_name(r, src), sync_state);
     Py_XDECREF(sync_state);
     return result;
 }
