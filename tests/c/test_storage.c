@@ -1,5 +1,4 @@
-/* Storages: spec resolution (fallbacks, presets, explicit values, every
- * error), allocation (strides worked out by hand, the aligned point),
+/* Storages: allocation (strides worked out by hand, the aligned point),
  * views and buffer lifetime, the view operations (slice, index, insert_dim,
  * transpose, domain, set_halo) checked element by element against an index
  * map the test keeps itself, the halo rule by brute force, the aligned-point
@@ -248,163 +247,6 @@ static void random_slice(int64_t n, int64_t *start, int64_t *step, int64_t *coun
     *start = rnd(n);
     int64_t most = *step > 0 ? (n - 1 - *start) / *step + 1 : *start / -*step + 1;
     *count = rnd(4) ? most - rnd(most + 1) / 2 : rnd(most + 1);
-}
-
-/* ---- spec resolution --------------------------------------------------------- */
-
-static void test_spec_defaults(void)
-{
-    const int64_t shape[3] = {5, 4, 3};
-    gts_storage_spec spec = spec_of(3, shape, F8);
-    CHECK(!spec.has_dims && !spec.has_layout && !spec.has_aligned_index && !spec.has_device);
-    CHECK(spec.preset == NULL && spec.alignment_size == 0);
-    spec.halo[0] = (gts_halo){1, 2};
-    spec.halo[2] = (gts_halo){3, 0}; /* the lower halo covers K: clamped to 2 */
-    gts_geometry g;
-    if (!CHECK_OK(gts_storage_spec_resolve(&spec, &g, ERR)))
-        return;
-    CHECK(spec.has_dims && spec.has_layout && spec.has_aligned_index && spec.has_device);
-    CHECK(spec.dims[0] == GTS_DIM_I && spec.dims[1] == GTS_DIM_J && spec.dims[2] == GTS_DIM_K);
-    CHECK(spec.layout[0] == 0 && spec.layout[1] == 1 && spec.layout[2] == 2);
-    CHECK_INT_EQ(spec.alignment_size, 1);
-    CHECK(ints_eq(3, spec.aligned_index, (const int64_t[]){1, 0, 2}));
-    CHECK_INT_EQ(spec.device, GTS_DEVICE_CPU);
-    /* C order, no padding: 8, 8*3, 8*3*4 */
-    CHECK(ints_eq(3, g.strides, (const int64_t[]){96, 24, 8}));
-    CHECK_INT_EQ(g.alignment, 1);
-
-    /* more than three dims: I, J, K, then data dims 0, 1 */
-    const int64_t shape5[5] = {2, 2, 2, 2, 2};
-    spec = spec_of(5, shape5, F4);
-    if (CHECK_OK(gts_storage_spec_resolve(&spec, NULL, ERR)))
-        CHECK(spec.dims[0] == GTS_DIM_I && spec.dims[1] == GTS_DIM_J &&
-              spec.dims[2] == GTS_DIM_K && spec.dims[3] == 0 && spec.dims[4] == 1);
-    /* two dims: I, J */
-    spec = spec_of(2, shape, F4);
-    if (CHECK_OK(gts_storage_spec_resolve(&spec, NULL, ERR)))
-        CHECK(spec.dims[0] == GTS_DIM_I && spec.dims[1] == GTS_DIM_J);
-    /* a 0-d spec needs no shape */
-    CHECK_OK(gts_storage_spec_init(&spec, 0, NULL, F8, ERR));
-    if (CHECK_OK(gts_storage_spec_resolve(&spec, &g, ERR)))
-        CHECK(g.ndim == 0 && g.span == 8 && spec.alignment_size == 1);
-}
-
-static void test_spec_presets(void)
-{
-    const int64_t shape[3] = {5, 4, 3};
-    gts_storage_spec spec = spec_of(3, shape, F8);
-    spec.preset = &gpu;
-    gts_geometry g;
-    if (CHECK_OK(gts_storage_spec_resolve(&spec, &g, ERR))) {
-        CHECK_INT_EQ(spec.alignment_size, 32 * 8); /* 32 elements of 8 bytes */
-        CHECK(spec.layout[0] == 2 && spec.layout[1] == 1 && spec.layout[2] == 0);
-        CHECK_INT_EQ(spec.device, GTS_DEVICE_GPU);
-        /* I contiguous and padded 5 -> 32: 8, 8*32, 256*4 */
-        CHECK(ints_eq(3, g.strides, (const int64_t[]){8, 256, 1024}));
-    }
-    spec = spec_of(3, shape, F4);
-    spec.preset = &gpu;
-    if (CHECK_OK(gts_storage_spec_resolve(&spec, NULL, ERR)))
-        CHECK_INT_EQ(spec.alignment_size, 32 * 4);
-
-    /* gt:cpu_kfirst: K contiguous wherever it stands; dims KJI, shape (3, 4, 5) */
-    spec = spec_of(3, (const int64_t[]){3, 4, 5}, F8);
-    spec.preset = &cpu_kfirst;
-    spec.has_dims = true;
-    spec.dims[0] = GTS_DIM_K;
-    spec.dims[1] = GTS_DIM_J;
-    spec.dims[2] = GTS_DIM_I;
-    if (CHECK_OK(gts_storage_spec_resolve(&spec, &g, ERR))) {
-        CHECK(spec.layout[0] == 2 && spec.layout[1] == 1 && spec.layout[2] == 0);
-        CHECK(ints_eq(3, g.strides, (const int64_t[]){8, 24, 96}));
-        CHECK_INT_EQ(spec.alignment_size, 8); /* alignment 1 element */
-        CHECK_INT_EQ(spec.device, GTS_DEVICE_CPU);
-    }
-
-    /* explicit values win over the preset's */
-    spec = spec_of(3, shape, F8);
-    spec.preset = &gpu;
-    spec.has_layout = true;
-    spec.layout[0] = 0, spec.layout[1] = 1, spec.layout[2] = 2;
-    spec.alignment_size = 64;
-    spec.has_device = true;
-    spec.device = GTS_DEVICE_CPU;
-    spec.has_dims = true;
-    spec.dims[0] = GTS_DIM_J, spec.dims[1] = 0, spec.dims[2] = GTS_DIM_I;
-    spec.has_aligned_index = true;
-    spec.aligned_index[0] = 4, spec.aligned_index[1] = 3, spec.aligned_index[2] = 1;
-    if (CHECK_OK(gts_storage_spec_resolve(&spec, &g, ERR))) {
-        CHECK(spec.layout[0] == 0 && spec.layout[1] == 1 && spec.layout[2] == 2);
-        CHECK_INT_EQ(spec.alignment_size, 64);
-        CHECK_INT_EQ(spec.device, GTS_DEVICE_CPU);
-        CHECK(spec.dims[0] == GTS_DIM_J && spec.dims[1] == 0 && spec.dims[2] == GTS_DIM_I);
-        CHECK(ints_eq(3, spec.aligned_index, (const int64_t[]){4, 3, 1}));
-        /* last dim contiguous, padded 3 -> 8 (64 bytes): 8, 64, 64*4 */
-        CHECK(ints_eq(3, g.strides, (const int64_t[]){256, 64, 8}));
-    }
-}
-
-static void test_spec_errors(void)
-{
-    const int64_t shape[3] = {5, 4, 3};
-    gts_storage_spec spec = spec_of(3, shape, F8), bad;
-
-    bad = spec;
-    bad.halo[1] = (gts_halo){-1, 0};
-    CHECK_FAILS(gts_storage_spec_resolve(&bad, NULL, ERR), GTS_EINVAL, "halo");
-    CHECK(!bad.has_dims && !bad.has_layout); /* a failure resolves nothing */
-    bad = spec;
-    bad.halo[2] = (gts_halo){0, -2};
-    CHECK_FAILS(gts_storage_spec_resolve(&bad, NULL, ERR), GTS_EINVAL, "halo: negative");
-    bad = spec;
-    bad.halo[0] = (gts_halo){3, 3}; /* 6 > 5 */
-    CHECK_FAILS(gts_storage_spec_resolve(&bad, NULL, ERR), GTS_EINVAL, "halo");
-    bad = spec;
-    bad.halo[2] = (gts_halo){4, 0};
-    CHECK_FAILS(gts_storage_spec_resolve(&bad, NULL, ERR), GTS_EINVAL, "larger than the extent 3");
-    bad = spec;
-    bad.halo[0] = (gts_halo){5, 0}; /* all halo is fine */
-    CHECK_OK(gts_storage_spec_resolve(&bad, NULL, ERR));
-
-    bad = spec;
-    bad.has_dims = true;
-    bad.dims[0] = GTS_DIM_I, bad.dims[1] = GTS_DIM_K, bad.dims[2] = GTS_DIM_I;
-    CHECK_FAILS(gts_storage_spec_resolve(&bad, NULL, ERR), GTS_EINVAL, "dims");
-    bad = spec;
-    bad.has_layout = true;
-    bad.layout[0] = 0, bad.layout[1] = 0, bad.layout[2] = 1;
-    CHECK_FAILS(gts_storage_spec_resolve(&bad, NULL, ERR), GTS_EINVAL, "layout");
-    bad.layout[0] = 1, bad.layout[1] = 2, bad.layout[2] = 3;
-    CHECK_FAILS(gts_storage_spec_resolve(&bad, NULL, ERR), GTS_EINVAL, "layout");
-    bad = spec;
-    bad.alignment_size = -8;
-    CHECK_FAILS(gts_storage_spec_resolve(&bad, NULL, ERR), GTS_EINVAL, "alignment_size: -8");
-    bad = spec;
-    bad.has_aligned_index = true;
-    bad.aligned_index[0] = 5; /* extent 5 */
-    CHECK_FAILS(gts_storage_spec_resolve(&bad, NULL, ERR), GTS_EINVAL, "aligned_index: 5");
-    bad.aligned_index[0] = 0, bad.aligned_index[1] = -1;
-    CHECK_FAILS(gts_storage_spec_resolve(&bad, NULL, ERR), GTS_EINVAL, "aligned_index: -1");
-    bad = spec;
-    bad.alignment_size = 12; /* 12 and 8 divide neither way */
-    CHECK_FAILS(gts_storage_spec_resolve(&bad, NULL, ERR), GTS_EINVAL, "alignment_size: 12");
-    bad.alignment_size = 4; /* a divisor of the itemsize is fine */
-    CHECK_OK(gts_storage_spec_resolve(&bad, NULL, ERR));
-    bad = spec;
-    bad.shape[1] = -1;
-    CHECK_FAILS(gts_storage_spec_resolve(&bad, NULL, ERR), GTS_EINVAL, "shape");
-
-    CHECK_FAILS(gts_storage_spec_init(&bad, -1, shape, F8, ERR), GTS_EINVAL, "ndim");
-    CHECK_FAILS(gts_storage_spec_init(&bad, GTS_MAX_NDIM + 1, shape, F8, ERR), GTS_EINVAL,
-                "ndim");
-    bad = spec;
-    bad.ndim = GTS_MAX_NDIM + 1;
-    CHECK_FAILS(gts_storage_spec_resolve(&bad, NULL, ERR), GTS_EINVAL, "ndim");
-    bad.ndim = -2;
-    CHECK_FAILS(gts_storage_spec_resolve(&bad, NULL, ERR), GTS_EINVAL, "ndim");
-    bad = spec;
-    bad.dtype = (gts_dtype){GTS_KIND_FLOAT, 3};
-    CHECK_FAILS(gts_storage_spec_resolve(&bad, NULL, ERR), GTS_ETYPE, "dtype");
 }
 
 /* ---- create ---------------------------------------------------------------------- */
@@ -1784,9 +1626,6 @@ int main(void)
         !CHECK_OK(gts_preset_lookup("gt:cpu_ifirst", &cpu_ifirst, ERR)))
         return check_summary("storage");
     int64_t start = live_buffers();
-    test_spec_defaults();
-    test_spec_presets();
-    test_spec_errors();
     test_create();
     test_views();
     test_slice_values();
