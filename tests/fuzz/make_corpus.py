@@ -4,9 +4,10 @@
 Each seed is a meaningful case encoded the way fuzz_input.h decodes it, so
 that every target starts from typical calls (a GT4Py field with a halo, a
 layout-changing copy, a DLPack tensor with negative strides, ...) instead of
-random bytes. Run it after changing how a target reads its input:
+random bytes. Run it after changing how a target reads its input (for the targets named,
+else all; it replaces their corpora, merged inputs included):
 
-    python3 tests/fuzz/make_corpus.py
+    python3 tests/fuzz/make_corpus.py [TARGET ...]
 """
 import pathlib
 import shutil
@@ -235,10 +236,40 @@ def kernels():
     }
 
 
+def spec():
+    """A GT4Py field (IJK, halo 2, gt:cpu_ifirst), a storage made like a
+    Fortran-ordered array with a subarray dim, and base-only labels and
+    ranks left to the library."""
+    def start(shape, dtype_index=0, nsub=0, preset=-1, flags=0):
+        seed = Input().range(0, 6, len(shape)).range(0, 3, dtype_index)
+        for extent in shape:
+            seed.range(0, 5, extent)
+        return seed.range(-1, len(shape) + 1, nsub).range(-1, 5, preset).u8(flags)
+
+    field = start([5, 5, 4], preset=1, flags=8).bool(True)
+    for lower, upper in [(2, 2), (2, 2), (0, 0)]:
+        field.range(-1, 4, lower).range(-1, 4, upper)
+    field.bool(False).range(0, 70, 0)
+    like = start([3, 4, 2], nsub=1, flags=32).bool(False).bool(False).range(0, 70, 0)
+    like.range(-1, 4, 2).range(0, 16, 8).range(0, 70, 0)
+    for stride in [8, 24]:
+        like.bool(False).range(-64, 64, stride)
+    like.u8(1)  # strides only
+    left = start([3, 4, 2], nsub=1, flags=3)
+    for label in [-3, 4, -5]:  # I, 4, the next one
+        left.range(-5, 8, label)
+    for rank in [1, 0, -1]:  # the subarray dim outermost
+        left.range(-2, 6, rank)
+    left.bool(False).bool(False).range(0, 70, 64)
+    return {"gt4py_field": field, "like_fortran_subarray": like, "left_to_library": left}
+
+
 def main():
-    for target, make in [("dtype", dtype), ("dims_layout", dims_layout), ("geometry", geometry),
-                         ("buffer", buffer), ("dlpack_import", dlpack_import), ("views", views),
-                         ("kernels", kernels)]:
+    import sys
+    makers = {"dtype": dtype, "dims_layout": dims_layout, "geometry": geometry, "buffer": buffer,
+              "dlpack_import": dlpack_import, "views": views, "kernels": kernels, "spec": spec}
+    for target in sys.argv[1:] or makers:  # the targets named, else all
+        make = makers[target]
         folder = HERE / "corpus" / target
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
