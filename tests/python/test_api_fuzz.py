@@ -307,8 +307,10 @@ def fill_values(dtype):
         bad += [2**64, -(2**64)]
     if dtype.kind == "u":
         bad += [-1]
-    if dtype.kind in "biuf":
-        bad += [1j]
+    if dtype.kind in "iuf":
+        bad += [1j]  # an imaginary part no real dtype holds
+    if dtype.kind == "b":
+        good += [1j]  # nonzero is True, as NumPy casts it
     return good, bad
 
 

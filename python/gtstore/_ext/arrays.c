@@ -7,33 +7,17 @@
 
 #include <string.h>
 
-/* Parameter names: the leading ones per function, then the keywords all
- * share (read_common knows their order). */
-#define COMMON_NAMES \
-    "backend", "defaults", "aligned_index", "dimensions", "dims", "alignment_size", "layout", "device"
-#define NCOMMON 8
-static const char *const shape_names[] = {"shape", "dtype", COMMON_NAMES};
-static const char *const full_names[] = {"shape", "fill_value", "dtype", COMMON_NAMES};
-static const char *const data_names[] = {"data", "dtype", COMMON_NAMES};
-static const char *const like_names[] = {"a", "dtype", COMMON_NAMES};
-static const char *const full_like_names[] = {"a", "fill_value", "dtype", COMMON_NAMES};
-
-static PyObject *given(PyObject *value)
-{
-    return value == Py_None ? NULL : value;
-}
-
-static int read_common(gtpy_request *r, PyObject **values)
-{
-    r->aligned_index = given(values[2]);
-    r->alignment_size = given(values[5]);
-    r->layout = given(values[6]);
-    r->device = given(values[7]);
-    r->preset_param = given(values[0]) ? "backend" : "defaults";
-    if (gtpy_dims_alias(values[4], values[3], "dims", "dimensions", &r->dims, &r->dims_param) < 0)
-        return -1;
-    return gtpy_alias(values[0], values[1], "backend", "defaults", &r->preset);
-}
+/* The parameters: the leading ones per function, then the keywords all
+ * share, each read as keywords.c declares it (of aliases, the first given
+ * names the value). */
+#define KEYWORDS                                                                           \
+    "backend", "defaults", "aligned_index", "dims", "dimensions", "alignment_size", "layout", \
+        "device"
+static const char *const shape_names[] = {"shape", "dtype", KEYWORDS};
+static const char *const full_names[] = {"shape", "fill_value", "dtype", KEYWORDS};
+static const char *const data_names[] = {"data", "dtype", KEYWORDS};
+static const char *const like_names[] = {"a", "dtype", KEYWORDS};
+static const char *const full_like_names[] = {"a", "fill_value", "dtype", KEYWORDS};
 
 /* ---- Plan: a resolved allocation, for inspection and the GPU path -------- */
 
@@ -61,7 +45,7 @@ static PyObject *plan_get(PyObject *self, void *closure)
     case 5: return gtpy_dtype_object(s->dtype);
     case 6: return PyLong_FromLongLong(g->alignment);
     case 7: return gtpy_int64_tuple(g->ndim, g->aligned_index);
-    case 8: return PyUnicode_FromString(s->device == GTS_DEVICE_GPU ? "gpu" : "cpu");
+    case 8: return PyUnicode_FromString(gtpy_device_name(s->device));
     case 9: return PyLong_FromLongLong(g->alloc_size);
     default: return PyLong_FromLongLong(g->span);
     }
@@ -103,9 +87,7 @@ static PyObject *plan_repr(PyObject *self)
                                     "alignment_size=%lld, device='%s')",
                                     shape, dtype, dims, strides,
                                     (long long)((Plan *)self)->geometry.alignment,
-                                    ((Plan *)self)->spec.device == GTS_DEVICE_GPU
-                                        ? "gpu"
-                                        : "cpu");
+                                    gtpy_device_name(((Plan *)self)->spec.device));
     Py_XDECREF(shape);
     Py_XDECREF(strides);
     Py_XDECREF(dims);
@@ -210,40 +192,35 @@ static PyObject *run(gtpy_request *r, bool only_plan)
 
 /* ---- the Python functions ---------------------------------------------- */
 
-#define SIGNATURE(fn, names, npos, nreq) \
-    static gtpy_signature sig = {fn, names, (npos) + NCOMMON, npos, nreq, NULL, 0}
-
-/* [shape or a], [fill_value], dtype, *, common: one body for all. */
-static PyObject *call(gtpy_signature *sig, gtpy_fill fill, bool from_template, bool only_plan,
-                      PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+/* [shape, a or data], [fill_value], dtype, *, keywords: one body for all. */
+static PyObject *call(gtpy_signature *sig, gtpy_fill fill, bool only_plan, PyObject *const *args,
+                      Py_ssize_t nargs, PyObject *kwnames)
 {
-    PyObject *values[3 + NCOMMON];
-    gtpy_request r = {0};
-    if (gtpy_parse_args(sig, args, nargs, kwnames, values) < 0 ||
-        read_common(&r, values + gtpy_request_leading(&r, sig, fill, from_template, values)) < 0)
+    gtpy_request r = {.fill = fill, .source_is_data = fill == FILL_COPY};
+    if (gtpy_request_parse(&r, sig, args, nargs, kwnames) < 0)
         return NULL;
     return run(&r, only_plan);
 }
 
-#define API_FUNCTION(fn, names, npos, nreq, fill, from_template, only_plan)             \
+#define API_FUNCTION(fn, names, npos, nreq, fill, only_plan)                            \
     static PyObject *api_##fn(PyObject *self, PyObject *const *args, Py_ssize_t nargs, \
                               PyObject *kwnames)                                        \
     {                                                                                   \
         (void)self;                                                                     \
-        SIGNATURE(#fn, names, npos, nreq);                                              \
-        return call(&sig, fill, from_template, only_plan, args, nargs, kwnames);        \
+        static gtpy_signature sig = GTPY_SIGNATURE(#fn, names, npos, nreq, 0);          \
+        return call(&sig, fill, only_plan, args, nargs, kwnames);                       \
     }
 
-API_FUNCTION(empty, shape_names, 2, 1, FILL_NONE, false, false)
-API_FUNCTION(zeros, shape_names, 2, 1, FILL_ZEROS, false, false)
-API_FUNCTION(ones, shape_names, 2, 1, FILL_ONES, false, false)
-API_FUNCTION(full, full_names, 3, 2, FILL_VALUE, false, false)
-API_FUNCTION(plan, shape_names, 2, 1, FILL_NONE, false, true)
-API_FUNCTION(from_array, data_names, 2, 1, FILL_COPY, false, false)
-API_FUNCTION(empty_like, like_names, 2, 1, FILL_NONE, true, false)
-API_FUNCTION(zeros_like, like_names, 2, 1, FILL_ZEROS, true, false)
-API_FUNCTION(ones_like, like_names, 2, 1, FILL_ONES, true, false)
-API_FUNCTION(full_like, full_like_names, 3, 2, FILL_VALUE, true, false)
+API_FUNCTION(empty, shape_names, 2, 1, FILL_NONE, false)
+API_FUNCTION(zeros, shape_names, 2, 1, FILL_ZEROS, false)
+API_FUNCTION(ones, shape_names, 2, 1, FILL_ONES, false)
+API_FUNCTION(full, full_names, 3, 2, FILL_VALUE, false)
+API_FUNCTION(plan, shape_names, 2, 1, FILL_NONE, true)
+API_FUNCTION(from_array, data_names, 2, 1, FILL_COPY, false)
+API_FUNCTION(empty_like, like_names, 2, 1, FILL_NONE, false)
+API_FUNCTION(zeros_like, like_names, 2, 1, FILL_ZEROS, false)
+API_FUNCTION(ones_like, like_names, 2, 1, FILL_ONES, false)
+API_FUNCTION(full_like, full_like_names, 3, 2, FILL_VALUE, false)
 
 #define COMMON_SIGNATURE                                                                  \
     "*, backend=None, aligned_index=None, dimensions=None, dims=None, alignment_size=None, " \

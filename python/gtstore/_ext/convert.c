@@ -47,23 +47,26 @@ int gtpy_int(PyObject *obj, const char *param, int64_t *out)
     return as_int64(obj, param, NULL, 0, out);
 }
 
-static int not_a_sequence(const char *param, PyObject *obj)
+/* The items of a sequence (a list or tuple, new reference); for anything
+ * else (a str, bytes, a 0-d array) a TypeError "param: expected <expected>,
+ * got <obj>". */
+static PyObject *sequence_items(PyObject *obj, const char *param, const char *expected)
 {
-    PyErr_Format(PyExc_TypeError, "%s: expected a sequence of integers, got %.200R", param, obj);
-    return -1;
+    if (!PyUnicode_Check(obj) && !PyBytes_Check(obj) && PySequence_Check(obj)) {
+        PyObject *fast = PySequence_Fast(obj, param);
+        if (fast || !PyErr_ExceptionMatches(PyExc_TypeError))
+            return fast;
+        PyErr_Clear(); /* for instance a 0-d array */
+    }
+    PyErr_Format(PyExc_TypeError, "%s: expected %s, got %.200R", param, expected, obj);
+    return NULL;
 }
 
 int gtpy_int_tuple(PyObject *obj, const char *param, int max_ndim, int *ndim, int64_t *values)
 {
-    if (PyUnicode_Check(obj) || PyBytes_Check(obj) || !PySequence_Check(obj))
-        return not_a_sequence(param, obj);
-    PyObject *fast = PySequence_Fast(obj, param);
-    if (!fast) {
-        if (!PyErr_ExceptionMatches(PyExc_TypeError))
-            return -1;
-        PyErr_Clear(); /* for instance a 0-d array */
-        return not_a_sequence(param, obj);
-    }
+    PyObject *fast = sequence_items(obj, param, "a sequence of integers");
+    if (!fast)
+        return -1;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
     int rc = 0;
     if (n > max_ndim) {
@@ -119,11 +122,12 @@ int gtpy_shape(PyObject *obj, const char *param, int *ndim, int64_t *shape)
     return rc;
 }
 
-PyObject *gtpy_int64_tuple(int n, const int64_t *values)
+/* A tuple of `n` items, the i-th made by item(values, i) (new references). */
+static PyObject *tuple_of(int n, const void *values, PyObject *(*item)(const void *, int))
 {
     PyObject *tuple = PyTuple_New(n);
     for (int i = 0; tuple && i < n; ++i) {
-        PyObject *value = PyLong_FromLongLong(values[i]);
+        PyObject *value = item(values, i);
         if (!value) {
             Py_CLEAR(tuple);
             break;
@@ -131,6 +135,26 @@ PyObject *gtpy_int64_tuple(int n, const int64_t *values)
         PyTuple_SET_ITEM(tuple, i, value);
     }
     return tuple;
+}
+
+static PyObject *int64_item(const void *values, int i)
+{
+    return PyLong_FromLongLong(((const int64_t *)values)[i]);
+}
+
+PyObject *gtpy_int64_tuple(int n, const int64_t *values)
+{
+    return tuple_of(n, values, int64_item);
+}
+
+int gtpy_check_entries(const char *param, PyObject *obj, Py_ssize_t n, const char *what,
+                       int nbase, int ndim)
+{
+    if (n == nbase || n == ndim)
+        return 0;
+    PyErr_Format(PyExc_ValueError, "%s: %.200R has %zd %s for %d dimensions", param, obj, n, what,
+                 nbase);
+    return -1;
 }
 
 /* ---- halos ------------------------------------------------------------- */
@@ -163,21 +187,11 @@ static int halo_entry(PyObject *item, PyObject *whole, Py_ssize_t position, gts_
 
 int gtpy_halo(PyObject *obj, int ndim, int nbase, gts_halo *halo)
 {
-    if (PyUnicode_Check(obj) || PyBytes_Check(obj) || !PySequence_Check(obj)) {
-        PyErr_Format(PyExc_TypeError, "halo: expected a sequence of ints or (lower, upper) "
-                     "pairs, got %.200R", obj);
-        return -1;
-    }
-    PyObject *fast = PySequence_Fast(obj, "halo");
+    PyObject *fast = sequence_items(obj, "halo", "a sequence of ints or (lower, upper) pairs");
     if (!fast)
         return -1;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
-    int rc = 0;
-    if (n != nbase && n != ndim) {
-        PyErr_Format(PyExc_ValueError, "halo: %.200R has %zd entries for %d dimensions", obj, n,
-                     nbase);
-        rc = -1;
-    }
+    int rc = gtpy_check_entries("halo", obj, n, "entries", nbase, ndim);
     for (Py_ssize_t i = 0; i < n && rc == 0; ++i)
         rc = halo_entry(PySequence_Fast_GET_ITEM(fast, i), obj, i, &halo[i]);
     for (Py_ssize_t i = n; i < ndim && rc == 0; ++i)
@@ -186,29 +200,27 @@ int gtpy_halo(PyObject *obj, int ndim, int nbase, gts_halo *halo)
     return rc;
 }
 
+static PyObject *halo_item(const void *values, int d)
+{
+    const gts_halo *halo = (const gts_halo *)values + d;
+    return Py_BuildValue("(LL)", (long long)halo->lower, (long long)halo->upper);
+}
+
 PyObject *gtpy_halo_to_tuple(int ndim, const gts_halo *halo)
 {
-    PyObject *tuple = PyTuple_New(ndim);
-    for (int d = 0; tuple && d < ndim; ++d) {
-        PyObject *pair = Py_BuildValue("(LL)", (long long)halo[d].lower, (long long)halo[d].upper);
-        if (!pair) {
-            Py_CLEAR(tuple);
-            break;
-        }
-        PyTuple_SET_ITEM(tuple, d, pair);
-    }
-    return tuple;
+    return tuple_of(ndim, halo, halo_item);
 }
 
 /* ---- dims ------------------------------------------------------------- */
 
 static int dim_label(PyObject *item, const char *param, Py_ssize_t position, gts_dim *out)
 {
-    PyObject *name = PyObject_GetAttrString(item, "__gt_axis_name__");
-    if (!name) {
-        PyErr_Clear();
+    static PyObject *axis_name;
+    PyObject *name = PyUnicode_CheckExact(item)
+                         ? NULL
+                         : gtpy_optional_attr(item, "__gt_axis_name__", &axis_name);
+    if (!name)
         name = Py_NewRef(item);
-    }
     int rc = -1;
     if (!PyUnicode_Check(name)) {
         PyErr_Format(PyExc_TypeError,
@@ -225,6 +237,23 @@ static int dim_label(PyObject *item, const char *param, Py_ssize_t position, gts
     }
     Py_DECREF(name);
     return rc;
+}
+
+PyObject *gtpy_optional_attr(PyObject *obj, const char *name, PyObject **interned)
+{
+    if (!*interned && !(*interned = PyUnicode_InternFromString(name))) {
+        PyErr_Clear();
+        return NULL;
+    }
+    PyObject *value = NULL;
+#if PY_VERSION_HEX >= 0x030D0000
+    int found = PyObject_GetOptionalAttr(obj, *interned, &value);
+#else
+    int found = _PyObject_LookupAttr(obj, *interned, &value);
+#endif
+    if (found < 0)
+        PyErr_Clear();
+    return found > 0 ? value : NULL;
 }
 
 const char *gtpy_text(PyObject *str, const char *param)
@@ -256,12 +285,7 @@ int gtpy_dims(PyObject *obj, const char *param, int *ndim, gts_dim *dims)
                      err.message);
         return -1;
     }
-    if (!PySequence_Check(obj) || PyBytes_Check(obj)) {
-        PyErr_Format(PyExc_TypeError, "%s: expected a string such as 'IJK' or a sequence of "
-                     "labels, got %.200R", param, obj);
-        return -1;
-    }
-    PyObject *fast = PySequence_Fast(obj, param);
+    PyObject *fast = sequence_items(obj, param, "a string such as 'IJK' or a sequence of labels");
     if (!fast)
         return -1;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
@@ -283,20 +307,47 @@ int gtpy_dims(PyObject *obj, const char *param, int *ndim, gts_dim *dims)
     return rc;
 }
 
+static PyObject *dim_item(const void *values, int d)
+{
+    char text[GTS_DIM_TEXT_SIZE];
+    gts_dim_format(((const gts_dim *)values)[d], text);
+    return PyUnicode_FromString(text);
+}
+
 PyObject *gtpy_dims_to_tuple(int ndim, const gts_dim *dims)
 {
-    PyObject *tuple = PyTuple_New(ndim);
-    for (int d = 0; tuple && d < ndim; ++d) {
-        char text[GTS_DIM_TEXT_SIZE];
-        gts_dim_format(dims[d], text);
-        PyObject *label = PyUnicode_FromString(text);
-        if (!label) {
-            Py_CLEAR(tuple);
-            break;
-        }
-        PyTuple_SET_ITEM(tuple, d, label);
-    }
-    return tuple;
+    return tuple_of(ndim, dims, dim_item);
+}
+
+/* ---- strings from a fixed set ------------------------------------------ */
+
+int gtpy_choice(PyObject *obj, const char *param, const char *const *choices, int n,
+                const char *expected)
+{
+    const char *text = PyUnicode_Check(obj) ? gtpy_text(obj, param) : NULL;
+    for (int i = 0; text && i < n; ++i)
+        if (strcmp(text, choices[i]) == 0)
+            return i;
+    PyErr_Clear(); /* a str with a NUL character is no choice either */
+    PyErr_Format(PyExc_ValueError, "%s: expected %s, got %.200R", param, expected, obj);
+    return -1;
+}
+
+static const char *const device_names[] = {[GTS_DEVICE_CPU] = "cpu", [GTS_DEVICE_GPU] = "gpu"};
+
+int gtpy_device(PyObject *obj, bool none_ok, gts_device *out)
+{
+    int device = gtpy_choice(obj, "device", device_names, 2,
+                             none_ok ? "None, 'cpu' or 'gpu'" : "'cpu' or 'gpu'");
+    if (device < 0)
+        return -1;
+    *out = (gts_device)device;
+    return 0;
+}
+
+const char *gtpy_device_name(gts_device device)
+{
+    return device_names[device == GTS_DEVICE_GPU ? GTS_DEVICE_GPU : GTS_DEVICE_CPU];
 }
 
 /* ---- dtypes ------------------------------------------------------------ */
@@ -544,12 +595,8 @@ static int layout_from_value(PyObject *obj, PyObject *original, int ndim, const 
         return -1;
     /* A permutation of the dims before the subarray's leaves those to the
      * library (outermost, as data dims go). */
-    int nranked = n == ndim - nsub ? n : ndim;
-    if (n != nranked) {
-        PyErr_Format(PyExc_ValueError, "layout: %.200R has %d entries for %d dimensions", original,
-                     n, ndim - nsub);
+    if (gtpy_check_entries("layout", original, n, "entries", ndim - nsub, ndim) < 0)
         return -1;
-    }
     for (int d = 0; d < n; ++d)
         layout[d] = values[d] < 0 || values[d] > INT32_MAX ? -1 : (int)values[d];
     if (gts_layout_check(n, layout, &err) != 0) {

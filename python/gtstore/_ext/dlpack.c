@@ -99,7 +99,7 @@ PyObject *gtpy_storage_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t 
                               PyObject *kwnames)
 {
     static const char *const names[] = {"stream", "max_version", "dl_device", "copy"};
-    static gtpy_signature sig = {"__dlpack__", names, 4, 0, 0, NULL, 0};
+    static gtpy_signature sig = GTPY_SIGNATURE("__dlpack__", names, 0, 0, 0);
     PyObject *values[4];
     long major;
     if (gtpy_parse_args(&sig, args, nargs, kwnames, values) < 0 ||

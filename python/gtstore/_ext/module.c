@@ -52,14 +52,9 @@ PyObject *gtpy_numpy_asarray(void)
 PyObject *gtpy_numpy(const char *name)
 {
     static PyObject *numpy, *cache;
-    if (!numpy) {
-        numpy = PyImport_ImportModule("numpy");
-        if (!numpy)
-            return NULL;
-        cache = PyDict_New();
-        if (!cache)
-            return NULL;
-    }
+    if ((!numpy && !(numpy = PyImport_ImportModule("numpy"))) ||
+        (!cache && !(cache = PyDict_New())))
+        return NULL;
     PyObject *value = PyDict_GetItemString(cache, name);
     if (value)
         return value;

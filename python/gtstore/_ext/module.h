@@ -40,6 +40,13 @@ PyObject *gtpy_numpy_capi_array(gts_dtype dtype, int ndim, const Py_ssize_t *sha
  * it as its end, and "IJ\0K" would silently mean "IJ". */
 const char *gtpy_text(PyObject *str, const char *param);
 
+/* The attribute `name` of `obj` (a new reference), or NULL without an
+ * exception where it has none or reading it fails: for the optional
+ * protocol attributes (__gt_dims__, __gt_axis_name__). It does not build
+ * the AttributeError a plain getattr would (a microsecond on an ndarray).
+ * `interned` caches the name. */
+PyObject *gtpy_optional_attr(PyObject *obj, const char *name, PyObject **interned);
+
 /* An integer (int or an object with __index__; not bool). */
 int gtpy_int(PyObject *obj, const char *param, int64_t *out);
 
@@ -87,6 +94,23 @@ PyObject *gtpy_int64_tuple(int n, const int64_t *values);
  * out: their entries are then GTS_LAYOUT_OUTER, for libgtstore. */
 int gtpy_layout(PyObject *obj, int ndim, const gts_dim *dims, int nsub, int *layout);
 
+/* Device kinds by name, "cpu" and "gpu": parsed (anything else is a
+ * ValueError naming device, whose list of choices starts with None where
+ * `none_ok`: the caller takes None as "the preset's") and formatted. */
+int gtpy_device(PyObject *obj, bool none_ok, gts_device *out);
+const char *gtpy_device_name(gts_device device);
+
+/* The index of `obj`, a str, among the `n` `choices`; else -1 with a
+ * ValueError "param: expected <expected>, got <obj>". */
+int gtpy_choice(PyObject *obj, const char *param, const char *const *choices, int n,
+                const char *expected);
+
+/* `n` entries of `obj` (`what`: "entries", "labels") for `ndim` dims must
+ * be one per dim or one per base dim (the first `nbase`; the others are a
+ * subarray's): else a ValueError. */
+int gtpy_check_entries(const char *param, PyObject *obj, Py_ssize_t n, const char *what,
+                       int nbase, int ndim);
+
 /* Fast argument parsing for METH_FASTCALL | METH_KEYWORDS functions.
  * `names` lists every parameter, the first `npositional` may be passed by
  * position, the first `nrequired` are required, the first `nposonly` can
@@ -97,9 +121,13 @@ typedef struct gtpy_signature {
     int nnames;
     int npositional;
     int nrequired;
-    PyObject **interned; /* filled on first use */
     int nposonly;
+    PyObject **interned;                  /* filled on first use */
+    const struct gtpy_keyword **keywords; /* creation functions: see gtpy_request_parse */
 } gtpy_signature;
+#define GTPY_SIGNATURE(function, names, npositional, nrequired, nposonly)                  \
+    {function, names, (int)(sizeof(names) / sizeof *(names)), npositional, nrequired, nposonly, \
+     NULL, NULL}
 int gtpy_parse_args(gtpy_signature *sig, PyObject *const *args, Py_ssize_t nargs,
                     PyObject *kwnames, PyObject **values);
 
@@ -107,7 +135,8 @@ int gtpy_parse_args(gtpy_signature *sig, PyObject *const *args, Py_ssize_t nargs
 
 typedef enum gtpy_fill { FILL_NONE, FILL_ZEROS, FILL_ONES, FILL_VALUE, FILL_COPY } gtpy_fill;
 
-/* What a call asks for. Borrowed references; NULL when absent or None. */
+/* What a call asks for. Borrowed references; NULL when absent (or None,
+ * for the parameters where None means absent). */
 typedef struct gtpy_request {
     PyObject *shape, *dtype, *fill_value;
     PyObject *source;    /* data to copy or wrap, or a template */
@@ -115,10 +144,21 @@ typedef struct gtpy_request {
     bool storage_api;    /* gtstore.*: templates also give halo, aligned point, alignment */
     bool relabel;        /* dims= may differ from a wrapped storage's (a fresh import) */
     PyObject *preset, *aligned_index, *dims, *alignment_size, *layout, *device, *halo;
+    PyObject *managed, *copy, *device_data, *sync_state; /* checked by the caller */
     const char *preset_param; /* the keyword used: "backend" or "defaults" */
     const char *dims_param;   /* "dims", "dimensions" or "axes" */
     gtpy_fill fill;
 } gtpy_request;
+
+/* The arguments of a creation function, read into `r` (whose other fields
+ * the caller set) as the keyword table says (keywords.c): each parameter
+ * named in `sig` has an entry there, with the field of gtpy_request it
+ * fills. Aliases (backend/defaults, dims/dimensions/axes) fill one field:
+ * the first given, in the order of `sig`, names it (`preset_param`,
+ * `dims_param`), and the others must agree with it. */
+#define GTPY_MAX_ARGS 16
+int gtpy_request_parse(gtpy_request *r, gtpy_signature *sig, PyObject *const *args,
+                       Py_ssize_t nargs, PyObject *kwnames);
 
 /* An array read through the buffer protocol: data, template or wrap. */
 typedef struct gtpy_source {
@@ -182,20 +222,8 @@ static inline void gtpy_resolved_release(gtpy_resolved *r)
     r->has_preset = false;
     r->spec.preset = NULL;
 }
-/* Reads the leading parameters of an allocating function, [shape or
- * source], [fill_value], dtype, from the parsed `values`; returns the index
- * of the first common keyword. */
-int gtpy_request_leading(gtpy_request *r, const gtpy_signature *sig, gtpy_fill fill,
-                         bool from_template, PyObject *const *values);
 /* The fill value as one element of the spec's dtype (ones: 1). */
 int gtpy_request_fill_item(const gtpy_request *r, gts_dtype dtype, unsigned char item[16]);
-
-/* Aliased keywords: either may be given, or both if they agree. */
-int gtpy_alias(PyObject *a, PyObject *b, const char *name_a, const char *name_b, PyObject **out);
-/* The same for dims, compared by meaning ("IJK" agrees with ("I", "J", "K"));
- * `param` receives the name of the one used. */
-int gtpy_dims_alias(PyObject *a, PyObject *b, const char *name_a, const char *name_b,
-                    PyObject **out, const char **param);
 
 /* ---- storages (storage.c) ------------------------------------------------ */
 

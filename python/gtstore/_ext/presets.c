@@ -24,14 +24,20 @@ static PyObject *api_presets(PyObject *self, PyObject *unused)
     return tuple;
 }
 
-static int lookup(PyObject *name, gts_preset *preset)
+/* The text of a preset name (NULL with a TypeError or ValueError). */
+static const char *name_text(PyObject *name)
 {
     const char *text = PyUnicode_Check(name) ? gtpy_text(name, "name") : NULL;
-    if (!text) {
-        if (!PyErr_Occurred())
-            PyErr_Format(PyExc_TypeError, "name: expected a str, got %.200R", name);
+    if (!text && !PyErr_Occurred())
+        PyErr_Format(PyExc_TypeError, "name: expected a str, got %.200R", name);
+    return text;
+}
+
+static int lookup(PyObject *name, gts_preset *preset)
+{
+    const char *text = name_text(name);
+    if (!text)
         return -1;
-    }
     gts_error err;
     return gts_preset_lookup(text, preset, &err) ? gtpy_raise(&err) : 0;
 }
@@ -57,8 +63,7 @@ static PyObject *api_get_preset(PyObject *self, PyObject *name)
     PyObject *layout = layout_value(&preset);
     PyObject *result = layout ? Py_BuildValue("{s:s,s:L,s:N,s:s}", "name", preset.name,
                                               "alignment", (long long)preset.alignment, "layout",
-                                              layout, "device",
-                                              preset.device == GTS_DEVICE_GPU ? "gpu" : "cpu")
+                                              layout, "device", gtpy_device_name(preset.device))
                               : NULL;
     gts_preset_release(&preset);
     return result;
@@ -133,36 +138,26 @@ static PyObject *api_register_preset(PyObject *self, PyObject *const *args, Py_s
                                      PyObject *kwnames)
 {
     (void)self;
-    static const char *const names[] = {"name", "alignment", "layout", "device"};
-    static gtpy_signature sig = {"register_preset", names, 4, 1, 1, NULL, 0};
-    PyObject *values[4];
-    if (gtpy_parse_args(&sig, args, nargs, kwnames, values) < 0)
+    enum { NAME, ALIGNMENT, LAYOUT, DEVICE, NPARAMS };
+    static const char *const names[NPARAMS] = {
+        [NAME] = "name", [ALIGNMENT] = "alignment", [LAYOUT] = "layout", [DEVICE] = "device"};
+    static gtpy_signature sig = GTPY_SIGNATURE("register_preset", names, 1, 1, 0);
+    PyObject *v[NPARAMS];
+    if (gtpy_parse_args(&sig, args, nargs, kwnames, v) < 0)
         return NULL;
     gts_preset preset = {.alignment = 1, .rule = GTS_LAYOUT_NAMED, .base_layout = {0, 1, 2}};
-    const char *name = PyUnicode_Check(values[0]) ? gtpy_text(values[0], "name") : NULL;
-    if (!name) {
-        if (!PyErr_Occurred())
-            PyErr_Format(PyExc_TypeError, "name: expected a str, got %.200R", values[0]);
+    const char *name = name_text(v[NAME]);
+    if (!name)
         return NULL;
-    }
     if (strlen(name) >= GTS_PRESET_NAME_SIZE) {
-        PyErr_Format(PyExc_ValueError, "name: %.80R is longer than %d characters", values[0],
+        PyErr_Format(PyExc_ValueError, "name: %.80R is longer than %d characters", v[NAME],
                      GTS_PRESET_NAME_SIZE - 1);
         return NULL;
     }
     strcpy(preset.name, name);
-    if (values[1] && gtpy_int(values[1], "alignment", &preset.alignment) < 0)
-        return NULL;
-    if (values[3] && values[3] != Py_None) {
-        const char *device = PyUnicode_Check(values[3]) ? gtpy_text(values[3], "device") : "";
-        if (!device || (strcmp(device, "cpu") != 0 && strcmp(device, "gpu") != 0)) {
-            PyErr_Format(PyExc_ValueError, "device: expected 'cpu' or 'gpu', got %.200R",
-                         values[3]);
-            return NULL;
-        }
-        preset.device = device[0] == 'g' ? GTS_DEVICE_GPU : GTS_DEVICE_CPU;
-    }
-    if (values[2] && values[2] != Py_None && read_layout(values[2], &preset) < 0)
+    if ((v[ALIGNMENT] && gtpy_int(v[ALIGNMENT], "alignment", &preset.alignment) < 0) ||
+        (v[DEVICE] && v[DEVICE] != Py_None && gtpy_device(v[DEVICE], false, &preset.device) < 0) ||
+        (v[LAYOUT] && v[LAYOUT] != Py_None && read_layout(v[LAYOUT], &preset) < 0))
         return NULL;
     gts_error err;
     if (gts_preset_register(&preset, &err) != 0) {
@@ -176,12 +171,9 @@ static PyObject *api_register_preset(PyObject *self, PyObject *const *args, Py_s
 static PyObject *api_unregister_preset(PyObject *self, PyObject *name)
 {
     (void)self;
-    const char *text = PyUnicode_Check(name) ? gtpy_text(name, "name") : NULL;
-    if (!text) {
-        if (!PyErr_Occurred())
-            PyErr_Format(PyExc_TypeError, "name: expected a str, got %.200R", name);
+    const char *text = name_text(name);
+    if (!text)
         return NULL;
-    }
     gts_error err;
     if (gts_preset_unregister(text, &err) != 0)
         return gtpy_raise_null(&err);

@@ -6,62 +6,6 @@
 
 #include <string.h>
 
-int gtpy_alias(PyObject *a, PyObject *b, const char *name_a, const char *name_b, PyObject **out)
-{
-    a = a == Py_None ? NULL : a;
-    b = b == Py_None ? NULL : b;
-    if (a && b) {
-        int same = PyObject_RichCompareBool(a, b, Py_EQ);
-        if (same < 0)
-            return -1;
-        if (!same) {
-            PyErr_Format(PyExc_ValueError, "%s=%.200R and %s=%.200R disagree; they are aliases",
-                         name_a, a, name_b, b);
-            return -1;
-        }
-    }
-    *out = a ? a : b;
-    return 0;
-}
-
-int gtpy_dims_alias(PyObject *a, PyObject *b, const char *name_a, const char *name_b,
-                    PyObject **out, const char **param)
-{
-    a = a == Py_None ? NULL : a;
-    b = b == Py_None ? NULL : b;
-    *out = a ? a : b;
-    *param = a ? name_a : name_b;
-    if (!a || !b)
-        return 0;
-    gts_dim da[GTS_MAX_NDIM], db[GTS_MAX_NDIM];
-    int na, nb;
-    if (gtpy_dims(a, name_a, &na, da) < 0 || gtpy_dims(b, name_b, &nb, db) < 0)
-        return -1;
-    if (na != nb || memcmp(da, db, (size_t)na * sizeof *da) != 0) {
-        PyErr_Format(PyExc_ValueError, "%s=%.200R and %s=%.200R disagree; they are aliases",
-                     name_a, a, name_b, b);
-        return -1;
-    }
-    return 0;
-}
-
-int gtpy_request_leading(gtpy_request *r, const gtpy_signature *sig, gtpy_fill fill,
-                         bool from_template, PyObject *const *values)
-{
-    int with_value = sig->npositional - 2; /* 1 if fill_value is a parameter */
-    PyObject *dtype = values[1 + with_value];
-    r->dtype = dtype == Py_None ? NULL : dtype;
-    r->fill = fill;
-    r->fill_value = with_value ? values[1] : NULL;
-    if (from_template || fill == FILL_COPY) {
-        r->source = values[0];
-        r->source_is_data = fill == FILL_COPY;
-    } else {
-        r->shape = values[0];
-    }
-    return 2 + with_value;
-}
-
 /* ---- conversion into a spec ------------------------------------------------------
  * Each argument becomes C values in the spec; libgtstore resolves it
  * (gts_storage_spec_resolve): nothing here chooses a layout, a label, a
@@ -145,13 +89,9 @@ static int convert_shape(const gtpy_request *r, const gtpy_source *src, const gt
 static int convert_dims(const gtpy_request *r, int ndim, int nbase, gts_storage_spec *spec)
 {
     int n;
-    if (gtpy_dims(r->dims, r->dims_param, &n, spec->dims) < 0)
+    if (gtpy_dims(r->dims, r->dims_param, &n, spec->dims) < 0 ||
+        gtpy_check_entries(r->dims_param, r->dims, n, "labels", nbase, ndim) < 0)
         return -1;
-    if (n != nbase && n != ndim) {
-        PyErr_Format(PyExc_ValueError, "%s: %.200R has %d labels for %d dimensions",
-                     r->dims_param, r->dims, n, nbase);
-        return -1;
-    }
     for (int d = n; d < ndim; ++d)
         spec->dims[d] = GTS_DIM_NEXT;
     spec->has_dims = true;
@@ -163,11 +103,10 @@ static int convert_dims(const gtpy_request *r, int ndim, int nbase, gts_storage_
 static int source_dims(const gtpy_request *r, const gtpy_source *src, int nbase,
                        gtpy_resolved *out)
 {
-    PyObject *labels = PyObject_GetAttrString(r->source, "__gt_dims__"); /* the object given */
-    if (!labels) {
-        PyErr_Clear();
+    static PyObject *gt_dims;
+    PyObject *labels = gtpy_optional_attr(r->source, "__gt_dims__", &gt_dims); /* as given */
+    if (!labels)
         return 0;
-    }
     int n;
     int rc = gtpy_dims(labels, r->source_is_data ? "data.__gt_dims__" : "a.__gt_dims__", &n,
                        out->like_dims);
@@ -230,17 +169,8 @@ static int convert_device(const gtpy_request *r, gts_storage_spec *spec)
 {
     if (!r->device)
         return 0;
-    const char *name = PyUnicode_Check(r->device) ? gtpy_text(r->device, "device") : NULL;
-    if (name && strcmp(name, "cpu") == 0)
-        spec->device = GTS_DEVICE_CPU;
-    else if (name && strcmp(name, "gpu") == 0)
-        spec->device = GTS_DEVICE_GPU;
-    else {
-        PyErr_Clear();
-        PyErr_Format(PyExc_ValueError, "device: expected None, 'cpu' or 'gpu', got %.200R",
-                     r->device);
+    if (gtpy_device(r->device, true, &spec->device) < 0)
         return -1;
-    }
     spec->has_device = true;
     return 0;
 }
@@ -252,13 +182,9 @@ static int convert_aligned_index(const gtpy_request *r, int nbase, gts_storage_s
     if (!r->aligned_index)
         return 0;
     if (gtpy_int_tuple(r->aligned_index, "aligned_index", GTS_MAX_NDIM, &n,
-                       spec->aligned_index) < 0)
+                       spec->aligned_index) < 0 ||
+        gtpy_check_entries("aligned_index", r->aligned_index, n, "entries", nbase, ndim) < 0)
         return -1;
-    if (n != nbase && n != ndim) {
-        PyErr_Format(PyExc_ValueError, "aligned_index: %.200R has %d entries for %d dimensions",
-                     r->aligned_index, n, nbase);
-        return -1;
-    }
     for (int d = n; d < ndim; ++d)
         spec->aligned_index[d] = 0;
     spec->has_aligned_index = true;

@@ -369,7 +369,7 @@ static PyObject *storage_device_to_host(PyObject *self, PyObject *const *args, P
                                         PyObject *kwnames)
 {
     (void)self;
-    static gtpy_signature sig = {"device_to_host", force_names, 1, 1, 0, NULL, 0};
+    static gtpy_signature sig = GTPY_SIGNATURE("device_to_host", force_names, 1, 0, 0);
     return sync_with_force(&sig, args, nargs, kwnames);
 }
 
@@ -377,7 +377,7 @@ static PyObject *storage_host_to_device(PyObject *self, PyObject *const *args, P
                                         PyObject *kwnames)
 {
     (void)self;
-    static gtpy_signature sig = {"host_to_device", force_names, 1, 1, 0, NULL, 0};
+    static gtpy_signature sig = GTPY_SIGNATURE("host_to_device", force_names, 1, 0, 0);
     return sync_with_force(&sig, args, nargs, kwnames);
 }
 

@@ -6,44 +6,11 @@
 
 #include <string.h>
 
-/* The keywords every function takes, in this order after its own. */
-#define COMMON_NAMES                                                                        \
+/* The keywords every function takes after its own, each read as
+ * keywords.c declares it (of aliases, the first given names the value). */
+#define KEYWORDS                                                                            \
     "defaults", "backend", "aligned_index", "alignment_size", "device", "dims", "axes", "halo", \
         "layout", "managed"
-#define NCOMMON 10
-
-static PyObject *given(PyObject *value)
-{
-    return value == Py_None ? NULL : value;
-}
-
-static int check_managed(PyObject *managed)
-{
-    if (!managed || managed == Py_False)
-        return 0;
-    const char *name = PyUnicode_Check(managed) ? gtpy_text(managed, "managed") : NULL;
-    if (name && (strcmp(name, "gt4py") == 0 || strcmp(name, "cuda") == 0))
-        return 0;
-    PyErr_Clear();
-    PyErr_Format(PyExc_ValueError, "managed: expected None, False, 'gt4py' or 'cuda', got %.200R",
-                 managed);
-    return -1;
-}
-
-static int read_common(gtpy_request *r, PyObject **v)
-{
-    r->storage_api = true;
-    r->aligned_index = given(v[2]);
-    r->alignment_size = given(v[3]);
-    r->device = given(v[4]);
-    r->halo = given(v[7]);
-    r->layout = given(v[8]);
-    r->preset_param = given(v[0]) ? "defaults" : "backend";
-    if (check_managed(given(v[9])) < 0 ||
-        gtpy_dims_alias(v[5], v[6], "dims", "axes", &r->dims, &r->dims_param) < 0)
-        return -1;
-    return gtpy_alias(v[0], v[1], "defaults", "backend", &r->preset);
-}
 
 /* Host memory only, for now. */
 static int check_host(const gtpy_request *r, const gts_storage_spec *spec)
@@ -226,67 +193,61 @@ static PyObject *with_source(gtpy_request *r, PyObject *(*action)(const gtpy_req
     return result;
 }
 
-/* [shape or data], [fill_value], dtype, *, common: the allocating functions. */
-static PyObject *call(gtpy_signature *sig, gtpy_fill fill, bool from_template,
-                      PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+/* [shape or data], [fill_value], dtype, *, keywords: the allocating functions. */
+static PyObject *call(gtpy_signature *sig, gtpy_fill fill, PyObject *const *args, Py_ssize_t nargs,
+                      PyObject *kwnames)
 {
-    PyObject *values[3 + NCOMMON];
-    gtpy_request r = {0};
-    if (gtpy_parse_args(sig, args, nargs, kwnames, values) < 0 ||
-        read_common(&r, values + gtpy_request_leading(&r, sig, fill, from_template, values)) < 0)
+    gtpy_request r = {.fill = fill, .storage_api = true};
+    if (gtpy_request_parse(&r, sig, args, nargs, kwnames) < 0)
         return NULL;
     return with_source(&r, allocate);
 }
 
-#define SHAPE_NAMES(first) first, "dtype", COMMON_NAMES
-static const char *const shape_names[] = {SHAPE_NAMES("shape")};
-static const char *const full_names[] = {"shape", "fill_value", "dtype", COMMON_NAMES};
-static const char *const like_names[] = {SHAPE_NAMES("data")};
-static const char *const full_like_names[] = {"data", "fill_value", "dtype", COMMON_NAMES};
+static const char *const shape_names[] = {"shape", "dtype", KEYWORDS};
+static const char *const full_names[] = {"shape", "fill_value", "dtype", KEYWORDS};
+static const char *const like_names[] = {"data", "dtype", KEYWORDS};
+static const char *const full_like_names[] = {"data", "fill_value", "dtype", KEYWORDS};
 
-#define API_FUNCTION(fn, names, npos, nreq, fill, from_template)                         \
+#define API_FUNCTION(fn, names, npos, nreq, fill)                                        \
     static PyObject *api_##fn(PyObject *self, PyObject *const *args, Py_ssize_t nargs,  \
                               PyObject *kwnames)                                         \
     {                                                                                    \
         (void)self;                                                                      \
-        static gtpy_signature sig = {#fn, names, (npos) + NCOMMON, npos, nreq, NULL, 0};     \
-        return call(&sig, fill, from_template, args, nargs, kwnames);                    \
+        static gtpy_signature sig = GTPY_SIGNATURE(#fn, names, npos, nreq, 0);           \
+        return call(&sig, fill, args, nargs, kwnames);                                   \
     }
 
-API_FUNCTION(empty, shape_names, 2, 1, FILL_NONE, false)
-API_FUNCTION(zeros, shape_names, 2, 1, FILL_ZEROS, false)
-API_FUNCTION(ones, shape_names, 2, 1, FILL_ONES, false)
-API_FUNCTION(full, full_names, 3, 2, FILL_VALUE, false)
-API_FUNCTION(empty_like, like_names, 2, 1, FILL_NONE, true)
-API_FUNCTION(zeros_like, like_names, 2, 1, FILL_ZEROS, true)
-API_FUNCTION(ones_like, like_names, 2, 1, FILL_ONES, true)
-API_FUNCTION(full_like, full_like_names, 3, 2, FILL_VALUE, true)
+API_FUNCTION(empty, shape_names, 2, 1, FILL_NONE)
+API_FUNCTION(zeros, shape_names, 2, 1, FILL_ZEROS)
+API_FUNCTION(ones, shape_names, 2, 1, FILL_ONES)
+API_FUNCTION(full, full_names, 3, 2, FILL_VALUE)
+API_FUNCTION(empty_like, like_names, 2, 1, FILL_NONE)
+API_FUNCTION(zeros_like, like_names, 2, 1, FILL_ZEROS)
+API_FUNCTION(ones_like, like_names, 2, 1, FILL_ONES)
+API_FUNCTION(full_like, full_like_names, 3, 2, FILL_VALUE)
 
 /* data, device_data and sync_state of as_storage and storage. */
-static int read_data(gtpy_request *r, PyObject *data, PyObject *device_data,
-                     PyObject *sync_state, const char *function)
+static int check_data(const gtpy_request *r, const char *function)
 {
-    if (device_data && device_data != Py_None) {
+    if (r->device_data) {
         PyErr_Format(PyExc_NotImplementedError,
                      "device_data: storages with a device buffer are not available in this "
                      "version of gtstore");
         return -1;
     }
-    if (sync_state && sync_state != Py_None) {
-        if (!PyObject_TypeCheck(sync_state, &gtpy_SyncState_Type))
+    if (r->sync_state) {
+        if (!PyObject_TypeCheck(r->sync_state, &gtpy_SyncState_Type))
             PyErr_Format(PyExc_TypeError, "sync_state: expected a gtstore.SyncState, got %.200R",
-                         sync_state);
+                         r->sync_state);
         else
             PyErr_SetString(PyExc_ValueError,
                             "sync_state: only meaningful with both data and device_data");
         return -1;
     }
-    if (!data || data == Py_None) {
+    if (!r->source || r->source == Py_None) {
         PyErr_Format(PyExc_TypeError, "%s() needs data (an array to wrap or copy)", function);
         return -1;
     }
-    r->source = data;
-    r->source_is_data = true;
     return 0;
 }
 
@@ -310,41 +271,34 @@ static PyObject *do_wrap(const gtpy_request *r, gtpy_source *src)
     return resolved_call(r, src, wrap_resolved);
 }
 
-static const char *const as_storage_names[] = {"data", "device_data", "sync_state",
-                                               COMMON_NAMES};
+static const char *const as_storage_names[] = {"data", "device_data", "sync_state", KEYWORDS};
 
 static PyObject *api_as_storage(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                                 PyObject *kwnames)
 {
     (void)self;
-    static gtpy_signature sig = {"as_storage", as_storage_names, 3 + NCOMMON, 2, 0, NULL, 0};
-    PyObject *values[3 + NCOMMON];
-    gtpy_request r = {.fill = FILL_NONE};
-    if (gtpy_parse_args(&sig, args, nargs, kwnames, values) < 0 ||
-        read_data(&r, values[0], values[1], values[2], "as_storage") < 0 ||
-        read_common(&r, values + 3) < 0)
+    static gtpy_signature sig = GTPY_SIGNATURE("as_storage", as_storage_names, 2, 0, 0);
+    gtpy_request r = {.fill = FILL_NONE, .source_is_data = true, .storage_api = true};
+    if (gtpy_request_parse(&r, &sig, args, nargs, kwnames) < 0 ||
+        check_data(&r, "as_storage") < 0)
         return NULL;
     return with_source(&r, do_wrap);
 }
 
 static const char *const storage_names[] = {"data", "device_data", "dtype", "copy",
-                                            "sync_state", COMMON_NAMES};
+                                            "sync_state", KEYWORDS};
 
 static PyObject *api_storage(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                              PyObject *kwnames)
 {
     (void)self;
-    static gtpy_signature sig = {"storage", storage_names, 5 + NCOMMON, 2, 0, NULL, 0};
-    PyObject *values[5 + NCOMMON];
-    gtpy_request r = {.fill = FILL_COPY};
-    if (gtpy_parse_args(&sig, args, nargs, kwnames, values) < 0 ||
-        read_data(&r, values[0], values[1], values[4], "storage") < 0 ||
-        read_common(&r, values + 5) < 0)
+    static gtpy_signature sig = GTPY_SIGNATURE("storage", storage_names, 2, 0, 0);
+    gtpy_request r = {.fill = FILL_COPY, .source_is_data = true, .storage_api = true};
+    if (gtpy_request_parse(&r, &sig, args, nargs, kwnames) < 0 || check_data(&r, "storage") < 0)
         return NULL;
-    int copy = values[3] ? PyObject_IsTrue(values[3]) : 1;
+    int copy = r.copy ? PyObject_IsTrue(r.copy) : 1;
     if (copy < 0)
         return NULL;
-    r.dtype = given(values[2]);
     if (!copy && r.dtype) {
         PyErr_SetString(PyExc_ValueError,
                         "dtype: storage(copy=False) wraps the data as it is; a dtype needs a copy");
@@ -353,21 +307,20 @@ static PyObject *api_storage(PyObject *self, PyObject *const *args, Py_ssize_t n
     return with_source(&r, copy ? allocate : do_wrap);
 }
 
-static const char *const from_dlpack_names[] = {"x", "copy", COMMON_NAMES};
+static const char *const from_dlpack_names[] = {"x", "copy", KEYWORDS};
 
 static PyObject *api_from_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                                  PyObject *kwnames)
 {
     (void)self;
-    static gtpy_signature sig = {"from_dlpack", from_dlpack_names, 2 + NCOMMON, 1, 1, NULL, 1};
-    PyObject *values[2 + NCOMMON];
+    static gtpy_signature sig = GTPY_SIGNATURE("from_dlpack", from_dlpack_names, 1, 1, 1);
     /* The imported storage is new: dims= labels it rather than relabels it. */
-    gtpy_request r = {.fill = FILL_COPY, .source_is_data = true, .relabel = true};
-    if (gtpy_parse_args(&sig, args, nargs, kwnames, values) < 0 ||
-        read_common(&r, values + 2) < 0)
+    gtpy_request r = {.fill = FILL_COPY, .source_is_data = true, .relabel = true,
+                      .storage_api = true};
+    if (gtpy_request_parse(&r, &sig, args, nargs, kwnames) < 0)
         return NULL;
-    int copy = values[1] && values[1] != Py_None ? PyObject_IsTrue(values[1]) : 0;
-    if (copy < 0 || !(r.source = gtpy_storage_from_dlpack(values[0])))
+    int copy = r.copy ? PyObject_IsTrue(r.copy) : 0;
+    if (copy < 0 || !(r.source = gtpy_storage_from_dlpack(r.source)))
         return NULL;
     PyObject *result = with_source(&r, copy ? allocate : do_wrap);
     Py_DECREF(r.source);

@@ -211,7 +211,7 @@ PyObject *gtpy_storage_array(PyObject *self, PyObject *const *args, Py_ssize_t n
                                PyObject *kwnames)
 {
     static const char *const names[] = {"dtype", "copy"};
-    static gtpy_signature sig = {"__array__", names, 2, 1, 0, NULL, 1};
+    static gtpy_signature sig = GTPY_SIGNATURE("__array__", names, 1, 0, 1);
     PyObject *values[2];
     if (gtpy_parse_args(&sig, args, nargs, kwnames, values) < 0)
         return NULL;
