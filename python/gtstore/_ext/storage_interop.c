@@ -132,6 +132,7 @@ typedef struct buffer_export {
     int ndim;
     Py_ssize_t *shape, *strides;
     bool readonly, c_contiguous, f_contiguous;
+    int64_t nbytes;
 } buffer_export;
 
 /* Fills `view` (flags checked, `view->obj` set; on failure BufferError and
@@ -156,12 +157,9 @@ static int export_buffer(PyObject *exporter, const buffer_export *e, Py_buffer *
         return refuse(view, "the array is not contiguous");
     if ((flags & PyBUF_STRIDES) != PyBUF_STRIDES && !e->c_contiguous)
         return refuse(view, "the array is not C-contiguous; request strides");
-    Py_ssize_t len = e->dtype.itemsize;
-    for (int d = 0; d < e->ndim; ++d)
-        len *= e->shape[d];
     view->buf = e->data;
     view->obj = Py_NewRef(exporter);
-    view->len = len;
+    view->len = (Py_ssize_t)e->nbytes;
     view->itemsize = e->dtype.itemsize;
     view->readonly = e->readonly;
     view->ndim = e->ndim;
@@ -187,7 +185,8 @@ static int storage_getbuffer(PyObject *self, Py_buffer *view, int flags)
                      FIELD(s, strides),
                      s->readonly,
                      gts_storage_contiguous(&g, 'C'),
-                     gts_storage_contiguous(&g, 'F')};
+                     gts_storage_contiguous(&g, 'F'),
+                     gts_storage_nbytes(&g)};
     if (export_buffer(self, &e, view, flags) < 0)
         return -1;
     ++s->exports;
