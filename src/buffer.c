@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "buffer_private.h"
 #include "internal.h"
 
 #ifndef MADV_POPULATE_WRITE
@@ -22,26 +23,6 @@
  * computation below can overflow (a request near 2**63 once rounded to a
  * small number and was served by a cached 4 MiB block). */
 #define MAX_ALLOC_SIZE (PTRDIFF_MAX / HUGE_PAGE * HUGE_PAGE - 2 * HUGE_PAGE)
-
-typedef enum memory_kind {
-    MEMORY_HEAP,    /* header and data in one malloc block */
-    MEMORY_MAPPED,  /* a huge-page mapping, cached on release */
-    MEMORY_WRAPPED, /* somebody else's; release callback */
-    MEMORY_DEVICE   /* from device->alloc, back through device->free */
-} memory_kind;
-
-struct gts_buffer {
-    atomic_llong refs;
-    atomic_int sync_state; /* a gts_sync_state; CLEAN while there is no device side */
-    memory_kind kind;
-    const gts_device_ops *device; /* where the block lives */
-    void *data;          /* usable bytes start here, on the device */
-    void *host;          /* the same as a host address; NULL if not host-accessible */
-    int64_t size;        /* usable bytes */
-    int64_t mapped_size; /* MEMORY_MAPPED: length of the mapping */
-    gts_release_fn release;
-    void *ctx;
-};
 
 /* ---- statistics -------------------------------------------------------- */
 
@@ -313,7 +294,8 @@ static gts_buffer *buffer_init(gts_buffer *buffer, const gts_device_ops *device,
                                memory_kind kind, void *data, int64_t size)
 {
     atomic_init(&buffer->refs, 1);
-    atomic_init(&buffer->sync_state, GTS_SYNC_CLEAN);
+    atomic_init(&buffer->sync, 0); /* GTS_SYNC_CLEAN, generation 0 */
+    buffer->mirror = NULL;
     buffer->kind = kind;
     buffer->device = device;
     buffer->data = data;
@@ -356,10 +338,28 @@ int gts_buffer_alloc_host(int64_t size, unsigned flags, gts_buffer **out, gts_er
     return GTS_OK;
 }
 
+/* The host side of a mirrored buffer: host memory of the device block's
+ * size, where views find their host addresses. */
+static int add_mirror(gts_buffer *buffer, unsigned flags, gts_error *err)
+{
+    if (buffer->device->host_accessible)
+        return gts_error_set(err, GTS_EINVAL,
+                             "flags: a mirrored buffer needs memory the host cannot reach, and "
+                             "device '%s' is host-accessible",
+                             buffer->device->name);
+    int rc = gts__host_alloc(buffer->size, flags & GTS_ALLOC_ZERO, &buffer->mirror, err);
+    if (rc)
+        return rc;
+    buffer->host = buffer->mirror;
+    count_live(0, buffer->size);
+    return GTS_OK;
+}
+
 int gts_buffer_alloc(const gts_device_ops *device, int64_t size, unsigned flags,
                      gts_buffer **out, gts_error *err)
 {
-    if (device == &gts__device_host)
+    bool mirrored = flags & GTS_ALLOC_MIRRORED;
+    if (device == &gts__device_host && !mirrored)
         return gts_buffer_alloc_host(size, flags, out, err);
     if (!device || !out)
         return gts_error_set(err, GTS_EINVAL, "%s: NULL", !device ? "device" : "out");
@@ -367,12 +367,17 @@ int gts_buffer_alloc(const gts_device_ops *device, int64_t size, unsigned flags,
     if (!buffer)
         return out_of_memory(err, (int64_t)sizeof *buffer);
     void *block;
-    int rc = gts_device_alloc(device, size, flags, &block, err);
+    int rc = gts_device_alloc(device, size, flags & GTS_ALLOC_ZERO, &block, err);
     if (rc) {
         free(buffer);
         return rc;
     }
-    *out = buffer_init(buffer, device, MEMORY_DEVICE, block, size);
+    buffer_init(buffer, device, MEMORY_DEVICE, block, size);
+    if (mirrored && (rc = add_mirror(buffer, flags, err))) {
+        gts_buffer_release(buffer);
+        return rc;
+    }
+    *out = buffer;
     return GTS_OK;
 }
 
@@ -481,20 +486,13 @@ void gts_buffer_release(gts_buffer *buffer)
     case MEMORY_DEVICE:
         count_live(-1, -buffer->size);
         buffer->device->free(buffer->device, buffer->data, buffer->size);
+        if (buffer->mirror) {
+            count_live(0, -buffer->size);
+            gts__host_free(buffer->mirror, buffer->size);
+        }
         break;
     }
     free(buffer);
-}
-
-gts_sync_state gts_buffer_sync_state(const gts_buffer *buffer)
-{
-    return (gts_sync_state)atomic_load_explicit(&buffer->sync_state, memory_order_acquire);
-}
-
-void gts_buffer_set_sync_state(gts_buffer *buffer, gts_sync_state state)
-{
-    (void)buffer; /* host memory only: one side, nothing to track */
-    (void)state;
 }
 
 const gts_device_ops *gts_buffer_device(const gts_buffer *buffer)

@@ -88,11 +88,14 @@ const gts_device_ops *gts_device_emulated(void)
     return &gts__device_emulated;
 }
 
+/* The built-in devices, then the CUDA devices (device_cuda.c; none where the
+ * driver cannot be loaded). */
 size_t gts_device_list(const gts_device_ops **out, size_t capacity)
 {
     for (size_t i = 0; i < DEVICE_COUNT && i < capacity; ++i)
         out[i] = devices[i];
-    return DEVICE_COUNT;
+    size_t rest = capacity > DEVICE_COUNT ? capacity - DEVICE_COUNT : 0;
+    return DEVICE_COUNT + gts__cuda_list(rest ? out + DEVICE_COUNT : NULL, rest);
 }
 
 bool gts_device_id_equal(gts_device_id a, gts_device_id b)
@@ -128,6 +131,8 @@ int gts_device_get(gts_device_id id, const gts_device_ops **out, gts_error *err)
 {
     if (!out)
         return gts_error_set(err, GTS_EINVAL, "out: NULL");
+    if (id.type == GTS_DL_CUDA || id.type == GTS_DL_CUDA_HOST || id.type == GTS_DL_CUDA_MANAGED)
+        return gts__cuda_get(id, out, err); /* loads the driver on first use */
     bool type_present = false;
     for (size_t i = 0; i < DEVICE_COUNT; ++i) {
         if (gts_device_id_equal(devices[i]->id, id)) {

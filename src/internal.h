@@ -2,6 +2,7 @@
 #ifndef GTSTORE_INTERNAL_H
 #define GTSTORE_INTERNAL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "gtstore/buffer.h"
@@ -10,6 +11,14 @@
 
 /* The host device (device.c); buffers compare against it. */
 extern const gts_device_ops gts__device_host;
+
+/* The CUDA devices (device_cuda.c), which load the driver on first use.
+ * gts__cuda_get: the device of a CUDA type (GTS_DL_CUDA, GTS_DL_CUDA_HOST,
+ * GTS_DL_CUDA_MANAGED) with the errors of gts_device_get. gts__cuda_list:
+ * writes up to `capacity` of the CUDA devices to `out` and returns how many
+ * there are (0 where CUDA cannot be reached). */
+int gts__cuda_get(gts_device_id id, const gts_device_ops **out, gts_error *err);
+size_t gts__cuda_list(const gts_device_ops **out, size_t capacity);
 
 /* The host allocator of buffer.c for raw blocks: 64-byte aligned heap
  * blocks, large ones (>= GTS_LARGE_BLOCK) from the huge-page cache. `size`

@@ -6,6 +6,7 @@
 
 #include "gtstore/device.h"
 #include "gtstore/kernels.h"
+#include "gtstore/sync.h"
 #include "internal.h"
 
 /* ---- formatting for messages ---------------------------------------------- */
@@ -548,8 +549,9 @@ int gts_storage_copy(const gts_storage *src, gts_storage *out, gts_error *err)
         return rc;
     gts_template_from_storage(src, true, &like);
     spec.like = &like;
-    gts_storage copy; /* on the device of src */
-    if ((rc = gts_storage_create_on(gts_buffer_device(src->buffer), &spec, 0, &copy, err)))
+    gts_storage copy; /* on the device of src, mirrored if it is */
+    unsigned flags = gts_buffer_mirrored(src->buffer) ? GTS_ALLOC_MIRRORED : 0;
+    if ((rc = gts_storage_create_on(gts_buffer_device(src->buffer), &spec, flags, &copy, err)))
         return rc;
     if ((rc = gts_storage_assign(&copy, src, err))) {
         gts_storage_release(&copy);
@@ -591,6 +593,11 @@ static int assign_across(const gts_storage *dst, const gts_device_ops *to,
     int64_t c_strides[GTS_MAX_NDIM];
     int rc = gts_strides_contiguous(n, dst->shape, itemsize, c_strides, err);
     if (rc)
+        return rc;
+    /* The host reads or writes host-accessible device memory (managed,
+     * pinned) in place below: only once the work queued there is done. */
+    if ((from != host && from->host_accessible && (rc = from->synchronize(from, NULL, err))) ||
+        (to != host && to->host_accessible && (rc = to->synchronize(to, NULL, err))))
         return rc;
     void *on_host = NULL, *on_from = NULL, *on_to = NULL;
     const void *host_c; /* the values on the host, in C order */
@@ -644,6 +651,11 @@ int gts_storage_assign(const gts_storage *dst, const gts_storage *src, gts_error
     if (!gts_dtype_equal(dst->dtype, src->dtype))
         return gts_error_set(err, GTS_ETYPE, "src: dtype %s does not match the destination's %s",
                              gts_dtype_name(src->dtype), gts_dtype_name(dst->dtype));
+    /* On a mirrored buffer both read and write the device side: bring it
+     * up to date first (gtstore/sync.h), so that no write is lost. */
+    if ((rc = gts_buffer_sync(src->buffer, GTS_SIDE_DEVICE, false, NULL, err)) ||
+        (rc = gts_buffer_prepare_write(dst->buffer, GTS_SIDE_DEVICE, NULL, err)))
+        return rc;
     const gts_device_ops *to = gts_buffer_device(dst->buffer);
     const gts_device_ops *from = gts_buffer_device(src->buffer);
     if (to == from || (to->host_accessible && from->host_accessible))
@@ -658,7 +670,8 @@ int gts_storage_fill(const gts_storage *storage, gts_scalar value, gts_error *er
     if (rc)
         return rc;
     unsigned char item[16];
-    if ((rc = gts_scalar_store(value, storage->dtype, item, err)))
+    if ((rc = gts_scalar_store(value, storage->dtype, item, err)) ||
+        (rc = gts_buffer_prepare_write(storage->buffer, GTS_SIDE_DEVICE, NULL, err)))
         return rc;
     const gts_device_ops *device = gts_buffer_device(storage->buffer);
     return device->fill(device, element0(storage), storage->ndim, storage->shape,

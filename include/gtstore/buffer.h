@@ -34,7 +34,12 @@ typedef void (*gts_release_fn)(void *ctx);
 #define GTS_LARGE_BLOCK ((int64_t)2 << 20)
 #define GTS_DEFAULT_CACHE_LIMIT ((int64_t)1 << 30)
 
-/* Allocation flags: GTS_ALLOC_ZERO (gtstore/device.h). */
+/* Allocation flags: GTS_ALLOC_ZERO (gtstore/device.h), and for buffers on
+ * a device the host cannot reach GTS_ALLOC_MIRRORED: a host side of the
+ * same size beside the device memory, kept in sync as gtstore/sync.h says
+ * (GT4Py's software-managed storages). gts_buffer_host then gives the host
+ * side. */
+enum { GTS_ALLOC_MIRRORED = 1 << 8 };
 
 /* Allocates `size` bytes of host memory owned by the new buffer: the same
  * as gts_buffer_alloc(gts_device_host(), ...). */
@@ -81,24 +86,11 @@ gts_buffer *gts_buffer_retain(gts_buffer *buffer);
  * the release callback of wrapped memory. NULL is ignored. */
 void gts_buffer_release(gts_buffer *buffer);
 
-/* Which copy of a buffer with a host and a device side is current. Every
- * view of the buffer shares it; changes are atomic. A buffer with one side
- * only has nothing to track: its state is always GTS_SYNC_CLEAN and setting
- * it does nothing. */
-typedef enum gts_sync_state {
-    GTS_SYNC_CLEAN = 0,       /* both sides hold the same values */
-    GTS_SYNC_HOST_DIRTY = 1,  /* the host side was modified */
-    GTS_SYNC_DEVICE_DIRTY = 2 /* the device side was modified */
-} gts_sync_state;
-
-gts_sync_state gts_buffer_sync_state(const gts_buffer *buffer);
-void gts_buffer_set_sync_state(gts_buffer *buffer, gts_sync_state state);
-
 /* The device the buffer's memory lives on. */
 const gts_device_ops *gts_buffer_device(const gts_buffer *buffer);
-/* The block's base as a host address, or NULL when the memory is not
- * host-accessible (device memory): nothing may dereference device memory
- * as host memory. */
+/* The block's base as a host address (a mirrored buffer's host side), or
+ * NULL when the memory is not host-accessible (device memory): nothing may
+ * dereference device memory as host memory. */
 void *gts_buffer_host(const gts_buffer *buffer);
 /* The block's base on its device (for the host device the host address);
  * only the device's operations may dereference it. */

@@ -18,6 +18,14 @@
  *   are not host addresses (dereferencing one faults), every address it is
  *   given is checked to lie in one of its live blocks, and it counts its
  *   transfers (gts_device_emulated_counts).
+ * - the CUDA devices, where an NVIDIA driver and GPU are present: the driver
+ *   library (libcuda.so.1, or the path in the environment variable
+ *   GTSTORE_LIBCUDA) is loaded with dlopen on first use, so one build runs
+ *   with and without a GPU. For each GPU n, (GTS_DL_CUDA, n) is its device
+ *   memory and (GTS_DL_CUDA_MANAGED, n) managed memory (where the GPU
+ *   supports it); (GTS_DL_CUDA_HOST, 0) is pinned host memory. Without a
+ *   usable driver they are absent and gts_device_get of them fails with the
+ *   cause (gts_device_cuda_status below).
  *
  * Not to be confused with the gts_device enum of gtstore/preset.h: that is
  * the device *kind* a preset prefers (CPU or GPU), not a device.
@@ -128,6 +136,16 @@ const gts_device_ops *gts_device_emulated(void);
 /* The devices available, host first: writes up to `capacity` of them to
  * `out` (may be NULL when capacity is 0) and returns how many there are. */
 size_t gts_device_list(const gts_device_ops **out, size_t capacity);
+
+/* Whether CUDA can be reached: GTS_OK and the number of CUDA GPUs in
+ * *count, or the reason why not (GTS_ENOTSUP: no driver library, the CUDA
+ * toolkit's stub library, a driver too old or lacking an entry point, cuInit
+ * failing; GTS_ENOTFOUND: a driver without devices) with a message naming
+ * the cause and the CUresult. Loads the driver on the first call (once per
+ * process; later calls return the same answer). *count (0 on failure) and
+ * *driver_version (cuDriverGetVersion, e.g. 12040; 0 if unknown) may be
+ * NULL. */
+int gts_device_cuda_status(int *count, int *driver_version, gts_error *err);
 
 /* Whether two ids name the same device. */
 bool gts_device_id_equal(gts_device_id a, gts_device_id b);

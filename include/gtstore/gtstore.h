@@ -14,6 +14,7 @@
 #include "gtstore/preset.h"
 #include "gtstore/spec.h"
 #include "gtstore/storage.h"
+#include "gtstore/sync.h"
 #include "gtstore/version.h"
 
 #endif

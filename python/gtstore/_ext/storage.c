@@ -351,39 +351,44 @@ static PyObject *storage_to_cupy(PyObject *self, PyObject *unused)
     return NULL;
 }
 
-/* The host/device sync methods: CPUStorage has one copy, so they only check
- * their arguments. */
+/* The host/device sync methods (gtstore/sync.h): whole-allocation copies
+ * on a mirrored buffer; on a buffer with one side (a CPUStorage) they only
+ * check their arguments. */
 static const char *const force_names[] = {"force"};
 
-static PyObject *sync_with_force(gtpy_signature *sig, PyObject *const *args, Py_ssize_t nargs,
-                                 PyObject *kwnames)
+static PyObject *sync_with_force(PyObject *self, gtpy_signature *sig, gts_side to,
+                                 PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     PyObject *values[1];
+    int force = 0;
+    gts_error err;
     if (gtpy_parse_args(sig, args, nargs, kwnames, values) < 0 ||
-        (values[0] && PyObject_IsTrue(values[0]) < 0))
+        (values[0] && (force = PyObject_IsTrue(values[0])) < 0))
         return NULL;
+    if (gts_buffer_sync(STORAGE(self)->buffer, to, force, NULL, &err) != 0)
+        return gtpy_raise_null(&err);
     Py_RETURN_NONE;
 }
 
 static PyObject *storage_device_to_host(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                                         PyObject *kwnames)
 {
-    (void)self;
     static gtpy_signature sig = GTPY_SIGNATURE("device_to_host", force_names, 1, 0, 0);
-    return sync_with_force(&sig, args, nargs, kwnames);
+    return sync_with_force(self, &sig, GTS_SIDE_HOST, args, nargs, kwnames);
 }
 
 static PyObject *storage_host_to_device(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                                         PyObject *kwnames)
 {
-    (void)self;
     static gtpy_signature sig = GTPY_SIGNATURE("host_to_device", force_names, 1, 0, 0);
-    return sync_with_force(&sig, args, nargs, kwnames);
+    return sync_with_force(self, &sig, GTS_SIDE_DEVICE, args, nargs, kwnames);
 }
 
 static PyObject *storage_mark(PyObject *self, gts_sync_state state)
 {
-    gts_buffer_set_sync_state(STORAGE(self)->buffer, state);
+    gts_error err;
+    if (gts_buffer_set_sync_state(STORAGE(self)->buffer, state, &err) != 0)
+        return gtpy_raise_null(&err);
     Py_RETURN_NONE;
 }
 
@@ -405,10 +410,15 @@ static PyObject *storage_set_synchronized(PyObject *self, PyObject *unused)
     return storage_mark(self, GTS_SYNC_CLEAN);
 }
 
+/* Whichever side is stale is brought up to date: one copy at most. */
 static PyObject *storage_synchronize(PyObject *self, PyObject *unused)
 {
-    (void)self;
     (void)unused;
+    gts_buffer *buffer = STORAGE(self)->buffer;
+    gts_error err;
+    if (gts_buffer_sync(buffer, GTS_SIDE_HOST, false, NULL, &err) != 0 ||
+        gts_buffer_sync(buffer, GTS_SIDE_DEVICE, false, NULL, &err) != 0)
+        return gtpy_raise_null(&err);
     Py_RETURN_NONE;
 }
 

@@ -1,0 +1,24 @@
+/* What the fake CUDA driver (fake_cuda.c) has done: test_device_cuda reads
+ * it through dlsym("fake_cuda_stats_get") on the library it loaded. */
+#ifndef GTSTORE_TESTS_FAKE_CUDA_H
+#define GTSTORE_TESTS_FAKE_CUDA_H
+
+#if defined(__GNUC__)
+#define FAKE_CUDA_EXPORT __attribute__((visibility("default")))
+#else
+#define FAKE_CUDA_EXPORT
+#endif
+
+typedef struct fake_cuda_stats {
+    long long lookups, lookups_not_legacy, max_version; /* cuGetProcAddress */
+    long long v1_calls, v2_calls;                       /* ... through which symbol */
+    long long retains, pushes, pops, context_syncs, stream_syncs;
+    long long allocs[3], live[3]; /* device, pinned, managed blocks */
+    long long htod, dtoh, dtod, generic, memsets[3], async_calls;
+    long long live_streams, errors;
+} fake_cuda_stats;
+
+FAKE_CUDA_EXPORT void fake_cuda_stats_get(fake_cuda_stats *out);
+typedef void (*fake_cuda_stats_fn)(fake_cuda_stats *out);
+
+#endif

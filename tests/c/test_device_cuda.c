@@ -1,0 +1,511 @@
+/* The CUDA devices (src/device_cuda.c), one scenario per process because
+ * the driver is loaded once per process: `test_device_cuda SCENARIO
+ * [LIBRARY]`. Each scenario sets GTSTORE_LIBCUDA (and FAKE_CUDA) itself
+ * before the first device call, so that the results do not depend on the
+ * environment the tests run in.
+ *
+ *   system        the machine's own driver (libcuda.so.1): on a machine with
+ *                 an NVIDIA GPU the whole device contract runs on it, else
+ *                 the error is checked and the GPU part prints "skipped:".
+ *   missing       a driver library that does not exist.
+ *   toolkit-stub  the CUDA toolkit's stub libcuda.so, where installed
+ *                 (CUDA_ERROR_STUB_LIBRARY); "skipped:" elsewhere.
+ *   fake*         LIBRARY is the fake driver of fake_cuda.c, a test double
+ *                 with host memory behind device addresses that fault when
+ *                 dereferenced: the whole contract of the CUDA devices on
+ *                 any machine, and the loader's errors (a stub, no device,
+ *                 cuInit failing, a missing entry point (either way a
+ *                 driver may say so), no
+ *                 cuGetProcAddress, the pre-12.5 cuGetProcAddress, a driver
+ *                 newer or older than the ABI asked for). */
+#define _POSIX_C_SOURCE 200809L /* setenv */
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "device_contract.h"
+#include "fake_cuda.h"
+#include "random.h"
+#include "gtstore/buffer.h"
+#include "gtstore/device.h"
+#include "gtstore/kernels.h"
+
+static fake_cuda_stats_fn fake_stats; /* NULL unless the fake driver runs */
+
+static fake_cuda_stats stats_now(void)
+{
+    fake_cuda_stats s;
+    memset(&s, 0, sizeof s);
+    if (fake_stats)
+        fake_stats(&s);
+    return s;
+}
+
+/* ---- CUDA absent: clear errors, the rest of the library unaffected ---------------------- */
+
+static void check_absent(int code, const char *cause)
+{
+    int count = -1;
+    const gts_device_ops *dev = NULL;
+    if (!CHECK_FAILS(gts_device_cuda_status(&count, NULL, ERR), code, cause))
+        return;
+    printf("CUDA is absent, as expected: %s\n", check_error.message);
+    CHECK_INT_EQ(count, 0);
+    char first[GTS_ERROR_MESSAGE_SIZE];
+    memcpy(first, check_error.message, sizeof first);
+    /* once per process: the same answer again */
+    CHECK_FAILS(gts_device_cuda_status(NULL, NULL, ERR), code, cause);
+    CHECK_STR_EQ(check_error.message, first);
+    const gts_device_id ids[] = {{GTS_DL_CUDA, 0}, {GTS_DL_CUDA_HOST, 0}, {GTS_DL_CUDA_MANAGED, 0},
+                                 {GTS_DL_CUDA, 7}};
+    for (size_t i = 0; i < sizeof ids / sizeof ids[0]; ++i) {
+        char pair[32];
+        snprintf(pair, sizeof pair, "(%d, %d)", (int)ids[i].type, (int)ids[i].id);
+        CHECK_FAILS(gts_device_get(ids[i], &dev, ERR), code, pair);
+        CHECK(strstr(check_error.message, cause) != NULL);
+        if (i == 0)
+            printf("gts_device_get: %s\n", check_error.message);
+    }
+    CHECK(dev == NULL);
+    /* the registry and the built-in devices work as ever */
+    const gts_device_ops *list[8] = {NULL};
+    CHECK_INT_EQ(gts_device_list(list, 8), 2);
+    CHECK(list[0] == gts_device_host() && list[1] == gts_device_emulated() && !list[2]);
+    if (CHECK_OK(gts_device_get((gts_device_id){GTS_DL_EXT_DEV, 0}, &dev, ERR)))
+        CHECK(dev == gts_device_emulated());
+    test_contract(gts_device_emulated());
+}
+
+/* ---- strided fill and copy against the host kernels ------------------------------------------ */
+
+enum { BLOCK = 8192 };
+
+typedef struct arena {
+    const gts_device_ops *dev;
+    char *device;          /* BLOCK bytes on the device */
+    unsigned char *mirror; /* what they should hold */
+    unsigned char *back;   /* what they hold, read back */
+} arena;
+
+/* Sets device and mirror to the same random bytes. */
+static void scramble(arena *a)
+{
+    for (int i = 0; i < BLOCK; ++i)
+        a->mirror[i] = (unsigned char)xorshift64();
+    CHECK_OK(gts_device_copy_to_device(a->dev, a->device, a->mirror, BLOCK, NULL, ERR));
+}
+
+static bool matches(arena *a, const char *what)
+{
+    if (!CHECK_OK(gts_device_copy_to_host(a->dev, a->back, a->device, BLOCK, NULL, ERR)))
+        return false;
+    bool same = memcmp(a->back, a->mirror, BLOCK) == 0;
+    if (!same)
+        fprintf(stderr, "%s on %s: the device differs from the host kernels\n", what,
+                a->dev->name);
+    return CHECK(same);
+}
+
+typedef struct fill_case {
+    const char *what;
+    int64_t offset; /* of element 0 in the block */
+    int ndim;
+    int64_t shape[3], strides[3];
+    int64_t itemsize;
+    unsigned char item[16];
+    int path; /* the fake driver's expected path: 1, 2, 4 memset; 8 staged; 9 staged + read */
+} fill_case;
+
+static void run_fill(arena *a, const fill_case *c, gts_stream stream)
+{
+    scramble(a);
+    fake_cuda_stats s0 = stats_now();
+    CHECK_OK(gts_device_fill(a->dev, a->device + c->offset, c->ndim, c->shape, c->strides,
+                             c->itemsize, c->item, stream, ERR));
+    if (stream)
+        CHECK_OK(gts_device_synchronize(a->dev, stream, ERR));
+    fake_cuda_stats s1 = stats_now();
+    CHECK_OK(gts_fill(a->mirror + c->offset, c->ndim, c->shape, c->strides, c->itemsize, c->item,
+                      ERR));
+    matches(a, c->what);
+    if (fake_stats && !a->dev->host_accessible) {
+        long long memsets[3] = {s1.memsets[0] - s0.memsets[0], s1.memsets[1] - s0.memsets[1],
+                                s1.memsets[2] - s0.memsets[2]};
+        long long htod = s1.htod - s0.htod, dtoh = s1.dtoh - s0.dtoh;
+        bool ok = c->path == 1   ? memsets[0] == 1 && htod == 0
+                  : c->path == 2 ? memsets[1] == 1 && htod == 0
+                  : c->path == 4 ? memsets[2] == 1 && htod == 0
+                  : c->path == 8 ? htod == 1 && dtoh == 0
+                                 : htod == 1 && dtoh == 1;
+        if (!ok)
+            fprintf(stderr, "fill %s: memsets %lld/%lld/%lld, htod %lld, dtoh %lld\n", c->what,
+                    memsets[0], memsets[1], memsets[2], htod, dtoh);
+        CHECK(ok);
+        CHECK_INT_EQ(s1.pushes - s1.pops, 0);
+    }
+}
+
+typedef struct copy_case {
+    const char *what;
+    int64_t dst_offset, src_offset;
+    int ndim;
+    int64_t shape[3], dst_strides[3], src_strides[3];
+    int64_t itemsize;
+    int path; /* fake: 1 one device copy; 2 through a temporary; 8 staged; 9 staged + dst read */
+} copy_case;
+
+static void run_copy(arena *a, const copy_case *c, gts_stream stream)
+{
+    scramble(a);
+    fake_cuda_stats s0 = stats_now();
+    CHECK_OK(gts_device_copy(a->dev, a->device + c->dst_offset, c->dst_strides,
+                             a->device + c->src_offset, c->src_strides, c->ndim, c->shape,
+                             c->itemsize, stream, ERR));
+    if (stream)
+        CHECK_OK(gts_device_synchronize(a->dev, stream, ERR));
+    fake_cuda_stats s1 = stats_now();
+    CHECK_OK(gts_copy(a->mirror + c->dst_offset, c->dst_strides, a->mirror + c->src_offset,
+                      c->src_strides, c->ndim, c->shape, c->itemsize, ERR));
+    matches(a, c->what);
+    if (fake_stats && !a->dev->host_accessible) {
+        long long dtod = s1.dtod - s0.dtod, htod = s1.htod - s0.htod, dtoh = s1.dtoh - s0.dtoh;
+        long long temps = s1.allocs[0] - s0.allocs[0];
+        bool ok = c->path == 1   ? dtod == 1 && htod == 0 && temps == 0
+                  : c->path == 2 ? dtod == 2 && temps == 1
+                  : c->path == 8 ? htod == 1 && dtoh == 1 && dtod == 0
+                                 : htod == 1 && dtoh == 2 && dtod == 0;
+        if (!ok)
+            fprintf(stderr, "copy %s: dtod %lld, htod %lld, dtoh %lld, temporaries %lld\n",
+                    c->what, dtod, htod, dtoh, temps);
+        CHECK(ok);
+        CHECK_INT_EQ(s1.pushes - s1.pops, 0);
+        CHECK_INT_EQ(s1.live[0], s0.live[0]); /* temporaries freed */
+    }
+}
+
+static void test_strided(const gts_device_ops *dev, gts_stream stream)
+{
+    arena a = {dev, NULL, malloc(BLOCK), malloc(BLOCK)};
+    if (!CHECK(a.mirror && a.back) ||
+        !CHECK_OK(gts_device_alloc(dev, BLOCK, 0, (void **)&a.device, ERR))) {
+        free(a.mirror);
+        free(a.back);
+        return;
+    }
+    const fill_case fills[] = {
+        {"bytes, C order", 64, 2, {16, 16}, {128, 8}, 8, {0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a}, 1},
+        {"2-byte pattern", 0, 1, {300}, {4}, 4, {0x34, 0x12, 0x34, 0x12}, 2},
+        {"4-byte pattern, F order", 8, 2, {10, 30}, {8, 80}, 8, {1, 2, 3, 4, 1, 2, 3, 4}, 4},
+        {"doubles, dense", 0, 2, {20, 40}, {320, 8}, 8, {0, 0, 0, 0, 0, 0, 0xf8, 0x3f}, 8},
+        {"negative strides, dense", 4000, 2, {8, 10}, {-40, -4}, 4, {7, 7, 7, 7}, 1},
+        {"every other element", 16, 1, {400}, {16}, 8, {1, 2, 3, 4, 5, 6, 7, 8}, 9},
+        {"stride 0", 100, 2, {3, 16}, {0, 8}, 8, {9, 8, 7, 6, 5, 4, 3, 2}, 9},
+        {"16-byte items, 3-d transposed", 128, 3, {4, 5, 6}, {16, 64, 320}, 16,
+         {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}, 8},
+        {"2-byte items, odd address", 1, 1, {1000}, {2}, 2, {0xee, 0xff}, 8},
+        {"one element, ndim 0", 40, 0, {0}, {0}, 4, {1, 2, 3, 4}, 4},
+        {"overlapping elements", 8, 2, {10, 10}, {4, 40}, 8, {1, 1, 2, 2, 3, 3, 4, 4}, 9},
+    };
+    for (size_t i = 0; i < sizeof fills / sizeof fills[0]; ++i)
+        run_fill(&a, &fills[i], stream);
+    const copy_case copies[] = {
+        {"one layout", 4096, 0, 2, {16, 32}, {256, 8}, {256, 8}, 8, 1},
+        {"one layout, overlapping", 8, 0, 2, {16, 32}, {256, 8}, {256, 8}, 8, 2},
+        {"transpose into dense", 4096, 0, 2, {16, 32}, {8, 128}, {256, 8}, 8, 8},
+        {"into every other element", 0, 6000, 1, {200}, {16}, {4}, 4, 9},
+        {"transpose, overlapping", 512, 0, 2, {32, 32}, {4, 128}, {128, 4}, 4, 8},
+        {"negative source strides", 4096, 2048, 2, {16, 16}, {128, 8}, {-128, -8}, 8, 8},
+        {"16-byte items", 4096, 0, 2, {8, 8}, {16, 128}, {128, 16}, 16, 8},
+        {"bytes, odd offsets", 3001, 17, 3, {5, 6, 7}, {1, 5, 30}, {42, 7, 1}, 1, 8},
+    };
+    for (size_t i = 0; i < sizeof copies / sizeof copies[0]; ++i)
+        run_copy(&a, &copies[i], stream);
+    /* empty arrays touch nothing, NULL allowed */
+    CHECK_OK(gts_device_fill(dev, NULL, 1, (const int64_t[]){0}, (const int64_t[]){8}, 8, "abcdefgh",
+                             stream, ERR));
+    CHECK_OK(gts_device_copy(dev, NULL, (const int64_t[]){8}, NULL, (const int64_t[]){8}, 1,
+                             (const int64_t[]){0}, 8, stream, ERR));
+    /* the kernels' refusals write nothing */
+    scramble(&a);
+    CHECK_FAILS(gts_device_copy(dev, a.device, (const int64_t[]){0, 8}, a.device + 4096,
+                                (const int64_t[]){64, 8}, 2, (const int64_t[]){4, 8}, 8, stream,
+                                ERR),
+                GTS_EINVAL, "dst_strides");
+    CHECK_FAILS(gts_device_fill(dev, a.device, 1, (const int64_t[]){8}, (const int64_t[]){3}, 3,
+                                "abc", stream, ERR),
+                GTS_EINVAL, "itemsize");
+    matches(&a, "refused calls");
+    gts_device_free(dev, a.device, BLOCK);
+    free(a.mirror);
+    free(a.back);
+}
+
+/* ---- streams ------------------------------------------------------------------------------------ */
+
+static void test_streams(const gts_device_ops *dev)
+{
+    gts_stream s = NULL;
+    if (!CHECK_OK(gts_device_stream_create(dev, &s, ERR)))
+        return;
+    CHECK(s != NULL);
+    char *block;
+    char text[16] = "stream-ordered!", back[16] = {0};
+    if (CHECK_OK(gts_device_alloc(dev, 64, GTS_ALLOC_ZERO, (void **)&block, ERR))) {
+        CHECK_OK(gts_device_copy_to_device(dev, block, text, 16, s, ERR));
+        CHECK_OK(gts_device_copy_within(dev, block + 32, block, 16, s, ERR));
+        CHECK_OK(gts_device_copy_to_host(dev, back, block + 32, 16, s, ERR));
+        CHECK_OK(gts_device_synchronize(dev, s, ERR));
+        CHECK(memcmp(back, text, 16) == 0);
+        CHECK_OK(gts_device_synchronize(dev, NULL, ERR)); /* the whole device */
+        gts_device_free(dev, block, 64);
+    }
+    test_strided(dev, s);
+    gts_device_stream_destroy(dev, s);
+}
+
+/* ---- memory the host reaches: pinned and managed ------------------------------------------------ */
+
+static void test_host_accessible(const gts_device_ops *dev)
+{
+    CHECK(dev->host_accessible);
+    double *block;
+    if (!CHECK_OK(gts_device_alloc(dev, 100 * sizeof(double), GTS_ALLOC_ZERO, (void **)&block, ERR)))
+        return;
+    CHECK((uintptr_t)block % 64 == 0);
+    CHECK(block[0] == 0 && block[99] == 0);
+    for (int i = 0; i < 100; ++i)
+        block[i] = i; /* the host writes it directly */
+    double back[100];
+    CHECK_OK(gts_device_copy_to_host(dev, back, block, sizeof back, NULL, ERR));
+    CHECK(back[0] == 0 && back[99] == 99);
+    const double two = 2;
+    CHECK_OK(gts_device_fill(dev, block, 1, (const int64_t[]){50}, (const int64_t[]){16}, 8, &two,
+                             NULL, ERR));
+    CHECK(block[0] == 2 && block[1] == 1 && block[98] == 2 && block[99] == 99);
+    gts_buffer *b;
+    if (CHECK_OK(gts_buffer_alloc(dev, 256, 0, &b, ERR))) {
+        CHECK(gts_buffer_device(b) == dev && gts_buffer_host(b) == gts_buffer_data(b));
+        gts_buffer_release(b);
+    }
+    gts_device_free(dev, block, 100 * sizeof(double));
+}
+
+/* ---- CUDA present: the registry and the contract of every CUDA device --------------------------- */
+
+static void check_present(int expect_count, int expect_unmanaged)
+{
+    int count = 0, version = 0;
+    if (!CHECK_OK(gts_device_cuda_status(&count, &version, ERR)))
+        return;
+    printf("CUDA: %d device(s), driver %d.%d\n", count, version / 1000, version % 1000 / 10);
+    if (expect_count >= 0)
+        CHECK_INT_EQ(count, expect_count);
+    CHECK(count >= 1 && version >= 11030);
+
+    /* the registry: host, emulated, cuda:0.., cuda_host:0, cuda_managed:.. */
+    const gts_device_ops *list[2 + 3 * 64] = {NULL}, *dev = NULL;
+    size_t n = gts_device_list(list, sizeof list / sizeof list[0]);
+    CHECK(n >= (size_t)(2 + count + 1) && n <= (size_t)(2 + 2 * count + 1));
+    CHECK(list[0] == gts_device_host() && list[1] == gts_device_emulated());
+    int managed = 0;
+    for (size_t i = 2; i < n; ++i) {
+        const gts_device_ops *d = list[i];
+        if (CHECK_OK(gts_device_get(d->id, &dev, ERR)))
+            CHECK(dev == d);
+        CHECK(d->stream_create && d->stream_destroy);
+        if (i < (size_t)(2 + count)) {
+            CHECK(d->id.type == GTS_DL_CUDA && d->id.id == (int)i - 2 && !d->host_accessible);
+        } else if (i == (size_t)(2 + count)) {
+            CHECK(d->id.type == GTS_DL_CUDA_HOST && d->id.id == 0 && d->host_accessible);
+            CHECK_STR_EQ(d->name, "cuda_host:0");
+        } else {
+            CHECK(d->id.type == GTS_DL_CUDA_MANAGED && d->host_accessible);
+            ++managed;
+        }
+    }
+    if (expect_unmanaged >= 0) {
+        CHECK_INT_EQ(managed, count - 1);
+        CHECK_FAILS(gts_device_get((gts_device_id){GTS_DL_CUDA_MANAGED, expect_unmanaged}, &dev,
+                                   ERR),
+                    GTS_ENOTSUP, "does not support managed memory");
+    }
+    if (CHECK_OK(gts_device_get((gts_device_id){GTS_DL_CUDA, 0}, &dev, ERR)))
+        CHECK_STR_EQ(dev->name, "cuda:0");
+    CHECK_FAILS(gts_device_get((gts_device_id){GTS_DL_CUDA, count}, &dev, ERR), GTS_ENOTFOUND,
+                "there is no CUDA device");
+    CHECK_FAILS(gts_device_get((gts_device_id){GTS_DL_CUDA, -1}, &dev, ERR), GTS_ENOTFOUND,
+                "(2, -1)");
+    CHECK_FAILS(gts_device_get((gts_device_id){GTS_DL_CUDA_HOST, 1}, &dev, ERR), GTS_ENOTFOUND,
+                "(3, 1)");
+    CHECK_FAILS(gts_device_get((gts_device_id){GTS_DL_CUDA_MANAGED, count}, &dev, ERR),
+                GTS_ENOTFOUND, "CUDA managed");
+
+    for (size_t i = 2; i < n; ++i) {
+        const gts_device_ops *d = list[i];
+        printf("device %s: the contract\n", d->name);
+        test_contract(d);
+        test_bad_input(d);
+        test_strided(d, NULL);
+        test_streams(d);
+        if (d->host_accessible) {
+            test_host_accessible(d);
+        } else {
+            gts_buffer *b;
+            if (CHECK_OK(gts_buffer_alloc(d, 1000, GTS_ALLOC_ZERO, &b, ERR))) {
+                CHECK(gts_buffer_device(b) == d && gts_buffer_host(b) == NULL);
+                gts_buffer_release(b);
+            }
+        }
+    }
+}
+
+/* ---- the scenarios --------------------------------------------------------------------------------- */
+
+static void use_library(const char *path, const char *fake_config)
+{
+    if (path)
+        setenv("GTSTORE_LIBCUDA", path, 1);
+    else
+        unsetenv("GTSTORE_LIBCUDA");
+    if (fake_config)
+        setenv("FAKE_CUDA", fake_config, 1);
+    else
+        unsetenv("FAKE_CUDA");
+}
+
+static void use_fake(const char *path, const char *config)
+{
+    use_library(path, config);
+    void *library = dlopen(path, RTLD_NOW | RTLD_LOCAL); /* the one gtstore opens too */
+    if (!CHECK(library != NULL)) {
+        fprintf(stderr, "%s\n", dlerror());
+        return;
+    }
+    void *symbol = dlsym(library, "fake_cuda_stats_get");
+    if (CHECK(symbol != NULL))
+        memcpy(&fake_stats, &symbol, sizeof symbol);
+}
+
+/* After the fake's contract: nothing leaked, every push popped, every
+ * lookup for the legacy stream at the ABI asked for. */
+static void check_fake_totals(int max_version, bool v2)
+{
+    fake_cuda_stats s = stats_now();
+    CHECK_INT_EQ(s.pushes, s.pops);
+    CHECK_INT_EQ(s.live[0], 0);
+    CHECK_INT_EQ(s.live[2], 0);
+    CHECK(s.live[1] <= 1); /* the cached pinned staging buffer */
+    CHECK_INT_EQ(s.live_streams, 0);
+    CHECK_INT_EQ(s.errors, 0);
+    CHECK_INT_EQ(s.lookups_not_legacy, 0);
+    CHECK_INT_EQ(s.max_version, max_version);
+    CHECK(v2 ? s.v2_calls > 0 && s.v1_calls == 0 : s.v1_calls > 0 && s.v2_calls == 0);
+    CHECK(s.memsets[0] > 0 && s.memsets[1] > 0 && s.memsets[2] > 0);
+    CHECK(s.async_calls > 0 && s.generic > 0 && s.context_syncs > 0);
+}
+
+static const char *find_toolkit_stub(void)
+{
+    static char path[512];
+    const char *roots[] = {getenv("CUDA_HOME"), getenv("CUDA_PATH"), "/usr/local/cuda",
+                           "/opt/cuda"};
+    const char *subdirs[] = {"lib64/stubs", "lib/stubs", "targets/x86_64-linux/lib/stubs",
+                             "targets/sbsa-linux/lib/stubs"};
+    for (size_t r = 0; r < sizeof roots / sizeof roots[0]; ++r)
+        for (size_t s = 0; roots[r] && s < sizeof subdirs / sizeof subdirs[0]; ++s) {
+            snprintf(path, sizeof path, "%s/%s/libcuda.so", roots[r], subdirs[s]);
+            if (access(path, R_OK) == 0)
+                return path;
+        }
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    const char *scenario = argc > 1 ? argv[1] : "system";
+    const char *library = argc > 2 ? argv[2] : NULL;
+    bool fake = strncmp(scenario, "fake", 4) == 0;
+    if (fake && !library) {
+        fprintf(stderr, "usage: %s %s FAKE_LIBRARY\n", argv[0], scenario);
+        return 2;
+    }
+    char name[64];
+    snprintf(name, sizeof name, "device_cuda %s", scenario);
+
+    if (!strcmp(scenario, "system")) {
+        use_library(NULL, NULL);
+        int count = 0;
+        if (gts_device_cuda_status(&count, NULL, ERR) == GTS_OK) {
+            check_present(-1, -1);
+        } else {
+            int code = check_error.code;
+            char why[GTS_ERROR_MESSAGE_SIZE];
+            memcpy(why, check_error.message, sizeof why);
+            CHECK(code == GTS_ENOTSUP || code == GTS_ENOTFOUND);
+            CHECK(strlen(why) > 10);
+            char cause[41]; /* the start of the cause, which every message holds */
+            memcpy(cause, why + strlen("CUDA: "), sizeof cause - 1);
+            cause[sizeof cause - 1] = '\0';
+            check_absent(code, cause);
+            printf("skipped: the CUDA device contract on a GPU: %s\n", why);
+        }
+    } else if (!strcmp(scenario, "missing")) {
+        use_library("/nonexistent/gtstore-test/libcuda.so.1", NULL);
+        check_absent(GTS_ENOTSUP, "cannot load the CUDA driver: "
+                                  "/nonexistent/gtstore-test/libcuda.so.1");
+    } else if (!strcmp(scenario, "toolkit-stub")) {
+        const char *stub = find_toolkit_stub();
+        if (stub) {
+            printf("the toolkit's stub: %s\n", stub);
+            use_library(stub, NULL);
+            check_absent(GTS_ENOTSUP,
+                         "CUDA_ERROR_STUB_LIBRARY (34): the CUDA toolkit's stub library");
+        } else {
+            printf("skipped: no CUDA toolkit stub libcuda.so (looked under $CUDA_HOME, "
+                   "$CUDA_PATH, /usr/local/cuda, /opt/cuda)\n");
+        }
+    } else if (!strcmp(scenario, "fake")) {
+        use_fake(library, "devices=2,nomanaged=1");
+        check_present(2, 1);
+        check_fake_totals(12000, true);
+    } else if (!strcmp(scenario, "fake-v1")) { /* cuGetProcAddress of drivers before 12.5 */
+        use_fake(library, "devices=1,version=11040");
+        check_present(1, -1);
+        check_fake_totals(11040, false);
+    } else if (!strcmp(scenario, "fake-new")) { /* a driver newer than the ABI asked for */
+        use_fake(library, "devices=1,version=13010");
+        int version = 0;
+        if (CHECK_OK(gts_device_cuda_status(NULL, &version, ERR)))
+            CHECK_INT_EQ(version, 13010);
+        const gts_device_ops *dev;
+        if (CHECK_OK(gts_device_get((gts_device_id){GTS_DL_CUDA, 0}, &dev, ERR)))
+            test_contract(dev);
+        CHECK_INT_EQ(stats_now().max_version, 12000);
+    } else if (!strcmp(scenario, "fake-stub")) {
+        use_fake(library, "init=34");
+        check_absent(GTS_ENOTSUP, "cuInit failed: CUDA_ERROR_STUB_LIBRARY (34)");
+    } else if (!strcmp(scenario, "fake-init-no-device")) {
+        use_fake(library, "init=100");
+        check_absent(GTS_ENOTFOUND, "cuInit failed: CUDA_ERROR_NO_DEVICE (100)");
+    } else if (!strcmp(scenario, "fake-no-device")) {
+        use_fake(library, "devices=0");
+        check_absent(GTS_ENOTFOUND, "found no device");
+    } else if (!strcmp(scenario, "fake-missing-symbol")) {
+        use_fake(library, "missing=cuMemAllocManaged");
+        check_absent(GTS_ENOTSUP, "has no cuMemAllocManaged");
+    } else if (!strcmp(scenario, "fake-missing-symbol-old")) { /* CUDA_ERROR_NOT_FOUND */
+        use_fake(library, "missing=cuMemsetD16Async,notfound=1,version=11080");
+        check_absent(GTS_ENOTSUP, "has no cuMemsetD16Async for CUDA 11.8");
+    } else if (!strcmp(scenario, "fake-no-gpa")) {
+        use_library(library, NULL);
+        check_absent(GTS_ENOTSUP, "neither cuGetProcAddress_v2 nor cuGetProcAddress");
+    } else {
+        fprintf(stderr, "unknown scenario %s\n", scenario);
+        return 2;
+    }
+    return check_summary(name);
+}
