@@ -1,5 +1,7 @@
 #include "gtstore/device.h"
 
+#include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "gtstore/kernels.h"
@@ -86,6 +88,49 @@ const gts_device_ops *gts_device_host(void)
 const gts_device_ops *gts_device_emulated(void)
 {
     return &gts__device_emulated;
+}
+
+/* ---- the device that plays the GPU ------------------------------------------- */
+
+/* NULL until chosen: the environment decides on first use. */
+static _Atomic(const gts_device_ops *) chosen_gpu;
+
+/* GTSTORE_GPU: "emulated" for the emulated device, "cuda" (or unset) for
+ * CUDA device 0. */
+static int gpu_from_environment(const gts_device_ops **out, gts_error *err)
+{
+    const char *name = getenv("GTSTORE_GPU");
+    if (name && strcmp(name, "emulated") == 0) {
+        *out = &gts__device_emulated;
+        return GTS_OK;
+    }
+    if (name && name[0] && strcmp(name, "cuda") != 0)
+        return gts_error_set(err, GTS_EINVAL,
+                             "GTSTORE_GPU: expected 'cuda' or 'emulated', got '%.60s'", name);
+    return gts_device_get((gts_device_id){GTS_DL_CUDA, 0}, out, err);
+}
+
+int gts_device_gpu(const gts_device_ops **out, gts_error *err)
+{
+    if (!out)
+        return gts_error_set(err, GTS_EINVAL, "out: NULL");
+    const gts_device_ops *gpu = atomic_load(&chosen_gpu);
+    if (gpu) {
+        *out = gpu;
+        return GTS_OK;
+    }
+    /* not remembered: a driver installed later, or the variable set, is
+     * seen by the next call */
+    return gpu_from_environment(out, err);
+}
+
+int gts_device_use_gpu(const gts_device_ops *device, gts_error *err)
+{
+    if (device && device->host_accessible)
+        return gts_error_set(err, GTS_EINVAL,
+                             "device: '%s' is host memory and cannot play the GPU", device->name);
+    atomic_store(&chosen_gpu, device);
+    return GTS_OK;
 }
 
 /* The built-in devices, then the CUDA devices (device_cuda.c; none where the

@@ -31,6 +31,7 @@ int gts_storage_spec_init(gts_storage_spec *spec, int ndim, const int64_t *shape
     spec->has_halo = spec->has_device = false;
     spec->alignment_size = 0;
     spec->device = GTS_DEVICE_CPU;
+    spec->managed = GTS_MANAGED_GT4PY;
     memset(spec->halo, 0, sizeof spec->halo);
     if (ndim > 0) /* a 0-d spec may pass no shape: memcpy must not see NULL */
         memcpy(spec->shape, shape, (size_t)ndim * sizeof *shape);
@@ -242,6 +243,9 @@ static int check_scalars(gts_storage_spec *spec, gts_error *err)
     int n = spec->ndim;
     if (n < 0 || n > GTS_MAX_NDIM)
         return gts_error_set(err, GTS_EINVAL, "ndim: %d is outside [0, %d]", n, GTS_MAX_NDIM);
+    if (spec->managed != GTS_MANAGED_GT4PY && spec->managed != GTS_MANAGED_NONE &&
+        spec->managed != GTS_MANAGED_CUDA)
+        return gts_error_set(err, GTS_EINVAL, "managed: %d is no gts_managed", (int)spec->managed);
     if (spec->nsub < 0 || spec->nsub > n)
         return gts_error_set(err, GTS_EINVAL, "nsub: %d is outside [0, ndim=%d]", spec->nsub, n);
     if (spec->like && (spec->like->ndim < 0 || spec->like->ndim > n))

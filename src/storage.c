@@ -102,6 +102,33 @@ static void storage_init(gts_storage *out, const gts_storage_spec *spec, gts_buf
         memcpy(out->strides, strides, (size_t)n * sizeof *out->strides);
 }
 
+/* Where a spec's device kind puts its memory: the host, or the device that
+ * plays the GPU (gts_device_gpu), with a host side where gtstore manages
+ * the sync and in its managed memory where CUDA does. */
+static int place(const gts_storage_spec *spec, const gts_device_ops **device, unsigned *flags,
+                 gts_error *err)
+{
+    if (spec->device == GTS_DEVICE_CPU) {
+        *device = gts_device_host();
+        return GTS_OK;
+    }
+    const gts_device_ops *gpu;
+    int rc = gts_device_gpu(&gpu, err);
+    if (rc)
+        return rc;
+    *device = gpu;
+    if (spec->managed == GTS_MANAGED_GT4PY)
+        *flags |= GTS_ALLOC_MIRRORED;
+    if (spec->managed != GTS_MANAGED_CUDA)
+        return GTS_OK;
+    if (gpu->id.type != GTS_DL_CUDA)
+        return gts_error_set(err, GTS_ENOTSUP,
+                             "managed: CUDA managed memory needs a CUDA GPU, and the GPU here is "
+                             "the %s device",
+                             gpu->name);
+    return gts_device_get((gts_device_id){GTS_DL_CUDA_MANAGED, gpu->id.id}, device, err);
+}
+
 /* Resolves `resolved` in place and allocates a storage for it on `device`
  * (NULL: the one its device kind names). */
 static int create_resolving(const gts_device_ops *device, gts_storage_spec *resolved,
@@ -111,13 +138,8 @@ static int create_resolving(const gts_device_ops *device, gts_storage_spec *reso
     int rc = gts_storage_spec_resolve(resolved, &geometry, err);
     if (rc)
         return rc;
-    if (!device) { /* the spec's device kind decides: the host, or a GPU there is none of */
-        if (resolved->device != GTS_DEVICE_CPU)
-            return gts_error_set(err, GTS_ENOTSUP,
-                                 "device: the spec asks for a GPU, and this build of libgtstore "
-                                 "has no GPU device");
-        device = gts_device_host();
-    }
+    if (!device && (rc = place(resolved, &device, &flags, err)))
+        return rc;
     gts_buffer *buffer;
     if ((rc = gts_buffer_alloc(device, geometry.alloc_size, flags, &buffer, err)))
         return rc;
@@ -666,12 +688,15 @@ int gts_storage_assign(const gts_storage *dst, const gts_storage *src, gts_error
 
 int gts_storage_fill(const gts_storage *storage, gts_scalar value, gts_error *err)
 {
-    int rc = check_writable(storage, err);
-    if (rc)
-        return rc;
     unsigned char item[16];
-    if ((rc = gts_scalar_store(value, storage->dtype, item, err)) ||
-        (rc = gts_buffer_prepare_write(storage->buffer, GTS_SIDE_DEVICE, NULL, err)))
+    int rc = gts_scalar_store(value, storage->dtype, item, err);
+    return rc ? rc : gts_storage_fill_item(storage, item, err);
+}
+
+int gts_storage_fill_item(const gts_storage *storage, const void *item, gts_error *err)
+{
+    int rc = check_writable(storage, err);
+    if (rc || (rc = gts_buffer_prepare_write(storage->buffer, GTS_SIDE_DEVICE, NULL, err)))
         return rc;
     const gts_device_ops *device = gts_buffer_device(storage->buffer);
     return device->fill(device, element0(storage), storage->ndim, storage->shape,

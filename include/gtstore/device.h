@@ -147,6 +147,18 @@ size_t gts_device_list(const gts_device_ops **out, size_t capacity);
  * NULL. */
 int gts_device_cuda_status(int *count, int *driver_version, gts_error *err);
 
+/* The device that plays the GPU: where storages of the GPU device kind
+ * (gtstore/preset.h; a GPU preset, device="gpu") are allocated. By default
+ * CUDA device 0; the emulated device where the environment variable
+ * GTSTORE_GPU is "emulated" (read on each call until a device is chosen),
+ * or after gts_device_use_gpu. Fails with the reason where there is no GPU
+ * (gts_device_get's errors for CUDA; GTS_EINVAL for a GTSTORE_GPU that
+ * names neither). */
+int gts_device_gpu(const gts_device_ops **out, gts_error *err);
+/* Chooses the device that plays the GPU (NULL: back to the environment's
+ * choice). Host-accessible memory cannot (GTS_EINVAL). */
+int gts_device_use_gpu(const gts_device_ops *device, gts_error *err);
+
 /* Whether two ids name the same device. */
 bool gts_device_id_equal(gts_device_id a, gts_device_id b);
 

@@ -23,6 +23,15 @@ extern "C" {
 
 struct gts_storage;
 
+/* How the host reaches the values of a storage of the GPU device kind
+ * (seed 000's `managed`); storages of the CPU kind ignore it. */
+typedef enum gts_managed {
+    GTS_MANAGED_GT4PY = 0, /* device memory and a host side synced by gtstore
+                              (GTS_ALLOC_MIRRORED, gtstore/sync.h): the default */
+    GTS_MANAGED_NONE = 1,  /* device memory only */
+    GTS_MANAGED_CUDA = 2   /* CUDA managed (unified) memory of the same GPU */
+} gts_managed;
+
 /* The halo of one dimension: points at its start and at its end. */
 typedef struct gts_halo {
     int64_t lower, upper;
@@ -97,6 +106,7 @@ typedef struct gts_storage_spec {
     bool has_halo;          /* else the template's, else `halo` as it is (zeros from init) */
     bool has_device;        /* else the preset's device, else the CPU */
     gts_device device;
+    gts_managed managed;    /* GTS_MANAGED_GT4PY from gts_storage_spec_init */
     int64_t alignment_size; /* bytes; 0: the preset's alignment times the itemsize, else the
                                template's, else 1 */
     GTS_SPEC_DIM_FIELDS(GTS_DECLARE_DIM_FIELD)

@@ -75,9 +75,12 @@ typedef struct gts_storage {
 int gts_storage_create_in_place(gts_storage_spec *spec, unsigned flags, gts_storage *out,
                                 gts_error *err);
 
-/* Allocates a host storage for `spec` (flags: GTS_ALLOC_ZERO). A spec that
- * resolves to the GPU kind fails with GTS_ENOTSUP: this build has no GPU
- * device. The same as gts_storage_create_on(NULL, ...). */
+/* Allocates a storage for `spec` (flags: GTS_ALLOC_ZERO) where its device
+ * kind says: host memory for the CPU kind; for the GPU kind the device that
+ * plays the GPU (gts_device_gpu), with a host side synced by gtstore
+ * (spec->managed GTS_MANAGED_GT4PY, the default), device memory only
+ * (GTS_MANAGED_NONE) or CUDA managed memory (GTS_MANAGED_CUDA). Without a
+ * GPU it fails with the reason. The same as gts_storage_create_on(NULL, ...). */
 int gts_storage_create(const gts_storage_spec *spec, unsigned flags, gts_storage *out,
                        gts_error *err);
 
@@ -159,6 +162,8 @@ int gts_storage_assign(const gts_storage *dst, const gts_storage *src, gts_error
 /* Stores `value` (see gts_scalar_store) into every element, with the fill
  * of the storage's device. */
 int gts_storage_fill(const gts_storage *storage, gts_scalar value, gts_error *err);
+/* The same with the element already in the storage's dtype (itemsize bytes). */
+int gts_storage_fill_item(const gts_storage *storage, const void *item, gts_error *err);
 
 /* ---- properties ----------------------------------------------------------- */
 

@@ -14,6 +14,7 @@
 #include "storage_helpers.h"
 #include "random.h"
 #include "gtstore/storage.h"
+#include "gtstore/sync.h"
 
 static const gts_dtype F4 = {GTS_KIND_FLOAT, 4};
 static const gts_dtype I1 = {GTS_KIND_INT, 1};
@@ -314,15 +315,36 @@ static void test_create(void)
         gts_storage_release(&s);
     }
 
-    /* the GPU needs a build with device support */
+    /* the GPU kind goes to the device that plays the GPU: where there is
+     * none, the reason; the emulated device when chosen */
     int64_t before = live_buffers();
     spec = spec_of(3, shape, F8);
     spec.preset = &gpu;
-    CHECK_FAILS(gts_storage_create(&spec, 0, &s, ERR), GTS_ENOTSUP, "device");
-    spec.preset = NULL;
-    spec.has_device = true;
-    spec.device = GTS_DEVICE_GPU;
-    CHECK_FAILS(gts_storage_create(&spec, 0, &s, ERR), GTS_ENOTSUP, "device");
+    const gts_device_ops *machine_gpu;
+    gts_error why;
+    int no_gpu = gts_device_gpu(&machine_gpu, &why);
+    if (no_gpu) {
+        CHECK_FAILS(gts_storage_create(&spec, 0, &s, ERR), no_gpu, "");
+        CHECK_STR_EQ(check_error.message, why.message);
+    }
+    CHECK_OK(gts_device_use_gpu(gts_device_emulated(), ERR));
+    const gts_managed modes[] = {GTS_MANAGED_GT4PY, GTS_MANAGED_NONE};
+    for (int m = 0; m < 2; ++m) {
+        spec.managed = modes[m];
+        if (CHECK_OK(gts_storage_create(&spec, 0, &s, ERR))) {
+            CHECK(gts_buffer_device(s.buffer) == gts_device_emulated());
+            CHECK(gts_buffer_mirrored(s.buffer) == (modes[m] == GTS_MANAGED_GT4PY));
+            CHECK(ints_eq(3, s.strides, (const int64_t[]){8, 256, 1024})); /* gt:gpu's */
+            CHECK(gts_storage_data(&s) ? m == 0 : m == 1); /* a host side if mirrored */
+            gts_storage_release(&s);
+        }
+    }
+    spec.managed = GTS_MANAGED_CUDA;
+    CHECK_FAILS(gts_storage_create(&spec, 0, &s, ERR), GTS_ENOTSUP, "needs a CUDA GPU");
+    spec.managed = (gts_managed)7;
+    CHECK_FAILS(gts_storage_create(&spec, 0, &s, ERR), GTS_EINVAL, "managed: 7");
+    CHECK_FAILS(gts_device_use_gpu(gts_device_host(), ERR), GTS_EINVAL, "host memory");
+    CHECK_OK(gts_device_use_gpu(NULL, ERR));
     CHECK_INT_EQ(live_buffers(), before);
     /* and a bad spec allocates nothing either */
     spec = spec_of(3, shape, F8);

@@ -164,7 +164,7 @@ static PyObject *allocate(const gtpy_request *r, gtpy_source *src, gtpy_resolved
     }
     gts_storage s;
     PyObject *storage = gtpy_storage_allocate(r, src, resolved, &s);
-    PyObject *array = storage ? gtpy_storage_ndarray_over(&s, storage) : NULL;
+    PyObject *array = storage ? gtpy_storage_ndarray_over(&s, storage, true) : NULL;
     Py_XDECREF(storage);
     return array;
 }

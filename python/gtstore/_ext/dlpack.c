@@ -7,6 +7,7 @@
 #include <limits.h>
 
 #include "gtstore/dlpack.h"
+#include "gtstore/sync.h"
 
 static const char VERSIONED[] = "dltensor_versioned", LEGACY[] = "dltensor";
 static const char USED_VERSIONED[] = "used_dltensor_versioned", USED_LEGACY[] = "used_dltensor";
@@ -64,8 +65,9 @@ static int read_version(PyObject *obj, long *major)
     return 0;
 }
 
-/* dl_device: None or the CPU, (1, 0); anything else cannot be served. */
-static int check_device(PyObject *obj)
+/* dl_device: None or the storage's own device; a copy elsewhere is not
+ * made. */
+static int check_device(PyObject *obj, gts_device_id own)
 {
     if (!obj || obj == Py_None)
         return 0;
@@ -77,21 +79,33 @@ static int check_device(PyObject *obj)
                      "ints, got %.200R", obj);
         return -1;
     }
-    if (type == GTS_DL_CPU && id == 0)
+    if (type == own.type && id == own.id)
         return 0;
     PyErr_Format(PyExc_BufferError,
-                 "dl_device: %.200R cannot be served; the storage is on the CPU, (1, 0)", obj);
+                 "dl_device: %.200R cannot be served; the storage is on (%d, %d)", obj,
+                 (int)own.type, (int)own.id);
     return -1;
 }
 
-/* stream: None or -1 ("no synchronization") are all that CPU memory takes. */
-static int check_stream(PyObject *stream)
+/* stream: the consumer's stream, which may use the data at once: every
+ * gtstore operation has completed when it returns. CUDA takes any stream
+ * but 0 (forbidden by the protocol); other memory None or -1 ("no
+ * synchronization"). */
+static int check_stream(PyObject *stream, gts_device_id own)
 {
     long value = 0;
-    if (!stream || stream == Py_None || (saturated_long(stream, &value) == 0 && value == -1))
+    if (!stream || stream == Py_None)
+        return 0;
+    bool cuda = own.type == GTS_DL_CUDA || own.type == GTS_DL_CUDA_MANAGED;
+    bool is_int = saturated_long(stream, &value) == 0;
+    PyErr_Clear();
+    bool pointer = value != 0 && value != LONG_MAX && value != LONG_MIN; /* not saturated */
+    if (is_int && (value == -1 || (cuda && pointer)))
         return 0;
     PyErr_Format(PyExc_ValueError,
-                 "stream: %.200R is not valid for CPU memory (only None or -1 are)", stream);
+                 cuda ? "stream: %.200R is not valid (0 is forbidden by the DLPack protocol)"
+                      : "stream: %.200R is not valid for this memory (only None or -1 are)",
+                 stream);
     return -1;
 }
 
@@ -102,16 +116,20 @@ PyObject *gtpy_storage_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t 
     static gtpy_signature sig = GTPY_SIGNATURE("__dlpack__", names, 0, 0, 0);
     PyObject *values[4];
     long major;
+    gts_storage g, copied;
+    gts_error err;
+    gtpy_storage_load(self, &g);
+    gts_device_id own = gts_buffer_device(g.buffer)->id;
     if (gtpy_parse_args(&sig, args, nargs, kwnames, values) < 0 ||
-        read_version(values[1], &major) < 0 || check_device(values[2]) < 0 ||
-        check_stream(values[0]) < 0)
+        read_version(values[1], &major) < 0 || check_device(values[2], own) < 0 ||
+        check_stream(values[0], own) < 0)
         return NULL;
     int copy = values[3] && values[3] != Py_None ? PyObject_IsTrue(values[3]) : 0;
     if (copy < 0)
         return NULL;
-    gts_storage g, copied;
-    gts_error err;
-    gtpy_storage_load(self, &g);
+    /* the export is of the device side, which the consumer may write */
+    if (gts_buffer_prepare_write(g.buffer, GTS_SIDE_DEVICE, NULL, &err) != 0)
+        return gtpy_raise_null(&err);
     if (copy && gts_storage_copy(&g, &copied, &err) != 0)
         return gtpy_raise_null(&err);
     gts_storage *source = copy ? &copied : &g;
@@ -133,13 +151,6 @@ PyObject *gtpy_storage_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t 
     if (rc != 0)
         PyErr_SetString(PyExc_BufferError, err.message);
     return capsule;
-}
-
-PyObject *gtpy_storage_dlpack_device(PyObject *self, PyObject *unused)
-{
-    (void)self;
-    (void)unused;
-    return Py_BuildValue("(ii)", GTS_DL_CPU, 0);
 }
 
 /* ---- consumer ------------------------------------------------------------------ */

@@ -35,15 +35,6 @@ static int same_dims(PyObject *first, const char *first_name, PyObject *value, c
     return na == nb && memcmp(a, b, (size_t)na * sizeof *a) == 0;
 }
 
-/* managed= only says how host and device memory sync: nothing on the CPU. */
-static int check_managed(PyObject *managed)
-{
-    static const char *const kinds[] = {"gt4py", "cuda"};
-    if (managed != Py_False &&
-        gtpy_choice(managed, "managed", kinds, 2, "None, False, 'gt4py' or 'cuda'") < 0)
-        return -1;
-    return 0;
-}
 
 #define FIELD(name) offsetof(gtpy_request, name)
 
@@ -71,7 +62,9 @@ static const gtpy_keyword keywords[] = {
     {.name = "axes", .field = FIELD(dims), .param = FIELD(dims_param), .same = same_dims},
     {.name = "halo", .field = FIELD(halo)},
     {.name = "layout", .field = FIELD(layout)},
-    {.name = "managed", .field = FIELD(managed), .check = check_managed},
+    /* None is a value: device memory only (absent: "gt4py"); request.c
+     * converts it. */
+    {.name = "managed", .field = FIELD(managed), .none_is_value = true},
 };
 
 /* The entries of a signature's names, found on first use. */

@@ -168,7 +168,11 @@ static int add_types(PyObject *module)
         PyTypeObject *type;
     } types[] = {
         {"Plan", &gtpy_Plan_Type},
-        {"Storage", &gtpy_Storage_Type},       {"CPUStorage", &gtpy_CPUStorage_Type},
+        {"Storage", &gtpy_Storage_Type},
+        {"CPUStorage", &gtpy_CPUStorage_Type},
+        {"GPUStorage", &gtpy_GPUStorage_Type},
+        {"SoftwareManagedGPUStorage", &gtpy_SoftwareManagedGPUStorage_Type},
+        {"CudaManagedGPUStorage", &gtpy_CudaManagedGPUStorage_Type},
         {"SyncState", &gtpy_SyncState_Type},
     };
     for (size_t i = 0; i < sizeof types / sizeof types[0]; ++i)
@@ -228,6 +232,7 @@ PyMODINIT_FUNC PyInit__gtstore(void)
     if (add_arrays_module(module) < 0 ||
         PyModule_AddFunctions(module, gtpy_presets_methods) < 0 ||
         PyModule_AddFunctions(module, gtpy_memory_methods) < 0 ||
+        PyModule_AddFunctions(module, gtpy_devices_methods) < 0 ||
         PyModule_AddFunctions(module, gtpy_storage_api_methods) < 0)
         goto fail;
     if (PyModule_AddStringConstant(module, "__version__", GTS_VERSION_STRING) < 0 ||

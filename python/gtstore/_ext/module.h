@@ -227,7 +227,8 @@ int gtpy_request_fill_item(const gtpy_request *r, gts_dtype dtype, unsigned char
 
 /* ---- storages (storage.c) ------------------------------------------------ */
 
-extern PyTypeObject gtpy_Storage_Type, gtpy_CPUStorage_Type, gtpy_SyncState_Type;
+extern PyTypeObject gtpy_Storage_Type, gtpy_CPUStorage_Type, gtpy_GPUStorage_Type,
+    gtpy_SoftwareManagedGPUStorage_Type, gtpy_CudaManagedGPUStorage_Type, gtpy_SyncState_Type;
 
 static inline bool gtpy_is_storage(PyObject *obj)
 {
@@ -245,10 +246,17 @@ PyObject *gtpy_storage_sync_state(PyObject *storage);
 /* A new Python storage that takes over `s`'s buffer reference (released on
  * failure too). `preset` and `sync_state` may be NULL. */
 PyObject *gtpy_storage_new(gts_storage *s, PyObject *preset, PyObject *sync_state);
-/* An ndarray viewing the storage (its base is the storage). */
-PyObject *gtpy_storage_ndarray(PyObject *storage);
-/* An ndarray over the elements of `g` whose base is `base` (storage_interop.c). */
-PyObject *gtpy_storage_ndarray_over(gts_storage *g, PyObject *base);
+/* Before the host touches a storage's memory (the rule of gtstore/sync.h):
+ * its host side brought up to date, and for a `write` (of a writable
+ * storage) marked written. GTNoSuchBufferError where there is no host side
+ * (a GPUStorage). storage_interop.c. */
+int gtpy_storage_host_access(const gts_storage *g, bool write);
+/* An ndarray viewing the storage (its base is the storage), after host
+ * access: writable only for a `write` of a writable storage, so that reads
+ * (repr, scalars, pickling) do not mark the host side written. */
+PyObject *gtpy_storage_ndarray(PyObject *storage, bool write);
+/* The same over the elements of `g` with base `base`. */
+PyObject *gtpy_storage_ndarray_over(gts_storage *g, PyObject *base, bool write);
 /* A new host storage for a request resolved into `resolved` (a spec the
  * library resolves), filled or copied as the request says: the one
  * allocation path of both APIs (storage_api.c). `s` is the scratch struct
@@ -270,6 +278,7 @@ PyObject *gtpy_storage_dlpack_device(PyObject *self, PyObject *unused);
 extern PyMethodDef gtpy_arrays_methods[];
 extern PyMethodDef gtpy_presets_methods[];
 extern PyMethodDef gtpy_memory_methods[];
+extern PyMethodDef gtpy_devices_methods[];
 extern PyMethodDef gtpy_storage_api_methods[];
 extern PyTypeObject gtpy_Plan_Type;
 

@@ -175,6 +175,26 @@ static int convert_device(const gtpy_request *r, gts_storage_spec *spec)
     return 0;
 }
 
+/* managed=: who keeps a GPU storage's host and device sides equal. None or
+ * False: nobody, device memory only; "gt4py" (the default): gtstore;
+ * "cuda": CUDA's managed memory. The CPU ignores it. */
+static int convert_managed(const gtpy_request *r, gts_storage_spec *spec)
+{
+    static const char *const kinds[] = {"gt4py", "cuda"};
+    static const gts_managed modes[] = {GTS_MANAGED_GT4PY, GTS_MANAGED_CUDA};
+    if (!r->managed)
+        return 0;
+    if (r->managed == Py_None || r->managed == Py_False) {
+        spec->managed = GTS_MANAGED_NONE;
+        return 0;
+    }
+    int which = gtpy_choice(r->managed, "managed", kinds, 2, "None, False, 'gt4py' or 'cuda'");
+    if (which < 0)
+        return -1;
+    spec->managed = modes[which];
+    return 0;
+}
+
 /* Entries for the base dims (the rest are 0) or all. */
 static int convert_aligned_index(const gtpy_request *r, int nbase, gts_storage_spec *spec)
 {
@@ -218,7 +238,8 @@ static int request_spec(const gtpy_request *r, const gtpy_source *src, gtpy_reso
     }
     if ((r->dims && convert_dims(r, ndim, nbase, spec) < 0) ||
         convert_template(r, src, nbase, out) < 0 || convert_alignment(r, spec) < 0 ||
-        convert_device(r, spec) < 0 || convert_aligned_index(r, nbase, spec) < 0)
+        convert_device(r, spec) < 0 || convert_managed(r, spec) < 0 ||
+        convert_aligned_index(r, nbase, spec) < 0)
         return -1;
     gtpy_spec(out);
     return 0;

@@ -35,9 +35,24 @@ void gtpy_storage_load(PyObject *obj, gts_storage *out)
     GTS_STORAGE_DIM_FIELDS(LOAD_FIELD)
 }
 
+/* The type a storage over `buffer` has: host memory, device memory with a
+ * host side (mirrored), host-accessible device memory (managed), or device
+ * memory only. */
+static PyTypeObject *storage_type_of(const gts_buffer *buffer)
+{
+    const gts_device_ops *device = gts_buffer_device(buffer);
+    if (device == gts_device_host())
+        return &gtpy_CPUStorage_Type;
+    if (gts_buffer_mirrored(buffer))
+        return &gtpy_SoftwareManagedGPUStorage_Type;
+    if (device->id.type == GTS_DL_CUDA_MANAGED)
+        return &gtpy_CudaManagedGPUStorage_Type;
+    return device->host_accessible ? &gtpy_CPUStorage_Type : &gtpy_GPUStorage_Type;
+}
+
 PyObject *gtpy_storage_new(gts_storage *g, PyObject *preset, PyObject *sync_state)
 {
-    StorageObject *s = PyObject_NewVar(StorageObject, &gtpy_CPUStorage_Type,
+    StorageObject *s = PyObject_NewVar(StorageObject, storage_type_of(g->buffer),
                                        (Py_ssize_t)DIM_BYTES * g->ndim);
     if (!s) {
         gts_storage_release(g);
@@ -227,9 +242,13 @@ static PyObject *storage_domain_view(PyObject *self, void *closure)
     return gtpy_storage_derived(self, &view);
 }
 
+/* The host memory; None where there is none (a GPUStorage). */
 static PyObject *storage_data(PyObject *self, void *closure)
 {
     (void)closure;
+    const gts_device_ops *device = gts_buffer_device(STORAGE(self)->buffer);
+    if (!device->host_accessible && !gts_buffer_mirrored(STORAGE(self)->buffer))
+        Py_RETURN_NONE;
     return PyMemoryView_FromObject(self);
 }
 
@@ -263,9 +282,19 @@ static PyGetSetDef storage_getset[] = {
     GETTER("layout", GET_LAYOUT,
            "Rank of each dimension in decreasing stride order (the highest is contiguous)."),
     GETTER("defaults", GET_PRESET, "The preset the storage was made with, or None."),
-    {"data", storage_data, NULL, "A memoryview of the host memory.", NULL},
-    GETTER("device", GET_NONE, "The device of the device buffer: None (host only)."),
-    GETTER("device_data", GET_NONE, "The device buffer: None (host only)."),
+    {"data", storage_data, NULL,
+     "A memoryview of the host memory (brought up to date first); None without one.", NULL},
+    {"device", gtpy_storage_device, NULL,
+     "The device of the device buffer ('cuda:0', 'emulated', ...); None for host storages.",
+     NULL},
+    {"device_data", gtpy_storage_device_data, NULL,
+     "The device buffer: the data of to_ndarray() (a CuPy MemoryPointer on CUDA); None for "
+     "host storages.",
+     NULL},
+    {"__cuda_array_interface__", gtpy_storage_cuda_array_interface, NULL,
+     "CUDA array interface, version 3, for storages in CUDA memory only (stream None: "
+     "gtstore's work has completed when it returns).",
+     NULL},
     {"sync_state", storage_sync_state, NULL,
      "The SyncState shared by every view of the buffer.", NULL},
     {"__array_interface__", gtpy_storage_array_interface, NULL, "NumPy array interface, version 3.",
@@ -340,15 +369,6 @@ PyObject *gtpy_storage_transpose(PyObject *self, PyObject *args)
         return NULL;
     }
     return gtpy_storage_derived(self, &view);
-}
-
-static PyObject *storage_to_cupy(PyObject *self, PyObject *unused)
-{
-    (void)self;
-    (void)unused;
-    PyErr_SetString(gtpy_NoSuchBufferError,
-                    "to_cupy: this storage has no device buffer (it is a CPUStorage)");
-    return NULL;
 }
 
 /* The host/device sync methods (gtstore/sync.h): whole-allocation copies
@@ -430,7 +450,7 @@ static PyObject *storage_reduce(PyObject *self, PyObject *unused)
     PyObject *module = PyImport_ImportModule("gtstore._gtstore");
     PyObject *rebuild = module ? PyObject_GetAttrString(module, "_rebuild_storage") : NULL;
     Py_XDECREF(module);
-    PyObject *array = rebuild ? gtpy_storage_ndarray(self) : NULL;
+    PyObject *array = rebuild ? gtpy_storage_ndarray(self, false) : NULL;
     PyObject *values = array ? PyObject_CallMethod(array, "copy", NULL) : NULL;
     Py_XDECREF(array);
     if (!values) {
@@ -449,7 +469,7 @@ static PyObject *storage_reduce(PyObject *self, PyObject *unused)
 static PyObject *storage_repr(PyObject *self)
 {
     StorageObject *s = STORAGE(self);
-    PyObject *array = gtpy_storage_ndarray(self);
+    PyObject *array = gtpy_storage_ndarray(self, false);
     PyObject *array2string = array ? gtpy_numpy("array2string") : NULL;
     const char *type = strrchr(Py_TYPE(self)->tp_name, '.');
     type = type ? type + 1 : Py_TYPE(self)->tp_name;
@@ -494,10 +514,11 @@ static PyMethodDef storage_methods[] = {
      "dims, halo and aligned_index move with them."},
     {"to_numpy", gtpy_storage_to_numpy, METH_NOARGS,
      "to_numpy()\n--\n\nA numpy.ndarray viewing the host memory (no copy)."},
-    {"to_ndarray", gtpy_storage_to_numpy, METH_NOARGS,
-     "to_ndarray()\n--\n\nThe device buffer as a CuPy array if there is one, else the host "
-     "memory as a numpy.ndarray (no copy)."},
-    {"to_cupy", storage_to_cupy, METH_NOARGS,
+    {"to_ndarray", gtpy_storage_to_ndarray, METH_NOARGS,
+     "to_ndarray()\n--\n\nThe device buffer if there is one (a CuPy array on CUDA, a "
+     "numpy.ndarray of the emulated device's memory), else the host memory as a "
+     "numpy.ndarray; no copy. The side returned is marked written."},
+    {"to_cupy", gtpy_storage_to_cupy, METH_NOARGS,
      "to_cupy()\n--\n\nThe device buffer as a CuPy array; GTNoSuchBufferError without one."},
     {"__array__", FASTCALL(gtpy_storage_array),
      "__array__(dtype=None, /, *, copy=None)\n--\n\nA numpy.ndarray: a view unless dtype "
@@ -509,7 +530,8 @@ static PyMethodDef storage_methods[] = {
      "__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None)\n--\n\n"
      "A DLPack capsule viewing the storage (versioned when max_version >= (1, 0))."},
     {"__dlpack_device__", gtpy_storage_dlpack_device, METH_NOARGS,
-     "__dlpack_device__()\n--\n\n(device type, device id): (1, 0), the CPU."},
+     "__dlpack_device__()\n--\n\n(device type, device id) of the storage's memory: (1, 0) "
+     "for the CPU, (2, n) for CUDA, (12, 0) for the emulated device."},
     {"device_to_host", FASTCALL(storage_device_to_host),
      "device_to_host(force=False)\n--\n\nCopies the device buffer to the host if it was "
      "modified (or if force). A no-op for host-only storages."},
@@ -555,12 +577,25 @@ PyTypeObject gtpy_Storage_Type = {
     .tp_getset = storage_getset,
 };
 
-PyTypeObject gtpy_CPUStorage_Type = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "gtstore.CPUStorage",
-    .tp_doc = "A storage with host memory only.",
-    .tp_basicsize = offsetof(StorageObject, fields),
-    .tp_itemsize = 1,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_base = &gtpy_Storage_Type,
-};
+/* The four storage types of seed 000, which differ only in where their
+ * memory is: the buffer decides (storage_type_of). */
+#define STORAGE_TYPE(cname, pyname, doc)                                \
+    PyTypeObject cname = {                                              \
+        PyVarObject_HEAD_INIT(NULL, 0).tp_name = "gtstore." pyname,     \
+        .tp_doc = doc,                                                  \
+        .tp_basicsize = offsetof(StorageObject, fields),                \
+        .tp_itemsize = 1,                                               \
+        .tp_flags = Py_TPFLAGS_DEFAULT,                                 \
+        .tp_base = &gtpy_Storage_Type,                                  \
+    };
+
+STORAGE_TYPE(gtpy_CPUStorage_Type, "CPUStorage", "A storage with host memory only.")
+STORAGE_TYPE(gtpy_GPUStorage_Type, "GPUStorage",
+             "A storage with device memory only (managed=None): no host buffer.")
+STORAGE_TYPE(gtpy_SoftwareManagedGPUStorage_Type, "SoftwareManagedGPUStorage",
+             "A storage with device memory and a host copy that gtstore keeps in sync "
+             "(managed='gt4py', the default on a GPU): see sync_state.")
+STORAGE_TYPE(gtpy_CudaManagedGPUStorage_Type, "CudaManagedGPUStorage",
+             "A storage in CUDA managed (unified) memory (managed='cuda'), which the host and "
+             "the GPU both reach; CUDA keeps it coherent.")
+

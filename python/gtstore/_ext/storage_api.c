@@ -12,20 +12,25 @@
     "defaults", "backend", "aligned_index", "alignment_size", "device", "dims", "axes", "halo", \
         "layout", "managed"
 
-/* Host memory only, for now. */
-static int check_host(const gtpy_request *r, const gts_storage_spec *spec)
+/* A storage of the GPU kind needs a device that plays the GPU: where there
+ * is none, the reason, naming what asked for the GPU. */
+static int check_gpu(const gtpy_request *r, const gts_storage_spec *spec)
 {
-    if (gts_storage_spec_device(spec) == GTS_DEVICE_CPU)
+    const gts_device_ops *gpu;
+    gts_error err;
+    if (gts_storage_spec_device(spec) == GTS_DEVICE_CPU || gts_device_gpu(&gpu, &err) == 0)
         return 0;
     if (r->device)
-        PyErr_SetString(PyExc_NotImplementedError,
-                        "device: 'gpu' storages are not available in this version of gtstore");
+        PyErr_Format(PyExc_NotImplementedError,
+                     "device: 'gpu' asks for a GPU, and there is none here (%s); "
+                     "gtstore.use_gpu('emulated') plays one for tests",
+                     err.message);
     else
         PyErr_Format(PyExc_NotImplementedError,
-                     "%s: preset %.200R is for the GPU, and GPU storages are not available in "
-                     "this version of gtstore; pass device='cpu' for a host storage with its "
-                     "layout and alignment",
-                     r->preset_param, r->preset);
+                     "%s: preset %.200R is for the GPU, and there is none here (%s); pass "
+                     "device='cpu' for a host storage with its layout and alignment, or call "
+                     "gtstore.use_gpu('emulated')",
+                     r->preset_param, r->preset, err.message);
     return -1;
 }
 
@@ -47,9 +52,38 @@ static PyObject *resolved_call(const gtpy_request *r, gtpy_source *src,
     gtpy_resolved resolved;
     if (gtpy_request_spec(r, src, &resolved) < 0)
         return NULL;
-    PyObject *result = check_host(r, gtpy_spec(&resolved)) < 0 ? NULL : action(r, src, &resolved);
+    PyObject *result = check_gpu(r, gtpy_spec(&resolved)) < 0 ? NULL : action(r, src, &resolved);
     gtpy_resolved_release(&resolved);
     return result;
+}
+
+/* The source's values into the new storage `s` (the object `storage`): on
+ * its host side where it has one (marked written, gtstore/sync.h), else
+ * through host memory and one copy to the device. */
+static int copy_into(PyObject *storage, const gts_storage *s, gtpy_source *src)
+{
+    gts_error err;
+    if (gts_storage_data(s)) {
+        if (gts_buffer_prepare_write(s->buffer, GTS_SIDE_HOST, NULL, &err) != 0)
+            return gtpy_raise(&err);
+        return gtpy_copy_source(storage, gts_storage_data(s), s->strides, s->ndim, s->shape,
+                                s->dtype, src);
+    }
+    gts_storage_spec spec;
+    gts_storage host;
+    if (gts_storage_spec_init(&spec, s->ndim, s->shape, s->dtype, &err) != 0 ||
+        gts_storage_create(&spec, 0, &host, &err) != 0)
+        return gtpy_raise(&err);
+    PyObject *staging = gtpy_storage_new(&host, NULL, NULL);
+    if (!staging)
+        return -1;
+    gtpy_storage_load(staging, &host);
+    int rc = gtpy_copy_source(staging, gts_storage_data(&host), host.strides, host.ndim,
+                              host.shape, host.dtype, src);
+    if (rc == 0 && gts_storage_assign(s, &host, &err) != 0)
+        rc = gtpy_raise(&err);
+    Py_DECREF(staging);
+    return rc;
 }
 
 PyObject *gtpy_storage_allocate(const gtpy_request *r, gtpy_source *src, gtpy_resolved *resolved,
@@ -63,17 +97,14 @@ PyObject *gtpy_storage_allocate(const gtpy_request *r, gtpy_source *src, gtpy_re
     if (gts_storage_create_in_place(gtpy_spec(resolved),
                                     r->fill == FILL_ZEROS ? GTS_ALLOC_ZERO : 0, s, &err) != 0)
         return gtpy_raise_null(&err);
-    if (fill && gts_fill(gts_storage_data(s), s->ndim, s->shape, s->strides, s->dtype.itemsize,
-                         item, &err) != 0) {
+    if (fill && gts_storage_fill_item(s, item, &err) != 0) {
         gts_storage_release(s);
         return gtpy_raise_null(&err);
     }
     gts_buffer *buffer = s->buffer;
     PyObject *storage = gtpy_storage_new(s, preset_name(r, src), NULL);
     s->buffer = storage ? buffer : NULL; /* the object's reference, borrowed */
-    if (storage && r->fill == FILL_COPY &&
-        gtpy_copy_source(storage, gts_storage_data(s), s->strides, s->ndim, s->shape, s->dtype,
-                         src) < 0)
+    if (storage && r->fill == FILL_COPY && copy_into(storage, s, src) < 0)
         Py_CLEAR(storage);
     return storage;
 }

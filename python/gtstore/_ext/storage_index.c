@@ -131,7 +131,8 @@ static PyObject *storage_getitem(PyObject *self, PyObject *key)
     if (kind == KEY_VIEW)
         return gtpy_storage_derived(self, &view);
     /* A scalar like NumPy's, or advanced indexing: NumPy selects (a copy). */
-    PyObject *array = kind == KEY_SCALAR ? gtpy_storage_ndarray_over(&view, self) : gtpy_storage_ndarray(self);
+    PyObject *array = kind == KEY_SCALAR ? gtpy_storage_ndarray_over(&view, self, false)
+                                         : gtpy_storage_ndarray(self, false);
     if (kind == KEY_SCALAR)
         gts_storage_release(&view);
     if (!array)
@@ -149,7 +150,7 @@ static int storage_setitem(PyObject *self, PyObject *key, PyObject *value)
         PyErr_SetString(PyExc_ValueError, "cannot delete array elements");
         return -1;
     }
-    PyObject *array = gtpy_storage_ndarray(self);
+    PyObject *array = gtpy_storage_ndarray(self, true);
     if (!array)
         return -1;
     int rc = PyObject_SetItem(array, key, value); /* NumPy's broadcasting and casting */

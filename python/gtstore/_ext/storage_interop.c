@@ -3,9 +3,26 @@
  * interface, GDP-3's data interface, __array__ and __array_function__. */
 #include "storage_object.h"
 
-/* An ndarray over the elements of `g` whose base is `base`. */
-PyObject *gtpy_storage_ndarray_over(gts_storage *g, PyObject *base)
+int gtpy_storage_host_access(const gts_storage *g, bool write)
 {
+    gts_buffer *buffer = g->buffer;
+    gts_error err;
+    if (!gts_buffer_device(buffer)->host_accessible && !gts_buffer_mirrored(buffer)) {
+        PyErr_SetString(gtpy_NoSuchBufferError,
+                        "this storage has no host buffer (a GPUStorage, managed=None): read it "
+                        "on the device (to_ndarray, to_cupy, DLPack) or copy it to the host");
+        return -1;
+    }
+    int rc = write && !g->readonly ? gts_buffer_prepare_write(buffer, GTS_SIDE_HOST, NULL, &err)
+                                   : gts_buffer_sync(buffer, GTS_SIDE_HOST, false, NULL, &err);
+    return rc ? gtpy_raise(&err) : 0;
+}
+
+PyObject *gtpy_storage_ndarray_over(gts_storage *g, PyObject *base, bool write)
+{
+    if (gtpy_storage_host_access(g, write) < 0)
+        return NULL;
+    bool readonly = g->readonly || !write;
     if (gtpy_numpy_capi()) {
         Py_ssize_t shape[GTS_MAX_NDIM], strides[GTS_MAX_NDIM];
         for (int d = 0; d < g->ndim; ++d) {
@@ -13,7 +30,7 @@ PyObject *gtpy_storage_ndarray_over(gts_storage *g, PyObject *base)
             strides[d] = (Py_ssize_t)g->strides[d];
         }
         return gtpy_numpy_capi_array(g->dtype, g->ndim, shape, strides, gts_storage_data(g),
-                                     g->readonly, base);
+                                     readonly, base);
     }
     /* Without NumPy's C API: through the buffer protocol of a storage. */
     PyObject *asarray = gtpy_numpy_asarray();
@@ -21,17 +38,18 @@ PyObject *gtpy_storage_ndarray_over(gts_storage *g, PyObject *base)
         return NULL;
     gts_storage view;
     gts_storage_view(g, &view);
+    view.readonly = readonly;
     PyObject *exporter = gtpy_storage_new(&view, NULL, NULL);
     PyObject *array = exporter ? PyObject_CallOneArg(asarray, exporter) : NULL;
     Py_XDECREF(exporter);
     return array;
 }
 
-PyObject *gtpy_storage_ndarray(PyObject *self)
+PyObject *gtpy_storage_ndarray(PyObject *self, bool write)
 {
     gts_storage g;
     gtpy_storage_load(self, &g);
-    return gtpy_storage_ndarray_over(&g, self);
+    return gtpy_storage_ndarray_over(&g, self, write);
 }
 
 static PyObject *typestr(gts_dtype dtype)
@@ -41,10 +59,14 @@ static PyObject *typestr(gts_dtype dtype)
     return PyUnicode_FromString(text);
 }
 
+/* (address, read-only) for the array interfaces: an export that may be
+ * written, so the host side is brought up to date and marked written. */
 static PyObject *data_pair(PyObject *self)
 {
     gts_storage g;
     gtpy_storage_load(self, &g);
+    if (gtpy_storage_host_access(&g, true) < 0)
+        return NULL;
     return Py_BuildValue("(NO)", PyLong_FromVoidPtr(gts_storage_data(&g)),
                          g.readonly ? Py_True : Py_False);
 }
@@ -90,7 +112,7 @@ PyObject *gtpy_storage_gt_data_interface(PyObject *self, void *closure)
  * error. (Without them, Python read the buffer as text or bytes.) */
 static int storage_bool(PyObject *self)
 {
-    PyObject *array = gtpy_storage_ndarray(self);
+    PyObject *array = gtpy_storage_ndarray(self, false);
     int truth = array ? PyObject_IsTrue(array) : -1;
     Py_XDECREF(array);
     return truth;
@@ -98,7 +120,7 @@ static int storage_bool(PyObject *self)
 
 static PyObject *through_ndarray(PyObject *self, PyObject *(*convert)(PyObject *))
 {
-    PyObject *array = gtpy_storage_ndarray(self);
+    PyObject *array = gtpy_storage_ndarray(self, false);
     PyObject *result = array ? convert(array) : NULL;
     Py_XDECREF(array);
     return result;
@@ -178,6 +200,11 @@ static int storage_getbuffer(PyObject *self, Py_buffer *view, int flags)
     StorageObject *s = STORAGE(self);
     gts_storage g;
     gtpy_storage_load(self, &g);
+    /* The view is writable whatever the consumer asked for: it may write. */
+    if (gtpy_storage_host_access(&g, true) < 0) {
+        view->obj = NULL;
+        return -1;
+    }
     buffer_export e = {gts_storage_data(&g),
                      s->dtype,
                      s->ndim,
@@ -202,7 +229,7 @@ static void storage_releasebuffer(PyObject *self, Py_buffer *view)
 PyObject *gtpy_storage_to_numpy(PyObject *self, PyObject *unused)
 {
     (void)unused;
-    return gtpy_storage_ndarray(self);
+    return gtpy_storage_ndarray(self, true);
 }
 
 /* __array__(dtype=None, /, *, copy=None) with NumPy 2's copy rules. */
@@ -216,7 +243,7 @@ PyObject *gtpy_storage_array(PyObject *self, PyObject *const *args, Py_ssize_t n
         return NULL;
     PyObject *dtype = values[0] == Py_None ? NULL : values[0];
     int copy = values[1] && values[1] != Py_None ? PyObject_IsTrue(values[1]) : -1;
-    PyObject *array = gtpy_storage_ndarray(self);
+    PyObject *array = gtpy_storage_ndarray(self, true);
     if (!array || (dtype == NULL && copy != 1))
         return array;
     PyObject *result = NULL;
@@ -254,7 +281,7 @@ PyObject *gtpy_storage_array(PyObject *self, PyObject *const *args, Py_ssize_t n
 static PyObject *storages_as_ndarrays_in(PyObject *obj, PyObject **seen, int depth)
 {
     if (gtpy_is_storage(obj))
-        return gtpy_storage_ndarray(obj);
+        return gtpy_storage_ndarray(obj, true); /* NumPy functions may write (out=) */
     if ((!PyList_Check(obj) && !PyTuple_Check(obj)) || depth > GTS_MAX_NDIM)
         return Py_NewRef(obj);
     PyObject *key = PyLong_FromVoidPtr(obj), *done;

@@ -51,8 +51,7 @@ static inline char *field_at(const StorageObject *s, int which)
  * attributes of the type and the interfaces that repeat them. */
 enum storage_attribute {
     GET_SHAPE, GET_STRIDES, GET_ALIGNED, GET_NDIM, GET_SIZE, GET_ITEMSIZE, GET_NBYTES, GET_DIMS,
-    GET_HALO, GET_DOMAIN_SHAPE, GET_ALIGNMENT, GET_LAYOUT, GET_DTYPE, GET_ORIGIN, GET_PRESET,
-    GET_NONE
+    GET_HALO, GET_DOMAIN_SHAPE, GET_ALIGNMENT, GET_LAYOUT, GET_DTYPE, GET_ORIGIN, GET_PRESET
 };
 PyObject *gtpy_storage_get(PyObject *self, void *which);
 
@@ -76,5 +75,12 @@ PyObject *gtpy_storage_array(PyObject *self, PyObject *const *args, Py_ssize_t n
                              PyObject *kwnames);
 PyObject *gtpy_storage_array_function(PyObject *self, PyObject *args);
 PyObject *gtpy_storage_complex(PyObject *self, PyObject *unused);
+
+/* ---- storage_device.c ---- */
+PyObject *gtpy_storage_to_ndarray(PyObject *self, PyObject *unused);
+PyObject *gtpy_storage_to_cupy(PyObject *self, PyObject *unused);
+PyObject *gtpy_storage_device(PyObject *self, void *closure);
+PyObject *gtpy_storage_device_data(PyObject *self, void *closure);
+PyObject *gtpy_storage_cuda_array_interface(PyObject *self, void *closure);
 
 #endif

@@ -1,0 +1,109 @@
+/* Devices from Python: which device plays the GPU (use_gpu, GTSTORE_GPU),
+ * the devices there are, and the emulated device's transfer counts. */
+#include "module.h"
+
+#include <string.h>
+
+/* A device as a dict: its name and DLPack (type, id). */
+static PyObject *device_dict(const gts_device_ops *device)
+{
+    return Py_BuildValue("{s:s,s:(ii)}", "name", device->name, "dlpack",
+                         (int)device->id.type, (int)device->id.id);
+}
+
+static PyObject *api_devices(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    size_t n = gts_device_list(NULL, 0);
+    const gts_device_ops **devices = PyMem_Malloc((n ? n : 1) * sizeof *devices);
+    if (!devices)
+        return PyErr_NoMemory();
+    size_t listed = gts_device_list(devices, n);
+    n = listed < n ? listed : n;
+    PyObject *list = PyList_New((Py_ssize_t)n);
+    for (size_t i = 0; list && i < n; ++i) {
+        PyObject *item = device_dict(devices[i]);
+        if (!item) {
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SET_ITEM(list, (Py_ssize_t)i, item);
+    }
+    PyMem_Free(devices);
+    return list;
+}
+
+static PyObject *api_use_gpu(PyObject *self, PyObject *name)
+{
+    (void)self;
+    static const char *const kinds[] = {"emulated", "cuda"};
+    const gts_device_ops *device = NULL;
+    gts_error err;
+    if (name != Py_None) {
+        int which = gtpy_choice(name, "gpu", kinds, 2, "None, 'emulated' or 'cuda'");
+        if (which < 0)
+            return NULL;
+        if (which == 0)
+            device = gts_device_emulated();
+        else if (gts_device_get((gts_device_id){GTS_DL_CUDA, 0}, &device, &err) != 0)
+            return gtpy_raise_param("gpu", &err), NULL;
+    }
+    if (gts_device_use_gpu(device, &err) != 0)
+        return gtpy_raise_null(&err);
+    Py_RETURN_NONE;
+}
+
+static PyObject *api_gpu(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    const gts_device_ops *device;
+    gts_error err;
+    if (gts_device_gpu(&device, &err) != 0)
+        Py_RETURN_NONE;
+    return device_dict(device);
+}
+
+static PyObject *api_transfer_counts(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    gts_transfer_counts c;
+    gts_device_emulated_counts(&c);
+    return Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L}", "to_device",
+                         (long long)c.to_device, "to_device_bytes", (long long)c.to_device_bytes,
+                         "to_host", (long long)c.to_host, "to_host_bytes",
+                         (long long)c.to_host_bytes, "within", (long long)c.within, "fills",
+                         (long long)c.fills, "copies", (long long)c.copies, "live_blocks",
+                         (long long)c.live_blocks);
+}
+
+static PyObject *api_reset_transfer_counts(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    gts_device_emulated_reset_counts();
+    Py_RETURN_NONE;
+}
+
+PyMethodDef gtpy_devices_methods[] = {
+    {"devices", api_devices, METH_NOARGS,
+     "devices()\n--\n\nThe devices gtstore can reach: the host, the emulated device, and CUDA's "
+     "where a driver and a GPU are present; each a dict with its name and DLPack (type, id)."},
+    {"use_gpu", api_use_gpu, METH_O,
+     "use_gpu(gpu)\n--\n\nChooses the device that plays the GPU for device='gpu' and GPU "
+     "presets: 'emulated' (separate host memory that gtstore reaches only through device "
+     "copies, for tests), 'cuda' (CUDA device 0) or None (back to the environment variable "
+     "GTSTORE_GPU, else CUDA)."},
+    {"gpu", api_gpu, METH_NOARGS,
+     "gpu()\n--\n\nThe device that plays the GPU (a dict as in devices()), or None where there "
+     "is none."},
+    {"transfer_counts", api_transfer_counts, METH_NOARGS,
+     "transfer_counts()\n--\n\nWhat the emulated device has done since the last reset: "
+     "host-to-device and device-to-host transfers (calls and bytes), copies within it, fills "
+     "and strided copies, and its live blocks."},
+    {"reset_transfer_counts", api_reset_transfer_counts, METH_NOARGS,
+     "reset_transfer_counts()\n--\n\nZeroes the emulated device's counts."},
+    {NULL, NULL, 0, NULL},
+};

@@ -1,0 +1,149 @@
+/* The device side of a Storage: which device it is on (device,
+ * __dlpack_device__), its device buffer as an array (to_ndarray, to_cupy,
+ * device_data) and __cuda_array_interface__. Every export of the device
+ * side may be written, so it brings that side up to date and marks it
+ * written first (gtstore/sync.h). */
+#include "storage_object.h"
+
+#include "gtstore/sync.h"
+
+static const gts_device_ops *device_of(PyObject *self)
+{
+    return gts_buffer_device(STORAGE(self)->buffer);
+}
+
+static bool on_cuda(const gts_device_ops *device)
+{
+    return device->id.type == GTS_DL_CUDA || device->id.type == GTS_DL_CUDA_MANAGED;
+}
+
+static int device_write_access(PyObject *self)
+{
+    gts_error err;
+    if (gts_buffer_prepare_write(STORAGE(self)->buffer, GTS_SIDE_DEVICE, NULL, &err) != 0)
+        return gtpy_raise(&err);
+    return 0;
+}
+
+static void release_buffer(void *buffer)
+{
+    gts_buffer_release(buffer);
+}
+
+/* The emulated device's memory as NumPy sees it: a CPU storage over the
+ * host memory behind the device addresses, which keeps the device buffer
+ * alive, and an ndarray of it. For tests, which read and write the device
+ * side through it as a kernel would. */
+static PyObject *emulated_ndarray(PyObject *self)
+{
+    gts_storage g;
+    gtpy_storage_load(self, &g);
+    char *device_base = gts_buffer_data(g.buffer);
+    void *host = gts_device_emulated_host_address(device_base);
+    gts_buffer *wrapped;
+    gts_error err;
+    if (device_write_access(self) < 0)
+        return NULL;
+    if (gts_buffer_wrap_host(host, gts_buffer_size(g.buffer), release_buffer,
+                             gts_buffer_retain(g.buffer), &wrapped, &err) != 0) {
+        gts_buffer_release(g.buffer);
+        return gtpy_raise_null(&err);
+    }
+    gts_storage view = g;
+    view.buffer = wrapped; /* the wrapper's one reference moves into the object */
+    PyObject *owner = gtpy_storage_new(&view, NULL, NULL);
+    PyObject *array = owner ? gtpy_storage_ndarray(owner, true) : NULL;
+    Py_XDECREF(owner);
+    return array;
+}
+
+PyObject *gtpy_storage_to_cupy(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    const gts_device_ops *device = device_of(self);
+    if (!on_cuda(device)) {
+        PyErr_Format(gtpy_NoSuchBufferError,
+                     "to_cupy: this storage has no CUDA buffer (its memory is on the %s "
+                     "device)%s",
+                     device->name,
+                     device == gts_device_emulated() ? "; to_ndarray() gives the emulated "
+                                                       "device's memory as NumPy"
+                                                     : "");
+        return NULL;
+    }
+    PyObject *cupy = PyImport_ImportModule("cupy");
+    if (!cupy)
+        return NULL;
+    PyObject *array = device_write_access(self) < 0
+                          ? NULL
+                          : PyObject_CallMethod(cupy, "asarray", "O", self);
+    Py_DECREF(cupy);
+    return array;
+}
+
+PyObject *gtpy_storage_to_ndarray(PyObject *self, PyObject *unused)
+{
+    const gts_device_ops *device = device_of(self);
+    if (device == gts_device_host())
+        return gtpy_storage_ndarray(self, true);
+    if (device == gts_device_emulated())
+        return emulated_ndarray(self);
+    return gtpy_storage_to_cupy(self, unused);
+}
+
+PyObject *gtpy_storage_device(PyObject *self, void *closure)
+{
+    (void)closure;
+    const gts_device_ops *device = device_of(self);
+    if (device == gts_device_host())
+        Py_RETURN_NONE;
+    return PyUnicode_FromString(device->name);
+}
+
+PyObject *gtpy_storage_device_data(PyObject *self, void *closure)
+{
+    (void)closure;
+    if (device_of(self) == gts_device_host())
+        Py_RETURN_NONE;
+    PyObject *array = gtpy_storage_to_ndarray(self, NULL);
+    PyObject *data = array ? PyObject_GetAttrString(array, "data") : NULL;
+    Py_XDECREF(array);
+    return data;
+}
+
+PyObject *gtpy_storage_dlpack_device(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    gts_device_id id = device_of(self)->id;
+    return Py_BuildValue("(ii)", (int)id.type, (int)id.id);
+}
+
+/* __cuda_array_interface__ (version 3), for storages in CUDA memory only:
+ * elsewhere the attribute does not exist, so that no consumer takes the
+ * emulated device's or the host's addresses for GPU memory. Every gtstore
+ * operation has completed when it returns, so the consumer has nothing to
+ * wait for: "stream" is None (never 0, which the protocol forbids). */
+PyObject *gtpy_storage_cuda_array_interface(PyObject *self, void *closure)
+{
+    (void)closure;
+    if (!on_cuda(device_of(self))) {
+        PyErr_SetString(PyExc_AttributeError,
+                        "__cuda_array_interface__: this storage is not in CUDA memory");
+        return NULL;
+    }
+    if (device_write_access(self) < 0)
+        return NULL;
+    gts_storage g;
+    gtpy_storage_load(self, &g);
+    char typestr[GTS_DTYPE_TEXT_SIZE];
+    gts_dtype_typestr(g.dtype, typestr);
+    char *base = gts_buffer_data(g.buffer);
+    PyObject *strides = gts_storage_contiguous(&g, 'C')
+                            ? Py_NewRef(Py_None)
+                            : gtpy_storage_get(self, (void *)(intptr_t)GET_STRIDES);
+    return Py_BuildValue("{s:N,s:s,s:(NO),s:N,s:i,s:O}", "shape",
+                         gtpy_storage_get(self, (void *)(intptr_t)GET_SHAPE), "typestr", typestr,
+                         "data", PyLong_FromVoidPtr(base ? base + g.offset : NULL),
+                         g.readonly ? Py_True : Py_False, "strides", strides, "version", 3,
+                         "stream", Py_None);
+}
