@@ -564,6 +564,12 @@ int gts_storage_set_halo(gts_storage *storage, const gts_halo *halo, gts_error *
 
 int gts_storage_copy(const gts_storage *src, gts_storage *out, gts_error *err)
 {
+    return gts_storage_copy_to(NULL, src, out, err);
+}
+
+int gts_storage_copy_to(const gts_device_ops *device, const gts_storage *src, gts_storage *out,
+                        gts_error *err)
+{
     gts_storage_spec spec;
     gts_template like; /* everything the copy keeps */
     int rc = gts_storage_spec_init(&spec, src->ndim, src->shape, src->dtype, err);
@@ -571,9 +577,12 @@ int gts_storage_copy(const gts_storage *src, gts_storage *out, gts_error *err)
         return rc;
     gts_template_from_storage(src, true, &like);
     spec.like = &like;
-    gts_storage copy; /* on the device of src, mirrored if it is */
-    unsigned flags = gts_buffer_mirrored(src->buffer) ? GTS_ALLOC_MIRRORED : 0;
-    if ((rc = gts_storage_create_on(gts_buffer_device(src->buffer), &spec, flags, &copy, err)))
+    const gts_device_ops *own = gts_buffer_device(src->buffer);
+    device = device ? device : own;
+    /* a copy on the source's device is mirrored where the source is */
+    unsigned flags = device == own && gts_buffer_mirrored(src->buffer) ? GTS_ALLOC_MIRRORED : 0;
+    gts_storage copy;
+    if ((rc = gts_storage_create_on(device, &spec, flags, &copy, err)))
         return rc;
     if ((rc = gts_storage_assign(&copy, src, err))) {
         gts_storage_release(&copy);

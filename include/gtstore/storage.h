@@ -151,6 +151,10 @@ int gts_storage_set_halo(gts_storage *storage, const gts_halo *halo, gts_error *
  * memory on the device of `src`, holding a copy of the values. The copy is
  * writable. */
 int gts_storage_copy(const gts_storage *src, gts_storage *out, gts_error *err);
+/* The same on `device` (NULL: the source's), e.g. a host copy of device
+ * memory; mirrored only on the source's own device. */
+int gts_storage_copy_to(const gts_device_ops *device, const gts_storage *src, gts_storage *out,
+                        gts_error *err);
 
 /* Copies the values of `src` into `dst`: same shape and dtype, `dst`
  * writable (GTS_EREADONLY otherwise). Overlapping storages are fine. On one

@@ -1,0 +1,286 @@
+"""GPU storages on the emulated device, which plays the GPU here.
+
+Its memory is separate host memory that gtstore reaches only through the
+device's copies, and it counts them (gtstore.transfer_counts()), so these
+tests check the storage types, the sync rule of docs/storage.md (no write
+is ever lost, and no transfer is made that the rule does not need) and the
+errors, on every machine. On a CUDA machine the same storages live in GPU
+memory; that path has not run on hardware yet (see docs/storage.md).
+"""
+
+import os
+import random
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import gtstore
+
+HALO = ((2, 2), (2, 2), (0, 0))
+
+
+@pytest.fixture(autouse=True)
+def emulated_gpu():
+    gtstore.use_gpu("emulated")
+    gtstore.reset_transfer_counts()
+    yield
+    gtstore.use_gpu(None)
+
+
+def transfers():
+    counts = gtstore.transfer_counts()
+    return counts["to_device"], counts["to_host"]
+
+
+# ---- types -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "kwargs, kind",
+    [
+        ({"device": "gpu"}, gtstore.SoftwareManagedGPUStorage),
+        ({"device": "gpu", "managed": "gt4py"}, gtstore.SoftwareManagedGPUStorage),
+        ({"device": "gpu", "managed": None}, gtstore.GPUStorage),
+        ({"device": "gpu", "managed": False}, gtstore.GPUStorage),
+        ({"defaults": "gt:gpu"}, gtstore.SoftwareManagedGPUStorage),
+        ({"defaults": "gt:gpu", "device": "cpu"}, gtstore.CPUStorage),
+        ({"device": "cpu", "managed": "cuda"}, gtstore.CPUStorage),  # no effect on the CPU
+        ({}, gtstore.CPUStorage),
+    ],
+)
+def test_type_follows_device_and_managed(kwargs, kind):
+    s = gtstore.zeros((5, 4, 3), **kwargs)
+    assert type(s) is kind
+    assert isinstance(s, gtstore.Storage)
+    assert type(s[1:]) is kind  # views keep it
+    on_device = kind is not gtstore.CPUStorage
+    assert s.device == ("emulated" if on_device else None)
+    assert s.__dlpack_device__() == ((12, 0) if on_device else (1, 0))
+
+
+def test_gpu_preset_has_its_geometry():
+    s = gtstore.empty((5, 4, 3), defaults="gt:gpu", halo=HALO[:2] + ((0, 0),))
+    host = gtstore.empty((5, 4, 3), defaults="gt:gpu", device="cpu", halo=HALO[:2] + ((0, 0),))
+    assert s.strides == host.strides and s.layout == host.layout
+    assert s.alignment_size == host.alignment_size == 32 * 8
+
+
+def test_cuda_managed_needs_cuda():
+    with pytest.raises(NotImplementedError, match="managed: CUDA managed memory needs a CUDA GPU"):
+        gtstore.zeros((3,), device="gpu", managed="cuda")
+
+
+@pytest.mark.parametrize("managed", ["gt4", "CUDA", 1, True])
+def test_bad_managed(managed):
+    with pytest.raises(ValueError, match="managed"):
+        gtstore.zeros((3,), device="gpu", managed=managed)
+
+
+def test_no_gpu_without_emulation():
+    gtstore.use_gpu(None)
+    if gtstore.gpu() is not None:
+        pytest.skip(f"this machine has a GPU: {gtstore.gpu()}")
+    with pytest.raises(NotImplementedError, match="device: 'gpu' asks for a GPU"):
+        gtstore.zeros((3,), device="gpu")
+    with pytest.raises(NotImplementedError, match="'gt:gpu' is for the GPU"):
+        gtstore.zeros((3,), defaults="gt:gpu")
+    with pytest.raises(ValueError, match="gpu: expected None, 'emulated' or 'cuda'"):
+        gtstore.use_gpu("tpu")
+
+
+def test_environment_variable_selects_the_emulated_device():
+    code = "import gtstore; print(type(gtstore.zeros((2,), device='gpu')).__name__, gtstore.gpu())"
+    env = dict(os.environ, GTSTORE_GPU="emulated")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=120, check=True).stdout
+    assert out.startswith("SoftwareManagedGPUStorage {'name': 'emulated', 'dlpack': (12, 0)}")
+    env["GTSTORE_GPU"] = "quantum"
+    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode != 0 and "GTSTORE_GPU: expected 'cuda' or 'emulated'" in run.stderr
+
+
+# ---- values and the sync rule ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("managed", ["gt4py", None])
+@pytest.mark.parametrize("make, expected", [
+    (lambda **kw: gtstore.zeros((6, 5, 4), **kw), 0.0),
+    (lambda **kw: gtstore.ones((6, 5, 4), **kw), 1.0),
+    (lambda **kw: gtstore.full((6, 5, 4), 2.5, **kw), 2.5),
+])
+def test_creation_values(make, expected, managed):
+    s = make(device="gpu", managed=managed)
+    np.testing.assert_array_equal(s.to_ndarray(), np.full((6, 5, 4), expected))
+
+
+@pytest.mark.parametrize("managed", ["gt4py", None])
+def test_storage_copies_data_to_the_device(managed):
+    data = np.arange(60.0).reshape(3, 4, 5)
+    s = gtstore.storage(data, device="gpu", managed=managed)
+    np.testing.assert_array_equal(s.to_ndarray(), data)
+    if managed:
+        np.testing.assert_array_equal(np.asarray(s), data)
+
+
+def test_host_write_then_device_read():
+    assert gtstore.ones((2,), device="gpu").sync_state.state == gtstore.SyncState.SYNC_DEVICE_DIRTY
+    s = gtstore.zeros((8, 8, 4), device="gpu", halo=HALO)
+    assert s.sync_state.state == gtstore.SyncState.SYNC_CLEAN  # both sides start as zeros
+    gtstore.reset_transfer_counts()
+    s[2:-2, 2:-2, :] = 1.0  # the host is current: marked, nothing moves
+    assert transfers() == (0, 0)
+    assert s.sync_state.state == gtstore.SyncState.SYNC_HOST_DIRTY
+    device = s.to_ndarray()  # the device side: synced, then marked written
+    assert transfers() == (1, 0)
+    assert device[2:-2, 2:-2].sum() == 4 * 4 * 4 and device.sum() == 4 * 4 * 4
+    assert s.sync_state.state == gtstore.SyncState.SYNC_DEVICE_DIRTY
+    device[0, 0, 0] = 5.0  # written as a kernel would
+    assert float(s[0, 0, 0]) == 5.0  # a host read syncs
+    assert transfers() == (1, 1)
+    assert s.sync_state.state == gtstore.SyncState.SYNC_CLEAN  # a read does not mark
+
+
+def test_views_share_the_sync_state_and_syncs_move_the_whole_allocation():
+    s = gtstore.zeros((10, 10, 10), device="gpu")
+    s.synchronize()
+    inner = s[2:4, 2:4, 2:4]
+    assert inner.sync_state is s.sync_state
+    inner[...] = 3.0
+    nbytes = gtstore.transfer_counts()
+    s.host_to_device()
+    counts = gtstore.transfer_counts()
+    assert counts["to_device"] - nbytes["to_device"] == 1
+    assert counts["to_device_bytes"] - nbytes["to_device_bytes"] >= s.nbytes  # all of it
+    assert s.to_ndarray().sum() == 3.0 * 8
+
+
+def test_sync_methods_and_force():
+    s = gtstore.ones((4, 4), device="gpu")
+    s.device_to_host()
+    before = transfers()
+    s.device_to_host()
+    s.host_to_device()
+    s.synchronize()
+    assert transfers() == before  # clean: nothing moves
+    s.device_to_host(force=True)
+    s.host_to_device(force=True)
+    assert transfers() == (before[0] + 1, before[1] + 1)
+    s.set_device_modified()
+    assert s.sync_state.state == gtstore.SyncState.SYNC_DEVICE_DIRTY
+    s.set_host_modified()
+    assert s.sync_state.state == gtstore.SyncState.SYNC_HOST_DIRTY
+    s.set_synchronized()
+    assert s.sync_state.state == gtstore.SyncState.SYNC_CLEAN
+
+
+def test_exports_mark_the_side_they_expose():
+    s = gtstore.zeros((3, 3), device="gpu")
+    s.synchronize()
+    for export in (np.asarray, memoryview, lambda x: x.__array_interface__, lambda x: x.data):
+        s.set_synchronized()
+        export(s)
+        assert s.sync_state.state == gtstore.SyncState.SYNC_HOST_DIRTY, export
+    for export in (lambda x: x.to_ndarray(), lambda x: x.__dlpack__(), lambda x: x.device_data):
+        s.set_synchronized()
+        export(s)
+        assert s.sync_state.state == gtstore.SyncState.SYNC_DEVICE_DIRTY, export
+    s.set_synchronized()
+    repr(s), float(s[1, 1]), s.copy()  # reads mark nothing
+    assert s.sync_state.state == gtstore.SyncState.SYNC_CLEAN
+
+
+def test_copy_keeps_type_values_and_sync():
+    s = gtstore.zeros((4, 5), device="gpu", halo=((1, 1), (1, 1)))
+    s[1:-1, 1:-1] = 2.0
+    c = s.copy()
+    assert type(c) is gtstore.SoftwareManagedGPUStorage and c.halo == s.halo
+    assert c.sync_state is not s.sync_state
+    np.testing.assert_array_equal(np.asarray(c), np.asarray(s))
+
+
+def test_device_only_storage_has_no_host_buffer():
+    g = gtstore.full((3, 4), 1.5, device="gpu", managed=None)
+    assert g.data is None and g.sync_state.state == gtstore.SyncState.SYNC_CLEAN
+    for host_access in (np.asarray, memoryview, lambda x: x.to_numpy(), lambda x: x[0, 0],
+                        lambda x: x.__array_interface__):
+        with pytest.raises(gtstore.GTNoSuchBufferError, match="no host buffer"):
+            host_access(g)
+    with pytest.raises(gtstore.GTNoSuchBufferError):
+        g[0, 0] = 1.0
+    assert "1.5" in repr(g)  # displayed through a host copy
+    np.testing.assert_array_equal(g.to_ndarray(), np.full((3, 4), 1.5))
+    with pytest.raises(gtstore.GTNoSuchBufferError, match="emulated"):
+        g.to_cupy()
+    assert not hasattr(g, "__cuda_array_interface__")  # not CUDA memory
+
+
+def test_dlpack_of_device_memory():
+    s = gtstore.ones((2, 3), device="gpu")
+    s.__dlpack__(dl_device=(12, 0))
+    with pytest.raises(BufferError, match=r"dl_device: \(1, 0\) cannot be served"):
+        s.__dlpack__(dl_device=(1, 0))
+    with pytest.raises(ValueError, match="stream"):
+        s.__dlpack__(stream=5)
+
+
+def test_no_lost_write_random_sequence():
+    """Random reads, writes, syncs and declarations across views of one
+    buffer, on both sides, against a model of the values and of the state:
+    every read sees the last write, and the transfers are exactly the ones
+    the state required."""
+    rng = random.Random(20261125)
+    shape = (6, 7, 5)
+    s = gtstore.zeros(shape, device="gpu")
+    s.synchronize()
+    truth = np.zeros(shape)
+    state = "clean"
+    expected = list(transfers())
+    views = [(slice(None),) * 3, (slice(1, 4), slice(None), 2), (0,), (slice(None, None, 2),),
+             (slice(2, 5), slice(3, 7), slice(None, None, -1))]
+    for step in range(3000):
+        key = rng.choice(views)
+        view = s[key]
+        side = rng.choice(["host", "device"])
+        stale = "device" if side == "host" else "host"
+        action = rng.random()
+        if action < 0.35:  # a write
+            value = float(step)
+            if state == f"{stale}_dirty":
+                expected[0 if side == "device" else 1] += 1
+            if side == "host":
+                view[...] = value
+            else:
+                view.to_ndarray()[...] = value
+            truth[key] = value
+            state = f"{side}_dirty"
+        elif action < 0.7:  # a read, through an export that could write: it marks
+            if state == f"{stale}_dirty":
+                expected[0 if side == "device" else 1] += 1
+            got = np.array(view) if side == "host" else np.array(view.to_ndarray())
+            state = f"{side}_dirty"
+            np.testing.assert_array_equal(got, truth[key], err_msg=f"step {step}")
+        elif action < 0.9:  # an explicit sync
+            if side == "host":
+                if state == "device_dirty":
+                    expected[1] += 1
+                    state = "clean"
+                s.device_to_host()
+            else:
+                if state == "host_dirty":
+                    expected[0] += 1
+                    state = "clean"
+                s.host_to_device()
+        else:
+            s.synchronize()
+            if state != "clean":
+                expected[0 if state == "host_dirty" else 1] += 1
+            state = "clean"
+        assert list(transfers()) == expected, f"step {step}"
+        names = {"clean": "SYNC_CLEAN", "host_dirty": "SYNC_HOST_DIRTY",
+                 "device_dirty": "SYNC_DEVICE_DIRTY"}
+        assert s.sync_state.state == getattr(gtstore.SyncState, names[state]), f"step {step}"
+    np.testing.assert_array_equal(s.to_ndarray(), truth)
+    np.testing.assert_array_equal(np.asarray(s), truth)
