@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gtstore/geometry.h"
 #include "gtstore/kernels.h"
 #include "internal.h"
 
@@ -88,6 +89,24 @@ const gts_device_ops *gts_device_host(void)
 const gts_device_ops *gts_device_emulated(void)
 {
     return &gts__device_emulated;
+}
+
+/* ---- for device implementations ------------------------------------------------ */
+
+int gts__strided_range(int ndim, const int64_t *shape, const int64_t *strides, int64_t itemsize,
+                       bool *valid, int64_t *low, int64_t *high, gts_error *err)
+{
+    *valid = false;
+    *low = *high = 0;
+    if (ndim < 0 || ndim > GTS_MAX_NDIM || (ndim > 0 && !shape) || itemsize <= 0)
+        return GTS_OK;
+    for (int d = 0; d < ndim; ++d)
+        if (shape[d] <= 0)
+            return GTS_OK; /* empty, or refused by the kernel */
+    if (ndim > 0 && !strides)
+        return GTS_OK;
+    *valid = true;
+    return gts_strided_extent(ndim, shape, strides, itemsize, low, high, err);
 }
 
 /* ---- the device that plays the GPU ------------------------------------------- */

@@ -537,26 +537,6 @@ static int dtod(const cuda_device *d, CUdeviceptr dst, CUdeviceptr src, int64_t 
 
 /* ---- the strided arrays of fill and copy -------------------------------------------- */
 
-/* The bytes a strided array touches, relative to element 0, as in the
- * emulated device: *valid is false where the kernel refuses the arguments
- * before it touches memory (ndim, shape, itemsize, NULL strides) and where
- * the array touches nothing; the caller then hands them to the kernel. */
-static int strided_range(int ndim, const int64_t *shape, const int64_t *strides,
-                         int64_t itemsize, bool *valid, int64_t *low, int64_t *high,
-                         gts_error *err)
-{
-    *valid = false;
-    *low = *high = 0;
-    if (ndim < 0 || ndim > GTS_MAX_NDIM || (ndim > 0 && !shape) || itemsize <= 0)
-        return GTS_OK;
-    for (int d = 0; d < ndim; ++d)
-        if (shape[d] <= 0)
-            return GTS_OK;
-    if (ndim > 0 && !strides)
-        return GTS_OK;
-    *valid = true;
-    return gts_strided_extent(ndim, shape, strides, itemsize, low, high, err);
-}
 
 static bool kernel_itemsize(int64_t itemsize)
 {
@@ -689,15 +669,19 @@ static int size_check(int64_t size, const char *what, gts_error *err)
     return GTS_OK;
 }
 
-static int memory_alloc(const gts_device_ops *dev, int64_t size, unsigned flags, void **out,
-                        gts_error *err)
+/* Device or managed memory, zeroed on request: one allocation path. */
+static int device_alloc(const gts_device_ops *dev, int64_t size, unsigned flags, bool managed,
+                        void **out, gts_error *err)
 {
     cuda_device *d = device_of(dev);
-    int rc = size_check(size, "a CUDA device", err);
+    int rc = size_check(size, managed ? "managed memory" : "a CUDA device", err);
     if (rc || (rc = enter(d, err)))
         return rc;
     CUdeviceptr block = 0;
-    rc = check(d, "cuMemAlloc", api.MemAlloc(&block, (size_t)(size ? size : 1)), err);
+    size_t bytes = (size_t)(size ? size : 1);
+    rc = managed ? check(d, "cuMemAllocManaged",
+                         api.MemAllocManaged(&block, bytes, CU_MEM_ATTACH_GLOBAL), err)
+                 : check(d, "cuMemAlloc", api.MemAlloc(&block, bytes), err);
     if (!rc && (flags & GTS_ALLOC_ZERO) && size > 0) {
         rc = check(d, "cuMemsetD8", api.MemsetD8(block, 0, (size_t)size), err);
         if (!rc)
@@ -709,6 +693,12 @@ static int memory_alloc(const gts_device_ops *dev, int64_t size, unsigned flags,
     if (!rc)
         *out = (void *)(uintptr_t)block;
     return rc;
+}
+
+static int memory_alloc(const gts_device_ops *dev, int64_t size, unsigned flags, void **out,
+                        gts_error *err)
+{
+    return device_alloc(dev, size, flags, false, out, err);
 }
 
 static void free_failed(const cuda_device *d, const char *call, CUresult rc, const void *block)
@@ -731,8 +721,13 @@ static void memory_free(const gts_device_ops *dev, void *block, int64_t size)
         free_failed(d, "cuMemFree", rc, block);
 }
 
-static int memory_to_device(const gts_device_ops *dev, void *dst, const void *src, int64_t bytes,
-                            gts_stream s, gts_error *err)
+/* How a contiguous transfer goes: cuMemcpy for managed memory finds out
+ * from the (unified) addresses where each side is. */
+typedef enum direction { TO_DEVICE, TO_HOST, WITHIN, UNIFIED } direction;
+
+/* One contiguous transfer, in the device's context. */
+static int transfer(const gts_device_ops *dev, direction how, void *dst, const void *src,
+                    int64_t bytes, gts_stream s, gts_error *err)
 {
     cuda_device *d = device_of(dev);
     if (bytes == 0)
@@ -740,37 +735,31 @@ static int memory_to_device(const gts_device_ops *dev, void *dst, const void *sr
     int rc = enter(d, err);
     if (rc)
         return rc;
-    rc = htod(d, dptr(dst), src, bytes, s, err);
+    switch (how) {
+    case TO_DEVICE: rc = htod(d, dptr(dst), src, bytes, s, err); break;
+    case TO_HOST: rc = dtoh(d, dst, dptr(src), bytes, s, err); break;
+    default: rc = dtod(d, dptr(dst), dptr(src), bytes, s, how == UNIFIED, err);
+    }
     leave();
     return rc;
+}
+
+static int memory_to_device(const gts_device_ops *dev, void *dst, const void *src, int64_t bytes,
+                            gts_stream s, gts_error *err)
+{
+    return transfer(dev, TO_DEVICE, dst, src, bytes, s, err);
 }
 
 static int memory_to_host(const gts_device_ops *dev, void *dst, const void *src, int64_t bytes,
                           gts_stream s, gts_error *err)
 {
-    cuda_device *d = device_of(dev);
-    if (bytes == 0)
-        return GTS_OK;
-    int rc = enter(d, err);
-    if (rc)
-        return rc;
-    rc = dtoh(d, dst, dptr(src), bytes, s, err);
-    leave();
-    return rc;
+    return transfer(dev, TO_HOST, dst, src, bytes, s, err);
 }
 
 static int memory_within(const gts_device_ops *dev, void *dst, const void *src, int64_t bytes,
                          gts_stream s, gts_error *err)
 {
-    cuda_device *d = device_of(dev);
-    if (bytes == 0)
-        return GTS_OK;
-    int rc = enter(d, err);
-    if (rc)
-        return rc;
-    rc = dtod(d, dptr(dst), dptr(src), bytes, s, false, err);
-    leave();
-    return rc;
+    return transfer(dev, WITHIN, dst, src, bytes, s, err);
 }
 
 /* The period (1, 2 or 4) of an item that repeats it and whose span starts
@@ -817,7 +806,7 @@ static int memory_fill(const gts_device_ops *dev, void *data, int ndim, const in
     cuda_device *d = device_of(dev);
     bool valid;
     int64_t low, high;
-    int rc = strided_range(ndim, shape, strides, itemsize, &valid, &low, &high, err);
+    int rc = gts__strided_range(ndim, shape, strides, itemsize, &valid, &low, &high, err);
     if (rc)
         return rc;
     /* what the kernel refuses before touching memory, or an array that
@@ -857,9 +846,10 @@ static int memory_copy(const gts_device_ops *dev, void *dst, const int64_t *dst_
     cuda_device *d = device_of(dev);
     bool dst_valid, src_valid;
     int64_t dlow, dhigh, slow, shigh;
-    int rc = strided_range(ndim, shape, dst_strides, itemsize, &dst_valid, &dlow, &dhigh, err);
+    int rc =
+        gts__strided_range(ndim, shape, dst_strides, itemsize, &dst_valid, &dlow, &dhigh, err);
     if (!rc)
-        rc = strided_range(ndim, shape, src_strides, itemsize, &src_valid, &slow, &shigh, err);
+        rc = gts__strided_range(ndim, shape, src_strides, itemsize, &src_valid, &slow, &shigh, err);
     if (rc)
         return rc;
     if (!dst_valid || !src_valid || !dst || !src || !kernel_itemsize(itemsize))
@@ -1016,40 +1006,14 @@ static int pinned_copy(const gts_device_ops *dev, void *dst, const int64_t *dst_
 static int managed_alloc(const gts_device_ops *dev, int64_t size, unsigned flags, void **out,
                          gts_error *err)
 {
-    cuda_device *d = device_of(dev);
-    int rc = size_check(size, "managed memory", err);
-    if (rc || (rc = enter(d, err)))
-        return rc;
-    CUdeviceptr block = 0;
-    rc = check(d, "cuMemAllocManaged",
-               api.MemAllocManaged(&block, (size_t)(size ? size : 1), CU_MEM_ATTACH_GLOBAL), err);
-    if (!rc && (flags & GTS_ALLOC_ZERO) && size > 0) {
-        rc = check(d, "cuMemsetD8", api.MemsetD8(block, 0, (size_t)size), err);
-        if (!rc)
-            rc = finish(d, NULL, err);
-        if (rc)
-            api.MemFree(block);
-    }
-    leave();
-    if (!rc)
-        *out = (void *)(uintptr_t)block;
-    return rc;
+    return device_alloc(dev, size, flags, true, out, err);
 }
 
-/* Transfers to, from and within managed memory: cuMemcpy, which finds out
- * from the (unified) addresses where each side is. */
+/* Transfers to, from and within managed memory. */
 static int managed_transfer(const gts_device_ops *dev, void *dst, const void *src, int64_t bytes,
                             gts_stream s, gts_error *err)
 {
-    cuda_device *d = device_of(dev);
-    if (bytes == 0)
-        return GTS_OK;
-    int rc = enter(d, err);
-    if (rc)
-        return rc;
-    rc = dtod(d, dptr(dst), dptr(src), bytes, s, true, err);
-    leave();
-    return rc;
+    return transfer(dev, UNIFIED, dst, src, bytes, s, err);
 }
 
 static int managed_fill(const gts_device_ops *dev, void *data, int ndim, const int64_t *shape,

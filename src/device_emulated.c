@@ -21,6 +21,7 @@
 
 #include "gtstore/geometry.h"
 #include "gtstore/kernels.h"
+#include "internal.h"
 
 #if UINTPTR_MAX > 0xffffffffu
 #define BIAS ((uintptr_t)1 << 52)
@@ -121,27 +122,6 @@ static int check_stream(gts_stream s, gts_error *err)
     return GTS_OK;
 }
 
-/* The bytes a strided array touches, relative to element 0, after the
- * checks the kernels make first; *empty when it touches none. Invalid
- * arguments are left to the kernel, which refuses them before it touches
- * memory (ndim, shape, itemsize; NULL strides); *valid is false then, and for
- * arrays that touch nothing. */
-static int strided_range(int ndim, const int64_t *shape, const int64_t *strides,
-                         int64_t itemsize, bool *valid, int64_t *low, int64_t *high,
-                         gts_error *err)
-{
-    *valid = false;
-    *low = *high = 0;
-    if (ndim < 0 || ndim > GTS_MAX_NDIM || (ndim > 0 && !shape) || itemsize <= 0)
-        return GTS_OK;
-    for (int d = 0; d < ndim; ++d)
-        if (shape[d] <= 0)
-            return GTS_OK; /* empty, or refused by the kernel */
-    if (ndim > 0 && !strides)
-        return GTS_OK;
-    *valid = true;
-    return gts_strided_extent(ndim, shape, strides, itemsize, low, high, err);
-}
 
 /* ---- the operations ----------------------------------------------------------- */
 
@@ -271,7 +251,7 @@ static int emu_fill(const gts_device_ops *dev, void *data, int ndim, const int64
     char *host = data; /* untranslated only where the kernel refuses or touches nothing */
     int rc = check_stream(s, err);
     if (!rc)
-        rc = strided_range(ndim, shape, strides, itemsize, &valid, &low, &high, err);
+        rc = gts__strided_range(ndim, shape, strides, itemsize, &valid, &low, &high, err);
     if (!rc && valid && data)
         rc = translate("data", data, low, high, &host, err);
     if (!rc)
@@ -292,11 +272,11 @@ static int emu_copy(const gts_device_ops *dev, void *dst, const int64_t *dst_str
     const char *host_src = src;
     int rc = check_stream(s, err);
     if (!rc)
-        rc = strided_range(ndim, shape, dst_strides, itemsize, &valid, &low, &high, err);
+        rc = gts__strided_range(ndim, shape, dst_strides, itemsize, &valid, &low, &high, err);
     if (!rc && valid && dst)
         rc = translate("dst", dst, low, high, &host_dst, err);
     if (!rc)
-        rc = strided_range(ndim, shape, src_strides, itemsize, &valid, &low, &high, err);
+        rc = gts__strided_range(ndim, shape, src_strides, itemsize, &valid, &low, &high, err);
     char *translated;
     if (!rc && valid && src && !(rc = translate("src", src, low, high, &translated, err)))
         host_src = translated;

@@ -2,6 +2,7 @@
 #ifndef GTSTORE_INTERNAL_H
 #define GTSTORE_INTERNAL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -19,6 +20,14 @@ extern const gts_device_ops gts__device_host;
  * there are (0 where CUDA cannot be reached). */
 int gts__cuda_get(gts_device_id id, const gts_device_ops **out, gts_error *err);
 size_t gts__cuda_list(const gts_device_ops **out, size_t capacity);
+
+/* The bytes a strided array touches, [element 0 + *low, element 0 +
+ * *high), for devices that move or check them (device.c). Arguments the
+ * kernels refuse before touching memory (ndim, shape, itemsize, NULL
+ * strides) and arrays that touch nothing give *valid false, and the caller
+ * hands them to the kernel, which says why. */
+int gts__strided_range(int ndim, const int64_t *shape, const int64_t *strides, int64_t itemsize,
+                       bool *valid, int64_t *low, int64_t *high, gts_error *err);
 
 /* The host allocator of buffer.c for raw blocks: 64-byte aligned heap
  * blocks, large ones (>= GTS_LARGE_BLOCK) from the huge-page cache. `size`
