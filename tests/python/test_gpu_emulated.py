@@ -209,7 +209,7 @@ def test_device_only_storage_has_no_host_buffer():
         with pytest.raises(gtstore.GTNoSuchBufferError, match="no host buffer"):
             host_access(g)
     with pytest.raises(gtstore.GTNoSuchBufferError):
-        g[0, 0] = 1.0
+        g[0] = np.ones(4)  # an array needs the host
     assert "1.5" in repr(g)  # displayed through a host copy
     np.testing.assert_array_equal(g.to_ndarray(), np.full((3, 4), 1.5))
     with pytest.raises(gtstore.GTNoSuchBufferError, match="emulated"):
@@ -284,3 +284,43 @@ def test_no_lost_write_random_sequence():
         assert s.sync_state.state == getattr(gtstore.SyncState, names[state]), f"step {step}"
     np.testing.assert_array_equal(s.to_ndarray(), truth)
     np.testing.assert_array_equal(np.asarray(s), truth)
+
+
+# ---- where __setitem__ writes (seed 000, "Choosing the Device") --------------------------------
+
+
+def test_setitem_with_a_device_value_writes_on_the_device():
+    d = gtstore.zeros((4, 5), device="gpu", managed=None)
+    d[1:3] = 2.0  # a GPUStorage takes numbers on the device
+    m = gtstore.ones((4, 5), device="gpu")
+    m.synchronize()
+    gtstore.reset_transfer_counts()
+    m[1] = d[1]  # a value on the device: written there, nothing crosses
+    assert transfers() == (0, 0)
+    assert m.sync_state.state == gtstore.SyncState.SYNC_DEVICE_DIRTY
+    expected = np.ones((4, 5))
+    expected[1] = 2.0
+    np.testing.assert_array_equal(np.asarray(m), expected)
+    m[2] = np.full(5, 3.0)  # a host value: written on the host
+    assert m.sync_state.state == gtstore.SyncState.SYNC_HOST_DIRTY
+    m.host_to_device()
+    host_written = gtstore.zeros((5,), device="gpu")
+    host_written[...] = 4.0  # host side ahead: not a device value
+    m[3] = host_written
+    assert m.sync_state.state == gtstore.SyncState.SYNC_HOST_DIRTY
+    expected[2], expected[3] = 3.0, 4.0
+    np.testing.assert_array_equal(m.to_ndarray(), expected)
+
+
+def test_device_only_setitem():
+    d = gtstore.zeros((4, 5), device="gpu", managed=None)
+    d[0] = d[3]
+    d[...] = 1.5
+    d[2, 1:3] = gtstore.full((2,), 7.0, device="gpu")
+    expected = np.full((4, 5), 1.5)
+    expected[2, 1:3] = 7.0
+    np.testing.assert_array_equal(d.to_ndarray(), expected)
+    with pytest.raises(gtstore.GTNoSuchBufferError, match="no host buffer"):
+        d[0] = np.ones(5)  # NumPy values need the host
+    with pytest.raises(IndexError):
+        d[9] = 1.0

@@ -3,6 +3,8 @@
  * assignment go to NumPy on an ndarray view. */
 #include "storage_object.h"
 
+#include "gtstore/sync.h"
+
 typedef enum item_kind { ITEM_INDEX, ITEM_SLICE, ITEM_NEWAXIS, ITEM_ELLIPSIS } item_kind;
 
 /* The kind of a basic index; false for anything NumPy treats as advanced. */
@@ -144,11 +146,81 @@ static PyObject *storage_getitem(PyObject *self, PyObject *key)
     return result;
 }
 
+/* Where an assignment writes (seed 000, "Choosing the Device"): on the
+ * device if the storage has no host side, or if the value is on the GPU: a
+ * storage in device memory whose device side is current. Else on the
+ * host, through NumPy. */
+static bool value_on_device(PyObject *value)
+{
+    if (!gtpy_is_storage(value))
+        return false;
+    gts_buffer *buffer = STORAGE(value)->buffer;
+    const gts_device_ops *device = gts_buffer_device(buffer);
+    if (device == gts_device_host())
+        return false;
+    return !gts_buffer_mirrored(buffer) || gts_buffer_sync_state(buffer) != GTS_SYNC_HOST_DIRTY;
+}
+
+static bool has_host_side(PyObject *self)
+{
+    gts_buffer *buffer = STORAGE(self)->buffer;
+    return gts_buffer_device(buffer)->host_accessible || gts_buffer_mirrored(buffer);
+}
+
+/* The assignment on the device: a basic key, and a number (filled there) or
+ * a storage of the view's shape (copied there, from any device). 0 when
+ * it does not apply, with nothing done. */
+static int assign_on_device(PyObject *self, PyObject *key, PyObject *value)
+{
+    gts_storage view;
+    gts_error err;
+    gts_scalar number;
+    bool is_storage = gtpy_is_storage(value);
+    if (!is_storage && gtpy_scalar(value, "value", &number) < 0) {
+        PyErr_Clear();
+        return 0;
+    }
+    key_result kind = apply_key(self, key, &view);
+    if (kind == KEY_ERROR)
+        return -1;
+    if (kind == KEY_ADVANCED)
+        return 0;
+    int rc;
+    if (is_storage) {
+        gts_storage source;
+        gtpy_storage_load(value, &source);
+        bool same_shape = source.ndim == view.ndim &&
+                          memcmp(source.shape, view.shape, (size_t)view.ndim * sizeof(int64_t)) == 0;
+        if (!same_shape || !gts_dtype_equal(source.dtype, view.dtype)) {
+            gts_storage_release(&view);
+            return 0; /* broadcasting and casting are NumPy's */
+        }
+        rc = gts_storage_assign(&view, &source, &err);
+    } else {
+        rc = gts_storage_fill(&view, number, &err);
+    }
+    gts_storage_release(&view);
+    return rc ? gtpy_raise(&err) : 1;
+}
+
 static int storage_setitem(PyObject *self, PyObject *key, PyObject *value)
 {
     if (!value) {
         PyErr_SetString(PyExc_ValueError, "cannot delete array elements");
         return -1;
+    }
+    if (!has_host_side(self) || value_on_device(value)) {
+        int done = assign_on_device(self, key, value);
+        if (done != 0)
+            return done < 0 ? -1 : 0;
+        if (!has_host_side(self)) {
+            PyErr_Format(gtpy_NoSuchBufferError,
+                         "this storage has no host buffer (a GPUStorage): it takes a number or "
+                         "a gtstore storage of the selection's shape and dtype, under a basic "
+                         "key; got %.200R",
+                         Py_TYPE(value));
+            return -1;
+        }
     }
     PyObject *array = gtpy_storage_ndarray(self, true);
     if (!array)
