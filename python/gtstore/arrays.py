@@ -155,23 +155,3 @@ def get_origin(x: Any) -> Optional[Tuple[int, ...]]:
         raise TypeError(f"x.__gt_origin__: expected integers, got {origin!r}") from error
 
 
-def _allocate_on_gpu(plan: Plan, kind: str, value: Any):
-    """Allocates ``plan`` with CuPy (called by the C functions for GPU presets).
-
-    The geometry comes from libgtstore; only the memory is CuPy's.
-    """
-    cupy = _cupy(f"allocating {plan} on the GPU")
-    raw = cupy.empty(plan.nbytes, dtype=cupy.uint8)
-    offset = plan.offset(raw.data.ptr)
-    flat = raw[offset : offset + plan.span].view(plan.dtype)
-    padded = cupy.lib.stride_tricks.as_strided(flat, shape=plan.padded_shape, strides=plan.strides)
-    array = padded[tuple(slice(0, n) for n in plan.shape)]
-    if kind == "zeros":
-        array[...] = 0
-    elif kind == "ones":
-        array[...] = 1
-    elif kind == "full":
-        array[...] = plan.dtype.type(value)
-    elif kind == "copy":
-        array[...] = cupy.asarray(value)
-    return array

@@ -8,7 +8,7 @@ import pytest
 
 import gtstore
 import gtstore.arrays as ga
-from conftest import assert_aligned, cupy_importable, expected_geometry, expected_layout
+from conftest import assert_aligned, expected_geometry, expected_layout
 
 #: Every allocation function called on a 3-d shape with keyword arguments.
 FUNCTIONS = {
@@ -381,20 +381,22 @@ def test_argument_given_twice():
         ga.empty((2,), "f8", dtype="f4")
 
 
-# ---- GPU presets without CuPy ------------------------------------------------------
+# ---- GPU presets without a GPU ------------------------------------------------------
 
 gpu_functions = {k: v for k, v in FUNCTIONS.items() if k != "plan"}
 
 
-@pytest.mark.skipif(cupy_importable(), reason="CuPy is installed")
+@pytest.mark.skipif(gtstore.gpu() is not None, reason="this machine has a GPU")
 @pytest.mark.parametrize("function", gpu_functions.values(), ids=gpu_functions.keys())
 @pytest.mark.parametrize(
-    "kwargs",
-    [dict(backend="gt:gpu"), dict(backend="dace:gpu"), dict(device="gpu"), dict(defaults="gtcuda")],
+    "kwargs, named",
+    [(dict(backend="gt:gpu"), "backend: preset 'gt:gpu'"),
+     (dict(backend="dace:gpu"), "backend: preset 'dace:gpu'"),
+     (dict(device="gpu"), "device: 'gpu'"), (dict(defaults="gtcuda"), "defaults: preset 'gtcuda'")],
     ids=repr,
 )
-def test_gpu_preset_without_cupy(function, kwargs):
-    with pytest.raises(RuntimeError, match=r"GPU.*needs CuPy, which is not installed"):
+def test_gpu_preset_without_gpu(function, kwargs, named):
+    with pytest.raises(NotImplementedError, match=re.escape(named) + ".*there is none here"):
         function(**kwargs)
 
 

@@ -324,3 +324,23 @@ def test_device_only_setitem():
         d[0] = np.ones(5)  # NumPy values need the host
     with pytest.raises(IndexError):
         d[9] = 1.0
+
+
+# ---- gtstore.arrays on the GPU ---------------------------------------------------------------
+
+
+def test_arrays_gpu_presets_allocate_device_memory():
+    import gtstore.arrays as ga
+
+    a = ga.full((5, 4, 3), 2.0, backend="gt:gpu", aligned_index=(1, 1, 0))
+    plan = ga.plan((5, 4, 3), backend="gt:gpu", aligned_index=(1, 1, 0))
+    assert type(a) is np.ndarray and a.strides == plan.strides  # the preset's geometry
+    np.testing.assert_array_equal(a, np.full((5, 4, 3), 2.0))
+    assert type(a.base).__name__ == "CPUStorage"  # NumPy's view of the emulated memory
+    data = np.arange(12.0).reshape(3, 4)
+    gtstore.reset_transfer_counts()
+    b = ga.from_array(data, backend="gt:gpu")
+    np.testing.assert_array_equal(b, data)
+    assert gtstore.transfer_counts()["to_device"] == 1  # staged on the host, one transfer
+    c = ga.zeros((3,), device="gpu")
+    np.testing.assert_array_equal(c, np.zeros(3))

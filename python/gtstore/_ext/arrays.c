@@ -1,8 +1,9 @@
 /* gtstore.arrays: empty, zeros, ones, full, from_array, the *_like
  * functions and plan. They resolve every parameter (explicit keyword, then
  * the preset, then the template or data, then the fallback), let libgtstore
- * compute the geometry and return a NumPy array over libgtstore memory (a
- * CuPy array for GPU presets, through gtstore.arrays._allocate_on_gpu). */
+ * compute the geometry and return a NumPy array over libgtstore memory (for
+ * GPU presets, device memory from libgtstore as a CuPy array, or as NumPy
+ * for the emulated device). */
 #include "module.h"
 
 #include <string.h>
@@ -126,45 +127,22 @@ static PyObject *plan_new(const gts_storage_spec *spec, const gts_geometry *geom
 
 /* ---- allocation -------------------------------------------------------- */
 
-static PyObject *allocate_on_gpu(const gtpy_request *r, const gts_storage_spec *spec,
-                                 const gts_geometry *geometry)
-{
-    PyObject *module = PyImport_ImportModule("gtstore.arrays");
-    PyObject *allocate = module ? PyObject_GetAttrString(module, "_allocate_on_gpu") : NULL;
-    PyObject *plan = allocate ? plan_new(spec, geometry) : NULL;
-    PyObject *result = NULL;
-    if (plan) {
-        static const char *const kinds[] = {"empty", "zeros", "ones", "full", "copy"};
-        PyObject *value = r->fill == FILL_COPY ? r->source
-                          : r->fill == FILL_VALUE ? r->fill_value
-                                                  : Py_None;
-        result = PyObject_CallFunction(allocate, "OsO", plan, kinds[r->fill], value);
-    }
-    Py_XDECREF(plan);
-    Py_XDECREF(allocate);
-    Py_XDECREF(module);
-    return result;
-}
-
-/* Host arrays: the storage gtstore.Storage's creation functions make (the
- * same library call, filled or copied the same way), and an ndarray over it
- * whose base it is. GPU presets: the resolved geometry, allocated by CuPy. */
+/* The storage gtstore.Storage's creation functions make (the same library
+ * call, filled or copied the same way), as an array whose base it is: an
+ * ndarray of host memory; for GPU presets, device memory only (an array
+ * library's GPU array has no host copy), as CuPy sees it (to_cupy), or for
+ * the emulated device as NumPy sees its memory. */
 static PyObject *allocate(const gtpy_request *r, gtpy_source *src, gtpy_resolved *resolved)
 {
-    if (gts_storage_spec_device(gtpy_spec(resolved)) == GTS_DEVICE_GPU) {
-        unsigned char item[16];
-        gts_geometry geometry;
-        gts_error err;
-        bool fill = r->fill == FILL_VALUE || r->fill == FILL_ONES;
-        if ((fill && gtpy_request_fill_item(r, resolved->spec.dtype, item) < 0))
-            return NULL;
-        if (gts_storage_spec_resolve(gtpy_spec(resolved), &geometry, &err) != 0)
-            return gtpy_raise_null(&err);
-        return allocate_on_gpu(r, &resolved->spec, &geometry);
-    }
+    bool gpu = gts_storage_spec_device(gtpy_spec(resolved)) == GTS_DEVICE_GPU;
+    if (gpu && gtpy_check_gpu(r, &resolved->spec) < 0)
+        return NULL;
+    resolved->spec.managed = GTS_MANAGED_NONE;
     gts_storage s;
     PyObject *storage = gtpy_storage_allocate(r, src, resolved, &s);
-    PyObject *array = storage ? gtpy_storage_ndarray_over(&s, storage, true) : NULL;
+    PyObject *array = !storage ? NULL
+                      : gpu    ? gtpy_storage_to_ndarray(storage, NULL)
+                               : gtpy_storage_ndarray_over(&s, storage, true);
     Py_XDECREF(storage);
     return array;
 }

@@ -265,6 +265,15 @@ PyObject *gtpy_storage_ndarray_over(gts_storage *g, PyObject *base, bool write);
 PyObject *gtpy_storage_allocate(const gtpy_request *r, gtpy_source *src, gtpy_resolved *resolved,
                                 gts_storage *s);
 
+/* A storage of the GPU kind needs a device that plays the GPU: where there
+ * is none, NotImplementedError with the reason, naming what asked for the
+ * GPU (storage_api.c). */
+int gtpy_check_gpu(const gtpy_request *r, const gts_storage_spec *spec);
+/* The device buffer as an array (storage_device.c): CuPy for CUDA memory,
+ * NumPy over the emulated device's memory, the host ndarray for host
+ * storages. */
+PyObject *gtpy_storage_to_ndarray(PyObject *storage, PyObject *unused);
+
 /* DLPack (dlpack.c): a storage over the memory a DLPack producer exports
  * (the parameters come after, from as_storage's checks), and
  * Storage.__dlpack__ and __dlpack_device__. */

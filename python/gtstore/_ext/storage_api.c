@@ -12,9 +12,7 @@
     "defaults", "backend", "aligned_index", "alignment_size", "device", "dims", "axes", "halo", \
         "layout", "managed"
 
-/* A storage of the GPU kind needs a device that plays the GPU: where there
- * is none, the reason, naming what asked for the GPU. */
-static int check_gpu(const gtpy_request *r, const gts_storage_spec *spec)
+int gtpy_check_gpu(const gtpy_request *r, const gts_storage_spec *spec)
 {
     const gts_device_ops *gpu;
     gts_error err;
@@ -28,7 +26,7 @@ static int check_gpu(const gtpy_request *r, const gts_storage_spec *spec)
     else
         PyErr_Format(PyExc_NotImplementedError,
                      "%s: preset %.200R is for the GPU, and there is none here (%s); pass "
-                     "device='cpu' for a host storage with its layout and alignment, or call "
+                     "device='cpu' for host memory with its layout and alignment, or call "
                      "gtstore.use_gpu('emulated')",
                      r->preset_param, r->preset, err.message);
     return -1;
@@ -52,7 +50,8 @@ static PyObject *resolved_call(const gtpy_request *r, gtpy_source *src,
     gtpy_resolved resolved;
     if (gtpy_request_spec(r, src, &resolved) < 0)
         return NULL;
-    PyObject *result = check_gpu(r, gtpy_spec(&resolved)) < 0 ? NULL : action(r, src, &resolved);
+    PyObject *result =
+        gtpy_check_gpu(r, gtpy_spec(&resolved)) < 0 ? NULL : action(r, src, &resolved);
     gtpy_resolved_release(&resolved);
     return result;
 }

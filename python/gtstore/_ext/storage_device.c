@@ -72,8 +72,15 @@ PyObject *gtpy_storage_to_cupy(PyObject *self, PyObject *unused)
         return NULL;
     }
     PyObject *cupy = PyImport_ImportModule("cupy");
-    if (!cupy)
+    if (!cupy) {
+        if (PyErr_ExceptionMatches(PyExc_ImportError)) {
+            PyErr_Clear();
+            PyErr_SetString(PyExc_RuntimeError,
+                            "to_cupy: a CuPy array of GPU memory needs CuPy, which is not "
+                            "installed (pip install cupy-cuda12x)");
+        }
         return NULL;
+    }
     PyObject *array = device_write_access(self) < 0
                           ? NULL
                           : PyObject_CallMethod(cupy, "asarray", "O", self);

@@ -77,7 +77,6 @@ PyObject *gtpy_storage_array_function(PyObject *self, PyObject *args);
 PyObject *gtpy_storage_complex(PyObject *self, PyObject *unused);
 
 /* ---- storage_device.c ---- */
-PyObject *gtpy_storage_to_ndarray(PyObject *self, PyObject *unused);
 PyObject *gtpy_storage_to_cupy(PyObject *self, PyObject *unused);
 PyObject *gtpy_storage_device(PyObject *self, void *closure);
 PyObject *gtpy_storage_device_data(PyObject *self, void *closure);
