@@ -422,9 +422,10 @@ static int element_span(void *element0, int64_t low, int64_t high, void **first,
     return GTS_OK;
 }
 
-int gts_buffer_wrap_elements(void *element0, int ndim, const int64_t *shape,
-                             const int64_t *strides, int64_t itemsize, gts_release_fn release,
-                             void *ctx, gts_buffer **out, int64_t *offset, gts_error *err)
+int gts_buffer_wrap_elements(const gts_device_ops *device, void *element0, int ndim,
+                             const int64_t *shape, const int64_t *strides, int64_t itemsize,
+                             gts_release_fn release, void *ctx, gts_buffer **out, int64_t *offset,
+                             gts_error *err)
 {
     int64_t low, high, span = 0;
     int rc = gts_strided_extent(ndim, shape, strides, itemsize, &low, &high, err);
@@ -437,7 +438,7 @@ int gts_buffer_wrap_elements(void *element0, int ndim, const int64_t *shape,
         if ((rc = element_span(element0, low, high, &first, &span, err)))
             return rc;
     }
-    if ((rc = gts_buffer_wrap_host(first, span, release, ctx, out, err)))
+    if ((rc = gts_buffer_wrap(device, first, span, release, ctx, out, err)))
         return rc;
     /* high - low fits and high > 0, so -low cannot overflow */
     *offset = -low;
@@ -493,6 +494,12 @@ void gts_buffer_release(gts_buffer *buffer)
         break;
     }
     free(buffer);
+}
+
+gts_device gts_buffer_device_kind(const gts_buffer *buffer)
+{
+    int32_t type = buffer->device->id.type;
+    return type == GTS_DL_CPU || type == GTS_DL_CUDA_HOST ? GTS_DEVICE_CPU : GTS_DEVICE_GPU;
 }
 
 const gts_device_ops *gts_buffer_device(const gts_buffer *buffer)

@@ -170,18 +170,25 @@ static int import_tensor(const gts_dl_tensor *t, bool readonly, gts_release_fn r
                          void *ctx, const gts_storage_spec *options, gts_storage *out,
                          gts_error *err)
 {
-    if (t->device.device_type != GTS_DL_CPU && t->device.device_type != GTS_DL_CUDA_HOST)
-        return gts_error_set(err, GTS_ENOTSUP,
-                             "device: DLPack device type %d is not host memory, the only kind "
-                             "this build of libgtstore reaches",
-                             (int)t->device.device_type);
+    const gts_device_ops *device; /* pinned memory is host memory to us */
+    int rc = t->device.device_type == GTS_DL_CPU || t->device.device_type == GTS_DL_CUDA_HOST
+                 ? (device = gts_device_host(), GTS_OK)
+                 : gts_device_get((gts_device_id){t->device.device_type, t->device.device_id},
+                                  &device, err);
+    if (rc == GTS_ENOTFOUND) { /* a device this machine lacks: not reachable here */
+        if (err)
+            err->code = GTS_ENOTSUP;
+        return GTS_ENOTSUP;
+    }
+    if (rc)
+        return rc;
     if (t->ndim < 0 || t->ndim > GTS_MAX_NDIM)
         return gts_error_set(err, GTS_EINVAL, "ndim: %d is outside [0, %d]", (int)t->ndim,
                              GTS_MAX_NDIM);
     if (t->ndim > 0 && !t->shape)
         return gts_error_set(err, GTS_EINVAL, "shape: NULL for %d dimensions", (int)t->ndim);
     gts_dtype dtype;
-    int rc = gts_dtype_from_dlpack(t->dtype.code, t->dtype.bits, t->dtype.lanes, &dtype, err);
+    rc = gts_dtype_from_dlpack(t->dtype.code, t->dtype.bits, t->dtype.lanes, &dtype, err);
     if (rc)
         return rc;
     for (int d = 0; d < t->ndim; ++d)
@@ -205,7 +212,7 @@ static int import_tensor(const gts_dl_tensor *t, bool readonly, gts_release_fn r
         return rc;
     /* No release yet: a failed import leaves the tensor to the caller. */
     gts_buffer *buffer;
-    if ((rc = gts_buffer_wrap_elements((void *)element0, t->ndim, spec.shape, strides,
+    if ((rc = gts_buffer_wrap_elements(device, (void *)element0, t->ndim, spec.shape, strides,
                                        dtype.itemsize, NULL, NULL, &buffer, &offset, err)))
         return rc;
     rc = gts_storage_wrap(&spec, buffer, offset, strides, readonly, out, err);

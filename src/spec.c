@@ -62,12 +62,18 @@ void gts_template_from_storage(const gts_storage *storage, bool placement, gts_t
         .halo = placement ? storage->halo : NULL,
         .aligned_index = placement ? storage->aligned_index : NULL,
         .alignment_size = placement ? storage->alignment_size : 0,
+        .has_device = true,
+        .device = gts_buffer_device_kind(storage->buffer),
     };
 }
 
 gts_device gts_storage_spec_device(const gts_storage_spec *spec)
 {
-    return spec->has_device ? spec->device : spec->preset ? spec->preset->device : GTS_DEVICE_CPU;
+    if (spec->has_device)
+        return spec->device;
+    if (spec->preset)
+        return spec->preset->device;
+    return spec->like && spec->like->has_device ? spec->like->device : GTS_DEVICE_CPU;
 }
 
 /* ---- dims and layout -------------------------------------------------------- */

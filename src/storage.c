@@ -242,10 +242,15 @@ int gts_storage_wrap(const gts_storage_spec *spec, gts_buffer *buffer, int64_t o
     int rc = gts__spec_resolve_parameters(&resolved, &resolution, err);
     if (rc)
         return rc;
-    if (resolved.device != GTS_DEVICE_CPU)
+    /* The memory decides the device kind; a kind asked for must be it. */
+    const gts_device_ops *device = gts_buffer_device(buffer);
+    gts_device kind = gts_buffer_device_kind(buffer);
+    if ((spec->has_device || spec->preset) && resolved.device != kind)
         return gts_error_set(err, GTS_ENOTSUP,
-                             "device: the spec asks for GPU memory, but the wrapped memory is the "
-                             "host's");
+                             "device: the spec asks for %s memory, but the wrapped memory is %s",
+                             resolved.device == GTS_DEVICE_CPU ? "host" : "GPU",
+                             kind == GTS_DEVICE_CPU ? "the host's" : device->name);
+    resolved.device = kind;
     gts__layout_source asked = resolution.layout_source;
     gts__spec_commit(&resolved, &resolution);
     if (asked == GTS__LAYOUT_FALLBACK) /* the memory's own, not the C-order fallback */

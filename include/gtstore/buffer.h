@@ -21,6 +21,7 @@
 #include "gtstore/device.h"
 #include "gtstore/error.h"
 #include "gtstore/geometry.h"
+#include "gtstore/preset.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -61,9 +62,9 @@ int gts_buffer_wrap_host(void *data, int64_t size, gts_release_fn release, void 
 int gts_buffer_wrap(const gts_device_ops *device, void *data, int64_t size,
                     gts_release_fn release, void *ctx, gts_buffer **out, gts_error *err);
 
-/* Wraps, as gts_buffer_wrap_host does, exactly the bytes of the elements of
- * a strided array (byte `strides`, see gts_strided_extent) whose element 0
- * is at `element0`: NULL only for an empty array, which wraps 0 bytes at
+/* Wraps, as gts_buffer_wrap does, exactly the bytes of the elements of a
+ * strided array in `device` memory (byte `strides`, see
+ * gts_strided_extent) whose element 0 is at `element0`: NULL only for an empty array, which wraps 0 bytes at
  * element0. `*offset` receives element 0's byte offset from the buffer's
  * base: -low of gts_strided_extent, above 0 with negative strides, 0 for an
  * empty array. Fails with the errors of gts_strided_extent, GTS_EINVAL for a
@@ -72,9 +73,10 @@ int gts_buffer_wrap(const gts_device_ops *device, void *data, int64_t size,
  * On failure nothing is wrapped, *out and *offset are untouched and
  * `release` is not called: the caller still owns `ctx`, as with
  * gts_buffer_wrap_host. */
-int gts_buffer_wrap_elements(void *element0, int ndim, const int64_t *shape,
-                             const int64_t *strides, int64_t itemsize, gts_release_fn release,
-                             void *ctx, gts_buffer **out, int64_t *offset, gts_error *err);
+int gts_buffer_wrap_elements(const gts_device_ops *device, void *element0, int ndim,
+                             const int64_t *shape, const int64_t *strides, int64_t itemsize,
+                             gts_release_fn release, void *ctx, gts_buffer **out,
+                             int64_t *offset, gts_error *err);
 
 /* Allocates the block for `geometry` on the host; `*offset` receives the byte offset of
  * element 0 from the block base (see gts_geometry_offset). */
@@ -88,6 +90,9 @@ void gts_buffer_release(gts_buffer *buffer);
 
 /* The device the buffer's memory lives on. */
 const gts_device_ops *gts_buffer_device(const gts_buffer *buffer);
+/* The device kind of that memory: the CPU for host and pinned host memory,
+ * the GPU for any other device (gtstore/preset.h). */
+gts_device gts_buffer_device_kind(const gts_buffer *buffer);
 /* The block's base as a host address (a mirrored buffer's host side), or
  * NULL when the memory is not host-accessible (device memory): nothing may
  * dereference device memory as host memory. */

@@ -89,7 +89,9 @@ int gts_storage_to_dlpack_legacy(const gts_storage *storage, gts_dl_managed **ou
  * gts_storage_wrap; its ndim, shape and dtype are ignored (the tensor's
  * count). On success the storage owns the tensor: its deleter runs when the
  * last view of the memory is released; on failure the caller still owns it.
- * Host memory only (CPU and CUDA host); other devices give GTS_ENOTSUP. */
+ * Host memory (CPU and CUDA host) and the memory of any device
+ * gts_device_get reaches (the emulated device; CUDA device and managed
+ * memory where a driver is present); other devices give GTS_ENOTSUP. */
 int gts_storage_from_dlpack(gts_dl_managed_versioned *tensor, const gts_storage_spec *options,
                             gts_storage *out, gts_error *err);
 int gts_storage_from_dlpack_legacy(gts_dl_managed *tensor, const gts_storage_spec *options,

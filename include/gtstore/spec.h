@@ -62,11 +62,14 @@ typedef struct gts_template {
     const gts_halo *halo;
     const int64_t *aligned_index;
     int64_t alignment_size;       /* bytes; 0: none. Taken where it suits the itemsize */
+    bool has_device;              /* its device kind, where it knows one (a storage's) */
+    gts_device device;
 } gts_template;
 
 /* Everything a storage gives as a template: shape, strides, its own
- * layout, dims, and with `placement` its halo, aligned point and
- * alignment. `out` borrows from `storage`. */
+ * layout, dims, its device kind (where its memory is), and with
+ * `placement` its halo, aligned point and alignment. `out` borrows from
+ * `storage`. */
 void gts_template_from_storage(const struct gts_storage *storage, bool placement,
                                gts_template *out);
 
@@ -104,7 +107,7 @@ typedef struct gts_storage_spec {
     bool has_layout;        /* else layout_fn, the preset's rule, the template's, C order */
     bool has_aligned_index; /* else the template's, else the lower halo (within the shape) */
     bool has_halo;          /* else the template's, else `halo` as it is (zeros from init) */
-    bool has_device;        /* else the preset's device, else the CPU */
+    bool has_device;        /* else the preset's device, the template's, the CPU */
     gts_device device;
     gts_managed managed;    /* GTS_MANAGED_GT4PY from gts_storage_spec_init */
     int64_t alignment_size; /* bytes; 0: the preset's alignment times the itemsize, else the
@@ -125,7 +128,7 @@ int gts_storage_spec_init(gts_storage_spec *spec, int ndim, const int64_t *shape
 int gts_storage_spec_resolve(gts_storage_spec *spec, gts_geometry *geometry, gts_error *err);
 
 /* The device kind `spec` resolves to: the one given, else its preset's,
- * else the CPU. */
+ * else its template's, else the CPU. */
 gts_device gts_storage_spec_device(const gts_storage_spec *spec);
 
 /* Copies the parameters of a spec (the preset and template pointers, not

@@ -361,17 +361,34 @@ static void test_storages(void)
             CHECK_INT_EQ(address(&c, c.aligned_index) % 256, 0);
             gts_storage_release(&c);
         }
-        /* the GPU kind without a device: still no GPU in this build */
-        CHECK_FAILS(gts_storage_create(&spec, 0, &c, ERR), GTS_ENOTSUP, "device");
+        /* the GPU kind without a device that plays the GPU: the reason */
+        const gts_device_ops *machine_gpu;
+        gts_error why;
+        int no_gpu = gts_device_gpu(&machine_gpu, &why);
+        if (no_gpu)
+            CHECK_FAILS(gts_storage_create(&spec, 0, &c, ERR), no_gpu, "device");
         gts_preset_release(&gpu);
     }
 
-    /* DLPack names the device; import takes host memory only */
+    /* DLPack names the device, and an import views that device's memory */
     gts_dl_managed_versioned *t;
     if (CHECK_OK(gts_storage_to_dlpack(&e, 0, &t, ERR))) {
         CHECK(t->dl_tensor.device.device_type == GTS_DL_EXT_DEV &&
               t->dl_tensor.device.device_id == 0);
         CHECK((char *)t->dl_tensor.data == (char *)gts_buffer_data(e.buffer) + e.offset);
+        if (CHECK_OK(gts_storage_from_dlpack(t, NULL, &c, ERR))) { /* owns t now */
+            CHECK(gts_buffer_device(c.buffer) == emu && gts_storage_data(&c) == NULL);
+            CHECK((char *)gts_buffer_data(c.buffer) + c.offset ==
+                  (char *)gts_buffer_data(e.buffer) + e.offset);
+            CHECK(ints_eq(e.ndim, c.strides, e.strides));
+            gts_storage_release(&c);
+        } else {
+            t->deleter(t);
+        }
+    }
+    /* a device this machine lacks */
+    if (CHECK_OK(gts_storage_to_dlpack(&e, 0, &t, ERR))) {
+        t->dl_tensor.device = (gts_dl_device){GTS_DL_ROCM, 3};
         CHECK_FAILS(gts_storage_from_dlpack(t, NULL, &c, ERR), GTS_ENOTSUP, "device");
         t->deleter(t);
     }

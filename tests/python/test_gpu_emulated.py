@@ -344,3 +344,33 @@ def test_arrays_gpu_presets_allocate_device_memory():
     assert gtstore.transfer_counts()["to_device"] == 1  # staged on the host, one transfer
     c = ga.zeros((3,), device="gpu")
     np.testing.assert_array_equal(c, np.zeros(3))
+
+
+# ---- DLPack and wrapping of device memory, copies between sides -------------------------------
+
+
+def test_from_dlpack_and_as_storage_view_device_memory():
+    g = gtstore.full((3, 4), 2.0, device="gpu", managed=None)
+    v = gtstore.from_dlpack(g)  # no copy: the same device memory
+    assert type(v) is gtstore.GPUStorage and v.device == "emulated"
+    v[1] = 5.0
+    np.testing.assert_array_equal(g.to_ndarray()[1], np.full(4, 5.0))
+    w = gtstore.as_storage(g, dims="IJ")
+    assert type(w) is gtstore.GPUStorage and w.sync_state is g.sync_state
+    m = gtstore.ones((2, 3), device="gpu")
+    imported = gtstore.from_dlpack(m)  # the device side of a mirrored storage
+    assert type(imported) is gtstore.GPUStorage
+    assert m.sync_state.state == gtstore.SyncState.SYNC_DEVICE_DIRTY  # exported: marked
+    with pytest.raises(NotImplementedError, match="asks for host memory"):
+        gtstore.as_storage(g, device="cpu")
+
+
+@pytest.mark.parametrize("managed", ["gt4py", None])
+def test_storage_copies_between_sides(managed):
+    g = gtstore.full((3, 4), 5.0, device="gpu", managed=managed)
+    c = gtstore.storage(g)  # the data's device kind: a GPU storage again
+    assert c.device == "emulated" and c.to_ndarray().sum() == 60.0
+    h = gtstore.storage(g, device="cpu")  # a host copy
+    assert type(h) is gtstore.CPUStorage and np.asarray(h).sum() == 60.0
+    back = gtstore.storage(h, device="gpu", managed=None)
+    assert type(back) is gtstore.GPUStorage and back.to_ndarray().sum() == 60.0

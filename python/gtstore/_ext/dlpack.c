@@ -155,6 +155,18 @@ PyObject *gtpy_storage_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t 
 
 /* ---- consumer ------------------------------------------------------------------ */
 
+/* Whether __dlpack_device__ says CUDA (or CUDA managed) memory. */
+static bool cuda_producer(PyObject *producer)
+{
+    PyObject *device = PyObject_CallMethod(producer, "__dlpack_device__", NULL);
+    long type = 0;
+    if (device && PyTuple_Check(device) && PyTuple_GET_SIZE(device) == 2)
+        saturated_long(PyTuple_GET_ITEM(device, 0), &type);
+    Py_XDECREF(device);
+    PyErr_Clear();
+    return type == GTS_DL_CUDA || type == GTS_DL_CUDA_MANAGED;
+}
+
 /* producer.__dlpack__(max_version=...), or the legacy call for producers
  * that predate the keyword. */
 static PyObject *export_capsule(PyObject *producer)
@@ -166,8 +178,13 @@ static PyObject *export_capsule(PyObject *producer)
                      (PyObject *)Py_TYPE(producer));
         return NULL;
     }
-    PyObject *kwargs = Py_BuildValue("{s:(ii)}", "max_version", GTS_DLPACK_MAJOR,
-                                     GTS_DLPACK_MINOR);
+    /* CUDA memory: the producer orders its work before the legacy default
+     * stream (1), on which gtstore's CUDA operations run and complete. */
+    PyObject *kwargs = cuda_producer(producer)
+                           ? Py_BuildValue("{s:(ii),s:i}", "max_version", GTS_DLPACK_MAJOR,
+                                           GTS_DLPACK_MINOR, "stream", 1)
+                           : Py_BuildValue("{s:(ii)}", "max_version", GTS_DLPACK_MAJOR,
+                                           GTS_DLPACK_MINOR);
     PyObject *empty = PyTuple_New(0);
     PyObject *capsule = kwargs && empty ? PyObject_Call(method, empty, kwargs) : NULL;
     if (!capsule && PyErr_ExceptionMatches(PyExc_TypeError)) {

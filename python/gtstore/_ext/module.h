@@ -160,12 +160,14 @@ typedef struct gtpy_request {
 int gtpy_request_parse(gtpy_request *r, gtpy_signature *sig, PyObject *const *args,
                        Py_ssize_t nargs, PyObject *kwnames);
 
-/* An array read through the buffer protocol: data, template or wrap. */
+/* A data, template or wrap argument: a gtstore storage, read from its own
+ * fields (on any device, without an export), or an array read through the
+ * buffer protocol. */
 typedef struct gtpy_source {
     const char *param; /* "data" or "a" */
     PyObject *array;   /* the object read (new reference) */
     PyObject *storage; /* the same if it is a gtstore Storage (borrowed), else NULL */
-    bool have_view;
+    bool have_view;      /* false for a storage */
     Py_buffer view;
     int ndim;
     int64_t shape[GTS_MAX_NDIM], strides[GTS_MAX_NDIM];

@@ -77,6 +77,22 @@ static PyObject *as_array(PyObject *obj)
     return asarray ? PyObject_CallOneArg(asarray, obj) : NULL;
 }
 
+/* A gtstore storage is read from its own fields, on whatever device it is:
+ * no export, so no host access (gtstore/sync.h) and no host side needed. */
+static int source_from_storage(gtpy_source *s, PyObject *obj)
+{
+    gts_storage g;
+    gtpy_storage_load(obj, &g);
+    s->array = Py_NewRef(obj);
+    s->storage = obj;
+    s->ndim = g.ndim;
+    memcpy(s->shape, g.shape, (size_t)g.ndim * sizeof *s->shape);
+    memcpy(s->strides, g.strides, (size_t)g.ndim * sizeof *s->strides);
+    s->dtype = g.dtype;
+    s->dtype_known = true;
+    return 0;
+}
+
 int gtpy_source_open(gtpy_source *s, PyObject *obj, const char *param)
 {
     memset(s, 0, sizeof *s);
@@ -85,6 +101,8 @@ int gtpy_source_open(gtpy_source *s, PyObject *obj, const char *param)
         PyErr_Format(PyExc_TypeError, "%s: expected an array, got %.200R", param, obj);
         return -1;
     }
+    if (gtpy_is_storage(obj))
+        return source_from_storage(s, obj);
     if (PyObject_CheckBuffer(obj) && PyObject_GetBuffer(obj, &s->view, PyBUF_RECORDS_RO) == 0) {
         s->array = Py_NewRef(obj);
     } else {

@@ -56,12 +56,18 @@ static PyObject *resolved_call(const gtpy_request *r, gtpy_source *src,
     return result;
 }
 
-/* The source's values into the new storage `s` (the object `storage`): on
- * its host side where it has one (marked written, gtstore/sync.h), else
- * through host memory and one copy to the device. */
+/* The source's values into the new storage `s` (the object `storage`):
+ * from a storage of the same dtype by the library's copy (from and to any
+ * device); else on its host side where it has one (marked written,
+ * gtstore/sync.h), else through host memory and one copy to the device. */
 static int copy_into(PyObject *storage, const gts_storage *s, gtpy_source *src)
 {
     gts_error err;
+    if (src->storage && gts_dtype_equal(src->dtype, s->dtype)) { /* from any device */
+        gts_storage from;
+        gtpy_storage_load(src->storage, &from);
+        return gts_storage_assign(s, &from, &err) ? gtpy_raise(&err) : 0;
+    }
     if (gts_storage_data(s)) {
         if (gts_buffer_prepare_write(s->buffer, GTS_SIDE_HOST, NULL, &err) != 0)
             return gtpy_raise(&err);
@@ -143,7 +149,7 @@ static int wrap_view(gtpy_source *src, gts_buffer **buffer, int64_t *offset)
         return PyErr_NoMemory(), -1;
     *export = src->view;
     gts_error err;
-    if (gts_buffer_wrap_elements(export->buf, src->ndim, src->shape, src->strides,
+    if (gts_buffer_wrap_elements(gts_device_host(), export->buf, src->ndim, src->shape, src->strides,
                                  src->dtype.itemsize, release_export, export, buffer, offset,
                                  &err) != 0) {
         PyMem_RawFree(export); /* not taken over: the source still closes the view */
