@@ -374,3 +374,11 @@ def test_storage_copies_between_sides(managed):
     assert type(h) is gtstore.CPUStorage and np.asarray(h).sum() == 60.0
     back = gtstore.storage(h, device="gpu", managed=None)
     assert type(back) is gtstore.GPUStorage and back.to_ndarray().sum() == 60.0
+
+
+def test_wrapping_device_memory_needs_no_gpu_choice():
+    g = gtstore.full((2, 2), 3.0, device="gpu", managed=None)
+    gtstore.use_gpu(None)  # whatever plays the GPU now: the memory is where it is
+    v = gtstore.from_dlpack(g)
+    assert v.device == "emulated" and v.to_ndarray().sum() == 12.0
+    assert gtstore.as_storage(g).device == "emulated"

@@ -50,8 +50,7 @@ static PyObject *resolved_call(const gtpy_request *r, gtpy_source *src,
     gtpy_resolved resolved;
     if (gtpy_request_spec(r, src, &resolved) < 0)
         return NULL;
-    PyObject *result =
-        gtpy_check_gpu(r, gtpy_spec(&resolved)) < 0 ? NULL : action(r, src, &resolved);
+    PyObject *result = action(r, src, &resolved);
     gtpy_resolved_release(&resolved);
     return result;
 }
@@ -114,10 +113,13 @@ PyObject *gtpy_storage_allocate(const gtpy_request *r, gtpy_source *src, gtpy_re
     return storage;
 }
 
+/* An allocation (a wrap needs no GPU: its memory is where it is). */
 static PyObject *allocate_resolved(const gtpy_request *r, gtpy_source *src,
                                    gtpy_resolved *resolved)
 {
     gts_storage s;
+    if (gtpy_check_gpu(r, gtpy_spec(resolved)) < 0)
+        return NULL;
     return gtpy_storage_allocate(r, src, resolved, &s);
 }
 
@@ -200,6 +202,12 @@ static PyObject *wrap_resolved(const gtpy_request *r, gtpy_source *src, gtpy_res
     int rc = gts_storage_wrap(gtpy_spec(resolved), buffer, offset, src->strides, readonly, &s,
                               &err);
     gts_buffer_release(buffer); /* the storage holds its own reference */
+    if (rc == GTS_ENOTSUP && (r->device || r->preset)) { /* the kind asked for: say who asked */
+        PyErr_Format(PyExc_NotImplementedError, "%s=%.200R: %s",
+                     r->device ? "device" : r->preset_param, r->device ? r->device : r->preset,
+                     err.message);
+        return NULL;
+    }
     if (rc)
         return gtpy_raise_null(&err);
     if (src->storage && check_dims_kept(r, data, &s) < 0) {
