@@ -1,0 +1,102 @@
+"""GPU storages on a CUDA GPU, with CuPy: the same rules as on the emulated
+device (test_gpu_emulated.py), checked through CuPy, plus what only CUDA
+has (managed memory, the CUDA array interface, CuPy and DLPack exchange).
+
+Skipped, with the reason, where there is no CUDA GPU or no CuPy. (Until a
+session with a GPU runs it, the CUDA path is untested on hardware; see
+docs/storage.md.)
+"""
+
+import numpy as np
+import pytest
+
+import gtstore
+
+
+def cuda_reason():
+    gtstore.use_gpu(None)
+    try:
+        gtstore.use_gpu("cuda")
+    except Exception as error:  # noqa: BLE001 - the reason is the message
+        return f"no CUDA GPU: {error}"
+    finally:
+        gtstore.use_gpu(None)
+    try:
+        import cupy  # noqa: F401
+    except ImportError:
+        return "CuPy is not installed"
+    return None
+
+
+REASON = cuda_reason()
+pytestmark = pytest.mark.skipif(REASON is not None, reason=REASON or "")
+
+
+@pytest.fixture(autouse=True)
+def cuda_gpu():
+    gtstore.use_gpu("cuda")
+    yield
+    gtstore.use_gpu(None)
+
+
+def on_host(x):
+    import cupy
+
+    return cupy.asnumpy(x)
+
+
+@pytest.mark.parametrize("managed, kind", [
+    ("gt4py", gtstore.SoftwareManagedGPUStorage),
+    (None, gtstore.GPUStorage),
+    ("cuda", gtstore.CudaManagedGPUStorage),
+])
+def test_types_and_values(managed, kind):
+    import cupy
+
+    s = gtstore.full((6, 5, 4), 2.5, defaults="gt:gpu", managed=managed)
+    assert type(s) is kind and s.device.startswith("cuda")
+    device = s.to_cupy()
+    assert isinstance(device, cupy.ndarray) and device.strides == s.strides
+    np.testing.assert_array_equal(on_host(device), np.full((6, 5, 4), 2.5))
+    assert s.__cuda_array_interface__["version"] == 3
+    assert s.__cuda_array_interface__["stream"] is None
+
+
+def test_sync_rule_through_cupy():
+    s = gtstore.zeros((8, 8, 4), device="gpu")
+    s[2:-2, 2:-2, :] = 1.0  # host
+    assert s.sync_state.state == gtstore.SyncState.SYNC_HOST_DIRTY
+    device = s.to_cupy()  # synced to the device, then marked
+    assert float(device.sum()) == 4 * 4 * 4
+    device[0, 0, 0] = 5.0  # a kernel's write
+    assert float(s[0, 0, 0]) == 5.0  # synced back for the host read
+
+
+def test_cupy_and_dlpack_exchange():
+    import cupy
+
+    s = gtstore.ones((3, 4), device="gpu", managed=None)
+    a = cupy.asarray(s)  # the CUDA array interface: no copy
+    a[1] = 7.0
+    np.testing.assert_array_equal(on_host(s.to_cupy())[1], np.full(4, 7.0))
+    b = cupy.from_dlpack(s)
+    assert b.data.ptr == a.data.ptr
+    c = gtstore.from_dlpack(cupy.arange(6.0).reshape(2, 3))  # a CUDA producer, no copy
+    assert type(c) is gtstore.GPUStorage
+    np.testing.assert_array_equal(on_host(c.to_cupy()), np.arange(6.0).reshape(2, 3))
+
+
+def test_managed_memory_is_reachable_from_both_sides():
+    s = gtstore.zeros((4, 4), device="gpu", managed="cuda")
+    s.to_cupy()[...] = 3.0
+    np.testing.assert_array_equal(np.asarray(s), np.full((4, 4), 3.0))
+
+
+def test_arrays_gpu_presets_give_cupy_arrays():
+    import cupy
+    import gtstore.arrays as ga
+
+    a = ga.full((5, 4, 3), 2.0, backend="gt:gpu", aligned_index=(1, 1, 0))
+    assert isinstance(a, cupy.ndarray)
+    assert a.strides == ga.plan((5, 4, 3), backend="gt:gpu", aligned_index=(1, 1, 0)).strides
+    assert float(a.sum()) == 120.0
