@@ -83,7 +83,7 @@ static void number_next_dims(int n, gts_dim *dims)
 {
     gts_dim next = 0;
     for (int d = 0; d < n; ++d)
-        if (dims[d] != GTS_DIM_NEXT && dims[d] >= next && dims[d] < GTS_MAX_DATA_DIM)
+        if (dims[d] != GTS_DIM_NEXT && dims[d] >= next && dims[d] <= GTS_MAX_DATA_DIM)
             next = dims[d] + 1;
     for (int d = 0; d < n; ++d)
         if (dims[d] == GTS_DIM_NEXT)

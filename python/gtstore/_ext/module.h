@@ -248,6 +248,13 @@ PyObject *gtpy_storage_sync_state(PyObject *storage);
 /* A new Python storage that takes over `s`'s buffer reference (released on
  * failure too). `preset` and `sync_state` may be NULL. */
 PyObject *gtpy_storage_new(gts_storage *s, PyObject *preset, PyObject *sync_state);
+/* Whether memory in `buffer` has a host side: host or host-accessible
+ * memory, or a mirrored buffer (not a GPUStorage's). */
+static inline bool gtpy_has_host_side(const gts_buffer *buffer)
+{
+    return gts_buffer_device(buffer)->host_accessible || gts_buffer_mirrored(buffer);
+}
+
 /* Before the host touches a storage's memory (the rule of gtstore/sync.h):
  * its host side brought up to date, and for a `write` (of a writable
  * storage) marked written. GTNoSuchBufferError where there is no host side

@@ -246,8 +246,7 @@ static PyObject *storage_domain_view(PyObject *self, void *closure)
 static PyObject *storage_data(PyObject *self, void *closure)
 {
     (void)closure;
-    const gts_device_ops *device = gts_buffer_device(STORAGE(self)->buffer);
-    if (!device->host_accessible && !gts_buffer_mirrored(STORAGE(self)->buffer))
+    if (!gtpy_has_host_side(STORAGE(self)->buffer))
         Py_RETURN_NONE;
     return PyMemoryView_FromObject(self);
 }

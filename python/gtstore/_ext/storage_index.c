@@ -161,12 +161,6 @@ static bool value_on_device(PyObject *value)
     return !gts_buffer_mirrored(buffer) || gts_buffer_sync_state(buffer) != GTS_SYNC_HOST_DIRTY;
 }
 
-static bool has_host_side(PyObject *self)
-{
-    gts_buffer *buffer = STORAGE(self)->buffer;
-    return gts_buffer_device(buffer)->host_accessible || gts_buffer_mirrored(buffer);
-}
-
 /* The assignment on the device: a basic key, and a number (filled there) or
  * a storage of the view's shape (copied there, from any device). 0 when
  * it does not apply, with nothing done. */
@@ -209,11 +203,11 @@ static int storage_setitem(PyObject *self, PyObject *key, PyObject *value)
         PyErr_SetString(PyExc_ValueError, "cannot delete array elements");
         return -1;
     }
-    if (!has_host_side(self) || value_on_device(value)) {
+    if (!gtpy_has_host_side(STORAGE(self)->buffer) || value_on_device(value)) {
         int done = assign_on_device(self, key, value);
         if (done != 0)
             return done < 0 ? -1 : 0;
-        if (!has_host_side(self)) {
+        if (!gtpy_has_host_side(STORAGE(self)->buffer)) {
             PyErr_Format(gtpy_NoSuchBufferError,
                          "this storage has no host buffer (a GPUStorage): it takes a number or "
                          "a gtstore storage of the selection's shape and dtype, under a basic "

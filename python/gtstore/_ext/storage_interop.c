@@ -7,7 +7,7 @@ int gtpy_storage_host_access(const gts_storage *g, bool write)
 {
     gts_buffer *buffer = g->buffer;
     gts_error err;
-    if (!gts_buffer_device(buffer)->host_accessible && !gts_buffer_mirrored(buffer)) {
+    if (!gtpy_has_host_side(buffer)) {
         PyErr_SetString(gtpy_NoSuchBufferError,
                         "this storage has no host buffer (a GPUStorage, managed=None): read it "
                         "on the device (to_ndarray, to_cupy, DLPack) or copy it to the host");
@@ -80,6 +80,13 @@ PyObject *gtpy_storage_array_interface(PyObject *self, void *closure)
     (void)closure;
     gts_storage g;
     gtpy_storage_load(self, &g);
+    if (!gtpy_has_host_side(g.buffer)) {
+        /* no host side (a GPUStorage): absent, as the CUDA array interface
+         * is away from CUDA, so that hasattr() probes answer False */
+        PyErr_SetString(PyExc_AttributeError,
+                        "__array_interface__: this storage has no host buffer");
+        return NULL;
+    }
     PyObject *strides = gts_storage_contiguous(&g, 'C')
                             ? Py_NewRef(Py_None)
                             : gtpy_storage_get(self, (void *)(intptr_t)GET_STRIDES);
