@@ -334,6 +334,11 @@ static void test_subarray_dims(void)
         CHECK(dims_are(&spec, (const gts_dim[]){8, GTS_DIM_J, 7, 9}));
         CHECK(layout_is(&spec, (const int[]){3, 0, 2, 1}));
     }
+    /* no label above the largest data dimension number */
+    spec = spec_of(2, shape, F8);
+    spec.has_dims = true;
+    spec.dims[0] = GTS_MAX_DATA_DIM, spec.dims[1] = GTS_DIM_NEXT;
+    CHECK_FAILS(gts_storage_spec_resolve(&spec, NULL, ERR), GTS_EINVAL, "dims");
     /* the ranks given must be a permutation of their own */
     spec = spec_of(4, shape, F8);
     spec.has_layout = true;
