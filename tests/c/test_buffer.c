@@ -9,6 +9,8 @@
 
 #define MiB ((int64_t)1 << 20)
 #define LARGE (GTS_LARGE_BLOCK + 12345) /* not a multiple of the page size */
+/* gts_buffer_wrap_elements of host memory */
+#define WRAP_HOST_ELEMENTS(...) gts_buffer_wrap_elements(gts_device_host(), __VA_ARGS__)
 
 static gts_buffer *alloc(int64_t size, unsigned flags)
 {
@@ -249,7 +251,7 @@ static void check_wrap_elements(double *data, int64_t first, int64_t s0, int64_t
     gts_buffer *b = NULL;
     int64_t got = -1;
     record = (release_record){0, NULL};
-    if (!CHECK_OK(gts_buffer_wrap_elements(gts_device_host(), data + first, 2, (const int64_t[]){3, 4},
+    if (!CHECK_OK(WRAP_HOST_ELEMENTS(data + first, 2, (const int64_t[]){3, 4},
                                            (const int64_t[]){s0, s1}, 8, on_release, data, &b,
                                            &got, ERR)))
         return;
@@ -276,20 +278,20 @@ static void test_wrap_elements(void)
     /* 0-d: one element */
     gts_buffer *b = NULL;
     int64_t offset = -1;
-    if (CHECK_OK(gts_buffer_wrap_elements(gts_device_host(), &data[5], 0, NULL, NULL, 8, NULL, NULL, &b, &offset,
+    if (CHECK_OK(WRAP_HOST_ELEMENTS(&data[5], 0, NULL, NULL, 8, NULL, NULL, &b, &offset,
                                           ERR))) {
         CHECK(gts_buffer_host(b) == &data[5] && gts_buffer_size(b) == 8 && offset == 0);
         gts_buffer_release(b);
     }
     /* empty: no bytes at element 0, which may be NULL; strides are not read */
     offset = -1;
-    if (CHECK_OK(gts_buffer_wrap_elements(gts_device_host(), NULL, 2, (const int64_t[]){3, 0},
+    if (CHECK_OK(WRAP_HOST_ELEMENTS(NULL, 2, (const int64_t[]){3, 0},
                                           (const int64_t[]){INT64_MAX, INT64_MIN}, 8, NULL, NULL,
                                           &b, &offset, ERR))) {
         CHECK(gts_buffer_host(b) == NULL && gts_buffer_size(b) == 0 && offset == 0);
         gts_buffer_release(b);
     }
-    if (CHECK_OK(gts_buffer_wrap_elements(gts_device_host(), &data[3], 1, (const int64_t[]){0},
+    if (CHECK_OK(WRAP_HOST_ELEMENTS(&data[3], 1, (const int64_t[]){0},
                                           (const int64_t[]){-8}, 8, NULL, NULL, &b, &offset,
                                           ERR))) {
         CHECK(gts_buffer_host(b) == &data[3] && gts_buffer_size(b) == 0 && offset == 0);
@@ -305,7 +307,7 @@ static int refused_wrap(void *element0, int ndim, const int64_t *shape, const in
     gts_buffer *b = NULL;
     int64_t offset = -1;
     record = (release_record){0, NULL};
-    int rc = gts_buffer_wrap_elements(gts_device_host(), element0, ndim, shape, strides, itemsize, on_release,
+    int rc = WRAP_HOST_ELEMENTS(element0, ndim, shape, strides, itemsize, on_release,
                                       &record, &b, &offset, ERR);
     CHECK(b == NULL && offset == -1 && record.calls == 0);
     return rc;
@@ -337,14 +339,14 @@ static void test_wrap_elements_errors(void)
     /* just inside both ends */
     gts_buffer *b = NULL;
     int64_t offset = -1;
-    if (CHECK_OK(gts_buffer_wrap_elements(gts_device_host(), (void *)(uintptr_t)24, 1, two, back, 8, NULL, NULL, &b,
+    if (CHECK_OK(WRAP_HOST_ELEMENTS((void *)(uintptr_t)24, 1, two, back, 8, NULL, NULL, &b,
                                           &offset, ERR))) {
         CHECK((uintptr_t)gts_buffer_host(b) == 8 && gts_buffer_size(b) == 24 && offset == 16);
         gts_buffer_release(b);
     }
     /* the end, one past the last byte, must be an address too */
     const int64_t four[1] = {4};
-    if (CHECK_OK(gts_buffer_wrap_elements(gts_device_host(), (void *)(UINTPTR_MAX - 32), 1, four, f8, 8, NULL, NULL,
+    if (CHECK_OK(WRAP_HOST_ELEMENTS((void *)(UINTPTR_MAX - 32), 1, four, f8, 8, NULL, NULL,
                                           &b, &offset, ERR))) {
         CHECK(gts_buffer_size(b) == 32 && offset == 0);
         gts_buffer_release(b);

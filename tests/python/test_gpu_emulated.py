@@ -382,3 +382,7 @@ def test_wrapping_device_memory_needs_no_gpu_choice():
     v = gtstore.from_dlpack(g)
     assert v.device == "emulated" and v.to_ndarray().sum() == 12.0
     assert gtstore.as_storage(g).device == "emulated"
+    assert np.asarray(gtstore.storage(g, device="cpu")).sum() == 12.0  # a host copy
+    if gtstore.gpu() is None:  # a copy on "the GPU" needs one
+        with pytest.raises(NotImplementedError, match="data: a storage on the GPU"):
+            gtstore.storage(g)

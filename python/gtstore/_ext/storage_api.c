@@ -23,12 +23,17 @@ int gtpy_check_gpu(const gtpy_request *r, const gts_storage_spec *spec)
                      "device: 'gpu' asks for a GPU, and there is none here (%s); "
                      "gtstore.use_gpu('emulated') plays one for tests",
                      err.message);
-    else
+    else if (r->preset)
         PyErr_Format(PyExc_NotImplementedError,
                      "%s: preset %.200R is for the GPU, and there is none here (%s); pass "
                      "device='cpu' for host memory with its layout and alignment, or call "
                      "gtstore.use_gpu('emulated')",
                      r->preset_param, r->preset, err.message);
+    else /* the template's or data's device kind */
+        PyErr_Format(PyExc_NotImplementedError,
+                     "%s: a storage on the GPU, and there is no GPU to allocate on here (%s); "
+                     "pass device='cpu' for a host copy",
+                     r->source_is_data ? "data" : "a", err.message);
     return -1;
 }
 
@@ -151,9 +156,9 @@ static int wrap_view(gtpy_source *src, gts_buffer **buffer, int64_t *offset)
         return PyErr_NoMemory(), -1;
     *export = src->view;
     gts_error err;
-    if (gts_buffer_wrap_elements(gts_device_host(), export->buf, src->ndim, src->shape, src->strides,
-                                 src->dtype.itemsize, release_export, export, buffer, offset,
-                                 &err) != 0) {
+    if (gts_buffer_wrap_elements(gts_device_host(), export->buf, src->ndim, src->shape,
+                                 src->strides, src->dtype.itemsize, release_export, export,
+                                 buffer, offset, &err) != 0) {
         PyMem_RawFree(export); /* not taken over: the source still closes the view */
         return gtpy_raise(&err);
     }

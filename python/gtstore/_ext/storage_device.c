@@ -133,12 +133,17 @@ PyObject *gtpy_storage_dlpack_device(PyObject *self, PyObject *unused)
 PyObject *gtpy_storage_cuda_array_interface(PyObject *self, void *closure)
 {
     (void)closure;
+    return gtpy_storage_cuda_info(self, true);
+}
+
+PyObject *gtpy_storage_cuda_info(PyObject *self, bool access)
+{
     if (!on_cuda(device_of(self))) {
         PyErr_SetString(PyExc_AttributeError,
                         "__cuda_array_interface__: this storage is not in CUDA memory");
         return NULL;
     }
-    if (device_write_access(self) < 0)
+    if (access && device_write_access(self) < 0)
         return NULL;
     gts_storage g;
     gtpy_storage_load(self, &g);

@@ -183,8 +183,9 @@ static int assign_on_device(PyObject *self, PyObject *key, PyObject *value)
     if (is_storage) {
         gts_storage source;
         gtpy_storage_load(value, &source);
-        bool same_shape = source.ndim == view.ndim &&
-                          memcmp(source.shape, view.shape, (size_t)view.ndim * sizeof(int64_t)) == 0;
+        bool same_shape =
+            source.ndim == view.ndim &&
+            memcmp(source.shape, view.shape, (size_t)view.ndim * sizeof(int64_t)) == 0;
         if (!same_shape || !gts_dtype_equal(source.dtype, view.dtype)) {
             gts_storage_release(&view);
             return 0; /* broadcasting and casting are NumPy's */

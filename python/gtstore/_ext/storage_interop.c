@@ -63,13 +63,14 @@ static PyObject *typestr(gts_dtype dtype)
     return PyUnicode_FromString(text);
 }
 
-/* (address, read-only) for the array interfaces: an export that may be
- * written, so the host side is brought up to date and marked written. */
-static PyObject *data_pair(PyObject *self)
+/* (address, read-only) of the host side. As an export that may be written
+ * (`access`), the host side is brought up to date and marked written
+ * first; the data interface leaves that to its acquire and touch. */
+static PyObject *data_pair(PyObject *self, bool access)
 {
     gts_storage g;
     gtpy_storage_load(self, &g);
-    if (gtpy_storage_host_access(&g, true) < 0)
+    if (access && gtpy_storage_host_access(&g, true) < 0)
         return NULL;
     return Py_BuildValue("(NO)", PyLong_FromVoidPtr(gts_storage_data(&g)),
                          g.readonly ? Py_True : Py_False);
@@ -92,8 +93,33 @@ PyObject *gtpy_storage_array_interface(PyObject *self, void *closure)
                             : gtpy_storage_get(self, (void *)(intptr_t)GET_STRIDES);
     return Py_BuildValue("{s:N,s:N,s:N,s:N,s:i}", "shape",
                          gtpy_storage_get(self, (void *)(intptr_t)GET_SHAPE), "typestr",
-                         typestr(g.dtype), "data", data_pair(self), "strides", strides, "version",
-                         3);
+                         typestr(g.dtype), "data", data_pair(self, true), "strides", strides,
+                         "version", 3);
+}
+
+/* GDP-3's data interface: {None: the host buffer, "gpu": the CUDA buffer},
+ * each entry present where the storage has that side, with the callbacks
+ * that keep the sides in sync (gtstore/sync.h): "acquire" brings the side
+ * up to date, "touch" marks it written. */
+static int add_side(PyObject *interface, PyObject *key, PyObject *info, PyObject *self,
+                    const char *acquire, const char *touch)
+{
+    PyObject *dims = gtpy_storage_get(self, (void *)(intptr_t)GET_DIMS);
+    PyObject *halo = gtpy_storage_get(self, (void *)(intptr_t)GET_HALO);
+    PyObject *on_acquire = PyObject_GetAttrString(self, acquire);
+    PyObject *on_touch = PyObject_GetAttrString(self, touch);
+    int rc = -1;
+    if (dims && halo && on_acquire && on_touch && PyDict_SetItemString(info, "dims", dims) == 0 &&
+        PyDict_SetItemString(info, "halo", halo) == 0 &&
+        PyDict_SetItemString(info, "acquire", on_acquire) == 0 &&
+        PyDict_SetItemString(info, "touch", on_touch) == 0 &&
+        PyDict_SetItemString(info, "release", Py_None) == 0)
+        rc = PyDict_SetItem(interface, key, info);
+    Py_XDECREF(dims);
+    Py_XDECREF(halo);
+    Py_XDECREF(on_acquire);
+    Py_XDECREF(on_touch);
+    return rc;
 }
 
 PyObject *gtpy_storage_gt_data_interface(PyObject *self, void *closure)
@@ -101,20 +127,34 @@ PyObject *gtpy_storage_gt_data_interface(PyObject *self, void *closure)
     (void)closure;
     gts_storage g;
     gtpy_storage_load(self, &g);
-    PyObject *host = Py_BuildValue(
-        "{s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:O}", "shape",
-        gtpy_storage_get(self, (void *)(intptr_t)GET_SHAPE), "typestr", typestr(g.dtype), "data",
-        data_pair(self), "strides", gtpy_storage_get(self, (void *)(intptr_t)GET_STRIDES), "dims",
-        gtpy_storage_get(self, (void *)(intptr_t)GET_DIMS), "halo",
-        gtpy_storage_get(self, (void *)(intptr_t)GET_HALO), "acquire",
-        PyObject_GetAttrString(self, "device_to_host"), "touch",
-        PyObject_GetAttrString(self, "set_host_modified"), "release", Py_None);
-    if (!host)
-        return NULL;
     PyObject *interface = PyDict_New();
-    if (!interface || PyDict_SetItem(interface, Py_None, host) < 0)
+    if (!interface)
+        return NULL;
+    if (gtpy_has_host_side(g.buffer)) {
+        PyObject *host = Py_BuildValue("{s:N,s:N,s:N,s:N}", "shape",
+                                       gtpy_storage_get(self, (void *)(intptr_t)GET_SHAPE),
+                                       "typestr", typestr(g.dtype), "data", data_pair(self, false),
+                                       "strides",
+                                       gtpy_storage_get(self, (void *)(intptr_t)GET_STRIDES));
+        int rc = host ? add_side(interface, Py_None, host, self, "device_to_host",
+                                 "set_host_modified")
+                      : -1;
+        Py_XDECREF(host);
+        if (rc < 0)
+            return Py_DECREF(interface), NULL;
+    }
+    PyObject *gpu = gtpy_storage_cuda_info(self, false);
+    if (!gpu && PyErr_ExceptionMatches(PyExc_AttributeError)) {
+        PyErr_Clear(); /* not CUDA memory: no "gpu" entry */
+        return interface;
+    }
+    PyObject *key = gpu ? PyUnicode_FromString("gpu") : NULL;
+    int rc = key ? add_side(interface, key, gpu, self, "host_to_device", "set_device_modified")
+                 : -1;
+    Py_XDECREF(key);
+    Py_XDECREF(gpu);
+    if (rc < 0)
         Py_CLEAR(interface);
-    Py_DECREF(host);
     return interface;
 }
 

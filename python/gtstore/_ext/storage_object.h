@@ -81,5 +81,9 @@ PyObject *gtpy_storage_to_cupy(PyObject *self, PyObject *unused);
 PyObject *gtpy_storage_device(PyObject *self, void *closure);
 PyObject *gtpy_storage_device_data(PyObject *self, void *closure);
 PyObject *gtpy_storage_cuda_array_interface(PyObject *self, void *closure);
+/* Its dict; with `access` the device side is brought up to date and marked
+ * written first, as for any export (the data interface leaves that to its
+ * acquire and touch callbacks). */
+PyObject *gtpy_storage_cuda_info(PyObject *self, bool access);
 
 #endif
