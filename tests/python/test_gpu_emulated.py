@@ -211,6 +211,9 @@ def test_device_only_storage_has_no_host_buffer():
     with pytest.raises(gtstore.GTNoSuchBufferError):
         g[0] = np.ones(4)  # an array needs the host
     assert "1.5" in repr(g)  # displayed through a host copy
+    import pickle
+
+    np.testing.assert_array_equal(np.asarray(pickle.loads(pickle.dumps(g))), np.full((3, 4), 1.5))
     np.testing.assert_array_equal(g.to_ndarray(), np.full((3, 4), 1.5))
     with pytest.raises(gtstore.GTNoSuchBufferError, match="emulated"):
         g.to_cupy()

@@ -441,6 +441,23 @@ static PyObject *storage_synchronize(PyObject *self, PyObject *unused)
     Py_RETURN_NONE;
 }
 
+/* The values on the host, for display and pickling: the host side, or a
+ * host copy of device memory. */
+static PyObject *host_values(PyObject *self)
+{
+    gts_storage g, copy;
+    gts_error err;
+    gtpy_storage_load(self, &g);
+    if (gts_buffer_host(g.buffer) || gts_storage_size(&g) == 0)
+        return gtpy_storage_ndarray(self, false);
+    if (gts_storage_copy_to(gts_device_host(), &g, &copy, &err) != 0)
+        return gtpy_raise_null(&err);
+    PyObject *host = gtpy_storage_new(&copy, NULL, NULL);
+    PyObject *array = host ? gtpy_storage_ndarray(host, false) : NULL;
+    Py_XDECREF(host);
+    return array;
+}
+
 /* Pickling: the values (a C-ordered ndarray) and every parameter. */
 static PyObject *storage_reduce(PyObject *self, PyObject *unused)
 {
@@ -449,7 +466,7 @@ static PyObject *storage_reduce(PyObject *self, PyObject *unused)
     PyObject *module = PyImport_ImportModule("gtstore._gtstore");
     PyObject *rebuild = module ? PyObject_GetAttrString(module, "_rebuild_storage") : NULL;
     Py_XDECREF(module);
-    PyObject *array = rebuild ? gtpy_storage_ndarray(self, false) : NULL;
+    PyObject *array = rebuild ? host_values(self) : NULL;
     PyObject *values = array ? PyObject_CallMethod(array, "copy", NULL) : NULL;
     Py_XDECREF(array);
     if (!values) {
@@ -465,26 +482,10 @@ static PyObject *storage_reduce(PyObject *self, PyObject *unused)
                          s->preset ? s->preset : Py_None, s->readonly ? Py_True : Py_False);
 }
 
-/* The values for display: the host side, or a host copy of device memory. */
-static PyObject *values_for_display(PyObject *self)
-{
-    gts_storage g, copy;
-    gts_error err;
-    gtpy_storage_load(self, &g);
-    if (gts_buffer_host(g.buffer) || gts_storage_size(&g) == 0)
-        return gtpy_storage_ndarray(self, false);
-    if (gts_storage_copy_to(gts_device_host(), &g, &copy, &err) != 0)
-        return gtpy_raise_null(&err);
-    PyObject *host = gtpy_storage_new(&copy, NULL, NULL);
-    PyObject *array = host ? gtpy_storage_ndarray(host, false) : NULL;
-    Py_XDECREF(host);
-    return array;
-}
-
 static PyObject *storage_repr(PyObject *self)
 {
     StorageObject *s = STORAGE(self);
-    PyObject *array = values_for_display(self);
+    PyObject *array = host_values(self);
     PyObject *array2string = array ? gtpy_numpy("array2string") : NULL;
     const char *type = strrchr(Py_TYPE(self)->tp_name, '.');
     type = type ? type + 1 : Py_TYPE(self)->tp_name;
