@@ -65,6 +65,7 @@ def main():
           f"{copy.strides}, equal: {bool((copy == data).all())}")
 
     storages()
+    gpu_storage()
 
 
 def aligned():
@@ -122,6 +123,28 @@ def storages():
     exported = np.from_dlpack(s[10, 10, :])  # DLPack, zero copy
     print(f"  DLPack export of the column shares memory: "
           f"{np.shares_memory(exported, np.asarray(s))}")
+
+
+
+def gpu_storage():
+    gpu = gtstore.gpu()
+    if gpu is None:  # no CUDA GPU here: the emulated device plays one
+        gtstore.use_gpu("emulated")
+        gpu = gtstore.gpu()
+    print(f"\nOn the GPU ({gpu['name']}), a field has a host copy that gtstore keeps in sync:")
+    g = gtstore.zeros(SHAPE, defaults="gt:gpu", halo=((3, 3), (3, 3), (0, 0)))
+    g.synchronize()
+    before = gtstore.transfer_counts()
+    g[3:-3, 3:-3, :] = 1.0
+    print(f"  {type(g).__name__}, after a host write: {g.sync_state}")
+    device_sum = float(g.to_ndarray().sum())  # the device side (NumPy or CuPy), synced first
+    print(f"  the device side sums to {device_sum:.0f} (64 * 64 * 80 = {64 * 64 * 80}): "
+          f"{g.sync_state}")
+    if gpu["name"] == "emulated":
+        after = gtstore.transfer_counts()
+        print(f"  transfers to the device: {after['to_device'] - before['to_device']}, "
+              f"of {after['to_device_bytes'] - before['to_device_bytes']} bytes "
+              f"(the whole allocation, {g.nbytes} bytes of elements)")
 
 
 if __name__ == "__main__":
