@@ -198,6 +198,39 @@ static int assign_on_device(PyObject *self, PyObject *key, PyObject *value)
     return rc ? gtpy_raise(&err) : 1;
 }
 
+/* Into memory without a host side, a value only NumPy can convert (an
+ * array, a list, another dtype): set in host memory of the selection's
+ * shape, with NumPy's broadcasting and casting, then copied to the device. */
+static int assign_through_host(PyObject *self, PyObject *key, PyObject *value)
+{
+    gts_storage view, host;
+    gts_storage_spec spec;
+    gts_error err;
+    key_result kind = apply_key(self, key, &view);
+    if (kind == KEY_ERROR)
+        return -1;
+    if (kind == KEY_ADVANCED) {
+        PyErr_SetString(gtpy_NoSuchBufferError,
+                        "this storage has no host buffer (a GPUStorage): advanced indexing "
+                        "needs one; assign under a basic key (ints, slices, ...)");
+        return -1;
+    }
+    PyObject *staging = NULL;
+    int rc = -1;
+    if (gts_storage_spec_init(&spec, view.ndim, view.shape, view.dtype, &err) != 0 ||
+        gts_storage_create(&spec, 0, &host, &err) != 0)
+        gtpy_raise(&err);
+    else if ((staging = gtpy_storage_new(&host, NULL, NULL))) {
+        gtpy_storage_load(staging, &host);
+        rc = PyObject_SetItem(staging, Py_Ellipsis, value);
+        if (rc == 0 && gts_storage_assign(&view, &host, &err) != 0)
+            rc = gtpy_raise(&err);
+    }
+    Py_XDECREF(staging);
+    gts_storage_release(&view);
+    return rc;
+}
+
 static int storage_setitem(PyObject *self, PyObject *key, PyObject *value)
 {
     if (!value) {
@@ -208,14 +241,8 @@ static int storage_setitem(PyObject *self, PyObject *key, PyObject *value)
         int done = assign_on_device(self, key, value);
         if (done != 0)
             return done < 0 ? -1 : 0;
-        if (!gtpy_has_host_side(STORAGE(self)->buffer)) {
-            PyErr_Format(gtpy_NoSuchBufferError,
-                         "this storage has no host buffer (a GPUStorage): it takes a number or "
-                         "a gtstore storage of the selection's shape and dtype, under a basic "
-                         "key; got %.200R",
-                         Py_TYPE(value));
-            return -1;
-        }
+        if (!gtpy_has_host_side(STORAGE(self)->buffer))
+            return assign_through_host(self, key, value);
     }
     PyObject *array = gtpy_storage_ndarray(self, true);
     if (!array)
