@@ -260,6 +260,10 @@ static inline bool gtpy_has_host_side(const gts_buffer *buffer)
  * storage) marked written. GTNoSuchBufferError where there is no host side
  * (a GPUStorage). storage_interop.c. */
 int gtpy_storage_host_access(const gts_storage *g, bool write);
+/* A new host storage in C order of the shape and dtype of `g`, for values
+ * on their way to memory without a host side; `host` describes it (its
+ * buffer borrowed from the returned object). storage_interop.c. */
+PyObject *gtpy_storage_host_staging(const gts_storage *g, gts_storage *host);
 /* An ndarray viewing the storage (its base is the storage), after host
  * access: writable only for a `write` of a writable storage, so that reads
  * (repr, scalars, pickling) do not mark the host side written. */

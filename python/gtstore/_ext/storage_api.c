@@ -78,15 +78,10 @@ static int copy_into(PyObject *storage, const gts_storage *s, gtpy_source *src)
         return gtpy_copy_source(storage, gts_storage_data(s), s->strides, s->ndim, s->shape,
                                 s->dtype, src);
     }
-    gts_storage_spec spec;
     gts_storage host;
-    if (gts_storage_spec_init(&spec, s->ndim, s->shape, s->dtype, &err) != 0 ||
-        gts_storage_create(&spec, 0, &host, &err) != 0)
-        return gtpy_raise(&err);
-    PyObject *staging = gtpy_storage_new(&host, NULL, NULL);
+    PyObject *staging = gtpy_storage_host_staging(s, &host);
     if (!staging)
         return -1;
-    gtpy_storage_load(staging, &host);
     int rc = gtpy_copy_source(staging, gts_storage_data(&host), host.strides, host.ndim,
                               host.shape, host.dtype, src);
     if (rc == 0 && gts_storage_assign(s, &host, &err) != 0)

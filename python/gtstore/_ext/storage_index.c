@@ -204,7 +204,6 @@ static int assign_on_device(PyObject *self, PyObject *key, PyObject *value)
 static int assign_through_host(PyObject *self, PyObject *key, PyObject *value)
 {
     gts_storage view, host;
-    gts_storage_spec spec;
     gts_error err;
     key_result kind = apply_key(self, key, &view);
     if (kind == KEY_ERROR)
@@ -215,17 +214,10 @@ static int assign_through_host(PyObject *self, PyObject *key, PyObject *value)
                         "needs one; assign under a basic key (ints, slices, ...)");
         return -1;
     }
-    PyObject *staging = NULL;
-    int rc = -1;
-    if (gts_storage_spec_init(&spec, view.ndim, view.shape, view.dtype, &err) != 0 ||
-        gts_storage_create(&spec, 0, &host, &err) != 0)
-        gtpy_raise(&err);
-    else if ((staging = gtpy_storage_new(&host, NULL, NULL))) {
-        gtpy_storage_load(staging, &host);
-        rc = PyObject_SetItem(staging, Py_Ellipsis, value);
-        if (rc == 0 && gts_storage_assign(&view, &host, &err) != 0)
-            rc = gtpy_raise(&err);
-    }
+    PyObject *staging = gtpy_storage_host_staging(&view, &host);
+    int rc = staging ? PyObject_SetItem(staging, Py_Ellipsis, value) : -1;
+    if (rc == 0 && gts_storage_assign(&view, &host, &err) != 0)
+        rc = gtpy_raise(&err);
     Py_XDECREF(staging);
     gts_storage_release(&view);
     return rc;

@@ -22,6 +22,19 @@ int gtpy_storage_host_access(const gts_storage *g, bool write)
     return rc ? gtpy_raise(&err) : 0;
 }
 
+PyObject *gtpy_storage_host_staging(const gts_storage *g, gts_storage *host)
+{
+    gts_storage_spec spec;
+    gts_error err;
+    if (gts_storage_spec_init(&spec, g->ndim, g->shape, g->dtype, &err) != 0 ||
+        gts_storage_create(&spec, 0, host, &err) != 0)
+        return gtpy_raise_null(&err);
+    PyObject *staging = gtpy_storage_new(host, NULL, NULL);
+    if (staging)
+        gtpy_storage_load(staging, host);
+    return staging;
+}
+
 PyObject *gtpy_storage_ndarray_over(gts_storage *g, PyObject *base, bool write)
 {
     if (gtpy_storage_host_access(g, write) < 0)
