@@ -224,10 +224,45 @@ def test_device_only_storage_has_no_host_buffer():
 def test_dlpack_of_device_memory():
     s = gtstore.ones((2, 3), device="gpu")
     s.__dlpack__(dl_device=(12, 0))
-    with pytest.raises(BufferError, match=r"dl_device: \(1, 0\) cannot be served"):
-        s.__dlpack__(dl_device=(1, 0))
+    with pytest.raises(RuntimeError, match="[Uu]nsupported device"):
+        np.from_dlpack(s)  # the device side: no host library takes it for host memory
     with pytest.raises(ValueError, match="stream"):
         s.__dlpack__(stream=5)
+
+
+def test_dlpack_to_cpu_exports_the_host_side():
+    """dl_device=(1, 0) of a software-managed storage is its host side: a
+    host access like any other (synced first, marked written after)."""
+    s = gtstore.zeros((2, 3), device="gpu")
+    s.to_ndarray()[...] = 3.0  # a kernel's write on the device
+    s.set_device_modified()
+    gtstore.reset_transfer_counts()
+    a = np.from_dlpack(s, device="cpu")
+    assert gtstore.transfer_counts()["to_host"] == 1 and (a == 3.0).all()
+    assert s.sync_state.state == gtstore.SyncState.SYNC_HOST_DIRTY
+    a[1, 2] = 7.0  # the consumer writes the host side itself
+    assert np.shares_memory(a, np.asarray(s))
+    np.testing.assert_array_equal(s.to_ndarray()[1], [3.0, 3.0, 7.0])  # synced on the way
+    np.testing.assert_array_equal(np.from_dlpack(s[::-1, 1:], device="cpu"),
+                                  [[3.0, 7.0], [3.0, 3.0]])
+    with pytest.raises(BufferError, match="max_version"):
+        s.__dlpack__(dl_device=(1, 0))  # a legacy capsule cannot be asked for a device
+    with pytest.raises(ValueError, match="stream"):
+        s.__dlpack__(dl_device=(1, 0), max_version=(1, 0), stream=5)  # host memory: None or -1
+
+
+def test_dlpack_to_cpu_of_device_only_memory_copies():
+    g = gtstore.full((2, 3), 2.0, device="gpu", managed=None)
+    b = np.from_dlpack(g, device="cpu")  # copy=None: a copy where there is no host side
+    b[0, 0] = 9.0  # the copy's, not the device's
+    assert (g.to_ndarray() == 2.0).all() and b.sum() == 9.0 + 5 * 2.0
+    with pytest.raises(BufferError, match=r"without a copy \(copy=False\)"):
+        g.__dlpack__(dl_device=(1, 0), copy=False, max_version=(1, 0))
+    s = gtstore.full((2,), 1.0, device="gpu")
+    state = s.sync_state.state
+    c = np.from_dlpack(s, device="cpu", copy=True)
+    c[0] = 5.0
+    assert (s.to_ndarray() == 1.0).all() and s.sync_state.state == state  # a read
 
 
 def test_no_lost_write_random_sequence():
@@ -331,8 +366,16 @@ def test_device_only_setitem():
     expected[0] = np.arange(5)
     expected[1:3, ::2] = [[8], [9]]
     np.testing.assert_array_equal(d.to_ndarray(), expected)
-    with pytest.raises(gtstore.GTNoSuchBufferError, match="advanced indexing"):
-        d[[0, 1]] = 1.0
+    gtstore.reset_transfer_counts()
+    d[[0, 3], 1:3] = [[5.0], [6.0]]  # an advanced key: the whole storage read, set, written
+    d[d.to_ndarray() > 8.0] = -1.0
+    expected[[0, 3], 1:3] = [[5.0], [6.0]]
+    expected[expected > 8.0] = -1.0
+    assert gtstore.transfer_counts()["to_device"] == 2 and gtstore.transfer_counts()["to_host"] == 2
+    np.testing.assert_array_equal(d.to_ndarray(), expected)
+    with pytest.raises(IndexError):
+        d[[0, 9]] = 1.0
+    np.testing.assert_array_equal(d.to_ndarray(), expected)  # a failed assignment writes nothing
     with pytest.raises(ValueError):
         d[0] = np.ones(4)  # NumPy's broadcasting error
     with pytest.raises(IndexError):

@@ -199,8 +199,10 @@ static int assign_on_device(PyObject *self, PyObject *key, PyObject *value)
 }
 
 /* Into memory without a host side, a value only NumPy can convert (an
- * array, a list, another dtype): set in host memory of the selection's
- * shape, with NumPy's broadcasting and casting, then copied to the device. */
+ * array, a list, another dtype) or an advanced key: set in host memory
+ * with NumPy's indexing, broadcasting and casting, then copied to the
+ * device. A basic key stages the selection only; an advanced one the whole
+ * storage, read from the device first (NumPy's key may touch any element). */
 static int assign_through_host(PyObject *self, PyObject *key, PyObject *value)
 {
     gts_storage view, host;
@@ -208,14 +210,18 @@ static int assign_through_host(PyObject *self, PyObject *key, PyObject *value)
     key_result kind = apply_key(self, key, &view);
     if (kind == KEY_ERROR)
         return -1;
-    if (kind == KEY_ADVANCED) {
-        PyErr_SetString(gtpy_NoSuchBufferError,
-                        "this storage has no host buffer (a GPUStorage): advanced indexing "
-                        "needs one; assign under a basic key (ints, slices, ...)");
-        return -1;
+    bool advanced = kind == KEY_ADVANCED;
+    if (advanced) {
+        gts_storage whole;
+        gtpy_storage_load(self, &whole);
+        gts_storage_view(&whole, &view);
     }
     PyObject *staging = gtpy_storage_host_staging(&view, &host);
-    int rc = staging ? PyObject_SetItem(staging, Py_Ellipsis, value) : -1;
+    int rc = staging ? 0 : -1;
+    if (rc == 0 && advanced && gts_storage_assign(&host, &view, &err) != 0)
+        rc = gtpy_raise(&err);
+    if (rc == 0)
+        rc = PyObject_SetItem(staging, advanced ? key : Py_Ellipsis, value);
     if (rc == 0 && gts_storage_assign(&view, &host, &err) != 0)
         rc = gtpy_raise(&err);
     Py_XDECREF(staging);
