@@ -44,6 +44,7 @@ def transfers():
         ({"device": "gpu", "managed": "gt4py"}, gtstore.SoftwareManagedGPUStorage),
         ({"device": "gpu", "managed": None}, gtstore.GPUStorage),
         ({"device": "gpu", "managed": False}, gtstore.GPUStorage),
+        ({"device": "gpu", "managed": "cuda"}, gtstore.CudaManagedGPUStorage),
         ({"defaults": "gt:gpu"}, gtstore.SoftwareManagedGPUStorage),
         ({"defaults": "gt:gpu", "device": "cpu"}, gtstore.CPUStorage),
         ({"device": "cpu", "managed": "cuda"}, gtstore.CPUStorage),  # no effect on the CPU
@@ -55,9 +56,84 @@ def test_type_follows_device_and_managed(kwargs, kind):
     assert type(s) is kind
     assert isinstance(s, gtstore.Storage)
     assert type(s[1:]) is kind  # views keep it
-    on_device = kind is not gtstore.CPUStorage
-    assert s.device == ("emulated" if on_device else None)
-    assert s.__dlpack_device__() == ((12, 0) if on_device else (1, 0))
+    device, dlpack = {
+        gtstore.CPUStorage: (None, (1, 0)),
+        gtstore.CudaManagedGPUStorage: ("emulated_managed", (12, 1)),
+    }.get(kind, ("emulated", (12, 0)))
+    assert s.device == device and s.__dlpack_device__() == dlpack
+
+
+SYNC_METHODS = [
+    ("host_to_device", {}), ("host_to_device", {"force": True}),
+    ("device_to_host", {}), ("device_to_host", {"force": True}),
+    ("synchronize", {}), ("set_host_modified", {}), ("set_device_modified", {}),
+    ("set_synchronized", {}),
+]
+TYPES = {
+    gtstore.CPUStorage: {"device": "cpu"},
+    gtstore.SoftwareManagedGPUStorage: {"device": "gpu"},
+    gtstore.GPUStorage: {"device": "gpu", "managed": None},
+    gtstore.CudaManagedGPUStorage: {"device": "gpu", "managed": "cuda"},
+}
+
+
+@pytest.mark.parametrize("kind", list(TYPES), ids=lambda k: k.__name__)
+@pytest.mark.parametrize("method, kwargs", SYNC_METHODS, ids=lambda m: str(m))
+def test_every_type_every_sync_method(kind, method, kwargs):
+    """Seed 000's sync methods exist on every type; only a software-managed
+    storage has two sides to sync, elsewhere they are no-ops that move
+    nothing and leave the state clean."""
+    s = gtstore.full((3, 4), 2.0, **TYPES[kind])
+    s.synchronize()
+    gtstore.reset_transfer_counts()
+    assert getattr(s, method)(**kwargs) is None
+    if kind is not gtstore.SoftwareManagedGPUStorage:
+        assert transfers() == (0, 0)
+        assert s.sync_state.state == gtstore.SyncState.SYNC_CLEAN
+    else:
+        forced = kwargs.get("force", False)
+        assert transfers() == {"host_to_device": (int(forced), 0),
+                               "device_to_host": (0, int(forced))}.get(method, (0, 0))
+        assert s.sync_state.state == {
+            "set_host_modified": gtstore.SyncState.SYNC_HOST_DIRTY,
+            "set_device_modified": gtstore.SyncState.SYNC_DEVICE_DIRTY,
+        }.get(method, gtstore.SyncState.SYNC_CLEAN)
+    np.testing.assert_array_equal(s.to_ndarray(), np.full((3, 4), 2.0))
+
+
+@pytest.mark.parametrize("kind", list(TYPES), ids=lambda k: k.__name__)
+def test_every_type_attributes(kind):
+    s = gtstore.full((3, 4), 2.0, **TYPES[kind])
+    host_side = kind is not gtstore.GPUStorage
+    assert (s.data is not None) == host_side
+    assert (s.device_data is None) == (kind is gtstore.CPUStorage)
+    assert isinstance(s.sync_state, gtstore.SyncState) and s[1:].sync_state is s.sync_state
+    if host_side:
+        assert np.asarray(s).sum() == 24.0
+    assert s.to_ndarray().sum() == 24.0
+
+
+def test_managed_memory_is_one_memory_both_sides_reach():
+    """managed="cuda" on the emulated device: its managed memory, host
+    memory under the device id (12, 1), as CUDA managed memory is one
+    memory the host and the GPU reach: no transfers, no sync state."""
+    u = gtstore.zeros((4, 5), device="gpu", managed="cuda", halo=((1, 1), (1, 1)))
+    gtstore.reset_transfer_counts()
+    device = u.to_ndarray()
+    assert np.shares_memory(device, np.asarray(u))
+    device[1, 1] = 3.0  # "the device" writes; the host sees it at once
+    u[2, 2] = 4.0
+    assert u[1, 1] == 3.0 and device[2, 2] == 4.0
+    u[:, 0] = gtstore.full((4,), 5.0, device="gpu")  # a device value, copied over
+    assert (device[:, 0] == 5.0).all()
+    assert transfers() == (0, 1)  # read out of the value's device memory, nothing else
+    assert u.sync_state.state == gtstore.SyncState.SYNC_CLEAN
+    assert type(u.copy()) is gtstore.CudaManagedGPUStorage and type(u[1:]) is type(u)
+    assert not hasattr(u, "__cuda_array_interface__")  # not CUDA memory
+    with pytest.raises(gtstore.GTNoSuchBufferError, match="no CUDA buffer"):
+        u.to_cupy()
+    v = gtstore.from_dlpack(u)  # imports the managed memory itself
+    assert type(v) is gtstore.CudaManagedGPUStorage and np.shares_memory(np.asarray(v), device)
 
 
 def test_gpu_preset_has_its_geometry():
@@ -67,8 +143,11 @@ def test_gpu_preset_has_its_geometry():
     assert s.alignment_size == host.alignment_size == 32 * 8
 
 
-def test_cuda_managed_needs_cuda():
-    with pytest.raises(NotImplementedError, match="managed: CUDA managed memory needs a CUDA GPU"):
+def test_managed_memory_needs_a_gpu_that_has_it():
+    gtstore.use_gpu(None)
+    if gtstore.gpu() is not None:
+        pytest.skip(f"this machine has a GPU: {gtstore.gpu()}")
+    with pytest.raises(NotImplementedError, match="device: 'gpu' asks for a GPU"):
         gtstore.zeros((3,), device="gpu", managed="cuda")
 
 

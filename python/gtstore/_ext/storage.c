@@ -45,7 +45,7 @@ static PyTypeObject *storage_type_of(const gts_buffer *buffer)
         return &gtpy_CPUStorage_Type;
     if (gts_buffer_mirrored(buffer))
         return &gtpy_SoftwareManagedGPUStorage_Type;
-    if (device->id.type == GTS_DL_CUDA_MANAGED)
+    if (gts_device_is_managed(device))
         return &gtpy_CudaManagedGPUStorage_Type;
     return device->host_accessible ? &gtpy_CPUStorage_Type : &gtpy_GPUStorage_Type;
 }
