@@ -3,6 +3,7 @@
 #ifndef GTSTORE_GTSTORE_H
 #define GTSTORE_GTSTORE_H
 
+#include "gtstore/broadcast.h"
 #include "gtstore/buffer.h"
 #include "gtstore/device.h"
 #include "gtstore/dlpack.h"

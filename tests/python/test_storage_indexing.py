@@ -865,7 +865,6 @@ def pair():
     "func",
     [
         lambda x: np.sum(x),
-        lambda x: np.sum(x, axis=0),
         lambda x: np.mean(x),
         lambda x: np.concatenate([x, x]),
         lambda x: np.concatenate([x, x], axis=1),
@@ -880,15 +879,10 @@ def pair():
         lambda x: np.argmax(x),
         lambda x: np.sort(x[::-1], axis=0),
         lambda x: np.dot(x, np.ones(4)),
-        lambda x: x @ np.ones(4) if hasattr(type(x), "__matmul__") else np.matmul(x, np.ones(4)),
-        lambda x: np.add(x, 1),
-        lambda x: np.multiply(x, x),
-        lambda x: np.sqrt(x),
-        lambda x: np.add.reduce(x, axis=1),
+        lambda x: x @ np.ones(4),
     ],
     ids=[
         "sum",
-        "sum-axis",
         "mean",
         "concatenate",
         "concatenate-axis",
@@ -904,10 +898,6 @@ def pair():
         "sort",
         "dot",
         "matmul",
-        "add",
-        "multiply",
-        "sqrt",
-        "add.reduce",
     ],
 )
 def test_numpy_functions_give_numpy_results(func, pair):
@@ -962,15 +952,13 @@ def test_functions_write_out_storages(pair):
     np.testing.assert_array_equal(np.asarray(target), 2 * a)
 
 
-def test_ufunc_out_storage_is_a_clear_error(pair):
-    """Storages have no __array_ufunc__ yet (GDP-3's dimension-aware ufuncs
-    come later): a storage as a ufunc's out= gets NumPy's TypeError, and the
-    target is untouched. An ndarray view of it works (test above)."""
-    s, _ = pair
+def test_ufunc_out_storage_is_written(pair):
+    """A storage as a ufunc's out= is written in place (NEP 13,
+    docs/storage.md "Computing with storages") and is the result."""
+    s, a = pair
     target = gtstore.zeros((3, 4), "f8")
-    with pytest.raises(TypeError):
-        np.add(s, 1, out=target)
-    assert not np.asarray(target).any()
+    assert np.add(s, 1, out=target) is target
+    np.testing.assert_array_equal(np.asarray(target), a + 1)
 
 
 def test_numpy_functions_on_read_only_storage():

@@ -277,4 +277,5 @@ PyMappingMethods gtpy_storage_as_mapping = {
 PySequenceMethods gtpy_storage_as_sequence = {
     .sq_length = storage_length,
     .sq_item = storage_item,
+    .sq_contains = gtpy_storage_contains,
 };
