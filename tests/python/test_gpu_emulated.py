@@ -521,3 +521,77 @@ def test_wrapping_device_memory_needs_no_gpu_choice():
     if gtstore.gpu() is None:  # a copy on "the GPU" needs one
         with pytest.raises(NotImplementedError, match="data: a storage on the GPU"):
             gtstore.storage(g)
+
+
+# ---- computing (seed 001, "Mixing Devices") ---------------------------------------------------
+
+
+def test_compute_device_follows_the_inputs():
+    """The device computes when an input is a GPU array: a storage on the
+    device whose host side was not written last. Inputs written on the host
+    are computed there. Either way the output is of the inputs' type and
+    nothing is copied that the sync rule does not need."""
+    s = gtstore.full((4, 5), 2.0, device="gpu")  # filled on the device
+    gtstore.reset_transfer_counts()
+    t = s + 1
+    assert type(t) is gtstore.SoftwareManagedGPUStorage and transfers() == (0, 0)
+    assert t.sync_state.state == gtstore.SyncState.SYNC_DEVICE_DIRTY
+    np.testing.assert_array_equal(t.to_ndarray(), 3.0)
+    s[...] = 5.0  # now the host side is the one written last
+    gtstore.reset_transfer_counts()
+    u = s * 2
+    assert type(u) is gtstore.SoftwareManagedGPUStorage and transfers() == (0, 0)
+    assert u.sync_state.state == gtstore.SyncState.SYNC_HOST_DIRTY
+    np.testing.assert_array_equal(np.asarray(u), 10.0)
+    np.testing.assert_array_equal(u.to_ndarray(), 10.0)  # one sync on the way
+    assert transfers() == (1, 0)
+
+
+def test_in_place_on_the_device_loses_no_write():
+    s = gtstore.zeros((3, 4), device="gpu")
+    s.to_ndarray()[...] = 1.0  # a kernel's write
+    s += 2.0  # the device is current: computed there
+    assert s.sync_state.state == gtstore.SyncState.SYNC_DEVICE_DIRTY
+    s[0, 0] = 10.0  # host write: synced first, then marked
+    s += 1.0  # host written last: computed on the host
+    expected = np.full((3, 4), 4.0)
+    expected[0, 0] = 11.0
+    np.testing.assert_array_equal(np.asarray(s), expected)
+    np.testing.assert_array_equal(s.to_ndarray(), expected)
+
+
+def test_mixed_host_and_device_inputs():
+    s = gtstore.full((4, 5), 1.0, device="gpu", dims="IJ")
+    h = gtstore.full((5,), 2.0, dims="J")  # a host storage joins the device's computation
+    r = s + h + np.arange(4.0).reshape(4, 1)
+    assert type(r) is gtstore.SoftwareManagedGPUStorage and r.dims == ("I", "J")
+    np.testing.assert_array_equal(r.to_ndarray(), np.broadcast_to(3.0 + np.arange(4.0)[:, None], (4, 5)))
+
+
+def test_device_only_storages_compute_on_the_device():
+    g = gtstore.full((4, 5), 1.5, device="gpu", managed=None)
+    r = g * 2
+    assert type(r) is gtstore.GPUStorage
+    np.testing.assert_array_equal(r.to_ndarray(), 3.0)
+    out = gtstore.zeros((4, 5), device="gpu", managed=None)
+    assert np.add(gtstore.ones((4, 5)), g, out=out) is out  # into memory without a host side
+    np.testing.assert_array_equal(out.to_ndarray(), 2.5)
+    column = g.sum(axis=0)
+    assert type(column) is gtstore.GPUStorage and column.dims == ("J",)
+    np.testing.assert_array_equal(column.to_ndarray(), 6.0)
+    assert g.sum() == 30.0 and (g == 1.5).all()
+
+
+def test_managed_memory_computes_without_transfers():
+    m = gtstore.full((3, 3), 2.0, device="gpu", managed="cuda")
+    gtstore.reset_transfer_counts()
+    r = m * m
+    assert type(r) is gtstore.CudaManagedGPUStorage and transfers() == (0, 0)
+    np.testing.assert_array_equal(np.asarray(r), 4.0)
+
+
+@pytest.mark.parametrize("kind", list(TYPES), ids=lambda k: k.__name__)
+def test_array_priority(kind):
+    s = gtstore.zeros((2,), **TYPES[kind])
+    managed = kind in (gtstore.SoftwareManagedGPUStorage, gtstore.CudaManagedGPUStorage)
+    assert s.__array_priority__ == (11 if managed else 10)

@@ -280,22 +280,32 @@ static PyObject *resolve_dtypes(call *c)
 
 /* ---- outputs ------------------------------------------------------------------------------ */
 
-/* The managed mode of the first input on the device, for outputs made
- * there. */
-static gts_managed managed_of_inputs(const call *c)
+/* How the memory of a buffer on a device is managed (seed 000's
+ * `managed`), for outputs made like it. */
+static gts_managed managed_mode(const gts_buffer *buffer)
 {
-    for (int k = 0; k < c->nops; ++k) {
+    const gts_device_ops *device = gts_buffer_device(buffer);
+    return gts_buffer_mirrored(buffer)      ? GTS_MANAGED_GT4PY
+           : gts_device_is_managed(device) ? GTS_MANAGED_CUDA
+                                            : GTS_MANAGED_NONE;
+}
+
+/* Where outputs made by a call live: with the first input on a device,
+ * there too, in its managed mode (a software-managed input gives a
+ * software-managed output even where the host computes); else the host.
+ * False for the host. */
+static bool device_of_inputs(const call *c, gts_managed *managed)
+{
+    for (int k = 0; k < c->nin; ++k) {
         if (!c->operands[k].storage)
             continue;
         const gts_buffer *buffer = c->storages[k].buffer;
-        const gts_device_ops *device = gts_buffer_device(buffer);
-        if (device == gts_device_host())
+        if (gts_buffer_device(buffer) == gts_device_host())
             continue;
-        return gts_buffer_mirrored(buffer)      ? GTS_MANAGED_GT4PY
-               : gts_device_is_managed(device) ? GTS_MANAGED_CUDA
-                                                : GTS_MANAGED_NONE;
+        *managed = managed_mode(buffer);
+        return true;
     }
-    return GTS_MANAGED_GT4PY;
+    return false;
 }
 
 /* A new storage for output k, of the result's dims and the parameters seed
@@ -312,11 +322,12 @@ static int allocate_output(call *c, int k, PyObject *dtype_obj)
                      dtype_obj);
         return -1;
     }
+    gts_managed managed = GTS_MANAGED_GT4PY;
+    bool on_device = device_of_inputs(c, &managed) || c->on_device;
     if (gts_broadcast_output_spec(c->nin, c->operands, &c->result, dtype.base,
-                                  c->on_device ? GTS_DEVICE_GPU : GTS_DEVICE_CPU, &spec,
-                                  &err) != 0)
+                                  on_device ? GTS_DEVICE_GPU : GTS_DEVICE_CPU, &spec, &err) != 0)
         return gtpy_raise(&err);
-    spec.managed = managed_of_inputs(c);
+    spec.managed = managed;
     if (gts_storage_create_in_place(&spec, 0, &c->storages[k], &err) != 0)
         return gtpy_raise(&err);
     PyObject *out = gtpy_storage_new(&c->storages[k], NULL, NULL);
@@ -613,15 +624,19 @@ static PyObject *reduced_storage(const gts_storage *g, const bool *reduced, bool
     gts_error err;
     gtpy_dtype dtype;
     gts_operand operand = {g, 0, NULL};
+    const gts_device_ops *device = gts_buffer_device(g->buffer);
     PyObject *dtype_obj = PyObject_GetAttrString(array, "dtype");
     int rc = dtype_obj ? gtpy_dtype_parse(dtype_obj, &dtype) : -1;
     Py_XDECREF(dtype_obj);
     if (rc < 0)
         return NULL;
     if (gts_broadcast_reduce(g, reduced, keepdims, &result, &err) != 0 ||
-        gts_broadcast_output_spec(1, &operand, &result, dtype.base, GTS_DEVICE_CPU, &spec,
-                                  &err) != 0 ||
-        gts_storage_create_in_place(&spec, 0, &out, &err) != 0)
+        gts_broadcast_output_spec(1, &operand, &result, dtype.base,
+                                  device == gts_device_host() ? GTS_DEVICE_CPU : GTS_DEVICE_GPU,
+                                  &spec, &err) != 0)
+        return gtpy_raise_null(&err);
+    spec.managed = managed_mode(g->buffer);
+    if (gts_storage_create_in_place(&spec, 0, &out, &err) != 0)
         return gtpy_raise_null(&err);
     PyObject *storage = gtpy_storage_new(&out, NULL, NULL);
     if (storage && PyObject_SetItem(storage, Py_Ellipsis, array) < 0)
@@ -649,7 +664,9 @@ static PyObject *reduce_with(PyObject *self, PyObject *function, const reduction
         memset(reduced, 0, sizeof reduced);
     if (out && PyTuple_Check(out) && PyTuple_GET_SIZE(out) == 1)
         out = PyTuple_GET_ITEM(out, 0); /* ufunc.reduce's form */
-    PyObject *view = gtpy_storage_ndarray(self, false);
+    /* the host side, else (a GPUStorage) the device's memory as an array */
+    PyObject *view = gtpy_has_host_side(g.buffer) ? gtpy_storage_ndarray(self, false)
+                                                  : gtpy_storage_to_ndarray(self, NULL);
     PyObject *out_view = out && gtpy_is_storage(out) ? gtpy_storage_ndarray(out, true) : NULL;
     if (!view || (out && gtpy_is_storage(out) && !out_view) ||
         (out_view && PyDict_SetItemString(kw, "out", out_view) < 0)) {
