@@ -422,19 +422,21 @@ def test_setitem_with_a_device_value_writes_on_the_device():
     m[2] = np.full(5, 3.0)  # a host value: written on the host
     assert m.sync_state.state == gtstore.SyncState.SYNC_HOST_DIRTY
     m.host_to_device()
-    host_written = gtstore.zeros((5,), device="gpu")
+    host_written = gtstore.zeros((5,), device="gpu", dims="J")
     host_written[...] = 4.0  # host side ahead: not a device value
     m[3] = host_written
     assert m.sync_state.state == gtstore.SyncState.SYNC_HOST_DIRTY
     expected[2], expected[3] = 3.0, 4.0
     np.testing.assert_array_equal(m.to_ndarray(), expected)
+    with pytest.raises(ValueError, match="the output has no dim 'I'"):
+        m[3] = gtstore.zeros((5,), device="gpu")  # an I field into a J row: by dims, not position
 
 
 def test_device_only_setitem():
     d = gtstore.zeros((4, 5), device="gpu", managed=None)
     d[0] = d[3]
     d[...] = 1.5
-    d[2, 1:3] = gtstore.full((2,), 7.0, device="gpu")
+    d[2, 1:3] = gtstore.full((2,), 7.0, device="gpu", dims="J")
     expected = np.full((4, 5), 1.5)
     expected[2, 1:3] = 7.0
     np.testing.assert_array_equal(d.to_ndarray(), expected)

@@ -622,11 +622,13 @@ def test_setitem_with_storages():
     expected[...] = expected[::-1, ::-1]
     s[...] = s[::-1, ::-1]
     np.testing.assert_array_equal(np.asarray(s), expected)
+    # by dims, not by position (seed 001): a transposed view is the same field
     sq = filled((4, 4))
     ref = np.asarray(sq).copy()
-    ref[...] = ref.T
     sq[...] = sq.transpose()
     np.testing.assert_array_equal(np.asarray(sq), ref)
+    sq[...] = np.asarray(sq.transpose())  # an array without dims: by position
+    np.testing.assert_array_equal(np.asarray(sq), ref.T)
     # a storage as an advanced key's value
     ref2 = np.asarray(s).copy()
     ref2[[0, 3]] = np.asarray(other)
@@ -1103,9 +1105,11 @@ def test_property_advanced_indexing(data, s):
     np.testing.assert_array_equal(result, expected, strict=True)
 
 
-def values_for(data, shape, dtype):
+def values_for(data, shape, dtype, dims=None):
     """A value to assign to a target of ``shape``: a scalar, or an array
-    (ndarray, list or storage) broadcasting to it."""
+    (ndarray, list or storage) broadcasting to it. A storage value has the
+    target's ``dims`` where given (storages are assigned by dims, seed 001),
+    so that NumPy's positional assignment is the reference."""
     kind = data.draw(st.sampled_from(["scalar", "array", "list", "storage", "broadcast"]))
     dtype = np.dtype(dtype)
     if kind == "scalar" or not shape:
@@ -1121,7 +1125,8 @@ def values_for(data, shape, dtype):
     if kind == "list":
         return array.tolist()
     if kind == "storage":
-        return gtstore.as_storage(np.ascontiguousarray(array))
+        labels = dims[len(dims) - array.ndim :] if dims is not None else None
+        return gtstore.as_storage(np.ascontiguousarray(array), dims=labels)
     return array
 
 
@@ -1139,7 +1144,9 @@ def test_property_setitem(data, s, advanced):
         with pytest.raises(IndexError):
             s[key] = 0
         return
-    value = values_for(data, target_shape, s.dtype)
+    target = None if advanced else s[key]
+    dims = target.dims if isinstance(target, gtstore.Storage) else None
+    value = values_for(data, target_shape, s.dtype, dims)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:

@@ -2,6 +2,7 @@
  * made with libgtstore's view operations; advanced keys and every
  * assignment go to NumPy on an ndarray view. */
 #include "storage_object.h"
+#include "ufunc.h"
 
 #include "gtstore/sync.h"
 
@@ -229,12 +230,41 @@ static int assign_through_host(PyObject *self, PyObject *key, PyObject *value)
     return rc;
 }
 
+/* A storage value whose dims differ from the selection's is assigned by
+ * dims (seed 001), not by position: 1 when done, 0 when it does not apply. */
+static int assign_by_dims(PyObject *self, PyObject *key, PyObject *value)
+{
+    if (!gtpy_is_storage(value))
+        return 0;
+    gts_storage view, source;
+    key_result kind = apply_key(self, key, &view);
+    if (kind == KEY_ERROR)
+        return -1;
+    if (kind == KEY_ADVANCED)
+        return 0;
+    gtpy_storage_load(value, &source);
+    bool same = kind == KEY_SCALAR ||
+                (source.ndim == view.ndim &&
+                 memcmp(source.dims, view.dims, (size_t)view.ndim * sizeof *view.dims) == 0);
+    if (same) {
+        gts_storage_release(&view);
+        return 0;
+    }
+    PyObject *target = gtpy_storage_derived(self, &view);
+    int rc = target ? gtpy_storage_assign_by_dims(target, value) : -1;
+    Py_XDECREF(target);
+    return rc < 0 ? -1 : 1;
+}
+
 static int storage_setitem(PyObject *self, PyObject *key, PyObject *value)
 {
     if (!value) {
         PyErr_SetString(PyExc_ValueError, "cannot delete array elements");
         return -1;
     }
+    int by_dims = assign_by_dims(self, key, value);
+    if (by_dims != 0)
+        return by_dims < 0 ? -1 : 0;
     if (!gtpy_has_host_side(STORAGE(self)->buffer) || value_on_device(value)) {
         int done = assign_on_device(self, key, value);
         if (done != 0)

@@ -516,6 +516,31 @@ static PyObject *call_outputs(const call *c)
     return outs;
 }
 
+/* target[...] = value by dims: the same steps as a ufunc with out=target,
+ * with np.copyto (NumPy's assignment casting) as the operation. */
+int gtpy_storage_assign_by_dims(PyObject *target, PyObject *value)
+{
+    call c;
+    memset(&c, 0, sizeof c);
+    c.ufunc = gtpy_numpy("copyto");
+    c.nin = c.nops = c.nout = 1;
+    c.kwargs = Py_BuildValue("{s:s}", "casting", "unsafe");
+    int rc = c.ufunc && c.kwargs && load_operand(&c, 0, value) == 0 &&
+                     load_operand(&c, 1, target) == 0 && choose_device(&c) == 0 &&
+                     call_broadcast(&c) == 0
+                 ? 0
+                 : -1;
+    for (int k = 0; rc == 0 && k < 2; ++k)
+        if (!(c.views[k] = operand_view(&c, k)))
+            rc = -1;
+    PyObject *args = rc == 0 ? PyTuple_Pack(2, c.views[1], c.views[0]) : NULL;
+    PyObject *done = args ? PyObject_Call(c.ufunc, args, c.kwargs) : NULL;
+    Py_XDECREF(args);
+    call_release(&c);
+    Py_XDECREF(done);
+    return done ? 0 : -1;
+}
+
 static PyObject *ufunc_call(PyObject *ufunc, PyObject *inputs, PyObject *kwargs)
 {
     call c;

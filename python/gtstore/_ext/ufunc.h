@@ -15,4 +15,9 @@ PyObject *gtpy_storage_array_ufunc(PyObject *self, PyObject *args, PyObject *kwa
 PyObject *gtpy_storage_reduction(PyObject *self, const char *name, PyObject *args,
                                  PyObject *kwargs);
 
+/* target[...] = value, a storage, aligned by dims (seed 001: as
+ * np.positive(value, out=target), with NumPy's assignment casting), on the
+ * device seed 001 chooses. */
+int gtpy_storage_assign_by_dims(PyObject *target, PyObject *value);
+
 #endif
