@@ -90,14 +90,42 @@ static void result_dims(int n, const gts_operand *ops, gts_broadcast *r)
     qsort(r->dims, (size_t)r->ndim, sizeof *r->dims, compare_dims);
 }
 
+/* What every storage the library makes satisfies, checked for storages a
+ * C caller describes: valid unrepeated dims, extents >= 0, halo and aligned
+ * point inside them. `k` < 0 is the output. */
+static int check_storage(int k, const gts_storage *s, gts_error *err)
+{
+    char who[32] = "out";
+    if (k >= 0)
+        snprintf(who, sizeof who, "operands: operand %d", k);
+    if (s->ndim < 0 || s->ndim > GTS_MAX_NDIM || gts_dims_check(s->ndim, s->dims, NULL) != GTS_OK)
+        return gts_error_set(err, GTS_EINVAL, "%s: its dims are not valid, unrepeated labels",
+                             who);
+    for (int d = 0; d < s->ndim; ++d) {
+        gts_halo h = s->halo[d];
+        if (s->shape[d] < 0 || h.lower < 0 || h.upper < 0 || h.lower > s->shape[d] ||
+            h.upper > s->shape[d] - h.lower || s->aligned_index[d] < 0 ||
+            (s->aligned_index[d] >= s->shape[d] && s->aligned_index[d] != 0))
+            return gts_error_set(err, GTS_EINVAL,
+                                 "%s: dimension %d has extent %lld with halo (%lld, %lld) and "
+                                 "aligned index %lld, which do not fit",
+                                 who, d, (long long)s->shape[d], (long long)h.lower,
+                                 (long long)h.upper, (long long)s->aligned_index[d]);
+    }
+    return GTS_OK;
+}
+
 static int mapping_of(int k, const gts_operand *op, const gts_broadcast *r, mapping *how,
                       gts_error *err)
 {
     if (op->storage) {
         *how = BY_LABELS;
-        return GTS_OK;
+        return GTS_OK; /* checked above */
     }
-    if (op->ndim < 0 || op->ndim > GTS_MAX_NDIM || (op->ndim > 0 && !op->shape))
+    bool valid = op->ndim >= 0 && op->ndim <= GTS_MAX_NDIM && (op->ndim == 0 || op->shape);
+    for (int d = 0; valid && d < op->ndim; ++d)
+        valid = op->shape[d] >= 0;
+    if (!valid)
         return gts_error_set(err, GTS_EINVAL, "operands: operand %d has no valid shape", k);
     *how = op->ndim == 0 ? SCALAR : op->ndim == r->ndim ? BY_POSITION : op->ndim == 3 ? BY_IJK
                                                                                     : SCALAR;
@@ -170,6 +198,12 @@ int gts_broadcast_operands(int n, const gts_operand *operands, const gts_storage
                              GTS_BROADCAST_MAX_OPERANDS);
     int owner[GTS_MAX_NDIM];
     mapping how[GTS_BROADCAST_MAX_OPERANDS];
+    int rc = out ? check_storage(-1, out, err) : GTS_OK;
+    for (int k = 0; rc == GTS_OK && k < n; ++k)
+        if (operands[k].storage)
+            rc = check_storage(k, operands[k].storage, err);
+    if (rc)
+        return rc;
     if (out) {
         result->ndim = out->ndim;
         memcpy(result->dims, out->dims, (size_t)out->ndim * sizeof *out->dims);
