@@ -95,24 +95,29 @@ static void result_dims(int n, const gts_operand *ops, gts_broadcast *r)
  * point inside them. `k` < 0 is the output. */
 static int check_storage(int k, const gts_storage *s, gts_error *err)
 {
-    char who[32] = "out";
-    if (k >= 0)
-        snprintf(who, sizeof who, "operands: operand %d", k);
-    if (s->ndim < 0 || s->ndim > GTS_MAX_NDIM || gts_dims_check(s->ndim, s->dims, NULL) != GTS_OK)
-        return gts_error_set(err, GTS_EINVAL, "%s: its dims are not valid, unrepeated labels",
-                             who);
-    for (int d = 0; d < s->ndim; ++d) {
+    bool dims_ok = s->ndim >= 0 && s->ndim <= GTS_MAX_NDIM &&
+                   gts_dims_check(s->ndim, s->dims, NULL) == GTS_OK;
+    int bad = -1; /* the first dimension whose placement does not fit */
+    for (int d = 0; dims_ok && bad < 0 && d < s->ndim; ++d) {
         gts_halo h = s->halo[d];
         if (s->shape[d] < 0 || h.lower < 0 || h.upper < 0 || h.lower > s->shape[d] ||
             h.upper > s->shape[d] - h.lower || s->aligned_index[d] < 0 ||
             (s->aligned_index[d] >= s->shape[d] && s->aligned_index[d] != 0))
-            return gts_error_set(err, GTS_EINVAL,
-                                 "%s: dimension %d has extent %lld with halo (%lld, %lld) and "
-                                 "aligned index %lld, which do not fit",
-                                 who, d, (long long)s->shape[d], (long long)h.lower,
-                                 (long long)h.upper, (long long)s->aligned_index[d]);
+            bad = d;
     }
-    return GTS_OK;
+    if (dims_ok && bad < 0)
+        return GTS_OK;
+    char who[32] = "out";
+    if (k >= 0)
+        snprintf(who, sizeof who, "operands: operand %d", k);
+    if (!dims_ok)
+        return gts_error_set(err, GTS_EINVAL, "%s: its dims are not valid, unrepeated labels",
+                             who);
+    return gts_error_set(err, GTS_EINVAL,
+                         "%s: dimension %d has extent %lld with halo (%lld, %lld) and aligned "
+                         "index %lld, which do not fit",
+                         who, bad, (long long)s->shape[bad], (long long)s->halo[bad].lower,
+                         (long long)s->halo[bad].upper, (long long)s->aligned_index[bad]);
 }
 
 static int mapping_of(int k, const gts_operand *op, const gts_broadcast *r, mapping *how,
@@ -154,6 +159,13 @@ static int merge_extents(int k, const gts_operand *op, mapping how, bool fixed, 
         if (shape[a] == 1)
             continue; /* masked: fits anywhere, or is dropped */
         int p = find_dim(r->ndim, r->dims, labels[a]);
+        if (p >= 0 && r->shape[p] == shape[a])
+            continue;
+        if (p >= 0 && r->shape[p] == 1 && !fixed) {
+            r->shape[p] = shape[a];
+            owner[p] = k;
+            continue;
+        }
         char name[GTS_DIM_TEXT_SIZE], where[32] = "the output";
         gts_dim_format(labels[a], name);
         if (p < 0)
@@ -161,17 +173,11 @@ static int merge_extents(int k, const gts_operand *op, mapping how, bool fixed, 
                                  "out: the output has no dim '%s', which operand %d has with "
                                  "extent %lld",
                                  name, k, (long long)shape[a]);
-        if (r->shape[p] == shape[a])
-            continue;
-        if (r->shape[p] != 1 || fixed) {
-            if (owner[p] >= 0)
-                snprintf(where, sizeof where, "operand %d", owner[p]);
-            return gts_error_set(err, GTS_EINVAL,
-                                 "dims: '%s' has extent %lld in %s and %lld in operand %d", name,
-                                 (long long)r->shape[p], where, (long long)shape[a], k);
-        }
-        r->shape[p] = shape[a];
-        owner[p] = k;
+        if (owner[p] >= 0)
+            snprintf(where, sizeof where, "operand %d", owner[p]);
+        return gts_error_set(err, GTS_EINVAL,
+                             "dims: '%s' has extent %lld in %s and %lld in operand %d", name,
+                             (long long)r->shape[p], where, (long long)shape[a], k);
     }
     return GTS_OK;
 }

@@ -20,7 +20,9 @@
 #include "gtstore/broadcast.h"
 #include "gtstore/sync.h"
 
-#define MAX_OPS GTS_BROADCAST_MAX_OPERANDS
+/* Operands of one call: inputs, `where` and outputs. NumPy allows more,
+ * but no ufunc in use comes near; the struct lives on the stack. */
+#define MAX_OPS 16
 
 /* What one call has: the operands (inputs, then `where` if it is an
  * array, then the outputs), their libgtstore views and NumPy views. */
@@ -37,6 +39,28 @@ typedef struct call {
     int64_t shapes[MAX_OPS][GTS_MAX_NDIM];
     gts_broadcast result;
 } call;
+
+/* Names the hot path looks up, interned once: PyDict_GetItemString and
+ * PyObject_GetAttrString make and hash a new string on every call. */
+enum { NAME_OUT, NAME_WHERE, NAME_DTYPE, NAME_SIGNATURE, NAME_CASTING, NAME_NIN, NAME_NOUT,
+       NAME_UFUNC, NAME_COUNT };
+
+static PyObject *name(int which)
+{
+    static const char *const text[NAME_COUNT] = {"out",     "where", "dtype", "signature",
+                                                 "casting", "nin",   "nout",  "__array_ufunc__"};
+    static PyObject *interned[NAME_COUNT];
+    if (!interned[which])
+        interned[which] = PyUnicode_InternFromString(text[which]);
+    return interned[which];
+}
+
+/* kwargs[key] (borrowed) or NULL, for a dict that may be NULL. */
+static PyObject *keyword(PyObject *kwargs, int which)
+{
+    PyObject *key = name(which);
+    return kwargs && key ? PyDict_GetItemWithError(kwargs, key) : NULL;
+}
 
 static bool is_scalar(PyObject *obj)
 {
@@ -224,9 +248,9 @@ static PyObject *dtype_key(const call *c, int k)
 static PyObject *resolve_dtypes(call *c)
 {
     static PyObject *cache;
-    PyObject *dtype = c->kwargs ? PyDict_GetItemString(c->kwargs, "dtype") : NULL;
-    PyObject *signature = c->kwargs ? PyDict_GetItemString(c->kwargs, "signature") : NULL;
-    PyObject *casting = c->kwargs ? PyDict_GetItemString(c->kwargs, "casting") : NULL;
+    PyObject *dtype = keyword(c->kwargs, NAME_DTYPE);
+    PyObject *signature = keyword(c->kwargs, NAME_SIGNATURE);
+    PyObject *casting = keyword(c->kwargs, NAME_CASTING);
     bool plain = !dtype && !signature && !casting;
     PyObject *key = PyTuple_New(1 + c->nin + c->nout);
     if (!key)
@@ -343,6 +367,20 @@ static int allocate_output(call *c, int k, PyObject *dtype_obj)
 
 /* ---- the call ----------------------------------------------------------------------------- */
 
+/* Only what call_release reads is cleared: the storages and shapes are
+ * written before they are read (clearing them all cost microseconds). */
+static void call_init(call *c, PyObject *ufunc)
+{
+    memset(c->objs, 0, sizeof c->objs);
+    memset(c->arrays, 0, sizeof c->arrays);
+    memset(c->made, 0, sizeof c->made);
+    memset(c->views, 0, sizeof c->views);
+    c->ufunc = ufunc;
+    c->kwargs = NULL;
+    c->nin = c->nout = c->nops = 0;
+    c->has_where = c->on_device = false;
+}
+
 static void call_release(call *c)
 {
     for (int k = 0; k < MAX_OPS; ++k) {
@@ -359,8 +397,8 @@ static bool defers(PyObject *obj)
     if (!obj || gtpy_is_storage(obj) || is_scalar(obj) || PyList_Check(obj) ||
         PyTuple_Check(obj))
         return false;
-    PyObject *ndarray_ufunc = PyObject_GetAttrString(gtpy_numpy("ndarray"), "__array_ufunc__");
-    PyObject *own = PyObject_GetAttrString((PyObject *)Py_TYPE(obj), "__array_ufunc__");
+    PyObject *ndarray_ufunc = PyObject_GetAttr(gtpy_numpy("ndarray"), name(NAME_UFUNC));
+    PyObject *own = PyObject_GetAttr((PyObject *)Py_TYPE(obj), name(NAME_UFUNC));
     PyErr_Clear();
     bool other = own && own != ndarray_ufunc;
     Py_XDECREF(own);
@@ -368,14 +406,15 @@ static bool defers(PyObject *obj)
     return other;
 }
 
-static int read_int_attr(PyObject *obj, const char *name, int *out)
+static int read_int_attr(PyObject *obj, int which, int *out)
 {
-    PyObject *value = PyObject_GetAttrString(obj, name);
+    PyObject *value = PyObject_GetAttr(obj, name(which));
     long v = value ? PyLong_AsLong(value) : -1;
     Py_XDECREF(value);
-    if (v < 0 || v > MAX_OPS / 2) {
+    if (v < 0 || v > MAX_OPS / 2 - 1) {
         if (!PyErr_Occurred())
-            PyErr_Format(PyExc_TypeError, "%S: %s out of range", obj, name);
+            PyErr_Format(PyExc_TypeError, "%S: %S is beyond what storages take", obj,
+                         name(which));
         return -1;
     }
     *out = (int)v;
@@ -410,23 +449,24 @@ static int load_outputs(call *c, PyObject *out)
 /* Reads the call: inputs, `where` (an operand unless a plain True), out. */
 static int call_load(call *c, PyObject *ufunc, PyObject *inputs, PyObject *kwargs)
 {
-    memset(c, 0, sizeof *c);
-    c->ufunc = ufunc;
+    call_init(c, ufunc);
     c->kwargs = kwargs ? PyDict_Copy(kwargs) : PyDict_New();
-    if (!c->kwargs || read_int_attr(ufunc, "nin", &c->nin) < 0 ||
-        read_int_attr(ufunc, "nout", &c->nout) < 0)
+    if (!c->kwargs || read_int_attr(ufunc, NAME_NIN, &c->nin) < 0 ||
+        read_int_attr(ufunc, NAME_NOUT, &c->nout) < 0)
         return -1;
     if (PyTuple_GET_SIZE(inputs) != c->nin) {
         PyErr_Format(PyExc_TypeError, "%S: takes %d inputs, got %zd", ufunc, c->nin,
                      PyTuple_GET_SIZE(inputs));
         return -1;
     }
-    PyObject *out = PyDict_GetItemString(c->kwargs, "out");
-    PyObject *where = PyDict_GetItemString(c->kwargs, "where");
-    Py_XINCREF(out);
-    Py_XINCREF(where);
-    PyDict_DelItemString(c->kwargs, "out") < 0 ? PyErr_Clear() : (void)0;
-    PyDict_DelItemString(c->kwargs, "where") < 0 ? PyErr_Clear() : (void)0;
+    PyObject *out = Py_XNewRef(keyword(c->kwargs, NAME_OUT));
+    PyObject *where = Py_XNewRef(keyword(c->kwargs, NAME_WHERE));
+    if ((out && PyDict_DelItem(c->kwargs, name(NAME_OUT)) < 0) ||
+        (where && PyDict_DelItem(c->kwargs, name(NAME_WHERE)) < 0)) {
+        Py_XDECREF(out);
+        Py_XDECREF(where);
+        return -1;
+    }
     c->has_where = where && where != Py_True;
     c->nops = c->nin + c->has_where;
     int rc = 0;
@@ -495,9 +535,9 @@ static int call_run(call *c)
         PyTuple_SET_ITEM(args, k, Py_NewRef(c->views[k]));
     for (int i = 0; i < c->nout; ++i)
         PyTuple_SET_ITEM(outs, i, Py_NewRef(c->views[c->nops + i]));
-    int rc = PyDict_SetItemString(c->kwargs, "out", outs);
+    int rc = PyDict_SetItem(c->kwargs, name(NAME_OUT), outs);
     if (rc == 0 && c->has_where)
-        rc = PyDict_SetItemString(c->kwargs, "where", c->views[c->nin]);
+        rc = PyDict_SetItem(c->kwargs, name(NAME_WHERE), c->views[c->nin]);
     PyObject *result = rc == 0 ? PyObject_Call(c->ufunc, args, c->kwargs) : NULL;
     Py_DECREF(args);
     Py_DECREF(outs);
@@ -521,8 +561,7 @@ static PyObject *call_outputs(const call *c)
 int gtpy_storage_assign_by_dims(PyObject *target, PyObject *value)
 {
     call c;
-    memset(&c, 0, sizeof c);
-    c.ufunc = gtpy_numpy("copyto");
+    call_init(&c, gtpy_numpy("copyto"));
     c.nin = c.nops = c.nout = 1;
     c.kwargs = Py_BuildValue("{s:s}", "casting", "unsafe");
     int rc = c.ufunc && c.kwargs && load_operand(&c, 0, value) == 0 &&
@@ -741,7 +780,7 @@ static bool any_defers(PyObject *inputs, PyObject *kwargs)
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(inputs); ++i)
         if (defers(PyTuple_GET_ITEM(inputs, i)))
             return true;
-    PyObject *out = kwargs ? PyDict_GetItemString(kwargs, "out") : NULL;
+    PyObject *out = keyword(kwargs, NAME_OUT);
     for (Py_ssize_t i = 0; out && PyTuple_Check(out) && i < PyTuple_GET_SIZE(out); ++i)
         if (defers(PyTuple_GET_ITEM(out, i)))
             return true;
@@ -750,7 +789,7 @@ static bool any_defers(PyObject *inputs, PyObject *kwargs)
 
 static bool is_gufunc(PyObject *ufunc)
 {
-    PyObject *signature = PyObject_GetAttrString(ufunc, "signature");
+    PyObject *signature = PyObject_GetAttr(ufunc, name(NAME_SIGNATURE));
     PyErr_Clear();
     bool core = signature && signature != Py_None;
     Py_XDECREF(signature);
