@@ -28,7 +28,7 @@ static int prime_factors(int n, int *factors)
     return count;
 }
 
-int gts_process_grid(int nranks, int ndim, int *nprocs, gts_error *err)
+int gts_process_grid(int nranks, int ndim, int *process_grid, gts_error *err)
 {
     int rc = check_ndim(ndim, err);
     if (rc)
@@ -37,14 +37,14 @@ int gts_process_grid(int nranks, int ndim, int *nprocs, gts_error *err)
         return gts_error_set(err, GTS_EINVAL, "nranks: %d is not positive", nranks);
     int fixed = 1, nfree = 0;
     for (int d = 0; d < ndim; ++d) {
-        if (nprocs[d] < 0)
-            return gts_error_set(err, GTS_EINVAL, "nprocs: negative entry %d at position %d",
-                                 nprocs[d], d);
-        if (nprocs[d] > 0) {
-            if ((nranks / fixed) % nprocs[d] != 0) /* fixed divides nranks */
+        if (process_grid[d] < 0)
+            return gts_error_set(err, GTS_EINVAL, "process_grid: negative entry %d at position %d",
+                                 process_grid[d], d);
+        if (process_grid[d] > 0) {
+            if ((nranks / fixed) % process_grid[d] != 0) /* fixed divides nranks */
                 return gts_error_set(err, GTS_EINVAL,
-                                     "nprocs: the given entries do not divide %d ranks", nranks);
-            fixed *= nprocs[d]; /* divides nranks: no overflow */
+                                     "process_grid: the given entries do not divide %d ranks", nranks);
+            fixed *= process_grid[d]; /* divides nranks: no overflow */
         } else {
             ++nfree;
         }
@@ -53,7 +53,7 @@ int gts_process_grid(int nranks, int ndim, int *nprocs, gts_error *err)
     if (nfree == 0) {
         if (rest != 1)
             return gts_error_set(err, GTS_EINVAL,
-                                 "nprocs: the grid has %d ranks, the partition %d", fixed,
+                                 "process_grid: the grid has %d ranks, the partition %d", fixed,
                                  nranks);
         return 0;
     }
@@ -75,8 +75,8 @@ int gts_process_grid(int nranks, int ndim, int *nprocs, gts_error *err)
                 chosen[j] = t;
             }
     for (int d = 0, i = 0; d < ndim; ++d)
-        if (nprocs[d] == 0)
-            nprocs[d] = chosen[i++];
+        if (process_grid[d] == 0)
+            process_grid[d] = chosen[i++];
     return 0;
 }
 
@@ -88,7 +88,7 @@ static int check_labels(int ndim, const gts_dim *labels, gts_error *err)
 }
 
 int gts_partition_init(gts_partition *partition, int ndim, const gts_dim *labels,
-                       const int64_t *global_shape, const int *nprocs, const bool *periodic,
+                       const int64_t *global_shape, const int *process_grid, const bool *periodic,
                        int nranks, gts_error *err)
 {
     int rc = check_ndim(ndim, err);
@@ -103,7 +103,7 @@ int gts_partition_init(gts_partition *partition, int ndim, const gts_dim *labels
     gts_partition p = {.ndim = ndim, .nranks = nranks};
     for (int d = 0; d < ndim; ++d) {
         p.labels[d] = labels[d];
-        p.nprocs[d] = nprocs ? nprocs[d] : 0;
+        p.nprocs[d] = process_grid ? process_grid[d] : 0;
         p.periodic[d] = periodic ? periodic[d] : false;
     }
     if ((rc = gts_process_grid(nranks, ndim, p.nprocs, err)))

@@ -43,22 +43,23 @@ typedef struct gts_partition {
     int nranks;                              /* the product of nprocs */
 } gts_partition;
 
-/* MPI_Dims_create's choice: fills the entries of `nprocs` that are 0 so
+/* MPI_Dims_create's choice: fills the entries of `process_grid` (ranks
+ * per dimension) that are 0 so
  * that the product of all `ndim` entries is `nranks`, as balanced as
  * possible, the chosen ones in non-increasing order; entries > 0 are kept.
  * GTS_EINVAL for nranks < 1, ndim outside [1, GTS_PARTITION_MAX_NDIM], a
  * negative entry, or fixed entries whose product does not divide nranks. */
-int gts_process_grid(int nranks, int ndim, int *nprocs, gts_error *err);
+int gts_process_grid(int nranks, int ndim, int *process_grid, gts_error *err);
 
 /* A partition of `global_shape` (ndim extents) over `nranks` ranks.
  * `labels`: the label of each split dimension (NULL: I, J, K in order);
- * distinct. `nprocs`: the blocks per dimension, where 0 (or NULL for all)
+ * distinct. `process_grid`: the blocks per dimension, where 0 (NULL: all)
  * leaves the number to gts_process_grid. `periodic`: NULL for none.
  * Errors (GTS_EINVAL, naming the parameter): those of gts_process_grid, a
  * repeated or invalid label, or an extent with fewer points than blocks
  * (every rank must own at least one point). */
 int gts_partition_init(gts_partition *partition, int ndim, const gts_dim *labels,
-                       const int64_t *global_shape, const int *nprocs, const bool *periodic,
+                       const int64_t *global_shape, const int *process_grid, const bool *periodic,
                        int nranks, gts_error *err);
 
 /* The grid coordinates of `rank` (0 <= rank < nranks). */

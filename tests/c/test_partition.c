@@ -27,9 +27,9 @@ static void test_process_grid(void)
     CHECK_OK(gts_process_grid(6, 2, all, ERR));
 
     int bad[2] = {0, 3};
-    CHECK_FAILS(gts_process_grid(8, 2, bad, ERR), GTS_EINVAL, "nprocs");
+    CHECK_FAILS(gts_process_grid(8, 2, bad, ERR), GTS_EINVAL, "process_grid");
     int wrong[2] = {2, 2};
-    CHECK_FAILS(gts_process_grid(6, 2, wrong, ERR), GTS_EINVAL, "nprocs");
+    CHECK_FAILS(gts_process_grid(6, 2, wrong, ERR), GTS_EINVAL, "process_grid");
     int negative[2] = {-1, 0};
     CHECK_FAILS(gts_process_grid(4, 2, negative, ERR), GTS_EINVAL, "negative");
     int z[2] = {0, 0};
