@@ -367,8 +367,19 @@ static void copy_short_rows(const plan *p, char *dst, const char *src, int64_t p
     int64_t rows = p->shape[p->ndim - 2];
     int64_t dst_stride = p->dst_strides[p->ndim - 2], src_stride = p->src_strides[p->ndim - 2];
     size_t bytes = (size_t)(p->shape[p->ndim - 1] * p->itemsize);
-    for (int64_t i = 0; i < rows; ++i)
-        memcpy(dst + i * dst_stride, src + i * src_stride, bytes);
+    if (bytes % 8 != 0) {
+        for (int64_t i = 0; i < rows; ++i)
+            memcpy(dst + i * dst_stride, src + i * src_stride, bytes);
+        return;
+    }
+    /* 8 bytes at a time, inlined: a call to memcpy per 24 bytes costs more
+       than the copy */
+    for (int64_t i = 0; i < rows; ++i) {
+        char *d = dst + i * dst_stride;
+        const char *s = src + i * src_stride;
+        for (size_t k = 0; k < bytes; k += 8)
+            memcpy(d + k, s + k, 8);
+    }
 }
 
 /* Whether copy_short_rows serves: short rows, and units enough to share
