@@ -62,6 +62,8 @@ static int allocate(gts_halo_exchange *ex, gts_error *err)
     ex->recv_buffers = calloc(slots, sizeof *ex->recv_buffers);
     ex->sends = malloc(slots * sizeof *ex->sends);
     ex->recvs = malloc(slots * sizeof *ex->recvs);
+    for (int i = 0; ex->sends && ex->recvs && i < n; ++i) /* before any way out: destroy frees */
+        ex->sends[i] = ex->recvs[i] = MPI_REQUEST_NULL;
     int64_t send_total = gts_halo_plan_send_bytes(ex->plan);
     int64_t recv_total = gts_halo_plan_recv_bytes(ex->plan);
     ex->send_memory = malloc((size_t)send_total + 1);
@@ -69,8 +71,6 @@ static int allocate(gts_halo_exchange *ex, gts_error *err)
     if (!ex->send_buffers || !ex->recv_buffers || !ex->sends || !ex->recvs || !ex->send_memory ||
         !ex->recv_memory)
         return gts_error_set(err, GTS_ENOMEM, "out of memory for halo messages");
-    for (int i = 0; i < n; ++i)
-        ex->sends[i] = ex->recvs[i] = MPI_REQUEST_NULL;
     char *send = ex->send_memory, *recv = ex->recv_memory;
     for (int i = 0; i < n; ++i) {
         const gts_halo_neighbor *nb = gts_halo_plan_neighbor(ex->plan, i);
@@ -108,7 +108,7 @@ void gts_halo_exchange_destroy(gts_halo_exchange *ex)
 {
     if (!ex)
         return;
-    for (int i = 0; ex->sends && i < ex->n; ++i) {
+    for (int i = 0; ex->sends && ex->recvs && i < ex->n; ++i) { /* both made, or none */
         if (ex->sends[i] != MPI_REQUEST_NULL)
             MPI_Request_free(&ex->sends[i]);
         if (ex->recvs[i] != MPI_REQUEST_NULL)
