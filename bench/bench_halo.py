@@ -124,7 +124,7 @@ def main():
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--preset", default="gt:cpu_kfirst")
     args = parser.parse_args()
-    reps, batches = (3, 3) if args.quick else (20, 5)
+    reps, batches = (3, 3) if args.quick else (20, 7)
     comm = MPI.COMM_WORLD
     # process grid first, then a global shape giving every rank 128 x 128
     grid = MPI.Compute_dims(comm.size, 2)
@@ -153,9 +153,13 @@ def main():
     same = all(np.array_equal(np.asarray(a), np.asarray(b), equal_nan=True)
                for s in sets[1:] if s is not sets[2] or ghex_run for a, b in zip(sets[0], s))
     same = comm.allreduce(same, op=MPI.LAND)
-    # rank 0 alone (the others wait), so that it has a core to itself
+    # rank 0 alone, so that it has a core to itself: the others sleep
+    # (a blocking barrier would poll and take the cores)
     comm.Barrier()
     bandwidth = pack_bandwidth(ours.plan, 5 * reps) if comm.rank == 0 else None
+    done = comm.Ibarrier()
+    while not done.Test():
+        time.sleep(0.001)
     bandwidth = comm.bcast(bandwidth, root=0)
     if comm.rank != 0:
         return
@@ -182,18 +186,22 @@ def main():
 
 def print_model(plan, pack_bandwidth):
     """Weak scaling: every rank keeps its subdomain, so its messages (8
-    neighbours) and bytes do not grow with the rank count; what changes at
-    1,000 and 10,000 ranks is that messages leave the node. Model per
-    exchange: T = m * alpha + B / beta + 2 * B / pack_bandwidth (pack on
-    send, unpack on receive), with network latency alpha and bandwidth beta
-    of a typical interconnect (assumed, not measured here)."""
+    neighbours) and bytes do not grow with the rank count; what changes from
+    one node to 1,000 and 10,000 ranks is that messages leave the node and
+    ranks share its network link. Model per rank and exchange:
+    T = m * alpha + B / beta + (B + B') / pack_bandwidth, with m messages,
+    B bytes sent, B' received, the pack + unpack bandwidth measured here, and
+    assumed (not measured) network parameters: alpha the latency, beta the
+    link bandwidth per rank (a 100 Gb/s link shared by the ranks of a node:
+    4 at 1,000 ranks, 8 at 10,000; shared memory on one node)."""
     neighbors = plan.neighbors
     m = len(neighbors)
     B = plan.send_bytes
     biggest = max(n[4] for n in neighbors)
     smallest = min(n[4] for n in neighbors)
-    print("Weak-scaling model (per rank and exchange; alpha, beta assumed for a 100 Gb/s "
-          "interconnect; pack bandwidth measured above):\n")
+    print("Weak-scaling model (per rank and exchange; alpha and beta assumed: a 100 Gb/s "
+          "link shared by 4 ranks at 1,000, 8 at 10,000; shared memory for one node; the pack "
+          "bandwidth measured above):\n")
     print("| ranks | alpha (us) | beta (GB/s) | latency m*alpha (ms) | transfer B/beta (ms) | "
           "pack+unpack (ms) | total (ms) | bound by |")
     print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
@@ -203,7 +211,7 @@ def print_model(plan, pack_bandwidth):
                                (10000, 3e-6, 12.5e9 / 8)]:
         lat = m * alpha
         transfer = B / beta
-        pack = B / pack_bandwidth
+        pack = (plan.send_bytes + plan.recv_bytes) / pack_bandwidth
         total = lat + transfer + pack
         bound = max([("latency", lat), ("network bandwidth", transfer),
                      ("pack/unpack", pack)], key=lambda x: x[1])[0]
