@@ -16,6 +16,9 @@ imports without it. See docs/distributed.md.
 
 from __future__ import annotations
 
+import numbers
+import operator
+
 import numpy as np
 
 from . import _gtstore
@@ -91,7 +94,9 @@ class CartesianPartitioner:
 
     def __init__(self, comm, global_shape, halo=0, periodic=False, *, process_grid=None,
                  dims=None, split=None):
-        shape = (global_shape,) if isinstance(global_shape, int) else tuple(global_shape)
+        shape = ((global_shape,) if isinstance(global_shape, numbers.Integral)
+                 else tuple(global_shape))
+        shape = tuple(operator.index(n) for n in shape)  # TypeError for a float
         self.dims = _dims(dims, len(shape))
         if split is None:
             split = tuple(label for label in "IJ" if label in self.dims)
@@ -128,18 +133,18 @@ class CartesianPartitioner:
         """Pairs (lower, upper) per dimension; a halo wider than the
         smallest block is refused here, alike on every rank."""
         ndim = len(self.global_shape)
-        if isinstance(halo, int):
+        if isinstance(halo, numbers.Integral):
             pairs = [(0, 0)] * ndim
             for a in self._split_axes:
-                pairs[a] = (halo, halo)
+                pairs[a] = (int(halo), int(halo))
         else:
             entries = tuple(halo)
             if len(entries) != ndim:
                 raise ValueError(f"halo: {halo!r} has {len(entries)} entries for {ndim} "
                                  f"dimensions")
-            pairs = [(h, h) if isinstance(h, int) else tuple(h) for h in entries]
+            pairs = [(h, h) if isinstance(h, numbers.Integral) else tuple(h) for h in entries]
             for h in pairs:
-                if len(h) != 2 or not all(isinstance(w, int) for w in h):
+                if len(h) != 2 or not all(isinstance(w, numbers.Integral) for w in h):
                     raise TypeError(f"halo: expected ints or pairs of ints, got {halo!r}")
         for d, a in enumerate(self._split_axes):
             smallest = self.partition.min_block(d)
@@ -147,7 +152,7 @@ class CartesianPartitioner:
                 raise ValueError(
                     f"halo: {pairs[a]} along {self.dims[a]} is wider than the smallest "
                     f"subdomain ({smallest} points), which must fill it")
-        return tuple(pairs)
+        return tuple((int(lo), int(hi)) for lo, hi in pairs)
 
     def _block(self, rank):
         """Global index slices of a rank's subdomain, every dimension."""

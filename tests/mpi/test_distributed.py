@@ -198,3 +198,28 @@ def test_partitioner_geometry(comm):
     assert u.dims == ("I", "J", "K")
     assert "CartesianPartitioner" in repr(part)
     part.close()
+
+
+def test_partitioner_arguments(comm):
+    """NumPy integers are integers; anything else is refused by name, on
+    every rank alike (no communication happens before the checks)."""
+    part = gd.CartesianPartitioner(comm, np.array([8 * comm.size, 6, 2]), halo=np.int64(1),
+                                   periodic=True)
+    assert part.global_shape == (8 * comm.size, 6, 2)
+    assert part.halo == ((1, 1), (1, 1), (0, 0))
+    assert part.periodic == (True, True)
+    part.close()
+    with pytest.raises(TypeError):
+        gd.CartesianPartitioner(comm, (8.0, 6, 2))
+    with pytest.raises(TypeError, match="halo"):
+        gd.CartesianPartitioner(comm, (8, 6, 2), halo=((1, 1), (1, "1"), 0))
+    with pytest.raises(ValueError, match="halo"):
+        gd.CartesianPartitioner(comm, (8, 6, 2), halo=(1, 1))
+    with pytest.raises(ValueError, match="split"):
+        gd.CartesianPartitioner(comm, (8, 6, 2), split="IK0")
+    with pytest.raises(ValueError, match="dims"):
+        gd.CartesianPartitioner(comm, (8, 6, 2), dims="IJ")
+    with pytest.raises(ValueError, match="process_grid"):
+        gd.CartesianPartitioner(comm, (8, 6, 2), process_grid=(comm.size + 1, 1))
+    with pytest.raises(TypeError, match="periodic"):
+        gd.CartesianPartitioner(comm, (8, 6, 2), periodic=(1, 0))
