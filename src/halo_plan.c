@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gtstore/device.h"
 #include "gtstore/kernels.h"
 #include "gtstore/sync.h"
 
@@ -17,9 +18,19 @@ typedef struct region {
     int64_t *packed_strides;
 } region;
 
+/* A field in memory without a host side is packed on its device, into a
+ * block of device memory made with the plan, then copied to the host
+ * message (and the reverse for unpacking). */
+typedef struct staging {
+    const gts_device_ops *device; /* NULL: the field is packed on the host */
+    void *block;
+    int64_t size; /* bytes: the field's largest region */
+} staging;
+
 struct gts_halo_plan {
     int nfields;
     gts_storage *fields; /* views: one buffer reference each */
+    staging *stage;      /* per field */
     int nneighbors;
     gts_halo_neighbor *neighbors;
     region *send, *recv; /* [neighbor * nfields + field] */
@@ -61,12 +72,6 @@ static bool has_neighbors_along(const gts_partition *p, int d)
 static int check_field(const gts_partition *p, const int64_t *subdomain, const gts_storage *field,
                        int f, const int *dims, gts_error *err)
 {
-    const gts_buffer *buffer = field->buffer;
-    if (!buffer || !(gts_buffer_device(buffer)->host_accessible || gts_buffer_mirrored(buffer)))
-        return gts_error_set(err, GTS_ENOTSUP,
-                             "fields[%d]: its memory has no host side (device memory only); "
-                             "halo exchanges pack on the host",
-                             f);
     if (field->readonly)
         return gts_error_set(err, GTS_EREADONLY, "fields[%d]: is read-only", f);
     for (int d = 0; d < p->ndim; ++d) {
@@ -198,8 +203,11 @@ void gts_halo_plan_destroy(gts_halo_plan *plan)
 {
     if (!plan)
         return;
+    for (int f = 0; plan->stage && f < plan->nfields; ++f)
+        gts_device_free(plan->stage[f].device, plan->stage[f].block, plan->stage[f].size);
     for (int f = 0; f < plan->nfields; ++f)
         gts_storage_release(&plan->fields[f]);
+    free(plan->stage);
     free(plan->fields);
     free(plan->neighbors);
     free(plan->send);
@@ -252,10 +260,11 @@ static int allocate(gts_halo_plan *plan, int nfields, const gts_storage *fields,
         per_neighbor += (size_t)fields[f].ndim;
     size_t pool = per_neighbor * (size_t)plan->nneighbors * 4; /* send and recv, 2 arrays each */
     plan->fields = calloc((size_t)nfields, sizeof *plan->fields);
+    plan->stage = calloc((size_t)nfields, sizeof *plan->stage);
     plan->send = calloc(nregions ? nregions : 1, sizeof *plan->send);
     plan->recv = calloc(nregions ? nregions : 1, sizeof *plan->recv);
     plan->pool = calloc(pool ? pool : 1, sizeof *plan->pool);
-    if (!plan->fields || !plan->send || !plan->recv || !plan->pool)
+    if (!plan->fields || !plan->stage || !plan->send || !plan->recv || !plan->pool)
         return gts_error_set(err, GTS_ENOMEM, "out of memory for a halo plan of %d fields",
                              nfields);
     return 0;
@@ -276,6 +285,31 @@ static void layout_regions(gts_halo_plan *plan, const gts_partition *p, const gt
                 region_init(both[k], p, &fields[f], dims[f], plan->neighbors[i].offset, k == 0);
             }
         }
+}
+
+/* Device memory for the fields without a host side: each field's largest
+ * region, made once. */
+static int allocate_staging(gts_halo_plan *plan, gts_error *err)
+{
+    for (int f = 0; f < plan->nfields; ++f) {
+        const gts_buffer *buffer = plan->fields[f].buffer;
+        if (gts_buffer_device(buffer)->host_accessible || gts_buffer_mirrored(buffer))
+            continue; /* packed on the host (a mirrored buffer's host side, synced) */
+        int64_t size = 0;
+        for (int i = 0; i < plan->nneighbors; ++i) {
+            int64_t send = plan->send[i * plan->nfields + f].bytes;
+            int64_t recv = plan->recv[i * plan->nfields + f].bytes;
+            size = send > size ? send : size;
+            size = recv > size ? recv : size;
+        }
+        staging *st = &plan->stage[f];
+        int rc = gts_device_alloc(gts_buffer_device(buffer), size, 0, &st->block, err);
+        if (rc)
+            return rc;
+        st->device = gts_buffer_device(buffer);
+        st->size = size;
+    }
+    return 0;
 }
 
 int gts_halo_plan_create(const gts_partition *partition, int rank, int nfields,
@@ -316,6 +350,11 @@ int gts_halo_plan_create(const gts_partition *partition, int rank, int nfields,
     for (int f = 0; f < nfields; ++f)
         gts_storage_view(&fields[f], &plan->fields[f]);
     layout_regions(plan, p, fields, dims);
+    if ((rc = allocate_staging(plan, err))) {
+        free(dims);
+        gts_halo_plan_destroy(plan);
+        return rc;
+    }
     for (int i = 0; i < plan->nneighbors; ++i) {
         plan->send_bytes += plan->neighbors[i].send_bytes;
         plan->recv_bytes += plan->neighbors[i].recv_bytes;
@@ -371,6 +410,28 @@ static int check_message(const gts_halo_plan *plan, int index, const void *buffe
     return 0;
 }
 
+/* One field's region packed on its device into the staging block, then
+ * copied to the message on the host; or the reverse. Completed on return. */
+static int transfer_on_device(const gts_storage *g, const staging *st, const region *r,
+                              char *message, bool send, gts_error *err)
+{
+    char *field = (char *)gts_buffer_data(g->buffer) + g->offset + r->offset;
+    int64_t itemsize = g->dtype.itemsize;
+    int rc;
+    if (send) {
+        rc = gts_device_copy(st->device, st->block, r->packed_strides, field, g->strides,
+                             g->ndim, r->shape, itemsize, NULL, err);
+        if (!rc)
+            rc = gts_device_copy_to_host(st->device, message, st->block, r->bytes, NULL, err);
+    } else {
+        rc = gts_device_copy_to_device(st->device, st->block, message, r->bytes, NULL, err);
+        if (!rc)
+            rc = gts_device_copy(st->device, field, g->strides, st->block, r->packed_strides,
+                                 g->ndim, r->shape, itemsize, NULL, err);
+    }
+    return rc ? rc : gts_device_synchronize(st->device, NULL, err);
+}
+
 /* Copies between the fields and the message: pack (`send`) or unpack. */
 static int transfer(const gts_halo_plan *plan, int index, char *message, bool send,
                     gts_error *err)
@@ -381,9 +442,17 @@ static int transfer(const gts_halo_plan *plan, int index, char *message, bool se
         const region *r = &regions[f];
         if (r->bytes == 0)
             continue;
+        int rc;
+        if (plan->stage[f].block) {
+            rc = transfer_on_device(g, &plan->stage[f], r, message, send, err);
+            if (rc)
+                return rc;
+            message += r->bytes;
+            continue;
+        }
         /* a mirrored buffer: read its host side current, or mark it written */
-        int rc = send ? gts_buffer_sync(g->buffer, GTS_SIDE_HOST, false, NULL, err)
-                      : gts_buffer_prepare_write(g->buffer, GTS_SIDE_HOST, NULL, err);
+        rc = send ? gts_buffer_sync(g->buffer, GTS_SIDE_HOST, false, NULL, err)
+                  : gts_buffer_prepare_write(g->buffer, GTS_SIDE_HOST, NULL, err);
         if (!rc) {
             char *field = (char *)gts_storage_data(g) + r->offset;
             rc = send ? gts_copy(message, r->packed_strides, field, g->strides, g->ndim,

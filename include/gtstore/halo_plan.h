@@ -32,8 +32,10 @@
  * storage and a caller's buffer; nothing is allocated after the plan is
  * made. Storages of a mirrored buffer (a GPU storage with a host side) are
  * packed from and unpacked into the host side, synced as gtstore/sync.h
- * says; memory without a host side (device memory only) is refused with
- * GTS_ENOTSUP. */
+ * says. Memory without a host side (device memory only) is packed on its
+ * device (its strided copy) into device memory the plan makes once, and
+ * only the message's bytes cross to the host buffer (the reverse for
+ * unpacking); each call has completed on the device when it returns. */
 #ifndef GTSTORE_HALO_PLAN_H
 #define GTSTORE_HALO_PLAN_H
 
@@ -66,8 +68,8 @@ typedef struct gts_halo_plan gts_halo_plan;
  * rank's subdomain (a field of another partition), or a halo side wider
  * than the smallest subdomain along its dimension (no neighbour could fill
  * it: every rank reports it alike, since all know every subdomain);
- * GTS_EREADONLY for a read-only field; GTS_ENOTSUP for memory without a
- * host side; GTS_ENOMEM, GTS_EOVERFLOW. */
+ * GTS_EREADONLY for a read-only field; a device's errors (its staging
+ * memory); GTS_ENOMEM, GTS_EOVERFLOW. */
 int gts_halo_plan_create(const gts_partition *partition, int rank, int nfields,
                          const gts_storage *fields, gts_halo_plan **out, gts_error *err);
 

@@ -24,6 +24,8 @@ typedef struct scenario {
     int64_t k;                 /* extent of an undivided K (0: none) */
     gts_halo khalo;
     bool fortran;              /* I contiguous rather than K */
+    int device;                /* 0: host memory; on the emulated device: 1 device memory
+                                  only, 2 with a host side (mirrored) */
 } scenario;
 
 /* The global field's value: a different number per field and point. */
@@ -65,7 +67,8 @@ static inline int make_field(const scenario *sc, const gts_partition *p, int ran
         gts_layout_f(ndim, spec.layout);
     else
         gts_layout_c(ndim, spec.layout);
-    return gts_storage_create(&spec, 0, out, ERR);
+    spec.managed = sc->device == 1 ? GTS_MANAGED_NONE : GTS_MANAGED_GT4PY;
+    return gts_storage_create_on(sc->device ? gts_device_emulated() : NULL, &spec, 0, out, ERR);
 }
 
 /* The global index of a local point along split dimension d, wrapped where
@@ -121,18 +124,28 @@ static inline int visit(const scenario *sc, const gts_partition *p, int rank, in
  * halos of their own, per side; with and without an undivided K (with a
  * halo of its own), C and Fortran layouts. */
 static const scenario scenarios[] = {
-    {"2x2 open", 2, {8, 6}, {2, 2}, {false, false}, 1, {{{2, 2}, {2, 2}}}, 3, {0, 0}, false},
-    {"2x2 periodic", 2, {8, 6}, {2, 2}, {true, true}, 1, {{{2, 2}, {1, 1}}}, 0, {0, 0}, false},
+    {"2x2 open", 2, {8, 6}, {2, 2}, {false, false}, 1, {{{2, 2}, {2, 2}}}, 3, {0, 0}, false, 0},
+    {"2x2 periodic", 2, {8, 6}, {2, 2}, {true, true}, 1, {{{2, 2}, {1, 1}}}, 0, {0, 0}, false, 0},
     {"2x3 uneven, periodic in J, I first", 2, {9, 10}, {2, 3}, {false, true}, 2,
-     {{{1, 2}, {3, 0}}, {{0, 1}, {1, 1}}}, 4, {1, 2}, true},
+     {{{1, 2}, {3, 0}}, {{0, 1}, {1, 1}}}, 4, {1, 2}, true, 0},
     {"1x1 periodic: its own neighbour", 2, {5, 4}, {1, 1}, {true, true}, 1, {{{2, 1}, {1, 2}}},
-     2, {0, 0}, false},
+     2, {0, 0}, false, 0},
     {"2x1 periodic: one rank on both sides", 2, {6, 5}, {2, 1}, {true, true}, 2,
-     {{{3, 3}, {2, 2}}, {{1, 0}, {0, 1}}}, 0, {0, 0}, true},
+     {{{3, 3}, {2, 2}}, {{1, 0}, {0, 1}}}, 0, {0, 0}, true, 0},
     {"4 in I only, J undivided", 1, {13, 4}, {4, 1}, {true, false}, 1, {{{3, 2}, {1, 1}}}, 2,
-     {0, 0}, false},
+     {0, 0}, false, 0},
     {"3x2 no halo in J", 2, {7, 7}, {3, 2}, {false, false}, 3,
-     {{{1, 1}, {0, 0}}, {{2, 2}, {1, 1}}, {{0, 0}, {0, 0}}}, 0, {0, 0}, false},
+     {{{1, 1}, {0, 0}}, {{2, 2}, {1, 1}}, {{0, 0}, {0, 0}}}, 0, {0, 0}, false, 0},
+    /* device memory without a host side: packed on the device */
+    {"2x2 periodic, device memory", 2, {8, 6}, {2, 2}, {true, true}, 2,
+     {{{2, 1}, {1, 2}}, {{1, 1}, {0, 1}}}, 3, {1, 0}, true, 1},
+    {"1x1 periodic, device memory", 2, {5, 4}, {1, 1}, {true, true}, 1, {{{2, 1}, {1, 2}}},
+     2, {0, 0}, false, 1},
+    {"3x2 open, device memory", 2, {9, 7}, {3, 2}, {false, false}, 1, {{{1, 2}, {2, 1}}}, 0,
+     {0, 0}, false, 1},
+    /* a device buffer with a host side: packed on the host side, synced */
+    {"2x2 open, mirrored", 2, {8, 6}, {2, 2}, {false, false}, 1, {{{1, 1}, {2, 2}}}, 2,
+     {0, 0}, false, 2},
 };
 
 #define NSCENARIOS (sizeof scenarios / sizeof scenarios[0])

@@ -56,7 +56,7 @@ static void run_scenario(const scenario *sc)
 static void test_bad_input(void)
 {
     scenario sc = {"bad", 2, {8, 8}, {size, 1}, {true, true}, 1, {{{1, 1}, {1, 1}}}, 2,
-                   {0, 0}, false};
+                   {0, 0}, false, 0};
     gts_partition p;
     if (!CHECK_OK(gts_partition_init(&p, 2, NULL, sc.global, sc.nprocs, sc.periodic, size, ERR)))
         return;

@@ -74,7 +74,7 @@ static void test_plan_shape(void)
     if (!CHECK_OK(gts_partition_init(&p, 2, NULL, global, (int[]){3, 3}, NULL, 9, ERR)))
         return;
     scenario sc = {"shape", 2, {9, 9}, {3, 3}, {false, false}, 1, {{{2, 1}, {1, 2}}}, 4,
-                   {0, 0}, false};
+                   {0, 0}, false, 0};
     gts_storage centre, corner;
     gts_halo_plan *pc = NULL, *pk = NULL;
     if (!CHECK_OK(make_field(&sc, &p, 4, 0, &centre)) || !CHECK_OK(make_field(&sc, &p, 0, 0, &corner)))
@@ -118,7 +118,7 @@ static void test_bad_fields(void)
     gts_halo_plan *plan = NULL;
     int64_t before = live_buffers();
     scenario sc = {"bad", 2, {8, 6}, {4, 1}, {false, true}, 1, {{{2, 2}, {1, 1}}}, 0, {0, 0},
-                   false};
+                   false, 0};
     gts_storage ok, wide, other;
     if (!CHECK_OK(make_field(&sc, &p, 1, 0, &ok)))
         return;
@@ -164,11 +164,57 @@ static void test_bad_fields(void)
     CHECK_INT_EQ(live_buffers(), before); /* nothing kept after a failure */
 }
 
+/* Device memory without a host side is packed on the device: a message
+ * costs one strided copy on the device and one transfer of its own bytes
+ * per field, never a copy of the whole allocation; the staging memory goes
+ * with the plan. */
+static void test_device_packing_moves_only_the_message(void)
+{
+    gts_partition p;
+    int64_t global[2] = {8, 8};
+    if (!CHECK_OK(gts_partition_init(&p, 2, NULL, global, (int[]){2, 2}, (bool[]){true, true},
+                                     4, ERR)))
+        return;
+    scenario sc = {"counts", 2, {8, 8}, {2, 2}, {true, true}, 2, {{{2, 2}, {2, 2}}, {{1, 1}, {1, 1}}},
+                   5, {0, 0}, false, 1};
+    gts_transfer_counts before, after;
+    gts_device_emulated_counts(&before);
+    gts_storage fields[2];
+    gts_halo_plan *plan = NULL;
+    if (!CHECK_OK(make_field(&sc, &p, 0, 0, &fields[0])) ||
+        !CHECK_OK(make_field(&sc, &p, 0, 1, &fields[1])) ||
+        !CHECK_OK(gts_halo_plan_create(&p, 0, 2, fields, &plan, ERR)))
+        return;
+    gts_device_emulated_counts(&after);
+    CHECK_INT_EQ(after.live_blocks, before.live_blocks + 4); /* 2 fields + 2 staging blocks */
+    gts_device_emulated_reset_counts();
+    const gts_halo_neighbor *n = gts_halo_plan_neighbor(plan, 1); /* offset (-1, 0): an edge */
+    char *message = malloc((size_t)n->send_bytes);
+    CHECK_OK(gts_halo_plan_pack(plan, 1, message, n->send_bytes, ERR));
+    gts_device_emulated_counts(&after);
+    CHECK_INT_EQ(after.copies, 2);
+    CHECK_INT_EQ(after.to_host, 2);
+    CHECK_INT_EQ(after.to_host_bytes, n->send_bytes);
+    CHECK_INT_EQ(after.to_device, 0);
+    gts_device_emulated_reset_counts();
+    CHECK_OK(gts_halo_plan_unpack(plan, 1, message, n->recv_bytes, ERR));
+    gts_device_emulated_counts(&after);
+    CHECK_INT_EQ(after.to_device_bytes, n->recv_bytes);
+    CHECK_INT_EQ(after.copies, 2);
+    free(message);
+    gts_halo_plan_destroy(plan);
+    gts_storage_release(&fields[0]);
+    gts_storage_release(&fields[1]);
+    gts_device_emulated_counts(&after);
+    CHECK_INT_EQ(after.live_blocks, before.live_blocks);
+}
+
 int main(void)
 {
     for (size_t i = 0; i < NSCENARIOS; ++i)
         run_exchange(&scenarios[i]);
     test_plan_shape();
     test_bad_fields();
+    test_device_packing_moves_only_the_message();
     return check_summary("halo_plan");
 }

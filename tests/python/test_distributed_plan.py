@@ -216,3 +216,29 @@ def test_exchange_of_gpu_fields_through_their_host_side(emulated_gpu):
         expected = expected_local(p, rank, halo, global_shape, 0, "f8")
         np.testing.assert_array_equal(fields[rank].to_ndarray(), expected)  # synced back
         np.testing.assert_array_equal(np.asarray(fields[rank]), expected)
+
+
+def test_exchange_of_device_only_fields_packs_on_the_device(emulated_gpu):
+    """GPUStorages without a host side (managed=None) are packed on their
+    device: only the messages' bytes cross to the host."""
+    global_shape = (6, 4, 2)
+    halo = ((1, 2), (2, 1), (0, 0))
+    p = Partition(global_shape[:2], 2, periodic=(True, True))
+    fields = []
+    for rank in range(2):
+        starts, sizes = p.subdomain(rank)
+        s = gts.full((sizes[0] + 3, sizes[1] + 3, 2), np.nan, defaults="gt:gpu", halo=halo,
+                     dims="IJK", managed=None)
+        s.to_ndarray()[1:-2, 2:-1, :] = global_field(global_shape, 0, "f8")[
+            starts[0]:starts[0] + sizes[0], starts[1]:starts[1] + sizes[1]]
+        fields.append(s)
+    assert type(fields[0]).__name__ == "GPUStorage"
+    plans = [HaloPlan(p, rank, [fields[rank]]) for rank in range(2)]
+    gts.reset_transfer_counts()
+    exchange_in_process(plans)
+    counts = gts.transfer_counts()
+    moved = sum(plan.send_bytes for plan in plans)
+    assert counts["to_host_bytes"] == moved and counts["to_device_bytes"] == moved
+    for rank in range(2):
+        np.testing.assert_array_equal(fields[rank].to_ndarray(),
+                                      expected_local(p, rank, halo, global_shape, 0, "f8"))
