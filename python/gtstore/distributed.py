@@ -28,9 +28,10 @@ HaloPlan = _gtstore.HaloPlan
 
 __all__ = ["CartesianPartitioner", "HaloExchange", "HaloPlan", "Partition"]
 
-# Exceptions a rank may raise on bad input before a collective step: caught,
-# shared with the other ranks, and raised on every rank.
-_INPUT_ERRORS = (TypeError, ValueError, IndexError, OverflowError, NotImplementedError)
+# Whatever a rank raises before a collective step is caught, shared with the
+# other ranks and raised on every rank: an exception escaping on one rank
+# only would leave the others waiting in the collective for ever.
+_INPUT_ERRORS = Exception
 
 
 def _mpi():
@@ -60,6 +61,16 @@ def _raise_agreed(comm, error, what, info=None, mismatch=None):
     infos = [info for _, info in reports]
     if any(other != infos[0] for other in infos):
         raise ValueError(mismatch or f"{what}: the ranks' storages differ: {infos}")
+
+
+def _host_values(view):
+    """The values of a storage as a NumPy array: its host side, or for a
+    storage without one (a GPUStorage) a copy of its device side."""
+    try:
+        return np.asarray(view)
+    except BufferError:  # GTNoSuchBufferError: device memory only
+        values = view.to_ndarray()
+        return values.get() if hasattr(values, "get") else np.asarray(values)  # CuPy or NumPy
 
 
 def _dims(dims, ndim):
@@ -261,7 +272,7 @@ class CartesianPartitioner:
         error = None
         try:
             view = self._check_local(local)
-            values = np.ascontiguousarray(np.asarray(view))
+            values = np.ascontiguousarray(_host_values(view))
         except _INPUT_ERRORS as e:
             error = e
         _raise_agreed(self.comm, error, "gather", None if error else

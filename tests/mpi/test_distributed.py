@@ -223,3 +223,26 @@ def test_partitioner_arguments(comm):
         gd.CartesianPartitioner(comm, (8, 6, 2), process_grid=(comm.size + 1, 1))
     with pytest.raises(TypeError, match="periodic"):
         gd.CartesianPartitioner(comm, (8, 6, 2), periodic=(1, 0))
+
+
+def test_device_only_fields_on_the_emulated_device(comm):
+    """GPUStorages without a host side (managed=None), packed on their
+    device: exchanged, scattered and gathered like host fields."""
+    gts.use_gpu("emulated")
+    try:
+        shape = (10, 9, 2)
+        part = gd.CartesianPartitioner(comm, shape, halo=((1, 2), (2, 1), (0, 0)),
+                                       periodic=(True, False))
+        G = global_field(shape, 8)
+        u = part.full(np.nan, "f8", defaults="gt:gpu", managed=None)
+        part.scatter(G if part.rank == 0 else None, u)
+        with part.halo_exchange([u]) as ex:
+            ex.exchange()
+        ok = type(u).__name__ == "GPUStorage" and np.array_equal(
+            u.to_ndarray(), expected_after_exchange(part, part.halo, G, np.nan), equal_nan=True)
+        back = part.gather(u)
+        ok = ok and (part.rank != 0 or np.array_equal(back, G))
+        part.close()
+    finally:
+        gts.use_gpu(None)
+    all_ranks(comm, ok, "device-only fields")
