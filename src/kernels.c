@@ -20,6 +20,10 @@
  * dimension: two tiles of 8-byte elements stay well inside L1. */
 #define TILE 32
 
+/* Contiguous rows up to this many bytes are copied a block of rows per
+ * unit of work (copy_short_rows). */
+#define SHORT_ROW_BYTES 256
+
 /* An N-d iteration over one or two arrays, reduced to its simplest form:
  * no dims of extent 1, destination strides positive and decreasing, and
  * dims merged where both arrays are contiguous across them. */
@@ -351,6 +355,48 @@ static void copy_rows(const plan *p, char *dst, const char *src, int64_t part, i
            (size_t)((last - first) * p->itemsize));
 }
 
+/* Rows contiguous in both arrays but short (a halo of 3 points is a row of
+ * 24 bytes): a unit is all rows along the next dim, so that the per-unit
+ * cost of the walk (the call, the row split, the index update) is paid per
+ * block of rows, not per row. */
+static void copy_short_rows(const plan *p, char *dst, const char *src, int64_t part,
+                            int64_t parts)
+{
+    (void)part;
+    (void)parts;
+    int64_t rows = p->shape[p->ndim - 2];
+    int64_t dst_stride = p->dst_strides[p->ndim - 2], src_stride = p->src_strides[p->ndim - 2];
+    size_t bytes = (size_t)(p->shape[p->ndim - 1] * p->itemsize);
+    if (bytes % 8 != 0) {
+        for (int64_t i = 0; i < rows; ++i)
+            memcpy(dst + i * dst_stride, src + i * src_stride, bytes);
+        return;
+    }
+    /* 8 bytes at a time, inlined: a call to memcpy per 24 bytes costs more
+       than the copy */
+    for (int64_t i = 0; i < rows; ++i) {
+        char *d = dst + i * dst_stride;
+        const char *s = src + i * src_stride;
+        for (size_t k = 0; k < bytes; k += 8)
+            memcpy(d + k, s + k, 8);
+    }
+}
+
+/* Whether copy_short_rows serves: short rows, and units enough to share
+ * between threads where the copy is large enough to run in parallel. */
+static bool short_rows(const plan *p)
+{
+    if (p->ndim < 2 || p->shape[p->ndim - 1] * p->itemsize > SHORT_ROW_BYTES)
+        return false;
+    int64_t units = 1, bytes = p->itemsize; /* bounded by the arrays' memory */
+    for (int d = 0; d < p->ndim; ++d) {
+        bytes *= p->shape[d];
+        if (d < p->ndim - 2)
+            units *= p->shape[d];
+    }
+    return units >= 64 || bytes < GTS_PARALLEL_BYTES;
+}
+
 #define COPY_STRIDED(size)                                                         \
     for (int64_t i = first; i < last; ++i)                                         \
         memcpy(dst + i * dst_stride, src + i * src_stride, (size));
@@ -586,7 +632,10 @@ int gts_copy(void *dst, const int64_t *dst_strides, const void *src, const int64
     }
     int inner = p->ndim - 1;
     if (p->ndim == 0 || (p->dst_strides[inner] == itemsize && p->src_strides[inner] == itemsize)) {
-        walk(p, p->ndim ? 1 : 0, row_parts(p), copy_rows);
+        if (short_rows(p))
+            walk(p, 2, 1, copy_short_rows);
+        else
+            walk(p, p->ndim ? 1 : 0, row_parts(p), copy_rows);
     } else if (make_transposed(p)) {
         t.kernel = tile_kernel(itemsize);
         walk(p, 2, (p->shape[p->ndim - 2] + TILE - 1) / TILE, copy_transposed);

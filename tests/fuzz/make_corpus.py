@@ -285,11 +285,40 @@ def broadcast():
     return {"ij_plus_k": ij_k, "into_kji": into}
 
 
+def halo_plan():
+    """A 2 x 2 periodic grid with two fields (asymmetric halos, K with a
+    halo, I-first and C layouts), an uneven open 3 x 2 grid, and a 1-d split
+    over 4 ranks where one rank's field is made for another subdomain."""
+    def start(pdim, dims, nranks, nfields, k):
+        seed = Input().range(1, 2, pdim)
+        for extent, blocks, periodic in dims:
+            seed.range(1, 20, extent).range(0, 8, blocks).bool(periodic)
+        return seed.range(1, 8, nranks).range(1, 3, nfields).range(0, 3, k)
+
+    def field(seed, halos, order):
+        for d, (lower, upper) in enumerate(halos):
+            top = 4 if d < 2 else 2
+            seed.range(0, top, lower).range(0, top, upper)
+        for i in range(len(order) - 1, 0, -1):  # fuzz_permutation's draws
+            seed.range(0, i, order[i])
+        return seed
+
+    periodic = start(2, [(8, 2, True), (6, 2, True)], 4, 2, 2)
+    field(periodic, [(2, 1), (1, 3), (1, 0)], [0, 1, 2])
+    field(periodic, [(0, 2), (1, 1), (0, 0)], [2, 1, 0]).u8(0)
+    uneven = start(2, [(9, 3, False), (7, 2, False)], 6, 1, 0)
+    field(uneven, [(1, 1), (2, 2)], [0, 1]).u8(0)
+    bad = start(1, [(13, 4, True), (5, 0, False)], 4, 1, 1)
+    field(bad, [(3, 2), (1, 1), (0, 1)], [0, 1, 2]).u8(0xff).range(0, 3, 2)
+    return {"periodic_2x2_two_fields": periodic, "uneven_3x2": uneven,
+            "one_rank_mismatched": bad}
+
+
 def main():
     import sys
     makers = {"dtype": dtype, "dims_layout": dims_layout, "geometry": geometry, "buffer": buffer,
               "dlpack_import": dlpack_import, "views": views, "kernels": kernels, "spec": spec,
-              "broadcast": broadcast}
+              "broadcast": broadcast, "halo_plan": halo_plan}
     for target in sys.argv[1:] or makers:  # the targets named, else all
         make = makers[target]
         folder = HERE / "corpus" / target

@@ -174,6 +174,8 @@ static int add_types(PyObject *module)
         {"SoftwareManagedGPUStorage", &gtpy_SoftwareManagedGPUStorage_Type},
         {"CudaManagedGPUStorage", &gtpy_CudaManagedGPUStorage_Type},
         {"SyncState", &gtpy_SyncState_Type},
+        {"Partition", &gtpy_Partition_Type},
+        {"HaloPlan", &gtpy_HaloPlan_Type},
     };
     for (size_t i = 0; i < sizeof types / sizeof types[0]; ++i)
         if (PyType_Ready(types[i].type) < 0 ||

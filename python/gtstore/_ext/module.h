@@ -303,6 +303,8 @@ extern PyMethodDef gtpy_memory_methods[];
 extern PyMethodDef gtpy_devices_methods[];
 extern PyMethodDef gtpy_storage_api_methods[];
 extern PyTypeObject gtpy_Plan_Type;
+/* gtstore.distributed's Partition and HaloPlan (distributed.c). */
+extern PyTypeObject gtpy_Partition_Type, gtpy_HaloPlan_Type;
 
 
 #endif

@@ -1,0 +1,227 @@
+"""Halo exchange: gtstore against NDSL-style NumPy packing with mpi4py, and
+GHEX, side by side in one run on several ranks:
+
+    tests/mpi/mpirun.sh 4 600 .venv/bin/python bench/bench_halo.py [--quick]
+
+Per rank three float64 fields of 128 x 128 x 80 with a halo of 3 in I and J,
+periodic (every rank has 8 neighbours). Each method's halos are checked
+against gtstore's before timing. Prints Markdown: the exchange time per
+method (the slowest rank's mean, median over batches), the bytes moved
+against a perfect exchange, the pack + unpack bandwidth (one rank, no
+communication) and the weak-scaling model of docs/performance.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+from mpi4py import MPI
+
+from gtstore import distributed as gd
+
+SHAPE, HALO, NFIELDS = (128, 128, 80), 3, 3
+
+
+class NumpyHaloUpdater:
+    """NDSL's HaloUpdater pattern: per neighbour one cached contiguous
+    buffer, packed and unpacked with NumPy slices, moved by mpi4py
+    Irecv/Isend (new requests every exchange)."""
+
+    def __init__(self, part, arrays, halo):
+        self.comm, self.arrays = part.comm, arrays
+        self.messages = []
+        for offset in [(i, j) for i in (-1, 0, 1) for j in (-1, 0, 1) if (i, j) != (0, 0)]:
+            rank = part.partition.neighbor(part.rank, offset)
+            send_slices, recv_slices = [], []
+            for d, o in enumerate(offset):
+                n = SHAPE[d]
+                send_slices.append({-1: slice(halo, 2 * halo), 0: slice(halo, halo + n),
+                                    1: slice(n, n + halo)}[o])
+                recv_slices.append({-1: slice(0, halo), 0: slice(halo, halo + n),
+                                    1: slice(n + halo, n + 2 * halo)}[o])
+            send_slices, recv_slices = tuple(send_slices), tuple(recv_slices)
+            size = sum(a[send_slices].size for a in arrays)
+            tag = 3 * (offset[0] + 1) + offset[1] + 1
+            self.messages.append((rank, tag, 8 - tag, send_slices, recv_slices,
+                                  np.empty(size), np.empty(size)))
+
+    def exchange(self):
+        requests = []
+        for rank, _, recv_tag, _, _, _, recv in self.messages:
+            requests.append(self.comm.Irecv(recv, source=rank, tag=recv_tag))
+        for rank, send_tag, _, send_slices, _, send, _ in self.messages:
+            offset = 0
+            for a in self.arrays:
+                part = a[send_slices]
+                send[offset:offset + part.size].reshape(part.shape)[...] = part
+                offset += part.size
+            requests.append(self.comm.Isend(send, dest=rank, tag=send_tag))
+        MPI.Request.Waitall(requests)
+        for _, _, _, _, recv_slices, _, recv in self.messages:
+            offset = 0
+            for a in self.arrays:
+                target = a[recv_slices]
+                target[...] = recv[offset:offset + target.size].reshape(target.shape)
+                offset += target.size
+
+
+def ghex_exchanger(part, fields):
+    try:
+        from ghex.context import make_context
+        from ghex.structured.cartesian_sets import ProductSet, UnitRange
+        from ghex.structured.regular import (DomainDescriptor, HaloGenerator,
+                                             make_communication_object, make_field_descriptor,
+                                             make_pattern)
+    except ImportError as error:
+        return None, f"not installed ({error})"
+    ctx = make_context(part.comm)
+    domain = DomainDescriptor(ctx.rank(), ProductSet(
+        *(UnitRange(s.start, s.stop) for s in part.subdomain)))
+    box = ProductSet(*(UnitRange(0, n) for n in part.global_shape))
+    pattern = make_pattern(ctx, HaloGenerator(box, part.halo, (True, True, False)), [domain])
+    co = make_communication_object(ctx)
+    descriptors = [pattern(make_field_descriptor(domain, f, (HALO, HALO, 0), f.shape))
+                   for f in fields]
+    keep = (ctx, domain, pattern, co, descriptors)  # GHEX needs them alive
+
+    def run():
+        keep[3].exchange(keep[4]).wait()
+    return run, None
+
+
+def timed(comm, run, reps, batches):
+    for _ in range(3):
+        run()
+    means = []
+    for _ in range(batches):
+        comm.Barrier()
+        start = time.perf_counter()
+        for _ in range(reps):
+            run()
+        mean = (time.perf_counter() - start) / reps
+        means.append(comm.allreduce(mean, op=MPI.MAX))
+    return statistics.median(means)
+
+
+def pack_bandwidth(plan, reps):
+    """Bytes packed + unpacked per second by one rank (no communication)."""
+    buffers = [(i, np.empty(n[4], np.uint8), np.empty(n[5], np.uint8))
+               for i, n in enumerate(plan.neighbors)]
+    start = time.perf_counter()
+    for _ in range(reps):
+        for i, send, recv in buffers:
+            plan.pack(i, send)
+            plan.unpack(i, recv)
+    seconds = (time.perf_counter() - start) / reps
+    return (plan.send_bytes + plan.recv_bytes) / seconds
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--preset", default="gt:cpu_kfirst")
+    args = parser.parse_args()
+    reps, batches = (3, 3) if args.quick else (20, 7)
+    comm = MPI.COMM_WORLD
+    # process grid first, then a global shape giving every rank 128 x 128
+    grid = MPI.Compute_dims(comm.size, 2)
+    global_shape = (SHAPE[0] * grid[0], SHAPE[1] * grid[1], SHAPE[2])
+    part = gd.CartesianPartitioner(comm, global_shape, halo=HALO, periodic=(True, True),
+                                   process_grid=grid)
+    G = np.random.default_rng(0).random(global_shape)
+    methods = {}
+    sets = []
+    for _ in range(3):  # one set of fields per method, with equal values
+        fields = [part.full(np.nan, "f8", defaults=args.preset) for _ in range(NFIELDS)]
+        for f in fields:
+            part.scatter(G if part.rank == 0 else None, f)
+        sets.append(fields)
+    ours = part.halo_exchange(sets[0])
+    methods["gtstore (HaloExchange)"] = ours.exchange
+    arrays = [np.asarray(f) for f in sets[1]]
+    methods["NDSL-style (NumPy slices + mpi4py)"] = NumpyHaloUpdater(part, arrays, HALO).exchange
+    ghex_run, ghex_note = ghex_exchanger(part, sets[2])
+    if ghex_run:
+        methods["GHEX"] = ghex_run
+    results = {}
+    for name, run in methods.items():
+        results[name] = timed(comm, run, reps, batches)
+    # correctness: every method's halos equal gtstore's
+    same = all(np.array_equal(np.asarray(a), np.asarray(b), equal_nan=True)
+               for s in sets[1:] if s is not sets[2] or ghex_run for a, b in zip(sets[0], s))
+    same = comm.allreduce(same, op=MPI.LAND)
+    # rank 0 alone, so that it has a core to itself: the others sleep
+    # (a blocking barrier would poll and take the cores)
+    comm.Barrier()
+    bandwidth = pack_bandwidth(ours.plan, 5 * reps) if comm.rank == 0 else None
+    done = comm.Ibarrier()
+    while not done.Test():
+        time.sleep(0.001)
+    bandwidth = comm.bcast(bandwidth, root=0)
+    if comm.rank != 0:
+        return
+    n, h, k = SHAPE[0], HALO, SHAPE[2]
+    perfect = ((n + 2 * h) * (n + 2 * h) - n * n) * k * 8 * NFIELDS  # the halo ring, received
+    base = results["gtstore (HaloExchange)"]
+    print(f"### Halo exchange: {NFIELDS} fields of {SHAPE} float64 per rank, halo {HALO}, "
+          f"periodic, {args.preset}, {comm.size} ranks (grid {tuple(grid)})\n")
+    print(f"{MPI.Get_library_version().splitlines()[0]}; {reps} exchanges x {batches} "
+          f"batches; halos of every method equal gtstore's: {same}\n")
+    print("| method | ms per exchange | vs gtstore |")
+    print("| --- | ---: | ---: |")
+    for name, seconds in results.items():
+        print(f"| {name} | {seconds * 1e3:.2f} | {seconds / base:.2f}x |")
+    if ghex_note:
+        print(f"| GHEX | {ghex_note} | |")
+    print(f"\nBytes received per rank and exchange: {ours.plan.recv_bytes} "
+          f"(a perfect exchange: {perfect}; ratio {ours.plan.recv_bytes / perfect:.3f}), "
+          f"in {len(ours.neighbors)} messages.")
+    print(f"Pack + unpack bandwidth of rank 0 alone (no communication, the other ranks idle): "
+          f"{bandwidth / 1e9:.2f} GB/s (bytes packed + unpacked per second).\n")
+    print_model(ours.plan, bandwidth)
+
+
+def print_model(plan, pack_bandwidth):
+    """Weak scaling: every rank keeps its subdomain, so its messages (8
+    neighbours) and bytes do not grow with the rank count; what changes from
+    one node to 1,000 and 10,000 ranks is that messages leave the node and
+    ranks share its network link. Model per rank and exchange:
+    T = m * alpha + B / beta + (B + B') / pack_bandwidth, with m messages,
+    B bytes sent, B' received, the pack + unpack bandwidth measured here, and
+    assumed (not measured) network parameters: alpha the latency, beta the
+    link bandwidth per rank (a 100 Gb/s link shared by the ranks of a node:
+    4 at 1,000 ranks, 8 at 10,000; shared memory on one node)."""
+    neighbors = plan.neighbors
+    m = len(neighbors)
+    B = plan.send_bytes
+    biggest = max(n[4] for n in neighbors)
+    smallest = min(n[4] for n in neighbors)
+    print("Weak-scaling model (per rank and exchange; alpha and beta assumed: a 100 Gb/s "
+          "link shared by 4 ranks at 1,000, 8 at 10,000; shared memory for one node; the pack "
+          "bandwidth measured above):\n")
+    print("| ranks | alpha (us) | beta (GB/s) | latency m*alpha (ms) | transfer B/beta (ms) | "
+          "pack+unpack (ms) | total (ms) | bound by |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+    # intra-node for small counts; at scale most neighbours are off-node, and
+    # the network's effective bandwidth per rank drops as ranks share links
+    for ranks, alpha, beta in [(4, 0.5e-6, 20e9), (1000, 2e-6, 12.5e9 / 4),
+                               (10000, 3e-6, 12.5e9 / 8)]:
+        lat = m * alpha
+        transfer = B / beta
+        pack = (plan.send_bytes + plan.recv_bytes) / pack_bandwidth
+        total = lat + transfer + pack
+        bound = max([("latency", lat), ("network bandwidth", transfer),
+                     ("pack/unpack", pack)], key=lambda x: x[1])[0]
+        print(f"| {ranks} | {alpha * 1e6:.1f} | {beta / 1e9:.2f} | {lat * 1e3:.3f} | "
+              f"{transfer * 1e3:.3f} | {pack * 1e3:.3f} | {total * 1e3:.3f} | {bound} |")
+    print(f"\n{m} messages of {smallest} (corners) to {biggest} (edges) bytes: an edge "
+          f"message is {biggest / (12.5e9 * 2e-6):.0f}x the latency-bandwidth product "
+          f"(alpha * beta = {12.5e9 * 2e-6 / 1e3:.0f} kB), a corner "
+          f"{smallest / (12.5e9 * 2e-6):.2f}x.")
+
+
+if __name__ == "__main__":
+    main()

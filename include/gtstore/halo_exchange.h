@@ -1,0 +1,62 @@
+/* Halo exchange over MPI: a halo plan (gtstore/halo_plan.h) run on a
+ * communicator with non-blocking, persistent point-to-point messages.
+ *
+ * This header and its library, libgtstore_mpi (pkg-config gtstore-mpi),
+ * exist only where gtstore was built with an MPI; libgtstore itself never
+ * links MPI (nor does the Python package, which runs the same plans over
+ * mpi4py).
+ *
+ * One exchange object serves a fixed set of fields for as long as they
+ * live: it makes the plan, its message buffers (one per neighbour and
+ * direction) and persistent requests once, so that an exchange allocates
+ * nothing. It duplicates the communicator, so that its tags never meet the
+ * caller's messages. Errors of MPI itself are returned (the duplicate has
+ * MPI_ERRORS_RETURN) as GTS_EINVAL with MPI's message. */
+#ifndef GTSTORE_HALO_EXCHANGE_H
+#define GTSTORE_HALO_EXCHANGE_H
+
+#include <mpi.h>
+
+#include "gtstore/halo_plan.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct gts_halo_exchange gts_halo_exchange;
+
+/* Collective over `comm`, whose ranks are the partition's (its size must be
+ * partition->nranks; this rank's number in it is its rank there). Each rank
+ * makes its plan for its `nfields` storages, then all agree: where any rank
+ * fails (its fields do not fit the partition) or the fields differ between
+ * ranks (gts_halo_plan_signature), every rank returns an error, the failing
+ * one its own message, the others one naming the lowest failing rank, so
+ * that no rank waits for a message that never comes. */
+int gts_halo_exchange_create(const gts_partition *partition, MPI_Comm comm, int nfields,
+                             const gts_storage *fields, gts_halo_exchange **out, gts_error *err);
+
+/* Frees everything; the caller's communicator stays. Not during an
+ * exchange (between start and wait). NULL is ignored. Collective (it frees
+ * the duplicated communicator). */
+void gts_halo_exchange_destroy(gts_halo_exchange *exchange);
+
+/* Starts an exchange: posts the receives, packs each neighbour's message
+ * and posts its send. The fields' halos must not be read, nor the domain
+ * points near the subdomain's edges written, until gts_halo_exchange_wait:
+ * the interior may be computed meanwhile. GTS_EINVAL if already started. */
+int gts_halo_exchange_start(gts_halo_exchange *exchange, gts_error *err);
+
+/* Completes it: unpacks each message as it arrives, then waits for the
+ * sends. GTS_EINVAL if not started. */
+int gts_halo_exchange_wait(gts_halo_exchange *exchange, gts_error *err);
+
+/* start, then wait. */
+int gts_halo_exchange_run(gts_halo_exchange *exchange, gts_error *err);
+
+/* The plan it runs (neighbours, message sizes). */
+const gts_halo_plan *gts_halo_exchange_plan(const gts_halo_exchange *exchange);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

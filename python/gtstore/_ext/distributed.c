@@ -1,0 +1,509 @@
+/* gtstore._gtstore.Partition and HaloPlan: libgtstore's domain
+ * decomposition (gtstore/partition.h) and halo plans (gtstore/halo_plan.h)
+ * for gtstore.distributed, which communicates with mpi4py. The extension
+ * links no MPI: it packs into and unpacks from buffers the Python side owns
+ * and hands to MPI. */
+#include "module.h"
+
+/* ---- Partition -------------------------------------------------------------- */
+
+typedef struct {
+    PyObject_HEAD
+    gts_partition partition;
+} Partition;
+
+static int int_entries(PyObject *obj, const char *param, int ndim, int *out)
+{
+    int64_t values[GTS_PARTITION_MAX_NDIM];
+    int n;
+    if (gtpy_int_tuple(obj, param, GTS_PARTITION_MAX_NDIM, &n, values) < 0)
+        return -1;
+    if (n != ndim) {
+        PyErr_Format(PyExc_ValueError, "%s: %R has %d entries, expected %d (one per split "
+                     "dimension)", param, obj, n, ndim);
+        return -1;
+    }
+    for (int d = 0; d < ndim; ++d) {
+        if (values[d] < 0 || values[d] > INT_MAX) {
+            PyErr_Format(PyExc_ValueError, "%s: entry %lld at position %d is outside [0, %d]",
+                         param, (long long)values[d], d, INT_MAX);
+            return -1;
+        }
+        out[d] = (int)values[d];
+    }
+    return 0;
+}
+
+/* periodic=: one bool for every dimension, or one per dimension. */
+static int periodic_entries(PyObject *obj, int ndim, bool *out)
+{
+    if (PyBool_Check(obj)) {
+        for (int d = 0; d < ndim; ++d)
+            out[d] = obj == Py_True;
+        return 0;
+    }
+    PyObject *seq = PySequence_Fast(obj, "periodic: expected a bool or a sequence of bools");
+    if (!seq)
+        return -1;
+    int rc = 0;
+    if (PySequence_Fast_GET_SIZE(seq) != ndim) {
+        PyErr_Format(PyExc_ValueError, "periodic: %R has %zd entries, expected %d (one per "
+                     "split dimension)", obj, PySequence_Fast_GET_SIZE(seq), ndim);
+        rc = -1;
+    }
+    for (int d = 0; !rc && d < ndim; ++d) {
+        PyObject *item = PySequence_Fast_GET_ITEM(seq, d);
+        if (!PyBool_Check(item)) {
+            PyErr_Format(PyExc_TypeError, "periodic: entry %R at position %d is not a bool",
+                         item, d);
+            rc = -1;
+        } else {
+            out[d] = item == Py_True;
+        }
+    }
+    Py_DECREF(seq);
+    return rc;
+}
+
+static PyObject *partition_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    static char *names[] = {"global_shape", "nranks", "process_grid", "periodic", "labels",
+                            NULL};
+    PyObject *shape_obj, *grid_obj = Py_None, *periodic_obj = Py_False, *labels_obj = Py_None;
+    int nranks;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Oi|OOO:Partition", names, &shape_obj,
+                                     &nranks, &grid_obj, &periodic_obj, &labels_obj))
+        return NULL;
+    int ndim;
+    int64_t shape[GTS_MAX_NDIM];
+    gts_dim labels[GTS_MAX_NDIM];
+    int nlabels = 0;
+    if (gtpy_shape(shape_obj, "global_shape", &ndim, shape) < 0)
+        return NULL;
+    if (labels_obj != Py_None && gtpy_dims(labels_obj, "labels", &nlabels, labels) < 0)
+        return NULL;
+    if (labels_obj != Py_None && nlabels != ndim) {
+        PyErr_Format(PyExc_ValueError, "labels: %R has %d labels for %d dimensions", labels_obj,
+                     nlabels, ndim);
+        return NULL;
+    }
+    if (ndim < 1 || ndim > GTS_PARTITION_MAX_NDIM) {
+        PyErr_Format(PyExc_ValueError, "global_shape: %R splits %d dimensions, expected 1 to %d",
+                     shape_obj, ndim, GTS_PARTITION_MAX_NDIM);
+        return NULL;
+    }
+    int grid[GTS_PARTITION_MAX_NDIM] = {0};
+    bool periodic[GTS_PARTITION_MAX_NDIM] = {false};
+    if ((grid_obj != Py_None && int_entries(grid_obj, "process_grid", ndim, grid) < 0) ||
+        periodic_entries(periodic_obj, ndim, periodic) < 0)
+        return NULL;
+    gts_partition partition;
+    gts_error err;
+    if (gts_partition_init(&partition, ndim, labels_obj != Py_None ? labels : NULL, shape, grid,
+                           periodic, nranks, &err))
+        return gtpy_raise_null(&err);
+    Partition *self = (Partition *)type->tp_alloc(type, 0);
+    if (self)
+        self->partition = partition;
+    return (PyObject *)self;
+}
+
+static const gts_partition *partition_of(PyObject *self)
+{
+    return &((Partition *)self)->partition;
+}
+
+static int check_rank(const gts_partition *p, PyObject *obj, int *rank)
+{
+    int64_t value;
+    if (gtpy_int(obj, "rank", &value) < 0)
+        return -1;
+    if (value < 0 || value >= p->nranks) {
+        PyErr_Format(PyExc_IndexError, "rank: %lld is outside [0, %d)", (long long)value,
+                     p->nranks);
+        return -1;
+    }
+    *rank = (int)value;
+    return 0;
+}
+
+static PyObject *int_tuple(int n, const int *values)
+{
+    int64_t wide[GTS_PARTITION_MAX_NDIM];
+    for (int i = 0; i < n; ++i)
+        wide[i] = values[i];
+    return gtpy_int64_tuple(n, wide);
+}
+
+static PyObject *rank_or_none(int rank)
+{
+    return rank == GTS_NO_RANK ? Py_NewRef(Py_None) : PyLong_FromLong(rank);
+}
+
+/* Coordinates or offsets: ndim ints of any sign. */
+static int coordinates(const gts_partition *p, PyObject *obj, const char *param, int *out)
+{
+    int64_t values[GTS_PARTITION_MAX_NDIM];
+    int n;
+    if (gtpy_int_tuple(obj, param, GTS_PARTITION_MAX_NDIM, &n, values) < 0)
+        return -1;
+    if (n != p->ndim) {
+        PyErr_Format(PyExc_ValueError, "%s: %R has %d entries, expected %d", param, obj, n,
+                     p->ndim);
+        return -1;
+    }
+    for (int d = 0; d < n; ++d) {
+        if (values[d] < INT_MIN || values[d] > INT_MAX) {
+            PyErr_Format(PyExc_OverflowError, "%s: entry %lld does not fit in a C int", param,
+                         (long long)values[d]);
+            return -1;
+        }
+        out[d] = (int)values[d];
+    }
+    return 0;
+}
+
+static PyObject *partition_coords(PyObject *self, PyObject *rank_obj)
+{
+    int rank, coords[GTS_PARTITION_MAX_NDIM];
+    if (check_rank(partition_of(self), rank_obj, &rank) < 0)
+        return NULL;
+    gts_partition_coords(partition_of(self), rank, coords);
+    return int_tuple(partition_of(self)->ndim, coords);
+}
+
+static PyObject *partition_rank_of(PyObject *self, PyObject *coords_obj)
+{
+    int coords[GTS_PARTITION_MAX_NDIM];
+    if (coordinates(partition_of(self), coords_obj, "coords", coords) < 0)
+        return NULL;
+    return rank_or_none(gts_partition_rank(partition_of(self), coords));
+}
+
+static PyObject *partition_neighbor(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    int rank, offset[GTS_PARTITION_MAX_NDIM];
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError, "neighbor() takes 2 arguments (rank, offset), %zd given",
+                     nargs);
+        return NULL;
+    }
+    if (check_rank(partition_of(self), args[0], &rank) < 0 ||
+        coordinates(partition_of(self), args[1], "offset", offset) < 0)
+        return NULL;
+    return rank_or_none(gts_partition_neighbor(partition_of(self), rank, offset));
+}
+
+static PyObject *partition_subdomain(PyObject *self, PyObject *rank_obj)
+{
+    int rank;
+    const gts_partition *p = partition_of(self);
+    if (check_rank(p, rank_obj, &rank) < 0)
+        return NULL;
+    int64_t start[GTS_PARTITION_MAX_NDIM], size[GTS_PARTITION_MAX_NDIM];
+    gts_partition_subdomain(p, rank, start, size);
+    PyObject *starts = gtpy_int64_tuple(p->ndim, start);
+    PyObject *sizes = starts ? gtpy_int64_tuple(p->ndim, size) : NULL;
+    PyObject *result = sizes ? PyTuple_Pack(2, starts, sizes) : NULL;
+    Py_XDECREF(starts);
+    Py_XDECREF(sizes);
+    return result;
+}
+
+static PyObject *partition_min_block(PyObject *self, PyObject *dim_obj)
+{
+    int64_t dim;
+    const gts_partition *p = partition_of(self);
+    if (gtpy_int(dim_obj, "dim", &dim) < 0)
+        return NULL;
+    if (dim < 0 || dim >= p->ndim) {
+        PyErr_Format(PyExc_IndexError, "dim: %lld is outside [0, %d)", (long long)dim, p->ndim);
+        return NULL;
+    }
+    return PyLong_FromLongLong(gts_partition_min_block(p, (int)dim));
+}
+
+static PyMethodDef partition_methods[] = {
+    {"coords", partition_coords, METH_O, "coords(rank): the rank's position in the process grid."},
+    {"rank_of", partition_rank_of, METH_O,
+     "rank_of(coords): the rank at these grid coordinates (periodic dimensions wrap); None past "
+     "a non-periodic edge."},
+    {"neighbor", (PyCFunction)(void (*)(void))partition_neighbor, METH_FASTCALL,
+     "neighbor(rank, offset): the rank at `offset` from `rank`, or None."},
+    {"subdomain", partition_subdomain, METH_O,
+     "subdomain(rank): (starts, sizes) of the rank's block, per split dimension."},
+    {"min_block", partition_min_block, METH_O,
+     "min_block(dim): the smallest block along split dimension `dim`."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyObject *partition_ndim(PyObject *self, void *unused)
+{
+    (void)unused;
+    return PyLong_FromLong(partition_of(self)->ndim);
+}
+
+static PyObject *partition_nranks(PyObject *self, void *unused)
+{
+    (void)unused;
+    return PyLong_FromLong(partition_of(self)->nranks);
+}
+
+static PyObject *partition_labels(PyObject *self, void *unused)
+{
+    (void)unused;
+    return gtpy_dims_to_tuple(partition_of(self)->ndim, partition_of(self)->labels);
+}
+
+static PyObject *partition_global_shape(PyObject *self, void *unused)
+{
+    (void)unused;
+    return gtpy_int64_tuple(partition_of(self)->ndim, partition_of(self)->global_shape);
+}
+
+static PyObject *partition_process_grid(PyObject *self, void *unused)
+{
+    (void)unused;
+    return int_tuple(partition_of(self)->ndim, partition_of(self)->nprocs);
+}
+
+static PyObject *partition_periodic(PyObject *self, void *unused)
+{
+    (void)unused;
+    const gts_partition *p = partition_of(self);
+    PyObject *result = PyTuple_New(p->ndim);
+    for (int d = 0; result && d < p->ndim; ++d)
+        PyTuple_SET_ITEM(result, d, PyBool_FromLong(p->periodic[d]));
+    return result;
+}
+
+static PyGetSetDef partition_getset[] = {
+    {"ndim", partition_ndim, NULL, "The number of split dimensions.", NULL},
+    {"nranks", partition_nranks, NULL, "The number of ranks.", NULL},
+    {"labels", partition_labels, NULL, "The label of each split dimension.", NULL},
+    {"global_shape", partition_global_shape, NULL, "The split extents (domain points).", NULL},
+    {"process_grid", partition_process_grid, NULL, "Blocks (ranks) per split dimension.", NULL},
+    {"periodic", partition_periodic, NULL, "Whether each split dimension wraps around.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+PyTypeObject gtpy_Partition_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "gtstore.distributed.Partition",
+    .tp_doc = "Partition(global_shape, nranks, process_grid=None, periodic=False, labels=None)\n"
+              "--\n\n"
+              "A domain split over a Cartesian grid of ranks (libgtstore's gts_partition): "
+              "`global_shape` gives the extents of the split dimensions (labelled `labels`, "
+              "I, J, K by default); `process_grid` the ranks per dimension (None or 0 entries: "
+              "chosen as MPI_Dims_create does); uneven extents give the first blocks one point "
+              "more. Nothing here communicates.",
+    .tp_basicsize = sizeof(Partition),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = partition_new,
+    .tp_methods = partition_methods,
+    .tp_getset = partition_getset,
+};
+
+/* ---- HaloPlan --------------------------------------------------------------- */
+
+typedef struct {
+    PyObject_HEAD
+    gts_halo_plan *plan;
+    PyObject *fields;    /* the storages, kept alive with the plan */
+    PyObject *neighbors; /* tuple of tuples, made once */
+} HaloPlan;
+
+static PyObject *neighbor_tuple(const gts_halo_neighbor *n, int ndim)
+{
+    PyObject *offset = int_tuple(ndim, n->offset);
+    if (!offset)
+        return NULL;
+    PyObject *result = Py_BuildValue("(iNiiLL)", n->rank, offset, n->send_tag, n->recv_tag,
+                                     (long long)n->send_bytes, (long long)n->recv_bytes);
+    return result;
+}
+
+static PyObject *neighbors_tuple(const gts_halo_plan *plan, int ndim)
+{
+    int n = gts_halo_plan_neighbor_count(plan);
+    PyObject *result = PyTuple_New(n);
+    for (int i = 0; result && i < n; ++i) {
+        PyObject *item = neighbor_tuple(gts_halo_plan_neighbor(plan, i), ndim);
+        if (!item)
+            Py_CLEAR(result);
+        else
+            PyTuple_SET_ITEM(result, i, item);
+    }
+    return result;
+}
+
+static PyObject *halo_plan_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    static char *names[] = {"partition", "rank", "fields", NULL};
+    PyObject *partition, *fields_obj;
+    int rank;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!iO:HaloPlan", names, &gtpy_Partition_Type,
+                                     &partition, &rank, &fields_obj))
+        return NULL;
+    PyObject *fields = PySequence_Tuple(fields_obj);
+    if (!fields)
+        return NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(fields);
+    gts_storage *storages = n > INT_MAX ? NULL : PyMem_Calloc((size_t)(n ? n : 1), sizeof *storages);
+    if (!storages) {
+        Py_DECREF(fields);
+        return PyErr_NoMemory();
+    }
+    for (Py_ssize_t f = 0; f < n; ++f) {
+        PyObject *item = PyTuple_GET_ITEM(fields, f);
+        if (!gtpy_is_storage(item)) {
+            PyErr_Format(PyExc_TypeError, "fields[%zd]: expected a gtstore Storage, got %.200s", f,
+                         Py_TYPE(item)->tp_name);
+            PyMem_Free(storages);
+            Py_DECREF(fields);
+            return NULL;
+        }
+        gtpy_storage_load(item, &storages[f]); /* buffer borrowed; the plan takes its own */
+    }
+    gts_halo_plan *plan = NULL;
+    gts_error err;
+    int rc = gts_halo_plan_create(partition_of(partition), rank, (int)n, storages, &plan, &err);
+    PyMem_Free(storages);
+    if (rc) {
+        Py_DECREF(fields);
+        return gtpy_raise_null(&err);
+    }
+    HaloPlan *self = (HaloPlan *)type->tp_alloc(type, 0);
+    PyObject *neighbors = self ? neighbors_tuple(plan, partition_of(partition)->ndim) : NULL;
+    if (!neighbors) {
+        gts_halo_plan_destroy(plan);
+        Py_DECREF(fields);
+        Py_XDECREF(self);
+        return NULL;
+    }
+    self->plan = plan;
+    self->fields = fields;
+    self->neighbors = neighbors;
+    return (PyObject *)self;
+}
+
+static void halo_plan_dealloc(PyObject *self)
+{
+    HaloPlan *h = (HaloPlan *)self;
+    gts_halo_plan_destroy(h->plan);
+    Py_XDECREF(h->fields);
+    Py_XDECREF(h->neighbors);
+    Py_TYPE(self)->tp_free(self);
+}
+
+/* pack(index, buffer) / unpack(index, buffer): a C-contiguous buffer of
+ * exactly the message's bytes (libgtstore checks the size and index). */
+static PyObject *halo_plan_transfer(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                                    bool pack)
+{
+    const char *name = pack ? "pack" : "unpack";
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError, "%s() takes 2 arguments (index, buffer), %zd given", name,
+                     nargs);
+        return NULL;
+    }
+    int64_t index;
+    if (gtpy_int(args[0], "index", &index) < 0)
+        return NULL;
+    const gts_halo_plan *plan = ((HaloPlan *)self)->plan;
+    if (index < 0 || index >= gts_halo_plan_neighbor_count(plan)) {
+        PyErr_Format(PyExc_IndexError, "index: %lld is outside [0, %d)", (long long)index,
+                     gts_halo_plan_neighbor_count(plan));
+        return NULL;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[1], &view,
+                           pack ? PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS : PyBUF_C_CONTIGUOUS) < 0)
+        return NULL;
+    gts_error err;
+    int rc = pack ? gts_halo_plan_pack(plan, (int)index, view.buf, view.len, &err)
+                  : gts_halo_plan_unpack(plan, (int)index, view.buf, view.len, &err);
+    PyBuffer_Release(&view);
+    if (rc)
+        return gtpy_raise_param("buffer", &err), NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *halo_plan_pack(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    return halo_plan_transfer(self, args, nargs, true);
+}
+
+static PyObject *halo_plan_unpack(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    return halo_plan_transfer(self, args, nargs, false);
+}
+
+static PyMethodDef halo_plan_methods[] = {
+    {"pack", (PyCFunction)(void (*)(void))halo_plan_pack, METH_FASTCALL,
+     "pack(index, buffer): writes the message for neighbour `index` into `buffer` (writable, "
+     "C-contiguous, exactly its send_bytes)."},
+    {"unpack", (PyCFunction)(void (*)(void))halo_plan_unpack, METH_FASTCALL,
+     "unpack(index, buffer): writes the message received from neighbour `index` (exactly its "
+     "recv_bytes) into the fields' halos."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyObject *halo_plan_neighbors(PyObject *self, void *unused)
+{
+    (void)unused;
+    return Py_NewRef(((HaloPlan *)self)->neighbors);
+}
+
+static PyObject *halo_plan_fields(PyObject *self, void *unused)
+{
+    (void)unused;
+    return Py_NewRef(((HaloPlan *)self)->fields);
+}
+
+static PyObject *halo_plan_signature(PyObject *self, void *unused)
+{
+    (void)unused;
+    return PyLong_FromUnsignedLongLong(gts_halo_plan_signature(((HaloPlan *)self)->plan));
+}
+
+static PyObject *halo_plan_send_bytes(PyObject *self, void *unused)
+{
+    (void)unused;
+    return PyLong_FromLongLong(gts_halo_plan_send_bytes(((HaloPlan *)self)->plan));
+}
+
+static PyObject *halo_plan_recv_bytes(PyObject *self, void *unused)
+{
+    (void)unused;
+    return PyLong_FromLongLong(gts_halo_plan_recv_bytes(((HaloPlan *)self)->plan));
+}
+
+static PyGetSetDef halo_plan_getset[] = {
+    {"neighbors", halo_plan_neighbors, NULL,
+     "Per neighbour with a message either way: (rank, offset, send_tag, recv_tag, send_bytes, "
+     "recv_bytes).",
+     NULL},
+    {"fields", halo_plan_fields, NULL, "The storages, as a tuple.", NULL},
+    {"signature", halo_plan_signature, NULL,
+     "A hash of what must agree on every rank (dtypes, halos, layouts, undivided extents).",
+     NULL},
+    {"send_bytes", halo_plan_send_bytes, NULL, "Bytes sent per exchange.", NULL},
+    {"recv_bytes", halo_plan_recv_bytes, NULL, "Bytes received per exchange.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+PyTypeObject gtpy_HaloPlan_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "gtstore.distributed.HaloPlan",
+    .tp_doc = "HaloPlan(partition, rank, fields)\n--\n\n"
+              "The halo exchange plan of one rank for a sequence of storages (libgtstore's "
+              "gts_halo_plan): its neighbours (diagonal ones included), and the packing of "
+              "each one's message into a contiguous buffer. It communicates nothing.",
+    .tp_basicsize = sizeof(HaloPlan),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = halo_plan_new,
+    .tp_dealloc = halo_plan_dealloc,
+    .tp_methods = halo_plan_methods,
+    .tp_getset = halo_plan_getset,
+};

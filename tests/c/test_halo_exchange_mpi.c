@@ -1,0 +1,111 @@
+/* The halo exchange over MPI, run by tests/mpi/mpirun.sh on N ranks: the
+ * scenarios of halo_helpers.h that have N ranks, exchanged twice (start,
+ * then wait), and bad input failing on every rank alike, without a hang. */
+#include <mpi.h>
+
+#include "halo_helpers.h"
+
+#include "gtstore/halo_exchange.h"
+
+static int rank, size;
+
+static void make_fields(const scenario *sc, const gts_partition *p, gts_storage *fields)
+{
+    for (int f = 0; f < sc->nfields; ++f)
+        if (CHECK_OK(make_field(sc, p, rank, f, &fields[f])))
+            visit(sc, p, rank, f, &fields[f], false);
+}
+
+static void release_fields(const scenario *sc, gts_storage *fields)
+{
+    for (int f = 0; f < sc->nfields; ++f)
+        gts_storage_release(&fields[f]);
+}
+
+static void run_scenario(const scenario *sc)
+{
+    gts_partition p;
+    if (!CHECK_OK(gts_partition_init(&p, sc->pdim, NULL, sc->global, sc->nprocs, sc->periodic,
+                                     size, ERR)))
+        return;
+    gts_storage fields[MAX_FIELDS];
+    make_fields(sc, &p, fields);
+    gts_halo_exchange *ex = NULL;
+    if (!CHECK_OK(gts_halo_exchange_create(&p, MPI_COMM_WORLD, sc->nfields, fields, &ex, ERR)))
+        return;
+    for (int round = 0; round < 2; ++round) {
+        for (int f = 0; f < sc->nfields; ++f) /* halos back to UNSET: filled anew */
+            visit(sc, &p, rank, f, &fields[f], false);
+        CHECK_OK(gts_halo_exchange_start(ex, ERR));
+        CHECK_FAILS(gts_halo_exchange_start(ex, ERR), GTS_EINVAL, "already started");
+        CHECK_FAILS(gts_halo_exchange_run(ex, ERR), GTS_EINVAL, "already started");
+        CHECK_OK(gts_halo_exchange_wait(ex, ERR));
+        int bad = 0;
+        for (int f = 0; f < sc->nfields; ++f)
+            bad += visit(sc, &p, rank, f, &fields[f], true);
+        CHECK_INT_EQ(bad, 0);
+    }
+    CHECK_FAILS(gts_halo_exchange_wait(ex, ERR), GTS_EINVAL, "not started");
+    CHECK_OK(gts_halo_exchange_run(ex, ERR));
+    gts_halo_exchange_destroy(ex);
+    release_fields(sc, fields);
+}
+
+/* Fields that do not fit on one rank, or differ between ranks: an error on
+ * every rank (each returns, none hangs). */
+static void test_bad_input(void)
+{
+    scenario sc = {"bad", 2, {8, 8}, {size, 1}, {true, true}, 1, {{{1, 1}, {1, 1}}}, 2,
+                   {0, 0}, false, 0};
+    gts_partition p;
+    if (!CHECK_OK(gts_partition_init(&p, 2, NULL, sc.global, sc.nprocs, sc.periodic, size, ERR)))
+        return;
+    gts_storage field;
+    gts_halo_exchange *ex = NULL;
+    scenario other = sc;
+    other.halo[0][1] = (gts_halo){2, 2}; /* a wider J halo on the last rank */
+    if (size > 1 && CHECK_OK(make_field(rank == size - 1 ? &other : &sc, &p, rank, 0, &field))) {
+        CHECK_FAILS(gts_halo_exchange_create(&p, MPI_COMM_WORLD, 1, &field, &ex, ERR),
+                    GTS_EINVAL, "differ between ranks");
+        gts_storage_release(&field);
+    }
+    other = sc;
+    other.global[0] = 64; /* rank 0's field is made for another partition */
+    gts_partition q;
+    CHECK_OK(gts_partition_init(&q, 2, NULL, other.global, sc.nprocs, sc.periodic, size, ERR));
+    if (CHECK_OK(make_field(rank == 0 ? &other : &sc, rank == 0 ? &q : &p, rank, 0, &field))) {
+        CHECK_FAILS(gts_halo_exchange_create(&p, MPI_COMM_WORLD, 1, &field, &ex, ERR),
+                    GTS_EINVAL, rank == 0 ? "a field of another partition" : "rank 0 could not");
+        gts_storage_release(&field);
+    }
+    gts_partition wrong;
+    CHECK_OK(gts_partition_init(&wrong, 2, NULL, sc.global, NULL, NULL, size + 1, ERR));
+    if (CHECK_OK(make_field(&sc, &p, rank, 0, &field))) {
+        CHECK_FAILS(gts_halo_exchange_create(&wrong, MPI_COMM_WORLD, 1, &field, &ex, ERR),
+                    GTS_EINVAL, "comm");
+        gts_storage_release(&field);
+    }
+    CHECK(ex == NULL);
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    int ran = 0;
+    for (size_t i = 0; i < NSCENARIOS; ++i)
+        if (scenario_ranks(&scenarios[i]) == size) {
+            run_scenario(&scenarios[i]);
+            ++ran;
+        }
+    CHECK(ran > 0); /* every rank count the tests run on has scenarios */
+    test_bad_input();
+    int failures = check_failures, total;
+    MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0)
+        printf("halo_exchange_mpi on %d ranks: %d scenarios, %d checks per rank, %d failed\n",
+               size, ran, check_count, total);
+    MPI_Finalize();
+    return total ? 1 : 0;
+}

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Runs a command on N MPI ranks with a hard time limit, so that a hang fails
+# instead of blocking:   tests/mpi/mpirun.sh N SECONDS COMMAND [ARGS...]
+# Open MPI's mpirun is told to place more ranks than there are cores
+# (--oversubscribe) and, for root (containers, CI), that it may run; MPICH's
+# mpiexec does both by default. MPIRUN names another launcher.
+set -euo pipefail
+if [ $# -lt 3 ]; then
+    sed -n '2,7p' "$0"
+    exit 2
+fi
+n=$1 seconds=$2
+shift 2
+mpirun=${MPIRUN:-mpirun}
+args=(-n "$n")
+if "$mpirun" --version 2>&1 | grep -q 'Open MPI'; then
+    args+=(--oversubscribe)
+    if [ "$(id -u)" = 0 ]; then
+        args+=(--allow-run-as-root)
+    fi
+fi
+status=0
+timeout --kill-after=10 "$seconds" "$mpirun" "${args[@]}" "$@" || status=$?
+if [ "$status" = 124 ] || [ "$status" = 137 ]; then
+    echo "mpirun.sh: timed out after $seconds s on $n ranks: $*" >&2
+fi
+exit "$status"
