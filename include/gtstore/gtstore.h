@@ -3,6 +3,7 @@
 #ifndef GTSTORE_GTSTORE_H
 #define GTSTORE_GTSTORE_H
 
+#include "gtstore/binding.h"
 #include "gtstore/buffer.h"
 #include "gtstore/device.h"
 #include "gtstore/dlpack.h"
@@ -13,6 +14,7 @@
 #include "gtstore/layout.h"
 #include "gtstore/preset.h"
 #include "gtstore/spec.h"
+#include "gtstore/stencils.h"
 #include "gtstore/storage.h"
 #include "gtstore/sync.h"
 #include "gtstore/version.h"

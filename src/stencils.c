@@ -1,0 +1,236 @@
+/* Built-in stencils (gtstore/stencils.h): float64 I, J, K fields of any
+ * layout, bound by gts_bind. */
+#include "gtstore/stencils.h"
+
+#include <stddef.h>
+
+#include "gtstore/geometry.h"
+
+#ifdef _OPENMP
+#define OMP(directive) _Pragma(directive)
+#else
+#define OMP(directive)
+#endif
+
+/* Points from which a stencil runs in parallel. */
+#define PARALLEL_POINTS ((int64_t)1 << 15)
+
+#define F8 {GTS_KIND_FLOAT, 8}
+#define IJK {GTS_DIM_I, GTS_DIM_J, GTS_DIM_K}
+#define EXTENT(n) {{n, n}, {n, n}, {0, 0}}
+
+static const gts_field_spec copy_fields[] = {
+    {.name = "out", .dtype = F8, .ndim = 3, .dims = IJK, .written = true},
+    {.name = "inp", .dtype = F8, .ndim = 3, .dims = IJK},
+};
+static const gts_field_spec laplacian_fields[] = {
+    {.name = "out", .dtype = F8, .ndim = 3, .dims = IJK, .written = true},
+    {.name = "inp", .dtype = F8, .ndim = 3, .dims = IJK, .extent = EXTENT(1)},
+};
+static const gts_field_spec hdiff_fields[] = {
+    {.name = "out", .dtype = F8, .ndim = 3, .dims = IJK, .written = true},
+    {.name = "inp", .dtype = F8, .ndim = 3, .dims = IJK, .extent = EXTENT(2)},
+    {.name = "coeff", .dtype = F8, .ndim = 3, .dims = IJK},
+};
+static const gts_signature signatures[] = {
+    {2, copy_fields, GTS_DEVICE_CPU},
+    {2, laplacian_fields, GTS_DEVICE_CPU},
+    {3, hdiff_fields, GTS_DEVICE_CPU},
+};
+#define NSTENCILS ((int)(sizeof signatures / sizeof signatures[0]))
+
+const gts_signature *gts_stencil_signature(gts_stencil stencil)
+{
+    return (int)stencil >= 0 && (int)stencil < NSTENCILS ? &signatures[stencil] : NULL;
+}
+
+/* A field as the kernels index it: the origin element and element strides
+ * in I, J, K. */
+typedef struct view {
+    double *origin;
+    int64_t step[3];
+} view;
+
+static int make_view(const gts_field_spec *spec, const gts_bound_field *b, view *v,
+                     gts_error *err)
+{
+    for (int c = 0; c < 3; ++c) {
+        if (b->strides[c] % (int64_t)sizeof(double))
+            return gts_error_set(err, GTS_EINVAL,
+                                 "%s: stride %lld is not a multiple of the 8-byte element",
+                                 spec->name, (long long)b->strides[c]);
+        v->step[c] = b->strides[c] / (int64_t)sizeof(double);
+    }
+    if ((uintptr_t)b->origin_data % sizeof(double))
+        return gts_error_set(err, GTS_EINVAL,
+                             "%s: the origin point's address is not a multiple of 8 bytes", 
+                             spec->name);
+    v->origin = (double *)(void *)b->origin_data;
+    return GTS_OK;
+}
+
+/* The bytes a bound field spans, from its element 0. */
+static void span(const gts_bound_field *b, uintptr_t *low, uintptr_t *high)
+{
+    intptr_t lo = 0, hi = 0;
+    for (int c = 0; c < b->ndim; ++c) {
+        /* the binding checked that these fit in 64 bits */
+        intptr_t first = (intptr_t)(-b->origin[c] * b->strides[c]);
+        intptr_t last = (intptr_t)((b->shape[c] - 1 - b->origin[c]) * b->strides[c]);
+        if (b->shape[c] == 0) {
+            *low = *high = 0;
+            return;
+        }
+        lo += first < last ? first : last;
+        hi += first < last ? last : first;
+    }
+    *low = (uintptr_t)b->origin_data + (uintptr_t)lo;
+    *high = (uintptr_t)b->origin_data + (uintptr_t)hi + sizeof(double);
+}
+
+/* The output may share no memory with an input: the kernels read inputs
+ * while they write (a stencil over its own output reads written values). */
+static int check_no_alias(const gts_signature *sig, const gts_bound_field *fields, gts_error *err)
+{
+    uintptr_t out_low, out_high;
+    span(&fields[0], &out_low, &out_high);
+    for (int f = 1; f < sig->nfields; ++f) {
+        uintptr_t low, high;
+        span(&fields[f], &low, &high);
+        if (low < out_high && out_low < high)
+            return gts_error_set(err, GTS_EINVAL,
+                                 "%s: shares memory with the output %s; pass a separate field",
+                                 sig->fields[f].name, sig->fields[0].name);
+    }
+    return GTS_OK;
+}
+
+/* ---- the lines: `n` points along the inner dimension ---------------------- */
+
+/* Each runs twice: with unit steps known to the compiler (vectorised) and
+ * with any steps. */
+static inline void copy_line(double *restrict out, const double *restrict inp, int64_t n,
+                             int64_t so, int64_t si)
+{
+    for (int64_t t = 0; t < n; ++t)
+        out[t * so] = inp[t * si];
+}
+
+static inline void laplacian_line(double *restrict out, const double *restrict inp, int64_t n,
+                                  int64_t so, int64_t si, int64_t di, int64_t dj)
+{
+    for (int64_t t = 0; t < n; ++t) {
+        const double *p = inp + t * si;
+        out[t * so] = p[-di] + p[di] + p[-dj] + p[dj] - 4.0 * p[0];
+    }
+}
+
+/* GT4Py's hdiff: lap = 4 inp - neighbours; the fluxes of lap in I and J,
+ * zeroed where they run against the gradient of inp; out = inp - coeff *
+ * (divergence of the fluxes). */
+static inline double hdiff_lap(const double *p, int64_t di, int64_t dj)
+{
+    return 4.0 * p[0] - (p[di] + p[-di] + p[dj] + p[-dj]);
+}
+
+static inline double limit(double flux, double gradient)
+{
+    return flux * gradient > 0.0 ? 0.0 : flux;
+}
+
+static inline void hdiff_line(double *restrict out, const double *restrict inp,
+                              const double *restrict coeff, int64_t n, int64_t so, int64_t si,
+                              int64_t sc, int64_t di, int64_t dj)
+{
+    for (int64_t t = 0; t < n; ++t) {
+        const double *p = inp + t * si;
+        double lap = hdiff_lap(p, di, dj);
+        double flx = limit(hdiff_lap(p + di, di, dj) - lap, p[di] - p[0]);
+        double flx_west = limit(lap - hdiff_lap(p - di, di, dj), p[0] - p[-di]);
+        double fly = limit(hdiff_lap(p + dj, di, dj) - lap, p[dj] - p[0]);
+        double fly_south = limit(lap - hdiff_lap(p - dj, di, dj), p[0] - p[-dj]);
+        out[t * so] = p[0] - coeff[t * sc] * (flx - flx_west + fly - fly_south);
+    }
+}
+
+static void run_line(gts_stencil stencil, const view *v, const int64_t idx[3], int inner,
+                     int64_t n)
+{
+    double *base[3] = {NULL, NULL, NULL};
+    int64_t step[3] = {1, 1, 1};
+    int nfields = signatures[stencil].nfields;
+    for (int f = 0; f < nfields; ++f) {
+        base[f] = v[f].origin + idx[0] * v[f].step[0] + idx[1] * v[f].step[1] +
+                  idx[2] * v[f].step[2];
+        step[f] = v[f].step[inner];
+    }
+    bool unit = step[0] == 1 && step[1] == 1 && (nfields < 3 || step[2] == 1);
+    int64_t di = v[1].step[0], dj = v[1].step[1];
+    switch (stencil) {
+    case GTS_STENCIL_COPY:
+        if (unit)
+            copy_line(base[0], base[1], n, 1, 1);
+        else
+            copy_line(base[0], base[1], n, step[0], step[1]);
+        break;
+    case GTS_STENCIL_LAPLACIAN:
+        if (unit)
+            laplacian_line(base[0], base[1], n, 1, 1, di, dj);
+        else
+            laplacian_line(base[0], base[1], n, step[0], step[1], di, dj);
+        break;
+    case GTS_STENCIL_HDIFF:
+        if (unit)
+            hdiff_line(base[0], base[1], base[2], n, 1, 1, 1, di, dj);
+        else
+            hdiff_line(base[0], base[1], base[2], n, step[0], step[1], step[2], di, dj);
+        break;
+    }
+}
+
+static int64_t magnitude(int64_t x)
+{
+    return x < 0 ? -x : x;
+}
+
+int gts_stencil_run(gts_stencil stencil, const gts_binding *binding,
+                    const gts_bound_field *fields, gts_error *err)
+{
+    const gts_signature *sig = gts_stencil_signature(stencil);
+    if (!sig)
+        return gts_error_set(err, GTS_EINVAL, "stencil: %d is no built-in stencil", (int)stencil);
+    if (!binding || !fields)
+        return gts_error_set(err, GTS_EINVAL, "stencil: NULL binding");
+    view v[3];
+    int rc;
+    for (int f = 0; f < sig->nfields; ++f)
+        if ((rc = make_view(&sig->fields[f], &fields[f], &v[f], err)))
+            return rc;
+    if ((rc = check_no_alias(sig, fields, err)))
+        return rc;
+    /* The inner loop runs along the output's smallest stride (its contiguous
+     * dimension for any layout); the outer one along its largest. */
+    const int64_t *n = binding->domain;
+    int inner = 0;
+    for (int c = 1; c < 3; ++c)
+        if (magnitude(v[0].step[c]) < magnitude(v[0].step[inner]))
+            inner = c;
+    int outer = (inner + 1) % 3, middle = (inner + 2) % 3;
+    if (magnitude(v[0].step[middle]) > magnitude(v[0].step[outer])) {
+        int swap = outer;
+        outer = middle;
+        middle = swap;
+    }
+    int64_t lines = n[outer] * n[middle]; /* the binding checked the fields hold them */
+    int parallel = lines * n[inner] >= PARALLEL_POINTS;
+    OMP("omp parallel for schedule(static) if(parallel)")
+    for (int64_t line = 0; line < lines; ++line) {
+        int64_t idx[3];
+        idx[outer] = line / n[middle];
+        idx[middle] = line % n[middle];
+        idx[inner] = 0;
+        run_line(stencil, v, idx, inner, n[inner]);
+    }
+    (void)parallel;
+    return GTS_OK;
+}
