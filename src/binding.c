@@ -137,7 +137,7 @@ static int bind_description(const gts_signature *sig, const gts_field_spec *spec
         return gts_error_set(err, GTS_ETYPE, "%s: dtype %s, the signature expects %s", name,
                              gts_dtype_name(desc->dtype), gts_dtype_name(spec->dtype));
     if (desc->device != sig->device)
-        return gts_error_set(err, GTS_ENOTSUP,
+        return gts_error_set(err, GTS_EINVAL,
                              "%s: the field's memory is on the %s, the stencil computes on the %s",
                              name, desc->device == GTS_DEVICE_GPU ? "gpu" : "cpu",
                              sig->device == GTS_DEVICE_GPU ? "gpu" : "cpu");

@@ -130,8 +130,8 @@ typedef struct gts_binding {
 
 /* Binds `fields` (sig->nfields of them, in the signature's order) into
  * `bound` (as many) and `out`. Errors (each message names the field and the
- * parameter): GTS_EINVAL for labels, shapes, origins, domains and bounds,
- * GTS_ETYPE for a dtype, GTS_ENOTSUP for a device kind, GTS_EREADONLY for a
+ * parameter): GTS_EINVAL for labels, shapes, origins, domains, bounds and
+ * device kinds, GTS_ETYPE for a dtype, GTS_EREADONLY for a
  * written read-only field, GTS_EOVERFLOW where a bound does not fit in 64
  * bits. On failure `bound` and `out` hold nothing of use. */
 int gts_bind(const gts_signature *sig, const gts_field_desc *fields, const gts_bind_args *args,

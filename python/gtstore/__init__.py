@@ -10,13 +10,17 @@ allocated (or wrapped) by libgtstore (C). Two interfaces over one allocator:
   keyword-compatible with GT4Py's ``gt4py.storage``.
 """
 
-from . import arrays
+from . import arrays, stencils
 from ._gtstore import (
     CPUStorage,
     CudaManagedGPUStorage,
     GPUStorage,
     GTNoSuchBufferError,
     SoftwareManagedGPUStorage,
+    Binding,
+    BoundField,
+    FieldWarning,
+    Signature,
     Storage,
     SyncState,
     UnknownPresetError,
@@ -42,9 +46,18 @@ from ._gtstore import (
     zeros,
     zeros_like,
 )
+from .fields import Alignment, DefaultParameters, Field, LayoutMap
 
 __all__ = [
+    "Alignment",
+    "Binding",
+    "BoundField",
     "CPUStorage",
+    "DefaultParameters",
+    "Field",
+    "FieldWarning",
+    "LayoutMap",
+    "Signature",
     "CudaManagedGPUStorage",
     "GPUStorage",
     "GTNoSuchBufferError",
@@ -69,6 +82,7 @@ __all__ = [
     "ones_like",
     "reset_transfer_counts",
     "set_cache_limit",
+    "stencils",
     "storage",
     "transfer_counts",
     "use_gpu",

@@ -304,5 +304,7 @@ extern PyMethodDef gtpy_devices_methods[];
 extern PyMethodDef gtpy_storage_api_methods[];
 extern PyTypeObject gtpy_Plan_Type;
 
+/* The call side (binding.c): Signature, Binding, FieldWarning, stencils. */
+int gtpy_binding_init(PyObject *module);
 
 #endif

@@ -1,0 +1,436 @@
+/* The Binding (Signature.bind's result: the domain, the bound fields and
+ * seed 004's protocol as a context manager) and the built-in stencils
+ * (gtstore.stencils), which bind through the same path. */
+#include "binding_object.h"
+
+#include <string.h>
+
+typedef struct {
+    PyObject_VAR_HEAD
+    SignatureObject *sig;
+    gts_binding result;
+    bool entered;
+    bind_slot slots[];
+} BindingObject;
+
+/* ---- call arguments ------------------------------------------------------- */
+
+static void slots_init(bind_slot *slots, int n)
+{
+    for (int f = 0; f < n; ++f) {
+        slots[f].obj = slots[f].storage = NULL;
+        slots[f].acquire = slots[f].touch = slots[f].release = NULL;
+        slots[f].have_view = false;
+    }
+}
+
+static void slots_clear(bind_slot *slots, int n)
+{
+    for (int f = 0; f < n; ++f)
+        gtpy_slot_clear(&slots[f]);
+}
+
+/* fields by position or name, domain= and origin=: `objects` receives the
+ * fields (borrowed) in the signature's order. */
+static int parse_call(const SignatureObject *s, const char *function, PyObject *const *args,
+                      Py_ssize_t nargs, PyObject *kwnames, PyObject **objects, PyObject **domain,
+                      PyObject **origin)
+{
+    int n = s->sig.nfields;
+    if (nargs > n) {
+        PyErr_Format(PyExc_TypeError, "%s() takes %d fields (%zd given)", function, n, nargs);
+        return -1;
+    }
+    for (int f = 0; f < n; ++f)
+        objects[f] = f < nargs ? args[f] : NULL;
+    *domain = *origin = NULL;
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    for (Py_ssize_t k = 0; k < nkw; ++k) {
+        PyObject *key = PyTuple_GET_ITEM(kwnames, k), *value = args[nargs + k];
+        int f = gtpy_signature_index(s, key);
+        if (f >= 0) {
+            if (objects[f]) {
+                PyErr_Format(PyExc_TypeError, "%s() got multiple values for field '%U'",
+                             function, key);
+                return -1;
+            }
+            objects[f] = value;
+        } else if (PyUnicode_CompareWithASCIIString(key, "domain") == 0) {
+            *domain = value;
+        } else if (PyUnicode_CompareWithASCIIString(key, "origin") == 0) {
+            *origin = value;
+        } else {
+            PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%U' (fields: "
+                                          "%R)",
+                         function, key, s->names);
+            return -1;
+        }
+    }
+    for (int f = 0; f < n; ++f) {
+        if (!objects[f]) {
+            PyErr_Format(PyExc_TypeError, "%s() missing field '%s'", function, s->fields[f].name);
+            return -1;
+        }
+        if (objects[f] == Py_None) {
+            PyErr_Format(PyExc_TypeError, "%s: expected a field, got None", s->fields[f].name);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Loads and binds every field of a call into `slots` (cleared by the caller). */
+static int bind_call(const SignatureObject *s, const char *function, PyObject *const *args,
+                     Py_ssize_t nargs, PyObject *kwnames, bind_slot *slots, gts_binding *result)
+{
+    int n = s->sig.nfields;
+    PyObject *stack[GTPY_BIND_STACK_FIELDS], **objects = stack, *domain, *origin;
+    if (n > GTPY_BIND_STACK_FIELDS && !(objects = PyMem_Malloc((size_t)n * sizeof *objects)))
+        return PyErr_NoMemory(), -1;
+    int rc = parse_call(s, function, args, nargs, kwnames, objects, &domain, &origin);
+    for (int f = 0; f < n && rc == 0; ++f)
+        rc = gtpy_slot_load(&slots[f], objects[f], &s->fields[f], s->sig.device);
+    if (rc == 0)
+        rc = gtpy_bind_slots(s, slots, domain, origin, result);
+    if (objects != stack)
+        PyMem_Free(objects);
+    return rc;
+}
+
+/* ---- the Binding ---------------------------------------------------------------- */
+
+PyObject *gtpy_signature_bind(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                              PyObject *kwnames)
+{
+    SignatureObject *s = (SignatureObject *)self;
+    int n = s->sig.nfields;
+    BindingObject *b = (BindingObject *)gtpy_Binding_Type.tp_alloc(&gtpy_Binding_Type, n);
+    if (!b)
+        return NULL;
+    b->sig = (SignatureObject *)Py_NewRef(self);
+    slots_init(b->slots, n);
+    if (bind_call(s, "bind", args, nargs, kwnames, b->slots, &b->result) < 0) {
+        Py_DECREF(b);
+        return NULL;
+    }
+    return (PyObject *)b;
+}
+
+static void binding_dealloc(PyObject *self)
+{
+    BindingObject *b = (BindingObject *)self;
+    if (b->sig)
+        slots_clear(b->slots, b->sig->sig.nfields);
+    Py_XDECREF(b->sig);
+    Py_TYPE(self)->tp_free(self);
+}
+
+static PyObject *binding_domain(PyObject *self, void *closure)
+{
+    (void)closure;
+    return gtpy_int64_tuple(3, ((BindingObject *)self)->result.domain);
+}
+
+static PyObject *binding_fields(PyObject *self, void *closure)
+{
+    (void)closure;
+    return Py_NewRef(((BindingObject *)self)->sig->names);
+}
+
+static PyObject *binding_enter(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    BindingObject *b = (BindingObject *)self;
+    if (b->entered) {
+        PyErr_SetString(PyExc_RuntimeError, "this Binding is entered already");
+        return NULL;
+    }
+    if (gtpy_slots_acquire(b->slots, b->sig->sig.nfields) < 0)
+        return NULL;
+    b->entered = true;
+    return Py_NewRef(self);
+}
+
+/* On a clean exit the written fields are touched; on an exception they are
+ * not (their values are not the stencil's result). All are released. */
+static PyObject *binding_exit(PyObject *self, PyObject *args)
+{
+    BindingObject *b = (BindingObject *)self;
+    PyObject *type, *value, *traceback;
+    if (!PyArg_UnpackTuple(args, "__exit__", 3, 3, &type, &value, &traceback))
+        return NULL;
+    if (!b->entered) {
+        PyErr_SetString(PyExc_RuntimeError, "this Binding was not entered");
+        return NULL;
+    }
+    b->entered = false;
+    int touched = type == Py_None ? gtpy_slots_touch(b->sig, b->slots) : 0;
+    PyObject *et = NULL, *ev = NULL, *etb = NULL;
+    if (touched < 0)
+        PyErr_Fetch(&et, &ev, &etb);
+    int released = gtpy_slots_release(b->slots, b->sig->sig.nfields);
+    if (touched < 0) {
+        if (released < 0)
+            PyErr_Clear();
+        PyErr_Restore(et, ev, etb);
+        return NULL;
+    }
+    return released < 0 ? NULL : Py_NewRef(Py_False);
+}
+
+/* gtstore.BoundField: one field as the kernel indexes it. */
+static PyTypeObject bound_field_type;
+static PyStructSequence_Field bound_field_fields[] = {
+    {"name", "the field's name in the signature"},
+    {"dims", "labels, in the kernel's order (I, J, K, then data dimensions)"},
+    {"shape", "extents, kernel order"},
+    {"strides", "byte strides, kernel order"},
+    {"origin", "the origin point, kernel order"},
+    {"data", "address of the element at the origin"},
+    {"obj", "the object passed"},
+    {NULL, NULL},
+};
+static PyStructSequence_Desc bound_field_desc = {
+    "gtstore.BoundField", "A field of a Binding, in the kernel's order of dimensions.",
+    bound_field_fields, 6}; /* obj: an attribute, not in the tuple or repr */
+
+int gtpy_bound_field_init(PyObject *module)
+{
+    if (PyStructSequence_InitType2(&bound_field_type, &bound_field_desc) < 0)
+        return -1;
+    return PyModule_AddObjectRef(module, "BoundField", (PyObject *)&bound_field_type);
+}
+
+static PyObject *bound_field(BindingObject *b, int f)
+{
+    const gts_bound_field *bf = &b->slots[f].bound;
+    PyObject *item = PyStructSequence_New(&bound_field_type);
+    if (!item)
+        return NULL;
+    PyObject *values[7] = {
+        Py_NewRef(PyTuple_GET_ITEM(b->sig->names, f)), gtpy_dims_to_tuple(bf->ndim, bf->dims),
+        gtpy_int64_tuple(bf->ndim, bf->shape),          gtpy_int64_tuple(bf->ndim, bf->strides),
+        gtpy_int64_tuple(bf->ndim, bf->origin),         PyLong_FromVoidPtr(bf->origin_data),
+        Py_NewRef(b->slots[f].obj)};
+    bool ok = true;
+    for (int i = 0; i < 7; ++i) {
+        ok &= values[i] != NULL;
+        PyStructSequence_SetItem(item, i, values[i] ? values[i] : Py_NewRef(Py_None));
+    }
+    if (!ok)
+        Py_CLEAR(item);
+    return item;
+}
+
+static int field_of(BindingObject *b, PyObject *key)
+{
+    int f = gtpy_signature_index(b->sig, key);
+    if (f < 0)
+        PyErr_Format(PyExc_KeyError, "%R: no such field (fields: %R)", key, b->sig->names);
+    return f;
+}
+
+static PyObject *binding_getitem(PyObject *self, PyObject *key)
+{
+    BindingObject *b = (BindingObject *)self;
+    int f = field_of(b, key);
+    return f < 0 ? NULL : bound_field(b, f);
+}
+
+static Py_ssize_t binding_length(PyObject *self)
+{
+    return ((BindingObject *)self)->sig->sig.nfields;
+}
+
+static PyMappingMethods binding_as_mapping = {
+    .mp_length = binding_length,
+    .mp_subscript = binding_getitem,
+};
+
+/* {name: f(field)} over every field. */
+static PyObject *per_field(BindingObject *b, PyObject *(*make)(BindingObject *, int))
+{
+    PyObject *result = PyDict_New();
+    for (int f = 0; result && f < b->sig->sig.nfields; ++f) {
+        PyObject *value = make(b, f);
+        if (!value || PyDict_SetItem(result, PyTuple_GET_ITEM(b->sig->names, f), value) < 0)
+            Py_CLEAR(result);
+        Py_XDECREF(value);
+    }
+    return result;
+}
+
+static PyObject *field_origin(BindingObject *b, int f)
+{
+    return gtpy_int64_tuple(b->slots[f].bound.ndim, b->slots[f].bound.origin);
+}
+
+/* An ndarray over the whole field (element 0 first) in the kernel's order,
+ * whose base is the object passed. */
+static PyObject *field_array(BindingObject *b, int f)
+{
+    const bind_slot *slot = &b->slots[f];
+    if (slot->desc.device != GTS_DEVICE_CPU) {
+        PyErr_Format(PyExc_ValueError, "%s: device memory has no ndarray view",
+                     b->sig->fields[f].name);
+        return NULL;
+    }
+    if (!gtpy_numpy_capi()) {
+        PyErr_SetString(PyExc_ImportError, "arrays() needs NumPy");
+        return NULL;
+    }
+    Py_ssize_t shape[GTS_BIND_MAX_NDIM], strides[GTS_BIND_MAX_NDIM];
+    for (int c = 0; c < slot->bound.ndim; ++c) {
+        shape[c] = (Py_ssize_t)slot->bound.shape[c];
+        strides[c] = (Py_ssize_t)slot->bound.strides[c];
+    }
+    return gtpy_numpy_capi_array(slot->desc.dtype, slot->bound.ndim, shape, strides,
+                                 slot->desc.data, slot->desc.readonly, slot->obj);
+}
+
+static PyObject *binding_origins(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    return per_field((BindingObject *)self, field_origin);
+}
+
+static PyObject *binding_arrays(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    return per_field((BindingObject *)self, field_array);
+}
+
+static PyObject *binding_repr(PyObject *self)
+{
+    BindingObject *b = (BindingObject *)self;
+    PyObject *domain = binding_domain(self, NULL);
+    PyObject *text = domain ? PyUnicode_FromFormat("gtstore.Binding(fields=%R, domain=%R)",
+                                                   b->sig->names, domain)
+                            : NULL;
+    Py_XDECREF(domain);
+    return text;
+}
+
+static PyGetSetDef binding_getset[] = {
+    {"domain", binding_domain, NULL, "The domain (I, J, K).", NULL},
+    {"fields", binding_fields, NULL, "The field names, in the signature's order.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyMethodDef binding_methods[] = {
+    {"__enter__", binding_enter, METH_NOARGS,
+     "Acquires every field (its data interface's acquire; a Storage's host side synced)."},
+    {"__exit__", binding_exit, METH_VARARGS,
+     "Touches the written fields (only without an exception), then releases all."},
+    {"origins", binding_origins, METH_NOARGS,
+     "origins() -> {name: origin}, each in the kernel's order (I, J, K, data dimensions)."},
+    {"arrays", binding_arrays, METH_NOARGS,
+     "arrays() -> {name: ndarray}: each field's memory in the kernel's order of dimensions "
+     "(a view, no copy; host memory only)."},
+    {NULL, NULL, 0, NULL},
+};
+
+PyTypeObject gtpy_Binding_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "gtstore.Binding",
+    .tp_basicsize = sizeof(BindingObject),
+    .tp_itemsize = sizeof(bind_slot),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "The fields of one stencil call, bound and checked (Signature.bind). "
+              "binding['name'] is a BoundField; `with binding:` runs the acquire/touch/release "
+              "protocol around the body.",
+    .tp_dealloc = binding_dealloc,
+    .tp_repr = binding_repr,
+    .tp_as_mapping = &binding_as_mapping,
+    .tp_getset = binding_getset,
+    .tp_methods = binding_methods,
+};
+
+/* ---- built-in stencils ------------------------------------------------------------ */
+
+static PyObject *builtin_signature(gts_stencil which)
+{
+    static PyObject *signatures[GTS_STENCIL_HDIFF + 1];
+    if (!signatures[which])
+        signatures[which] = gtpy_signature_wrap(gts_stencil_signature(which));
+    return signatures[which];
+}
+
+static PyObject *run_builtin(gts_stencil which, const char *function, PyObject *const *args,
+                             Py_ssize_t nargs, PyObject *kwnames)
+{
+    SignatureObject *s = (SignatureObject *)builtin_signature(which);
+    if (!s)
+        return NULL;
+    enum { MAX_FIELDS = 3 };
+    bind_slot slots[MAX_FIELDS];
+    int n = s->sig.nfields;
+    gts_binding binding;
+    slots_init(slots, n);
+    int rc = bind_call(s, function, args, nargs, kwnames, slots, &binding);
+    if (rc == 0 && (rc = gtpy_slots_acquire(slots, n)) == 0) {
+        gts_bound_field bound[MAX_FIELDS];
+        for (int f = 0; f < n; ++f)
+            bound[f] = slots[f].bound;
+        gts_error err;
+        Py_BEGIN_ALLOW_THREADS
+        rc = gts_stencil_run(which, &binding, bound, &err);
+        Py_END_ALLOW_THREADS
+        if (rc != GTS_OK)
+            rc = gtpy_raise(&err);
+        else
+            rc = gtpy_slots_touch(s, slots);
+        PyObject *type = NULL, *value = NULL, *traceback = NULL;
+        if (rc < 0)
+            PyErr_Fetch(&type, &value, &traceback);
+        int released = gtpy_slots_release(slots, n);
+        if (rc < 0) {
+            if (released < 0)
+                PyErr_Clear();
+            PyErr_Restore(type, value, traceback);
+        }
+        rc = rc < 0 ? rc : released;
+    }
+    slots_clear(slots, n);
+    return rc < 0 ? NULL : Py_NewRef(Py_None);
+}
+
+static PyObject *stencil_copy(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
+                              PyObject *kwnames)
+{
+    (void)module;
+    return run_builtin(GTS_STENCIL_COPY, "copy", args, nargs, kwnames);
+}
+
+static PyObject *stencil_laplacian(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
+                                   PyObject *kwnames)
+{
+    (void)module;
+    return run_builtin(GTS_STENCIL_LAPLACIAN, "laplacian", args, nargs, kwnames);
+}
+
+static PyObject *stencil_hdiff(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
+                               PyObject *kwnames)
+{
+    (void)module;
+    return run_builtin(GTS_STENCIL_HDIFF, "hdiff", args, nargs, kwnames);
+}
+
+static PyObject *stencil_signature(PyObject *module, PyObject *name)
+{
+    (void)module;
+    static const char *const names[] = {"copy", "laplacian", "hdiff"};
+    int which = gtpy_choice(name, "stencil", names, 3, "'copy', 'laplacian' or 'hdiff'");
+    return which < 0 ? NULL : Py_XNewRef(builtin_signature((gts_stencil)which));
+}
+
+#define FASTCALL(f) (PyCFunction)(void (*)(void))(f), METH_FASTCALL | METH_KEYWORDS
+PyMethodDef gtpy_stencil_methods[] = {
+    {"_stencil_copy", FASTCALL(stencil_copy), "copy(out, inp, *, domain=None, origin=None)"},
+    {"_stencil_laplacian", FASTCALL(stencil_laplacian),
+     "laplacian(out, inp, *, domain=None, origin=None)"},
+    {"_stencil_hdiff", FASTCALL(stencil_hdiff),
+     "hdiff(out, inp, coeff, *, domain=None, origin=None)"},
+    {"_stencil_signature", stencil_signature, METH_O,
+     "The Signature of a built-in stencil, by name."},
+    {NULL, NULL, 0, NULL},
+};
