@@ -154,6 +154,16 @@ static int bind_description(const gts_signature *sig, const gts_field_spec *spec
         if (b->shape[c] < 0)
             return gts_error_set(err, GTS_EINVAL, "%s: shape[%d] = %lld is negative", name, d,
                                  (long long)b->shape[c]);
+        if (desc->halo && (desc->halo[d].lower < 0 || desc->halo[d].upper < 0 ||
+                           desc->halo[d].lower > b->shape[c] - desc->halo[d].upper)) {
+            char label[GTS_DIM_TEXT_SIZE];
+            gts_dim_format(b->dims[c], label);
+            return gts_error_set(err, GTS_EINVAL,
+                                 "%s: halo (%lld, %lld) in dimension %s: each side >= 0, together "
+                                 "at most the extent %lld",
+                                 name, (long long)desc->halo[d].lower,
+                                 (long long)desc->halo[d].upper, label, (long long)b->shape[c]);
+        }
     }
     int64_t low, high;
     gts_error inner;
@@ -215,23 +225,21 @@ typedef struct domain_bound {
     int64_t shape, origin, upper;
 } domain_bound;
 
+/* Each field allows shape - origin - its upper bound: the upper halo where
+ * it carries one (the halo is no part of the domain), else the stencil's
+ * upper extent. The domain is the smallest per axis. */
 static void infer_domain(const gts_signature *sig, const gts_field_desc *fields,
                          const gts_bound_field *bound, int64_t domain[3], domain_bound why[3])
 {
-    bool any_halo = false;
-    for (int f = 0; f < sig->nfields; ++f)
-        any_halo |= fields[f].halo != NULL;
     for (int a = 0; a < 3; ++a) {
         domain[a] = INT64_MAX;
         why[a].field = -1;
     }
     for (int f = 0; f < sig->nfields; ++f) {
-        if (any_halo && !fields[f].halo)
-            continue;
         const gts_bound_field *b = &bound[f];
         for (int c = 0; c < b->ndim && is_cartesian(b->dims[c]); ++c) {
-            int64_t upper = any_halo ? fields[f].halo[b->axis[c]].upper
-                                     : sig->fields[f].extent[c].upper;
+            int64_t upper = fields[f].halo ? fields[f].halo[b->axis[c]].upper
+                                           : sig->fields[f].extent[c].upper;
             /* origin <= shape and 0 <= upper: no overflow */
             int64_t limit = b->shape[c] - b->origin[c] - upper;
             int a = gts_domain_axis(b->dims[c]);

@@ -15,11 +15,10 @@
  *   the field's own default origin (GT4Py's __gt_origin__), the lower halo,
  *   0. The default origin and the halo are in the field's own order of
  *   dimensions and are permuted; the call's origins are canonical already;
- * - the domain (I, J, K): the call's, else from the halos where fields
- *   carry one (each such field allows shape - origin - upper halo; seed 000:
- *   the halo is what lies outside the domain), else the largest that every
- *   field fits with its origin and upper extent. The smallest over the
- *   fields that count, per dimension;
+ * - the domain (I, J, K): the call's, else the largest every field allows:
+ *   shape - origin - its upper halo where it carries a halo (seed 000: the
+ *   halo is what lies outside the domain), else shape - origin - the
+ *   stencil's upper extent; the smallest over the fields, per dimension;
  * - every check, on every call (nothing is cached): labels, dtype, device
  *   kind, read-only fields that are written, and that each field holds
  *   origin - lower extent .. origin + domain + upper extent, with the field,

@@ -10,7 +10,7 @@ allocated (or wrapped) by libgtstore (C). Two interfaces over one allocator:
   keyword-compatible with GT4Py's ``gt4py.storage``.
 """
 
-from . import arrays, stencils
+from . import arrays, gt4py, stencils
 from ._gtstore import (
     CPUStorage,
     CudaManagedGPUStorage,
@@ -77,6 +77,7 @@ __all__ = [
     "full",
     "full_like",
     "gpu",
+    "gt4py",
     "memory_stats",
     "ones",
     "ones_like",

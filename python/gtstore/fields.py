@@ -78,7 +78,7 @@ def _preset_parameters(name, dims):
     from . import empty
 
     probe = empty((2,) * ndim, dtype="f8", dims=dims, defaults=name)
-    return probe.layout, probe.alignment
+    return probe.layout, probe.alignment_size
 
 
 def _annotation(params):

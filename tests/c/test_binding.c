@@ -168,6 +168,11 @@ static void test_halo(void)
         CHECK_INT_EQ(bound[0].origin[0], 3);
         CHECK_INT_EQ(b.domain[0], 5); /* out: 10 - 3 - 2 */
     }
+    /* halos that do not fit */
+    field_halo(&inp, -1, 0);
+    CHECK_FAILS(bind2(&out, &inp, NULL, &b, bound), GTS_EINVAL, "inp: halo (-1, 0) in dimension I");
+    field_halo(&inp, 6, 5);
+    CHECK_FAILS(bind2(&out, &inp, NULL, &b, bound), GTS_EINVAL, "at most the extent 10");
     /* a halo smaller than the extent: the access is refused, not inferred away */
     field_halo(&inp, 0, 0);
     out.desc.origin = NULL;

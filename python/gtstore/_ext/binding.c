@@ -75,7 +75,7 @@ static int field_spec_from_annotation(PyObject *annotation, gts_field_spec *spec
     PyObject *alignment = layout ? annotation_attr(annotation, "alignment") : NULL;
     int rc = alignment ? 0 : -1;
     gtpy_dtype parsed;
-    if (rc == 0 && dtype == Py_None) {
+    if (rc == 0 && (dtype == Py_None || !PyObject_HasAttrString(annotation, "dims"))) {
         PyErr_Format(PyExc_TypeError,
                      "expected a Field annotation such as Field['f8', 'IJK'], got %.200R",
                      annotation);
