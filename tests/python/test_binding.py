@@ -208,8 +208,12 @@ def test_storage_sync_through_the_protocol(lap):
 
 def test_layout_and_alignment_warnings():
     sig = Signature(a=Field["f8", "IJK", LayoutMap["KJI"], Alignment[4096]])
-    with pytest.warns(FieldWarning, match="a: layout IJK .* differs from the annotation's KJI"):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         sig.bind(np.zeros((4, 4, 4)))
+    messages = [str(w.message) for w in caught if issubclass(w.category, FieldWarning)]
+    assert "a: layout IJK (largest stride first) differs from the annotation's KJI" in messages
+    assert all("4096-byte alignment" in m for m in messages[1:])
     strict = Signature(a=Field["f8", "IJK", LayoutMap["KJI"]], relies_on_layout=True)
     with pytest.raises(ValueError, match="a: layout IJK .*, the stencil relies on KJI"):
         strict.bind(np.zeros((4, 4, 4)))

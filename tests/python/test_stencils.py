@@ -1,0 +1,170 @@
+"""Built-in C stencils (gtstore.stencils) against NumPy references and the
+same stencils written in GT4Py (real ones, numpy backend), on fields of every
+layout and kind."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+import gtstore
+from gtstore import Field, stencils
+
+SHAPE = (14, 11, 5)
+ORDERS = ["".join(p) for p in itertools.permutations("IJK")]
+
+
+def lap_ref(inp):
+    return inp[:-2, 1:-1] + inp[2:, 1:-1] + inp[1:-1, :-2] + inp[1:-1, 2:] - 4 * inp[1:-1, 1:-1]
+
+
+def hdiff_ref(inp, coeff):
+    """GT4Py's horizontal diffusion with flux limiter, on the inner
+    (shape - 4) points of I and J."""
+    lap = -lap_ref(inp)  # 4 inp - neighbours, on shape - 2
+    flx = lap[1:, 1:-1] - lap[:-1, 1:-1]
+    flx = np.where(flx * (inp[2:-1, 2:-2] - inp[1:-2, 2:-2]) > 0, 0, flx)
+    fly = lap[1:-1, 1:] - lap[1:-1, :-1]
+    fly = np.where(fly * (inp[2:-2, 2:-1] - inp[2:-2, 1:-2]) > 0, 0, fly)
+    return inp[2:-2, 2:-2] - coeff[2:-2, 2:-2] * (
+        flx[1:, :] - flx[:-1, :] + fly[:, 1:] - fly[:, :-1]
+    )
+
+
+def in_order(values, order):
+    """`values` (I, J, K) stored in memory order `order`, as Field(..., order)."""
+    axes = ["IJK".index(d) for d in order]
+    return Field(np.ascontiguousarray(values.transpose(axes)), order)
+
+
+def as_ijk(field):
+    axes = [field.dims.index(d) for d in "IJK"]
+    return np.asarray(field.array).transpose(axes)
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(7)
+
+
+@pytest.mark.parametrize("out_order,in_order_", list(itertools.product(ORDERS, ORDERS[:3])))
+def test_laplacian_any_layout(rng, out_order, in_order_):
+    inp = rng.random(SHAPE)
+    out = in_order(np.full(SHAPE, -1.0), out_order)
+    stencils.laplacian(out, in_order(inp, in_order_), origin=(1, 1, 0))
+    result = as_ijk(out)
+    np.testing.assert_allclose(result[1:-1, 1:-1], lap_ref(inp), rtol=1e-13)
+    assert (result[0] == -1).all() and (result[-1] == -1).all()  # nothing outside the domain
+    assert (result[:, 0] == -1).all() and (result[:, -1] == -1).all()
+
+
+@pytest.mark.parametrize("order", ORDERS)
+def test_hdiff_any_layout(rng, order):
+    inp, coeff = rng.random(SHAPE), 0.1 * rng.random(SHAPE)
+    out = in_order(np.zeros(SHAPE), order)
+    stencils.hdiff(out, in_order(inp, order[::-1]), in_order(coeff, order), origin=(2, 2, 0))
+    np.testing.assert_allclose(as_ijk(out)[2:-2, 2:-2], hdiff_ref(inp, coeff), rtol=1e-12)
+
+
+def test_copy_storages_with_halo(rng):
+    values = rng.random(SHAPE)
+    inp = gtstore.from_array(values, halo=(2, 2, 0)) if hasattr(gtstore, "from_array") else gtstore.storage(values, halo=(2, 2, 0))
+    out = gtstore.zeros(SHAPE, halo=(2, 2, 0), layout="KJI")
+    stencils.copy(out, inp)  # origin: the lower halo; domain: up to the upper halo
+    result = np.asarray(out)
+    np.testing.assert_array_equal(result[2:-2, 2:-2], values[2:-2, 2:-2])
+    assert result[:2].sum() == 0 and result[-2:].sum() == 0
+
+
+def test_hdiff_storage_domain_from_halo(rng):
+    values, coeff = rng.random(SHAPE), np.full(SHAPE, 0.05)
+    inp = gtstore.storage(values, halo=(2, 2, 0))
+    out = gtstore.zeros(SHAPE, halo=(2, 2, 0))
+    stencils.hdiff(out, inp, gtstore.storage(coeff, halo=(2, 2, 0)))
+    np.testing.assert_allclose(np.asarray(out)[2:-2, 2:-2], hdiff_ref(values, coeff), rtol=1e-12)
+
+
+def test_explicit_domain(rng):
+    inp = rng.random(SHAPE)
+    out = np.zeros(SHAPE)
+    stencils.laplacian(out, inp, origin=(1, 1, 0), domain=(3, 2, 1))
+    np.testing.assert_allclose(out[1:4, 1:3, 0:1], lap_ref(inp)[0:3, 0:2, 0:1])
+    assert np.count_nonzero(out) == 6
+
+
+def test_errors():
+    a = np.zeros(SHAPE)
+    with pytest.raises(ValueError, match="inp: shares memory with the output out"):
+        stencils.laplacian(a, a, origin=(1, 1, 0))
+    with pytest.raises(ValueError, match="inp: dimension I: origin 0 - lower extent 1"):
+        stencils.laplacian(a, np.zeros(SHAPE))
+    with pytest.raises(TypeError, match="coeff: dtype float32"):
+        stencils.hdiff(a, np.zeros(SHAPE), np.zeros(SHAPE, "f4"), origin=(2, 2, 0))
+    with pytest.raises(TypeError, match="missing field 'coeff'"):
+        stencils.hdiff(a, np.zeros(SHAPE))
+    with pytest.raises(ValueError, match="inp: the origin point's address is not a multiple of 8"):
+        raw = np.zeros(8 * 14 * 11 * 5 + 8, np.uint8)[4:-4].view("f8").reshape(SHAPE)
+        stencils.laplacian(a, raw, origin=(1, 1, 0))
+    assert stencils.signature("hdiff").fields == ("out", "inp", "coeff")
+    with pytest.raises(ValueError, match="stencil"):
+        stencils.signature("nope")
+
+
+def test_written_storage_is_marked_for_sync(rng):
+    """The written field is touched (its host side marked written)."""
+    inp = gtstore.storage(rng.random(SHAPE), halo=(1, 1, 0))
+    out = gtstore.zeros(SHAPE, halo=(1, 1, 0))
+    stencils.laplacian(out, inp)
+    assert np.asarray(out)[5, 5, 2] != 0
+
+
+# ---- against GT4Py --------------------------------------------------------------
+
+gtscript = pytest.importorskip("gt4py.cartesian.gtscript")
+
+
+from gt4py.cartesian.gtscript import PARALLEL, computation, interval  # noqa: E402
+
+F64 = gtscript.Field[np.float64]
+
+
+def gt_laplacian(out: F64, inp: F64):  # noqa: ANN201
+    with computation(PARALLEL), interval(...):
+        out = inp[-1, 0, 0] + inp[1, 0, 0] + inp[0, -1, 0] + inp[0, 1, 0] - 4.0 * inp[0, 0, 0]  # noqa: F841
+
+
+def gt_hdiff(out: F64, inp: F64, coeff: F64):  # noqa: ANN201
+    with computation(PARALLEL), interval(...):
+        lap = 4.0 * inp[0, 0, 0] - (inp[1, 0, 0] + inp[-1, 0, 0] + inp[0, 1, 0] + inp[0, -1, 0])
+        res = lap[1, 0, 0] - lap[0, 0, 0]
+        flx = 0 if (res * (inp[1, 0, 0] - inp[0, 0, 0])) > 0 else res
+        res = lap[0, 1, 0] - lap[0, 0, 0]
+        fly = 0 if (res * (inp[0, 1, 0] - inp[0, 0, 0])) > 0 else res
+        out = inp[0, 0, 0] - coeff[0, 0, 0] * (  # noqa: F841
+            flx[0, 0, 0] - flx[-1, 0, 0] + fly[0, 0, 0] - fly[0, -1, 0]
+        )
+
+
+def _gt4py_stencils(backend):
+    return (
+        gtscript.stencil(backend=backend, definition=gt_laplacian),
+        gtscript.stencil(backend=backend, definition=gt_hdiff),
+    )
+
+
+@pytest.fixture(scope="module")
+def gt4py_numpy():
+    return _gt4py_stencils("numpy")
+
+
+def test_same_as_gt4py(rng, gt4py_numpy):
+    gt_lap, gt_hdiff = gt4py_numpy
+    inp, coeff = rng.random(SHAPE), 0.1 * rng.random(SHAPE)
+    ours, theirs = np.zeros(SHAPE), np.zeros(SHAPE)
+    stencils.laplacian(ours, inp, origin=(1, 1, 0))
+    gt_lap(theirs, inp, origin=(1, 1, 0), domain=(SHAPE[0] - 2, SHAPE[1] - 2, SHAPE[2]))
+    np.testing.assert_allclose(ours, theirs, rtol=1e-13)
+    ours, theirs = np.zeros(SHAPE), np.zeros(SHAPE)
+    stencils.hdiff(ours, inp, coeff, origin=(2, 2, 0))
+    gt_hdiff(theirs, inp, coeff, origin=(2, 2, 0), domain=(SHAPE[0] - 4, SHAPE[1] - 4, SHAPE[2]))
+    np.testing.assert_allclose(ours, theirs, rtol=1e-12)
