@@ -291,24 +291,23 @@ static int check_bounds(const gts_field_spec *spec, const gts_field_desc *desc,
                         const int64_t domain[3], gts_bound_field *b, gts_error *err)
 {
     int64_t offset = 0;
+    char label[GTS_DIM_TEXT_SIZE]; /* formatted on the error paths only: this runs per call */
     for (int c = 0; c < b->ndim; ++c) {
-        char label[GTS_DIM_TEXT_SIZE];
-        gts_dim_format(b->dims[c], label);
         if (is_cartesian(b->dims[c])) {
             gts_halo e = spec->extent[c];
             int64_t n = domain[gts_domain_axis(b->dims[c])], end;
             if (b->origin[c] < e.lower)
-                return gts_error_set(err, GTS_EINVAL,
+                return gts_dim_format(b->dims[c], label), gts_error_set(err, GTS_EINVAL,
                                      "%s: dimension %s: origin %lld - lower extent %lld = %lld is "
                                      "before the field's start (0)",
                                      spec->name, label, (long long)b->origin[c],
                                      (long long)e.lower, (long long)(b->origin[c] - e.lower));
             if (gts_add_overflow(b->origin[c], n, &end) || gts_add_overflow(end, e.upper, &end))
-                return gts_error_set(err, GTS_EOVERFLOW,
+                return gts_dim_format(b->dims[c], label), gts_error_set(err, GTS_EOVERFLOW,
                                      "%s: dimension %s: origin + domain + extent overflows",
                                      spec->name, label);
             if (end > b->shape[c])
-                return gts_error_set(err, GTS_EINVAL,
+                return gts_dim_format(b->dims[c], label), gts_error_set(err, GTS_EINVAL,
                                      "%s: dimension %s: origin %lld + domain %lld + upper extent "
                                      "%lld = %lld exceeds the field's extent %lld",
                                      spec->name, label, (long long)b->origin[c], (long long)n,

@@ -42,10 +42,14 @@ class GT4PyStencil:
                 f"(gtscript.stencil(...)), got {stencil_object!r}"
             )
         self.stencil_object = stencil_object
+        call = inspect.signature(type(stencil_object).__call__)
+        self._positional = [p for p in list(call.parameters)[1:] if p not in _RESERVED]
+        self._unused = {name: None for name, info in field_info.items() if info is None}
+        # the signature's fields in the order of the call's arguments
+        names = [n for n in self._positional if field_info.get(n) is not None]
         fields, extents, writes = {}, {}, []
-        for name, info in field_info.items():
-            if info is None:  # declared but unused: GT4Py passes it through
-                continue
+        for name in names:
+            info = field_info[name]
             dims = "".join(info.axes) + "".join(str(d) for d in range(len(info.data_dims)))
             fields[name] = FieldType(info.dtype, dims)
             extents[name] = tuple(info.boundary) + ((0, 0),) * len(info.data_dims)
@@ -54,11 +58,12 @@ class GT4PyStencil:
         self.signature = Signature(
             **fields, extents=extents, writes=writes, device=_backend_device(stencil_object)
         )
-        self._unused = [name for name, info in field_info.items() if info is None]
-        call = inspect.signature(type(stencil_object).__call__)
-        self._positional = [
-            p for p in list(call.parameters)[1:] if p not in _RESERVED
-        ]
+        # the fast path: every argument by position, the fields first
+        nfields = len(names)
+        self._fields_first = names == self._positional[:nfields] and not self._unused
+        self._nfields = nfields
+        self._parameter_names = self._positional[nfields:]
+        self._bind = self.signature.bind
         self._run = stencil_object.run
         self.__doc__ = stencil_object.__doc__
 
@@ -87,17 +92,15 @@ class GT4PyStencil:
                  **kwargs):
         """Binds with gtstore (``validate_args`` is accepted for GT4Py's
         signature: gtstore always validates), then runs the stencil."""
-        binding, parameters = self.bind(*args, domain=domain, origin=origin, **kwargs)
-        unused = {name: None for name in self._unused}
+        if self._fields_first and not kwargs and len(args) == len(self._positional):
+            n = self._nfields
+            binding = self._bind(*args[:n], domain=domain, origin=origin)
+            parameters = dict(zip(self._parameter_names, args[n:]))
+        else:
+            binding, parameters = self.bind(*args, domain=domain, origin=origin, **kwargs)
         with binding:
-            self._run(
-                _domain_=binding.domain,
-                _origin_=binding.origins(),
-                exec_info=exec_info,
-                **binding.arrays(),
-                **unused,
-                **parameters,
-            )
+            self._run(binding.domain, binding.origins(), exec_info, **binding.arrays(),
+                      **self._unused, **parameters)
 
 
 def stencil(stencil_object):

@@ -104,9 +104,13 @@ PyObject *gtpy_signature_bind(PyObject *self, PyObject *const *args, Py_ssize_t 
 {
     SignatureObject *s = (SignatureObject *)self;
     int n = s->sig.nfields;
-    BindingObject *b = (BindingObject *)gtpy_Binding_Type.tp_alloc(&gtpy_Binding_Type, n);
+    /* not tp_alloc: it would zero some kilobytes of slots that binding fills */
+    size_t size = sizeof(BindingObject) + (size_t)n * sizeof(bind_slot);
+    BindingObject *b = PyObject_Malloc(size);
     if (!b)
-        return NULL;
+        return PyErr_NoMemory();
+    PyObject_InitVar((PyVarObject *)b, &gtpy_Binding_Type, n);
+    b->entered = false;
     b->sig = (SignatureObject *)Py_NewRef(self);
     slots_init(b->slots, n);
     if (bind_call(s, "bind", args, nargs, kwnames, b->slots, &b->result) < 0) {
@@ -122,7 +126,7 @@ static void binding_dealloc(PyObject *self)
     if (b->sig)
         slots_clear(b->slots, b->sig->sig.nfields);
     Py_XDECREF(b->sig);
-    Py_TYPE(self)->tp_free(self);
+    PyObject_Free(self);
 }
 
 static PyObject *binding_domain(PyObject *self, void *closure)
@@ -265,11 +269,30 @@ static PyObject *field_origin(BindingObject *b, int f)
     return gtpy_int64_tuple(b->slots[f].bound.ndim, b->slots[f].bound.origin);
 }
 
+/* Whether the object passed is an ndarray already in the kernel's order,
+ * read through its own buffer: it is then its own kernel-order view (a new
+ * array would cost its creation, and consumers' buffer-info caches miss on
+ * every new array). */
+static bool is_kernel_order_ndarray(const bind_slot *slot)
+{
+    PyObject *ndarray = gtpy_numpy("ndarray");
+    if (!ndarray)
+        PyErr_Clear();
+    if (!slot->have_view || !ndarray || Py_TYPE(slot->obj) != (PyTypeObject *)ndarray)
+        return false;
+    for (int c = 0; c < slot->bound.ndim; ++c)
+        if (slot->bound.axis[c] != c)
+            return false;
+    return true;
+}
+
 /* An ndarray over the whole field (element 0 first) in the kernel's order,
  * whose base is the object passed. */
 static PyObject *field_array(BindingObject *b, int f)
 {
     const bind_slot *slot = &b->slots[f];
+    if (is_kernel_order_ndarray(slot))
+        return Py_NewRef(slot->obj);
     if (slot->desc.device != GTS_DEVICE_CPU) {
         PyErr_Format(PyExc_ValueError, "%s: device memory has no ndarray view",
                      b->sig->fields[f].name);
