@@ -63,7 +63,7 @@ class GT4PyStencil:
         self._fields_first = names == self._positional[:nfields] and not self._unused
         self._nfields = nfields
         self._parameter_names = self._positional[nfields:]
-        self._bind = self.signature.bind
+        self._call = self.signature.call
         self._run = stencil_object.run
         self.__doc__ = stencil_object.__doc__
 
@@ -94,10 +94,9 @@ class GT4PyStencil:
         signature: gtstore always validates), then runs the stencil."""
         if self._fields_first and not kwargs and len(args) == len(self._positional):
             n = self._nfields
-            binding = self._bind(*args[:n], domain=domain, origin=origin)
-            parameters = dict(zip(self._parameter_names, args[n:]))
-        else:
-            binding, parameters = self.bind(*args, domain=domain, origin=origin, **kwargs)
+            return self._call(self._run, *args[:n], domain=domain, origin=origin,
+                              args=(exec_info,), kwargs=dict(zip(self._parameter_names, args[n:])))
+        binding, parameters = self.bind(*args, domain=domain, origin=origin, **kwargs)
         with binding:
             self._run(binding.domain, binding.origins(), exec_info, **binding.arrays(),
                       **self._unused, **parameters)

@@ -405,3 +405,33 @@ def test_arrays_in_kernel_order():
     assert arrays["a"].shape == (2, 3, 4)
     assert np.shares_memory(arrays["a"], base)
     assert arrays["a"][1, 2, 3] == base[3, 2, 1]
+
+
+def test_call_runs_kernel_inside_the_protocol(lap):
+    log = []
+    out, inp = (_Recorder(log, n, np.zeros((5, 5, 2))) for n in ("out", "inp"))
+
+    def kernel(domain, origins, scale, *, out, inp, note):
+        log.append(("kernel", domain, origins["inp"], out.shape, scale, note))
+        return "done"
+
+    assert lap.call(kernel, out, inp, args=(2.0,), kwargs={"note": "x"}) == "done"
+    assert log == [("acquire", "out"), ("acquire", "inp"),
+                   ("kernel", (3, 3, 2), (1, 1, 0), (5, 5, 2), 2.0, "x"),
+                   ("touch", "out"), ("release", "out"), ("release", "inp")]
+    log.clear()
+
+    def failing(*args, **kwargs):
+        raise ZeroDivisionError("in the kernel")
+
+    with pytest.raises(ZeroDivisionError):
+        lap.call(failing, out, inp)
+    assert ("touch", "out") not in log and log[-1] == ("release", "inp")
+    log.clear()
+    with pytest.raises(TypeError, match="inp: dtype float32"):
+        lap.call(kernel, out, np.zeros((5, 5, 2), "f4"))
+    assert log == []
+    with pytest.raises(TypeError, match="the kernel, a callable, comes first"):
+        lap.call(out, inp)
+    with pytest.raises(TypeError, match="multiple values"):
+        lap.call(kernel, out, inp, kwargs={"out": 1})

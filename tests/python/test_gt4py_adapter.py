@@ -142,7 +142,7 @@ def test_exception_in_run_releases_without_touch(copy):
                    ("release", "out"), ("release", "inp")]
     log.clear()
 
-    def failing_run(**kwargs):
+    def failing_run(*args, **kwargs):
         raise RuntimeError("kernel failed")
 
     fast._run = failing_run

@@ -343,6 +343,12 @@ static PyMethodDef signature_methods[] = {
      "Reads each field (any object: Storage, NumPy, CuPy, xarray, Field(array, dims), a "
      "DLPack producer), decides origins and the domain and checks everything (see "
      "docs/stencils.md). Nothing is acquired until the Binding is entered."},
+    {"call", (PyCFunction)(void (*)(void))gtpy_signature_call, METH_FASTCALL | METH_KEYWORDS,
+     "call(kernel, *fields, domain=None, origin=None, args=(), kwargs=None, **fields)\n\n"
+     "Binds the fields as bind() does, acquires them, calls kernel(domain, origins, *args, "
+     "**arrays, **kwargs) (origins and arrays: {name: ...} in the kernel's order of "
+     "dimensions), then touches the written fields (only if the kernel returned) and "
+     "releases all. Returns the kernel's result."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -34,7 +34,7 @@ static void slots_clear(bind_slot *slots, int n)
  * fields (borrowed) in the signature's order. */
 static int parse_call(const SignatureObject *s, const char *function, PyObject *const *args,
                       Py_ssize_t nargs, PyObject *kwnames, PyObject **objects, PyObject **domain,
-                      PyObject **origin)
+                      PyObject **origin, PyObject **kernel_args, PyObject **kernel_kwargs)
 {
     int n = s->sig.nfields;
     if (nargs > n) {
@@ -59,6 +59,10 @@ static int parse_call(const SignatureObject *s, const char *function, PyObject *
             *domain = value;
         } else if (PyUnicode_CompareWithASCIIString(key, "origin") == 0) {
             *origin = value;
+        } else if (kernel_args && PyUnicode_CompareWithASCIIString(key, "args") == 0) {
+            *kernel_args = value;
+        } else if (kernel_kwargs && PyUnicode_CompareWithASCIIString(key, "kwargs") == 0) {
+            *kernel_kwargs = value;
         } else {
             PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%U' (fields: "
                                           "%R)",
@@ -81,13 +85,15 @@ static int parse_call(const SignatureObject *s, const char *function, PyObject *
 
 /* Loads and binds every field of a call into `slots` (cleared by the caller). */
 static int bind_call(const SignatureObject *s, const char *function, PyObject *const *args,
-                     Py_ssize_t nargs, PyObject *kwnames, bind_slot *slots, gts_binding *result)
+                     Py_ssize_t nargs, PyObject *kwnames, bind_slot *slots, gts_binding *result,
+                     PyObject **kernel_args, PyObject **kernel_kwargs)
 {
     int n = s->sig.nfields;
     PyObject *stack[GTPY_BIND_STACK_FIELDS], **objects = stack, *domain, *origin;
     if (n > GTPY_BIND_STACK_FIELDS && !(objects = PyMem_Malloc((size_t)n * sizeof *objects)))
         return PyErr_NoMemory(), -1;
-    int rc = parse_call(s, function, args, nargs, kwnames, objects, &domain, &origin);
+    int rc = parse_call(s, function, args, nargs, kwnames, objects, &domain, &origin, kernel_args,
+                        kernel_kwargs);
     for (int f = 0; f < n && rc == 0; ++f)
         rc = gtpy_slot_load(&slots[f], objects[f], &s->fields[f], s->sig.device);
     if (rc == 0)
@@ -113,7 +119,7 @@ PyObject *gtpy_signature_bind(PyObject *self, PyObject *const *args, Py_ssize_t 
     b->entered = false;
     b->sig = (SignatureObject *)Py_NewRef(self);
     slots_init(b->slots, n);
-    if (bind_call(s, "bind", args, nargs, kwnames, b->slots, &b->result) < 0) {
+    if (bind_call(s, "bind", args, nargs, kwnames, b->slots, &b->result, NULL, NULL) < 0) {
         Py_DECREF(b);
         return NULL;
     }
@@ -252,21 +258,23 @@ static PyMappingMethods binding_as_mapping = {
 };
 
 /* {name: f(field)} over every field. */
-static PyObject *per_field(BindingObject *b, PyObject *(*make)(BindingObject *, int))
+static PyObject *per_field(const SignatureObject *s, const bind_slot *slots,
+                           PyObject *(*make)(const SignatureObject *, const bind_slot *, int))
 {
     PyObject *result = PyDict_New();
-    for (int f = 0; result && f < b->sig->sig.nfields; ++f) {
-        PyObject *value = make(b, f);
-        if (!value || PyDict_SetItem(result, PyTuple_GET_ITEM(b->sig->names, f), value) < 0)
+    for (int f = 0; result && f < s->sig.nfields; ++f) {
+        PyObject *value = make(s, &slots[f], f);
+        if (!value || PyDict_SetItem(result, PyTuple_GET_ITEM(s->names, f), value) < 0)
             Py_CLEAR(result);
         Py_XDECREF(value);
     }
     return result;
 }
 
-static PyObject *field_origin(BindingObject *b, int f)
+static PyObject *field_origin(const SignatureObject *s, const bind_slot *slot, int f)
 {
-    return gtpy_int64_tuple(b->slots[f].bound.ndim, b->slots[f].bound.origin);
+    (void)s, (void)f;
+    return gtpy_int64_tuple(slot->bound.ndim, slot->bound.origin);
 }
 
 /* Whether the object passed is an ndarray already in the kernel's order,
@@ -288,14 +296,13 @@ static bool is_kernel_order_ndarray(const bind_slot *slot)
 
 /* An ndarray over the whole field (element 0 first) in the kernel's order,
  * whose base is the object passed. */
-static PyObject *field_array(BindingObject *b, int f)
+static PyObject *field_array(const SignatureObject *s, const bind_slot *slot, int f)
 {
-    const bind_slot *slot = &b->slots[f];
     if (is_kernel_order_ndarray(slot))
         return Py_NewRef(slot->obj);
     if (slot->desc.device != GTS_DEVICE_CPU) {
         PyErr_Format(PyExc_ValueError, "%s: device memory has no ndarray view",
-                     b->sig->fields[f].name);
+                     s->fields[f].name);
         return NULL;
     }
     if (!gtpy_numpy_capi()) {
@@ -314,13 +321,15 @@ static PyObject *field_array(BindingObject *b, int f)
 static PyObject *binding_origins(PyObject *self, PyObject *unused)
 {
     (void)unused;
-    return per_field((BindingObject *)self, field_origin);
+    BindingObject *b = (BindingObject *)self;
+    return per_field(b->sig, b->slots, field_origin);
 }
 
 static PyObject *binding_arrays(PyObject *self, PyObject *unused)
 {
     (void)unused;
-    return per_field((BindingObject *)self, field_array);
+    BindingObject *b = (BindingObject *)self;
+    return per_field(b->sig, b->slots, field_array);
 }
 
 static PyObject *binding_repr(PyObject *self)
@@ -368,6 +377,107 @@ PyTypeObject gtpy_Binding_Type = {
     .tp_methods = binding_methods,
 };
 
+/* ---- Signature.call: bind, then a Python kernel inside the protocol ------------ */
+
+/* Touches (after success) and releases, keeping the first error. */
+static int finish(const SignatureObject *s, bind_slot *slots, bool succeeded)
+{
+    int rc = succeeded ? gtpy_slots_touch(s, slots) : -1;
+    PyObject *type = NULL, *value = NULL, *traceback = NULL;
+    if (rc < 0)
+        PyErr_Fetch(&type, &value, &traceback);
+    int released = gtpy_slots_release(slots, s->sig.nfields);
+    if (rc < 0) {
+        if (released < 0)
+            PyErr_Clear();
+        PyErr_Restore(type, value, traceback);
+        return -1;
+    }
+    return released;
+}
+
+/* kwargs= beside the arrays: a field's name is a TypeError, as Python's
+ * "got multiple values" would be. */
+static int add_kwargs(PyObject *arrays, PyObject *kwargs)
+{
+    if (!PyDict_Check(kwargs)) {
+        PyErr_Format(PyExc_TypeError, "kwargs: expected a dict, got %.200R", kwargs);
+        return -1;
+    }
+    PyObject *key, *value;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(kwargs, &pos, &key, &value)) {
+        int taken = PyDict_Contains(arrays, key);
+        if (taken) {
+            if (taken > 0)
+                PyErr_Format(PyExc_TypeError, "kwargs: got multiple values for field %R", key);
+            return -1;
+        }
+        if (PyDict_SetItem(arrays, key, value) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* kernel(domain, origins, *args, **arrays, **kwargs) on bound slots. */
+static PyObject *call_kernel(const SignatureObject *s, bind_slot *slots, const gts_binding *b,
+                             PyObject *kernel, PyObject *kernel_args, PyObject *kernel_kwargs)
+{
+    PyObject *domain = gtpy_int64_tuple(3, b->domain);
+    PyObject *origins = domain ? per_field(s, slots, field_origin) : NULL;
+    PyObject *arrays = origins ? per_field(s, slots, field_array) : NULL;
+    PyObject *head = arrays ? PyTuple_Pack(2, domain, origins) : NULL;
+    PyObject *positional = NULL, *result = NULL;
+    if (head && kernel_args && kernel_args != Py_None) {
+        PyObject *rest = PySequence_Tuple(kernel_args);
+        positional = rest ? PySequence_Concat(head, rest) : NULL;
+        Py_XDECREF(rest);
+    } else if (head) {
+        positional = Py_NewRef(head);
+    }
+    if (positional && kernel_kwargs && kernel_kwargs != Py_None &&
+        add_kwargs(arrays, kernel_kwargs) < 0)
+        Py_CLEAR(positional);
+    if (positional)
+        result = PyObject_Call(kernel, positional, arrays);
+    Py_XDECREF(domain);
+    Py_XDECREF(origins);
+    Py_XDECREF(arrays);
+    Py_XDECREF(head);
+    Py_XDECREF(positional);
+    return result;
+}
+
+PyObject *gtpy_signature_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                              PyObject *kwnames)
+{
+    SignatureObject *s = (SignatureObject *)self;
+    if (nargs < 1 || !PyCallable_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "call(kernel, *fields, ...): the kernel, a callable, "
+                                         "comes first");
+        return NULL;
+    }
+    int n = s->sig.nfields;
+    enum { STACK = 8 };
+    bind_slot stack[STACK], *slots = stack;
+    if (n > STACK && !(slots = PyMem_Malloc((size_t)n * sizeof *slots)))
+        return PyErr_NoMemory();
+    slots_init(slots, n);
+    gts_binding binding;
+    PyObject *kernel_args = NULL, *kernel_kwargs = NULL, *result = NULL;
+    if (bind_call(s, "call", args + 1, nargs - 1, kwnames, slots, &binding, &kernel_args,
+                  &kernel_kwargs) == 0 &&
+        gtpy_slots_acquire(slots, n) == 0) {
+        result = call_kernel(s, slots, &binding, args[0], kernel_args, kernel_kwargs);
+        if (finish(s, slots, result != NULL) < 0)
+            Py_CLEAR(result);
+    }
+    slots_clear(slots, n);
+    if (slots != stack)
+        PyMem_Free(slots);
+    return result;
+}
+
 /* ---- built-in stencils ------------------------------------------------------------ */
 
 static PyObject *builtin_signature(gts_stencil which)
@@ -389,7 +499,7 @@ static PyObject *run_builtin(gts_stencil which, const char *function, PyObject *
     int n = s->sig.nfields;
     gts_binding binding;
     slots_init(slots, n);
-    int rc = bind_call(s, function, args, nargs, kwnames, slots, &binding);
+    int rc = bind_call(s, function, args, nargs, kwnames, slots, &binding, NULL, NULL);
     if (rc == 0 && (rc = gtpy_slots_acquire(slots, n)) == 0) {
         gts_bound_field bound[MAX_FIELDS];
         for (int f = 0; f < n; ++f)
@@ -399,19 +509,8 @@ static PyObject *run_builtin(gts_stencil which, const char *function, PyObject *
         rc = gts_stencil_run(which, &binding, bound, &err);
         Py_END_ALLOW_THREADS
         if (rc != GTS_OK)
-            rc = gtpy_raise(&err);
-        else
-            rc = gtpy_slots_touch(s, slots);
-        PyObject *type = NULL, *value = NULL, *traceback = NULL;
-        if (rc < 0)
-            PyErr_Fetch(&type, &value, &traceback);
-        int released = gtpy_slots_release(slots, n);
-        if (rc < 0) {
-            if (released < 0)
-                PyErr_Clear();
-            PyErr_Restore(type, value, traceback);
-        }
-        rc = rc < 0 ? rc : released;
+            gtpy_raise(&err);
+        rc = finish(s, slots, rc == GTS_OK);
     }
     slots_clear(slots, n);
     return rc < 0 ? NULL : Py_NewRef(Py_None);
