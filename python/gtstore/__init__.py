@@ -47,6 +47,9 @@ from ._gtstore import (
     zeros_like,
 )
 from .fields import Alignment, DefaultParameters, Field, LayoutMap
+from . import _xarray
+
+_xarray.install()  # GDP-3's default accessor, without importing xarray
 
 __all__ = [
     "Alignment",

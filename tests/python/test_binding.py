@@ -132,8 +132,35 @@ def test_xarray_dataarray_binds_with_its_dims():
     xr = pytest.importorskip("xarray")
     sig = Signature(a=Field["f8", "IJK"])
     da = xr.DataArray(np.zeros((4, 5, 6)), dims=("K", "J", "I"))
-    call = sig.bind(Field(da.data, da.dims))
-    assert call["a"].shape == (6, 5, 4)
+    assert da.__gt_data_interface__[None]["dims"] == ("K", "J", "I")
+    assert sig.bind(da)["a"].shape == (6, 5, 4)
+    assert sig.bind(Field(da.data, da.dims))["a"].shape == (6, 5, 4)
+    # data with its own data interface (a DataArray-like holding a Storage,
+    # which xarray itself would convert): dims set from the DataArray
+    from types import SimpleNamespace
+
+    s = gtstore.zeros((4, 5, 6), dims="KJI")
+    interface = gtstore._xarray.data_interface(SimpleNamespace(dims=("K", "J", "I"), data=s))
+    assert interface[None]["dims"] == ("K", "J", "I")
+    assert callable(interface[None]["acquire"])
+    with pytest.raises(ValueError, match="disagree with the DataArray's"):
+        gtstore._xarray.data_interface(SimpleNamespace(dims=("I", "J", "K"), data=s))
+
+
+def test_xarray_accessor_registered_on_later_import():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, gtstore; assert 'xarray' not in sys.modules; "
+        "import xarray, numpy as np; "
+        "da = xarray.DataArray(np.zeros((2, 3)), dims=('J', 'I')); "
+        "print(da.__gt_data_interface__[None]['dims'])"
+    )
+    pytest.importorskip("xarray")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "('J', 'I')"
 
 
 class _Recorder:
