@@ -136,6 +136,13 @@ typedef struct gts_binding {
 int gts_bind(const gts_signature *sig, const gts_field_desc *fields, const gts_bind_args *args,
              gts_binding *out, gts_bound_field *bound, gts_error *err);
 
+/* A kernel over one call's bound fields, in the signature's order: the C
+ * kernel hook. The Python API calls it with the GIL released
+ * (Signature.call_c), so it must not touch Python objects. `ctx` is the
+ * caller's. Returns 0, or a negative gts_status with `err` filled. */
+typedef int (*gts_kernel_fn)(const gts_binding *binding, const gts_bound_field *fields,
+                             int nfields, void *ctx, gts_error *err);
+
 /* The canonical order of `ndim` labels: order[c] is the index in `dims` of
  * the c-th dimension the kernel indexes (I, J, K, then data dimensions by
  * number). The labels must be valid and unrepeated. */

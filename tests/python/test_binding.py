@@ -462,3 +462,53 @@ def test_call_runs_kernel_inside_the_protocol(lap):
         lap.call(out, inp)
     with pytest.raises(TypeError, match="multiple values"):
         lap.call(kernel, out, inp, kwargs={"out": 1})
+
+
+@pytest.fixture(scope="module")
+def c_kernel_library(tmp_path_factory):
+    """examples/c_kernel.c built as a shared library (skipped without cc)."""
+    import pathlib
+    import shutil
+    import subprocess
+
+    cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    if cc is None:
+        pytest.skip("no C compiler")
+    root = pathlib.Path(__file__).resolve().parents[2]
+    library = tmp_path_factory.mktemp("kernel") / "libc_kernel.so"
+    subprocess.run([cc, "-shared", "-fPIC", "-std=c11", f"-I{root / 'include'}",
+                    str(root / "examples" / "c_kernel.c"), "-o", str(library)],
+                   check=True, timeout=120)
+    return library
+
+
+def test_c_kernel_example(c_kernel_library):
+    import runpy
+
+    runpy.run_path(str(pathlib_root() / "examples" / "c_kernel.py"), run_name="example")[
+        "main"](str(c_kernel_library))
+
+
+def pathlib_root():
+    import pathlib
+
+    return pathlib.Path(__file__).resolve().parents[2]
+
+
+def test_c_kernel_errors(c_kernel_library):
+    import ctypes
+
+    lib = ctypes.CDLL(str(c_kernel_library))
+    kernel = ctypes.cast(lib.scale_kernel, ctypes.c_void_p).value
+    sig = Signature(out=Field["f8", "IJK"], inp=Field["f8", "IJK"], writes=["out"])
+    a, b = np.zeros((3, 3, 3)), np.ones((3, 3, 3))
+    # the kernel's own error (no factor) becomes a ValueError; out is not touched
+    with pytest.raises(ValueError, match="scale_kernel: expects"):
+        sig.call_c(kernel, a, b)
+    with pytest.raises(TypeError, match="expected a capsule or the address"):
+        sig.call_c("kernel", a, b)
+    with pytest.raises(TypeError, match="the kernel comes first"):
+        sig.call_c()
+    factor = ctypes.c_double(3.0)
+    sig.call_c(kernel, a, b, ctx=ctypes.addressof(factor))
+    assert (a == 3).all()

@@ -349,6 +349,12 @@ static PyMethodDef signature_methods[] = {
      "**arrays, **kwargs) (origins and arrays: {name: ...} in the kernel's order of "
      "dimensions), then touches the written fields (only if the kernel returned) and "
      "releases all. Returns the kernel's result."},
+    {"call_c", (PyCFunction)(void (*)(void))gtpy_signature_call_c, METH_FASTCALL | METH_KEYWORDS,
+     "call_c(kernel, *fields, domain=None, origin=None, ctx=None, **fields)\n\n"
+     "As call(), with a C kernel (gtstore/binding.h's gts_kernel_fn: a capsule, or its address "
+     "as an int, e.g. ctypes.cast(lib.kernel, ctypes.c_void_p).value) that receives the "
+     "binding and the bound fields, with ctx (an int address or None) and the GIL "
+     "released. A kernel's error becomes the matching Python exception."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -30,11 +30,30 @@ static void slots_clear(bind_slot *slots, int n)
         gtpy_slot_clear(&slots[f]);
 }
 
+/* The keywords of Signature.call (args=, kwargs=) and call_c (ctx=), each
+ * accepted where its pointer is set; borrowed. */
+typedef struct call_extras {
+    PyObject **args, **kwargs, **ctx;
+} call_extras;
+
+static bool take_extra(PyObject *key, PyObject *value, const call_extras *extras)
+{
+    static const char *const names[] = {"args", "kwargs", "ctx"};
+    PyObject **const slots[] = {extras ? extras->args : NULL, extras ? extras->kwargs : NULL,
+                                extras ? extras->ctx : NULL};
+    for (int i = 0; i < 3; ++i)
+        if (slots[i] && PyUnicode_CompareWithASCIIString(key, names[i]) == 0) {
+            *slots[i] = value;
+            return true;
+        }
+    return false;
+}
+
 /* fields by position or name, domain= and origin=: `objects` receives the
  * fields (borrowed) in the signature's order. */
 static int parse_call(const SignatureObject *s, const char *function, PyObject *const *args,
                       Py_ssize_t nargs, PyObject *kwnames, PyObject **objects, PyObject **domain,
-                      PyObject **origin, PyObject **kernel_args, PyObject **kernel_kwargs)
+                      PyObject **origin, const call_extras *extras)
 {
     int n = s->sig.nfields;
     if (nargs > n) {
@@ -59,10 +78,8 @@ static int parse_call(const SignatureObject *s, const char *function, PyObject *
             *domain = value;
         } else if (PyUnicode_CompareWithASCIIString(key, "origin") == 0) {
             *origin = value;
-        } else if (kernel_args && PyUnicode_CompareWithASCIIString(key, "args") == 0) {
-            *kernel_args = value;
-        } else if (kernel_kwargs && PyUnicode_CompareWithASCIIString(key, "kwargs") == 0) {
-            *kernel_kwargs = value;
+        } else if (take_extra(key, value, extras)) {
+            continue;
         } else {
             PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%U' (fields: "
                                           "%R)",
@@ -86,14 +103,13 @@ static int parse_call(const SignatureObject *s, const char *function, PyObject *
 /* Loads and binds every field of a call into `slots` (cleared by the caller). */
 static int bind_call(const SignatureObject *s, const char *function, PyObject *const *args,
                      Py_ssize_t nargs, PyObject *kwnames, bind_slot *slots, gts_binding *result,
-                     PyObject **kernel_args, PyObject **kernel_kwargs)
+                     const call_extras *extras)
 {
     int n = s->sig.nfields;
     PyObject *stack[GTPY_BIND_STACK_FIELDS], **objects = stack, *domain, *origin;
     if (n > GTPY_BIND_STACK_FIELDS && !(objects = PyMem_Malloc((size_t)n * sizeof *objects)))
         return PyErr_NoMemory(), -1;
-    int rc = parse_call(s, function, args, nargs, kwnames, objects, &domain, &origin, kernel_args,
-                        kernel_kwargs);
+    int rc = parse_call(s, function, args, nargs, kwnames, objects, &domain, &origin, extras);
     for (int f = 0; f < n && rc == 0; ++f)
         rc = gtpy_slot_load(&slots[f], objects[f], &s->fields[f], s->sig.device);
     if (rc == 0)
@@ -119,7 +135,7 @@ PyObject *gtpy_signature_bind(PyObject *self, PyObject *const *args, Py_ssize_t 
     b->entered = false;
     b->sig = (SignatureObject *)Py_NewRef(self);
     slots_init(b->slots, n);
-    if (bind_call(s, "bind", args, nargs, kwnames, b->slots, &b->result, NULL, NULL) < 0) {
+    if (bind_call(s, "bind", args, nargs, kwnames, b->slots, &b->result, NULL) < 0) {
         Py_DECREF(b);
         return NULL;
     }
@@ -448,15 +464,16 @@ static PyObject *call_kernel(const SignatureObject *s, bind_slot *slots, const g
     return result;
 }
 
-PyObject *gtpy_signature_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
-                              PyObject *kwnames)
+/* The bind-acquire-run-finish sequence of call and call_c: `run` gets the
+ * bound slots and the binding, and returns a new reference or NULL. */
+typedef PyObject *(*slot_runner)(const SignatureObject *s, bind_slot *slots,
+                                 const gts_binding *b, PyObject *kernel, const call_extras *x);
+
+static PyObject *bind_and_run(PyObject *self, const char *function, PyObject *const *args,
+                              Py_ssize_t nargs, PyObject *kwnames, call_extras *extras,
+                              slot_runner run)
 {
     SignatureObject *s = (SignatureObject *)self;
-    if (nargs < 1 || !PyCallable_Check(args[0])) {
-        PyErr_SetString(PyExc_TypeError, "call(kernel, *fields, ...): the kernel, a callable, "
-                                         "comes first");
-        return NULL;
-    }
     int n = s->sig.nfields;
     enum { STACK = 8 };
     bind_slot stack[STACK], *slots = stack;
@@ -464,11 +481,10 @@ PyObject *gtpy_signature_call(PyObject *self, PyObject *const *args, Py_ssize_t 
         return PyErr_NoMemory();
     slots_init(slots, n);
     gts_binding binding;
-    PyObject *kernel_args = NULL, *kernel_kwargs = NULL, *result = NULL;
-    if (bind_call(s, "call", args + 1, nargs - 1, kwnames, slots, &binding, &kernel_args,
-                  &kernel_kwargs) == 0 &&
+    PyObject *result = NULL;
+    if (bind_call(s, function, args + 1, nargs - 1, kwnames, slots, &binding, extras) == 0 &&
         gtpy_slots_acquire(slots, n) == 0) {
-        result = call_kernel(s, slots, &binding, args[0], kernel_args, kernel_kwargs);
+        result = run(s, slots, &binding, args[0], extras);
         if (finish(s, slots, result != NULL) < 0)
             Py_CLEAR(result);
     }
@@ -476,6 +492,90 @@ PyObject *gtpy_signature_call(PyObject *self, PyObject *const *args, Py_ssize_t 
     if (slots != stack)
         PyMem_Free(slots);
     return result;
+}
+
+static PyObject *run_python_kernel(const SignatureObject *s, bind_slot *slots,
+                                   const gts_binding *b, PyObject *kernel, const call_extras *x)
+{
+    return call_kernel(s, slots, b, kernel, *x->args, *x->kwargs);
+}
+
+PyObject *gtpy_signature_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                              PyObject *kwnames)
+{
+    if (nargs < 1 || !PyCallable_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "call(kernel, *fields, ...): the kernel, a callable, "
+                                         "comes first");
+        return NULL;
+    }
+    PyObject *kernel_args = NULL, *kernel_kwargs = NULL;
+    call_extras extras = {&kernel_args, &kernel_kwargs, NULL};
+    return bind_and_run(self, "call", args, nargs, kwnames, &extras, run_python_kernel);
+}
+
+/* A C kernel: a capsule holding a gts_kernel_fn, or its address as an int. */
+static gts_kernel_fn c_kernel(PyObject *obj)
+{
+    void *address = NULL;
+    if (PyCapsule_CheckExact(obj))
+        address = PyCapsule_GetPointer(obj, PyCapsule_GetName(obj));
+    else if (PyLong_Check(obj))
+        address = PyLong_AsVoidPtr(obj);
+    if (!address && !PyErr_Occurred())
+        PyErr_Format(PyExc_TypeError,
+                     "call_c(kernel, ...): expected a capsule or the address (an int) of a "
+                     "gts_kernel_fn, e.g. ctypes.cast(lib.kernel, ctypes.c_void_p).value; got "
+                     "%.200R",
+                     obj);
+    gts_kernel_fn fn = NULL;
+    if (address) /* POSIX: function and object pointers round-trip */
+        memcpy(&fn, &address, sizeof fn);
+    return fn;
+}
+
+static PyObject *run_c_kernel(const SignatureObject *s, bind_slot *slots, const gts_binding *b,
+                              PyObject *kernel, const call_extras *x)
+{
+    gts_kernel_fn fn = c_kernel(kernel);
+    void *ctx = NULL;
+    PyObject *ctx_obj = *x->ctx;
+    if (fn && ctx_obj && ctx_obj != Py_None && !(ctx = PyLong_AsVoidPtr(ctx_obj)) &&
+        PyErr_Occurred())
+        return NULL;
+    if (!fn)
+        return NULL;
+    int n = s->sig.nfields;
+    gts_bound_field stack[GTPY_BIND_STACK_FIELDS], *bound = stack;
+    if (n > GTPY_BIND_STACK_FIELDS && !(bound = PyMem_Malloc((size_t)n * sizeof *bound)))
+        return PyErr_NoMemory();
+    for (int f = 0; f < n; ++f)
+        bound[f] = slots[f].bound;
+    gts_error err = {GTS_OK, ""};
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = fn(b, bound, n, ctx, &err);
+    Py_END_ALLOW_THREADS
+    if (bound != stack)
+        PyMem_Free(bound);
+    if (rc == GTS_OK)
+        return Py_NewRef(Py_None);
+    if (err.code == GTS_OK) { /* the kernel failed without a message */
+        err.code = rc < 0 ? rc : GTS_EINVAL;
+        snprintf(err.message, sizeof err.message, "the kernel returned %d", rc);
+    }
+    return gtpy_raise_null(&err);
+}
+
+PyObject *gtpy_signature_call_c(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                                PyObject *kwnames)
+{
+    if (nargs < 1) {
+        PyErr_SetString(PyExc_TypeError, "call_c(kernel, *fields, ...): the kernel comes first");
+        return NULL;
+    }
+    PyObject *ctx = NULL;
+    call_extras extras = {NULL, NULL, &ctx};
+    return bind_and_run(self, "call_c", args, nargs, kwnames, &extras, run_c_kernel);
 }
 
 /* ---- built-in stencils ------------------------------------------------------------ */
@@ -499,7 +599,7 @@ static PyObject *run_builtin(gts_stencil which, const char *function, PyObject *
     int n = s->sig.nfields;
     gts_binding binding;
     slots_init(slots, n);
-    int rc = bind_call(s, function, args, nargs, kwnames, slots, &binding, NULL, NULL);
+    int rc = bind_call(s, function, args, nargs, kwnames, slots, &binding, NULL);
     if (rc == 0 && (rc = gtpy_slots_acquire(slots, n)) == 0) {
         gts_bound_field bound[MAX_FIELDS];
         for (int f = 0; f < n; ++f)

@@ -41,11 +41,13 @@ extern PyMethodDef gtpy_stencil_methods[];
 int gtpy_signature_index(const SignatureObject *s, PyObject *name);
 /* A Signature over a static libgtstore signature (a built-in stencil's). */
 PyObject *gtpy_signature_wrap(const gts_signature *sig);
-/* Signature.bind and Signature.call (binding_call.c). */
+/* Signature.bind, call and call_c (binding_call.c). */
 PyObject *gtpy_signature_bind(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                               PyObject *kwnames);
 PyObject *gtpy_signature_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                               PyObject *kwnames);
+PyObject *gtpy_signature_call_c(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                                PyObject *kwnames);
 
 /* Reads `obj` as field `spec` of a stencil on `device` into an empty slot
  * (the slot then needs gtpy_slot_clear, on failure too). */
