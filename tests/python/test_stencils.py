@@ -168,3 +168,34 @@ def test_same_as_gt4py(rng, gt4py_numpy):
     stencils.hdiff(ours, inp, coeff, origin=(2, 2, 0))
     gt_hdiff(theirs, inp, coeff, origin=(2, 2, 0), domain=(SHAPE[0] - 4, SHAPE[1] - 4, SHAPE[2]))
     np.testing.assert_allclose(ours, theirs, rtol=1e-12)
+
+
+@pytest.fixture
+def emulated_gpu():
+    gtstore.use_gpu("emulated")
+    yield
+    gtstore.use_gpu(None)
+
+
+def test_copy_in_copy_out_for_device_only_storages(emulated_gpu):
+    """Storages with no host buffer, on a host stencil: copied in, and the
+    written one copied back, with a warning each (seed 000)."""
+    rng = np.random.default_rng(5)
+    values = rng.random(SHAPE)
+    inp = gtstore.storage(values, halo=(1, 1, 0), device="gpu", managed=None)
+    out = gtstore.zeros(SHAPE, halo=(1, 1, 0), device="gpu", managed=None)
+    assert out.data is None  # no host side
+    with pytest.warns(gtstore.FieldWarning) as caught:
+        stencils.laplacian(out, inp)
+    messages = sorted(str(w.message) for w in caught)
+    assert messages[0].startswith("inp: no buffer on the cpu, where the stencil computes: "
+                                  "copied to host memory (slow")
+    assert "out: no buffer on the cpu" in messages[1] and "and back after the run" in messages[1]
+    result = out.to_ndarray()
+    np.testing.assert_allclose(result[1:-1, 1:-1], lap_ref(values), rtol=1e-13)
+    assert (result[0] == 0).all()
+    # a failing run copies nothing back
+    before = out.to_ndarray().copy()
+    with pytest.warns(gtstore.FieldWarning), pytest.raises(ValueError, match="inp: dimension I"):
+        stencils.laplacian(out, inp, origin=(0, 0, 0))
+    np.testing.assert_array_equal(out.to_ndarray(), before)

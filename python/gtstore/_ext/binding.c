@@ -385,6 +385,7 @@ void gtpy_slot_clear(bind_slot *slot)
     slot->have_view = false;
     Py_CLEAR(slot->obj);
     Py_CLEAR(slot->storage);
+    Py_CLEAR(slot->copy_back);
     Py_CLEAR(slot->acquire);
     Py_CLEAR(slot->touch);
     Py_CLEAR(slot->release);
@@ -679,6 +680,31 @@ static int load_plain(bind_slot *slot, PyObject *obj, gts_device device)
     return load_gt_dims(slot, obj) < 0 ? -1 : load_gt_origin(slot, obj);
 }
 
+/* A Storage without a host side, for a stencil on the host: its values
+ * copied into a host storage that the stencil uses, and copied back after a
+ * run that writes it (seed 000), with a warning: two transfers per call. */
+static int load_copy_in(bind_slot *slot, PyObject *storage, const gts_storage *g,
+                        const gts_field_spec *spec)
+{
+    gts_storage host;
+    gts_error err;
+    if (gts_storage_copy_to(gts_device_host(), g, &host, &err) != GTS_OK)
+        return gtpy_raise(&err);
+    PyObject *staging = gtpy_storage_new(&host, NULL, NULL);
+    if (!staging)
+        return -1;
+    gtpy_storage_load(staging, &host);
+    int rc = load_storage(slot, staging, &host);
+    Py_DECREF(staging); /* the slot holds it */
+    if (rc < 0)
+        return -1;
+    slot->copy_back = Py_NewRef(storage);
+    return PyErr_WarnFormat(gtpy_FieldWarning, 1,
+                            "%s: no buffer on the cpu, where the stencil computes: copied to "
+                            "host memory%s (slow: transfers on every call)",
+                            spec->name, spec->written ? " and back after the run" : "");
+}
+
 int gtpy_slot_load(bind_slot *slot, PyObject *obj, const gts_field_spec *spec, gts_device device)
 {
     static PyObject *interface_name;
@@ -686,9 +712,10 @@ int gtpy_slot_load(bind_slot *slot, PyObject *obj, const gts_field_spec *spec, g
     slot->obj = Py_NewRef(obj);
     int rc;
     gts_storage g;
-    if (device == GTS_DEVICE_CPU && gtpy_is_storage(obj) &&
-        (gtpy_storage_load(obj, &g), gtpy_has_host_side(g.buffer))) {
-        rc = load_storage(slot, obj, &g);
+    if (device == GTS_DEVICE_CPU && gtpy_is_storage(obj)) {
+        gtpy_storage_load(obj, &g);
+        rc = gtpy_has_host_side(g.buffer) ? load_storage(slot, obj, &g)
+                                          : load_copy_in(slot, obj, &g, spec);
     } else {
         PyObject *interface = gtpy_optional_attr(obj, "__gt_data_interface__", &interface_name);
         if (interface) {
@@ -857,6 +884,16 @@ int gtpy_slots_acquire(bind_slot *slots, int n)
     return 0;
 }
 
+/* The result of a copied-in field back to its device storage. */
+static int copy_back(PyObject *device_storage, PyObject *host_storage)
+{
+    gts_storage dst, src;
+    gts_error err;
+    gtpy_storage_load(device_storage, &dst);
+    gtpy_storage_load(host_storage, &src);
+    return gts_storage_assign(&dst, &src, &err) == GTS_OK ? 0 : gtpy_raise(&err);
+}
+
 int gtpy_slots_touch(const SignatureObject *s, bind_slot *slots)
 {
     int rc = 0;
@@ -865,6 +902,8 @@ int gtpy_slots_touch(const SignatureObject *s, bind_slot *slots)
             continue;
         int done = slots[f].storage ? storage_side(slots[f].storage, true)
                                     : call_callback(slots[f].touch);
+        if (done == 0 && slots[f].copy_back)
+            done = copy_back(slots[f].copy_back, slots[f].storage);
         if (done < 0 && rc == 0)
             rc = -1; /* the first error wins; the others are still touched */
         else if (done < 0)

@@ -18,7 +18,7 @@ typedef struct {
 static void slots_init(bind_slot *slots, int n)
 {
     for (int f = 0; f < n; ++f) {
-        slots[f].obj = slots[f].storage = NULL;
+        slots[f].obj = slots[f].storage = slots[f].copy_back = NULL;
         slots[f].acquire = slots[f].touch = slots[f].release = NULL;
         slots[f].have_view = false;
     }

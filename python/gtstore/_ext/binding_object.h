@@ -22,6 +22,8 @@ typedef struct {
 typedef struct bind_slot {
     PyObject *obj;
     PyObject *storage;                   /* a gtstore Storage read directly, or NULL */
+    PyObject *copy_back;                 /* the device Storage `storage` is a host copy of
+                                            (copy-in/copy-out, seed 000), or NULL */
     PyObject *acquire, *touch, *release; /* data interface callbacks, or NULL */
     bool have_view;
     Py_buffer view;
