@@ -33,10 +33,18 @@ static const gts_field_spec hdiff_fields[] = {
     {.name = "inp", .dtype = F8, .ndim = 3, .dims = IJK, .extent = EXTENT(2)},
     {.name = "coeff", .dtype = F8, .ndim = 3, .dims = IJK},
 };
+static const gts_field_spec tridiagonal_fields[] = {
+    {.name = "x", .dtype = F8, .ndim = 3, .dims = IJK, .written = true},
+    {.name = "a", .dtype = F8, .ndim = 3, .dims = IJK},
+    {.name = "b", .dtype = F8, .ndim = 3, .dims = IJK},
+    {.name = "c", .dtype = F8, .ndim = 3, .dims = IJK},
+    {.name = "d", .dtype = F8, .ndim = 3, .dims = IJK},
+};
 static const gts_signature signatures[] = {
     {2, copy_fields, GTS_DEVICE_CPU},
     {2, laplacian_fields, GTS_DEVICE_CPU},
     {3, hdiff_fields, GTS_DEVICE_CPU},
+    {5, tridiagonal_fields, GTS_DEVICE_CPU},
 };
 #define NSTENCILS ((int)(sizeof signatures / sizeof signatures[0]))
 
@@ -51,6 +59,11 @@ typedef struct view {
     double *origin;
     int64_t step[3];
 } view;
+
+static int64_t magnitude(int64_t x)
+{
+    return x < 0 ? -x : x;
+}
 
 static int make_view(const gts_field_spec *spec, const gts_bound_field *b, view *v,
                      gts_error *err)
@@ -180,6 +193,8 @@ static void run_line(gts_stencil stencil, const view *v, const int64_t idx[3], i
         else
             laplacian_line(base[0], base[1], n, step[0], step[1], di, dj);
         break;
+    case GTS_STENCIL_TRIDIAGONAL: /* by rows: tridiagonal_run */
+        break;
     case GTS_STENCIL_HDIFF:
         if (unit)
             hdiff_line(base[0], base[1], base[2], n, 1, 1, 1, di, dj);
@@ -308,9 +323,62 @@ static int hdiff_by_rows(const view *v, const int64_t *n, int q, gts_error *err)
                   : GTS_OK;
 }
 
-static int64_t magnitude(int64_t x)
+/* ---- tridiagonal solve along K (Thomas algorithm) --------------------------
+ *
+ * Every column (i, j) solves a[k] x[k-1] + b[k] x[k] + c[k] x[k+1] = d[k]
+ * over the domain's K (a[0] and c[nk-1] are not read). One row of columns
+ * (all i, or all j: the horizontal dimension q of x's smaller stride) at a
+ * time, k outermost, so that the inner loop runs along q; the forward
+ * sweep's modified c goes to a per-thread scratch plane, its modified d
+ * into x, and the backward sweep solves in place. No pivoting: a zero
+ * pivot gives infinities or NaN, as the algorithm does. */
+
+static inline double *at(const view *v, int q, int p, int64_t t, int64_t j, int64_t k)
 {
-    return x < 0 ? -x : x;
+    return v->origin + t * v->step[q] + j * v->step[p] + k * v->step[2];
+}
+
+static void tridiagonal_row(const view *v, int q, int p, int64_t j, int64_t nq, int64_t nk,
+                            double *restrict cp)
+{
+    const view *x = &v[0], *a = &v[1], *b = &v[2], *c = &v[3], *d = &v[4];
+    for (int64_t k = 0; k < nk; ++k)
+        for (int64_t t = 0; t < nq; ++t) {
+            double bk = *at(b, q, p, t, j, k), ck = *at(c, q, p, t, j, k);
+            double dk = *at(d, q, p, t, j, k);
+            if (k > 0) {
+                double ak = *at(a, q, p, t, j, k);
+                bk -= ak * cp[(k - 1) * nq + t];
+                dk -= ak * *at(x, q, p, t, j, k - 1);
+            }
+            cp[k * nq + t] = ck / bk;
+            *at(x, q, p, t, j, k) = dk / bk;
+        }
+    for (int64_t k = nk - 2; k >= 0; --k)
+        for (int64_t t = 0; t < nq; ++t)
+            *at(x, q, p, t, j, k) -= cp[k * nq + t] * *at(x, q, p, t, j, k + 1);
+}
+
+static int tridiagonal_run(const view *v, const int64_t *n, gts_error *err)
+{
+    int q = magnitude(v[0].step[0]) <= magnitude(v[0].step[1]) ? 0 : 1, p = 1 - q;
+    int parallel = n[p] > 1 && n[0] * n[1] * n[2] >= PARALLEL_POINTS;
+    int failed = 0;
+    OMP("omp parallel if(parallel) reduction(|:failed)")
+    {
+        double *cp = malloc((size_t)(n[q] * n[2]) * sizeof *cp);
+        if (!cp) {
+            failed = 1;
+        } else {
+            OMP("omp for schedule(static)")
+            for (int64_t j = 0; j < n[p]; ++j)
+                tridiagonal_row(v, q, p, j, n[q], n[2], cp);
+            free(cp);
+        }
+    }
+    (void)parallel;
+    return failed ? gts_error_set(err, GTS_ENOMEM, "tridiagonal: out of memory for scratch")
+                  : GTS_OK;
 }
 
 int gts_stencil_run(gts_stencil stencil, const gts_binding *binding,
@@ -321,7 +389,7 @@ int gts_stencil_run(gts_stencil stencil, const gts_binding *binding,
         return gts_error_set(err, GTS_EINVAL, "stencil: %d is no built-in stencil", (int)stencil);
     if (!binding || !fields)
         return gts_error_set(err, GTS_EINVAL, "stencil: NULL binding");
-    view v[3];
+    view v[5];
     int rc;
     for (int f = 0; f < sig->nfields; ++f)
         if ((rc = make_view(&sig->fields[f], &fields[f], &v[f], err)))
@@ -341,6 +409,8 @@ int gts_stencil_run(gts_stencil stencil, const gts_binding *binding,
         outer = middle;
         middle = swap;
     }
+    if (stencil == GTS_STENCIL_TRIDIAGONAL)
+        return tridiagonal_run(v, n, err);
     /* hdiff along a horizontal contiguous dimension: by rows (above) */
     if (stencil == GTS_STENCIL_HDIFF && inner != 2)
         return hdiff_by_rows(v, n, inner, err);

@@ -8,6 +8,10 @@
  *                              (inp: extent 1 in I and J)
  *   hdiff(out, inp, coeff):    the horizontal diffusion of GT4Py's examples,
  *                              with flux limiter (inp: extent 2 in I and J)
+ *   tridiagonal(x, a, b, c, d): per column, the Thomas algorithm along K for
+ *                              a[k] x[k-1] + b[k] x[k] + c[k] x[k+1] = d[k]
+ *                              over the domain's K (a at its first and c at
+ *                              its last level are not read; no pivoting)
  *
  * Use: gts_bind(gts_stencil_signature(s), ...) then gts_stencil_run(s, ...)
  * with the binding. */
@@ -24,7 +28,8 @@ extern "C" {
 typedef enum gts_stencil {
     GTS_STENCIL_COPY = 0,
     GTS_STENCIL_LAPLACIAN = 1,
-    GTS_STENCIL_HDIFF = 2
+    GTS_STENCIL_HDIFF = 2,
+    GTS_STENCIL_TRIDIAGONAL = 3
 } gts_stencil;
 
 /* The signature of a built-in stencil (static; NULL for an unknown one).

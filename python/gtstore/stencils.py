@@ -7,16 +7,24 @@ All take float64 fields labelled I, J, K (any memory order), and keyword-only
 field names and ``"_all_"``).
 """
 
-from ._gtstore import _stencil_copy, _stencil_hdiff, _stencil_laplacian, _stencil_signature
+from ._gtstore import (
+    _stencil_copy,
+    _stencil_hdiff,
+    _stencil_laplacian,
+    _stencil_signature,
+    _stencil_tridiagonal,
+)
 
-__all__ = ["copy", "hdiff", "laplacian", "signature"]
+__all__ = ["copy", "hdiff", "laplacian", "signature", "tridiagonal"]
 
 
 def signature(name):
-    """The ``Signature`` of the built-in stencil `name` ("copy", "laplacian", "hdiff")."""
+    """The ``Signature`` of the built-in stencil `name` ("copy", "laplacian", "hdiff",
+    "tridiagonal")."""
     return _stencil_signature(name)
 
 
 copy = _stencil_copy
 laplacian = _stencil_laplacian
 hdiff = _stencil_hdiff
+tridiagonal = _stencil_tridiagonal

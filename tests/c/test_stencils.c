@@ -135,14 +135,55 @@ static void test_errors(void)
                     "inp: stride 12 is not a multiple");
     CHECK_FAILS(gts_stencil_run((gts_stencil)9, &b, bound, ERR), GTS_EINVAL, "no built-in");
     CHECK(gts_stencil_signature((gts_stencil)-1) == NULL);
-    for (int s = 0; s <= GTS_STENCIL_HDIFF; ++s)
+    for (int s = 0; s <= GTS_STENCIL_TRIDIAGONAL; ++s)
         CHECK_OK(gts_signature_check(gts_stencil_signature((gts_stencil)s), ERR));
     free(f[0].memory);
     free(f[1].memory);
 }
 
+/* The Thomas solve: every column's residual vanishes, in every layout. */
+static void tridiagonal_in(int x_order, int in_order)
+{
+    field f[5];
+    field_make(&f[0], orders[x_order]);
+    for (int i = 1; i < 5; ++i)
+        field_make(&f[i], orders[(in_order + i) % 6]);
+    for (int64_t e = 0; e < N * N * NK; ++e) {
+        f[1].memory[e] = (double)rnd(1000) / 1000.0 - 0.5;  /* a */
+        f[2].memory[e] = 3.0 + (double)rnd(1000) / 1000.0; /* b: diagonally dominant */
+        f[3].memory[e] = (double)rnd(1000) / 1000.0 - 0.5;  /* c */
+        f[4].memory[e] = (double)rnd(1000) / 100.0;         /* d */
+    }
+    const gts_signature *sig = gts_stencil_signature(GTS_STENCIL_TRIDIAGONAL);
+    gts_field_desc descs[5];
+    for (int i = 0; i < 5; ++i)
+        descs[i] = f[i].desc;
+    gts_binding b;
+    gts_bound_field bound[5];
+    if (CHECK_OK(gts_bind(sig, descs, NULL, &b, bound, ERR)) &&
+        CHECK_OK(gts_stencil_run(GTS_STENCIL_TRIDIAGONAL, &b, bound, ERR))) {
+        int bad = 0;
+        for (int64_t i = 0; i < N; ++i)
+            for (int64_t j = 0; j < N; ++j)
+                for (int64_t k = 0; k < NK; ++k) {
+                    double lhs = *at(&f[2], i, j, k) * *at(&f[0], i, j, k);
+                    if (k > 0)
+                        lhs += *at(&f[1], i, j, k) * *at(&f[0], i, j, k - 1);
+                    if (k < NK - 1)
+                        lhs += *at(&f[3], i, j, k) * *at(&f[0], i, j, k + 1);
+                    bad += fabs(lhs - *at(&f[4], i, j, k)) > 1e-10;
+                }
+        CHECK_INT_EQ(bad, 0);
+    }
+    for (int i = 0; i < 5; ++i)
+        free(f[i].memory);
+}
+
 int main(void)
 {
+    for (int o = 0; o < 6; ++o)
+        for (int i = 0; i < 6; ++i)
+            tridiagonal_in(o, i);
     for (int o = 0; o < 6; ++o)
         for (int i = 0; i < 6; ++i) {
             run_and_compare(GTS_STENCIL_COPY, 0, o, i);

@@ -199,3 +199,31 @@ def test_copy_in_copy_out_for_device_only_storages(emulated_gpu):
     with pytest.warns(gtstore.FieldWarning), pytest.raises(ValueError, match="inp: dimension I"):
         stencils.laplacian(out, inp, origin=(0, 0, 0))
     np.testing.assert_array_equal(out.to_ndarray(), before)
+
+
+@pytest.mark.parametrize("order", ["IJK", "KJI", "JKI"])
+def test_tridiagonal_against_numpy_solve(order):
+    rng = np.random.default_rng(11)
+    shape = (5, 4, 7)
+    a, c = rng.random(shape) - 0.5, rng.random(shape) - 0.5
+    b, d = 3 + rng.random(shape), 10 * rng.random(shape)
+    x = in_order(np.zeros(shape), order)
+    stencils.tridiagonal(x, in_order(a, order[::-1]), b, in_order(c, order), d)
+    result = as_ijk(x)
+    for i in range(shape[0]):
+        for j in range(shape[1]):
+            m = np.diag(b[i, j]) + np.diag(a[i, j, 1:], -1) + np.diag(c[i, j, :-1], 1)
+            np.testing.assert_allclose(result[i, j], np.linalg.solve(m, d[i, j]), rtol=1e-12)
+
+
+def test_tridiagonal_domain_and_errors():
+    shape = (3, 3, 6)
+    a, b, c, d = np.zeros(shape), np.full(shape, 2.0), np.zeros(shape), np.ones(shape)
+    x = np.full(shape, -1.0)
+    stencils.tridiagonal(x, a, b, c, d, origin=(0, 0, 1), domain=(3, 3, 4))
+    assert (x[:, :, 1:5] == 0.5).all() and (x[:, :, [0, 5]] == -1).all()
+    with pytest.raises(ValueError, match="d: shares memory with the output x"):
+        stencils.tridiagonal(x, a, b, c, x)
+    with pytest.raises(TypeError, match="missing field 'd'"):
+        stencils.tridiagonal(x, a, b, c)
+    assert stencils.signature("tridiagonal").fields == ("x", "a", "b", "c", "d")

@@ -582,7 +582,7 @@ PyObject *gtpy_signature_call_c(PyObject *self, PyObject *const *args, Py_ssize_
 
 static PyObject *builtin_signature(gts_stencil which)
 {
-    static PyObject *signatures[GTS_STENCIL_HDIFF + 1];
+    static PyObject *signatures[GTS_STENCIL_TRIDIAGONAL + 1];
     if (!signatures[which])
         signatures[which] = gtpy_signature_wrap(gts_stencil_signature(which));
     return signatures[which];
@@ -594,7 +594,7 @@ static PyObject *run_builtin(gts_stencil which, const char *function, PyObject *
     SignatureObject *s = (SignatureObject *)builtin_signature(which);
     if (!s)
         return NULL;
-    enum { MAX_FIELDS = 3 };
+    enum { MAX_FIELDS = 5 };
     bind_slot slots[MAX_FIELDS];
     int n = s->sig.nfields;
     gts_binding binding;
@@ -637,11 +637,19 @@ static PyObject *stencil_hdiff(PyObject *module, PyObject *const *args, Py_ssize
     return run_builtin(GTS_STENCIL_HDIFF, "hdiff", args, nargs, kwnames);
 }
 
+static PyObject *stencil_tridiagonal(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
+                                     PyObject *kwnames)
+{
+    (void)module;
+    return run_builtin(GTS_STENCIL_TRIDIAGONAL, "tridiagonal", args, nargs, kwnames);
+}
+
 static PyObject *stencil_signature(PyObject *module, PyObject *name)
 {
     (void)module;
-    static const char *const names[] = {"copy", "laplacian", "hdiff"};
-    int which = gtpy_choice(name, "stencil", names, 3, "'copy', 'laplacian' or 'hdiff'");
+    static const char *const names[] = {"copy", "laplacian", "hdiff", "tridiagonal"};
+    int which = gtpy_choice(name, "stencil", names, 4,
+                            "'copy', 'laplacian', 'hdiff' or 'tridiagonal'");
     return which < 0 ? NULL : Py_XNewRef(builtin_signature((gts_stencil)which));
 }
 
@@ -652,6 +660,8 @@ PyMethodDef gtpy_stencil_methods[] = {
      "laplacian(out, inp, *, domain=None, origin=None)"},
     {"_stencil_hdiff", FASTCALL(stencil_hdiff),
      "hdiff(out, inp, coeff, *, domain=None, origin=None)"},
+    {"_stencil_tridiagonal", FASTCALL(stencil_tridiagonal),
+     "tridiagonal(x, a, b, c, d, *, domain=None, origin=None)"},
     {"_stencil_signature", stencil_signature, METH_O,
      "The Signature of a built-in stencil, by name."},
     {NULL, NULL, 0, NULL},
