@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import inspect
 
-from ._gtstore import Signature
+from ._gtstore import KernelCaller, Signature
 from .fields import FieldType
 
 __all__ = ["GT4PyStencil", "stencil"]
@@ -31,8 +31,13 @@ def _backend_device(stencil_object):
     return gt_backend.from_name(stencil_object.backend).storage_info["device"]
 
 
-class GT4PyStencil:
-    """A GT4Py stencil object whose calls gtstore binds (see the module doc)."""
+class GT4PyStencil(KernelCaller):
+    """A GT4Py stencil object whose calls gtstore binds (see the module doc).
+
+    The call itself is ``gtstore.KernelCaller``'s, in C: fields, then
+    parameters, by position or name, ``domain=``, ``origin=``,
+    ``exec_info=`` (passed to ``run``) and ``validate_args=`` (accepted,
+    ignored: gtstore always validates)."""
 
     def __init__(self, stencil_object):
         field_info = getattr(stencil_object, "field_info", None)
@@ -43,10 +48,15 @@ class GT4PyStencil:
             )
         self.stencil_object = stencil_object
         call = inspect.signature(type(stencil_object).__call__)
-        self._positional = [p for p in list(call.parameters)[1:] if p not in _RESERVED]
-        self._unused = {name: None for name, info in field_info.items() if info is None}
+        positional = [p for p in list(call.parameters)[1:] if p not in _RESERVED]
+        unused = {name: None for name, info in field_info.items() if info is None}
         # the signature's fields in the order of the call's arguments
-        names = [n for n in self._positional if field_info.get(n) is not None]
+        names = [n for n in positional if field_info.get(n) is not None]
+        if names != positional[: len(names)] or unused:
+            raise TypeError(
+                "stencil_object: gtstore binds stencils whose fields come before their "
+                "parameters and are all used"
+            )
         fields, extents, writes = {}, {}, []
         for name in names:
             info = field_info[name]
@@ -55,51 +65,17 @@ class GT4PyStencil:
             extents[name] = tuple(info.boundary) + ((0, 0),) * len(info.data_dims)
             if info.access.name in ("WRITE", "READ_WRITE"):
                 writes.append(name)
-        self.signature = Signature(
+        signature = Signature(
             **fields, extents=extents, writes=writes, device=_backend_device(stencil_object)
         )
-        # the fast path: every argument by position, the fields first
-        nfields = len(names)
-        self._fields_first = names == self._positional[:nfields] and not self._unused
-        self._nfields = nfields
-        self._parameter_names = self._positional[nfields:]
-        self._call = self.signature.call
-        self._run = stencil_object.run
+        super().__init__(
+            signature,
+            stencil_object.run,
+            parameters=positional[len(names):],
+            leading=("exec_info",),
+            ignored=("validate_args",),
+        )
         self.__doc__ = stencil_object.__doc__
-
-    def bind(self, *args, domain=None, origin=None, **kwargs):
-        """Binds a call's fields (a ``gtstore.Binding``) and returns it with
-        the parameters: ``(binding, parameters)``."""
-        arguments = dict(zip(self._positional, args))
-        if len(args) > len(self._positional):
-            raise TypeError(
-                f"takes {len(self._positional)} positional arguments ({len(args)} given)"
-            )
-        for key in kwargs:
-            if key in arguments:
-                raise TypeError(f"got multiple values for argument '{key}'")
-        arguments.update(kwargs)
-        fields = {name: arguments.pop(name, None) for name in self.signature.fields}
-        for name in self._unused:
-            arguments.pop(name, None)
-        missing = [name for name, value in fields.items() if value is None]
-        if missing:
-            raise TypeError(f"missing field '{missing[0]}'")
-        binding = self.signature.bind(domain=domain, origin=origin, **fields)
-        return binding, arguments
-
-    def __call__(self, *args, domain=None, origin=None, validate_args=True, exec_info=None,
-                 **kwargs):
-        """Binds with gtstore (``validate_args`` is accepted for GT4Py's
-        signature: gtstore always validates), then runs the stencil."""
-        if self._fields_first and not kwargs and len(args) == len(self._positional):
-            n = self._nfields
-            return self._call(self._run, *args[:n], domain=domain, origin=origin,
-                              args=(exec_info,), kwargs=dict(zip(self._parameter_names, args[n:])))
-        binding, parameters = self.bind(*args, domain=domain, origin=origin, **kwargs)
-        with binding:
-            self._run(binding.domain, binding.origins(), exec_info, **binding.arrays(),
-                      **self._unused, **parameters)
 
 
 def stencil(stencil_object):

@@ -145,7 +145,41 @@ def test_exception_in_run_releases_without_touch(copy):
     def failing_run(*args, **kwargs):
         raise RuntimeError("kernel failed")
 
-    fast._run = failing_run
+    failing = gtstore.KernelCaller(fast.signature, failing_run)
     with pytest.raises(RuntimeError, match="kernel failed"):
-        fast(Logged("out"), Logged("inp"))
+        failing(Logged("out"), Logged("inp"))
     assert ("touch", "out") not in log and log[-1] == ("release", "inp")
+
+
+def test_kernel_caller_arguments():
+    sig = gtstore.Signature(out=gtstore.Field["f8", "IJK"], writes=["out"])
+    seen = []
+
+    def kernel(domain, origins, extra, *, out, alpha):
+        seen.append((domain, origins["out"], extra, alpha, out.shape))
+        return "ok"
+
+    caller = gtstore.KernelCaller(sig, kernel, parameters=["alpha"], leading=["extra"],
+                                  ignored=["validate_args"])
+    a = np.zeros((3, 4, 5))
+    assert caller(a, 2.0) == "ok"
+    assert caller(alpha=3.0, out=a, extra="e", validate_args=False, origin=(1, 1, 1)) == "ok"
+    assert seen == [((3, 4, 5), (0, 0, 0), None, 2.0, (3, 4, 5)),
+                    ((2, 3, 4), (1, 1, 1), "e", 3.0, (3, 4, 5))]
+    assert caller.signature is sig
+    with pytest.raises(TypeError, match="missing argument 'alpha'"):
+        caller(a)
+    with pytest.raises(TypeError, match="missing field 'out'"):
+        caller(alpha=1.0)
+    with pytest.raises(TypeError, match="got multiple values for argument 'out'"):
+        caller(a, 1.0, out=a)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'beta'"):
+        caller(a, 1.0, beta=2)
+    with pytest.raises(TypeError, match="takes 2 positional arguments"):
+        caller(a, 1.0, 2.0)
+    with pytest.raises(TypeError, match="kernel: expected a callable"):
+        gtstore.KernelCaller(sig, 5)
+    with pytest.raises(TypeError, match="parameters: expected names"):
+        gtstore.KernelCaller(sig, kernel, parameters=[1])
+    with pytest.raises(TypeError, match="not initialised"):
+        gtstore.KernelCaller.__new__(gtstore.KernelCaller)(a)

@@ -943,6 +943,8 @@ int gtpy_binding_init(PyObject *module)
     if (!gtpy_FieldWarning || PyModule_AddObjectRef(module, "FieldWarning", gtpy_FieldWarning) < 0)
         return -1;
     if (PyType_Ready(&gtpy_Signature_Type) < 0 || PyType_Ready(&gtpy_Binding_Type) < 0 ||
+        PyType_Ready(&gtpy_KernelCaller_Type) < 0 ||
+        PyModule_AddObjectRef(module, "KernelCaller", (PyObject *)&gtpy_KernelCaller_Type) < 0 ||
         PyModule_AddObjectRef(module, "Signature", (PyObject *)&gtpy_Signature_Type) < 0 ||
         PyModule_AddObjectRef(module, "Binding", (PyObject *)&gtpy_Binding_Type) < 0)
         return -1;

@@ -15,7 +15,7 @@ typedef struct {
 
 /* ---- call arguments ------------------------------------------------------- */
 
-static void slots_init(bind_slot *slots, int n)
+void gtpy_slots_init(bind_slot *slots, int n)
 {
     for (int f = 0; f < n; ++f) {
         slots[f].obj = slots[f].storage = slots[f].copy_back = NULL;
@@ -24,7 +24,7 @@ static void slots_init(bind_slot *slots, int n)
     }
 }
 
-static void slots_clear(bind_slot *slots, int n)
+void gtpy_slots_clear(bind_slot *slots, int n)
 {
     for (int f = 0; f < n; ++f)
         gtpy_slot_clear(&slots[f]);
@@ -134,7 +134,7 @@ PyObject *gtpy_signature_bind(PyObject *self, PyObject *const *args, Py_ssize_t 
     PyObject_InitVar((PyVarObject *)b, &gtpy_Binding_Type, n);
     b->entered = false;
     b->sig = (SignatureObject *)Py_NewRef(self);
-    slots_init(b->slots, n);
+    gtpy_slots_init(b->slots, n);
     if (bind_call(s, "bind", args, nargs, kwnames, b->slots, &b->result, NULL) < 0) {
         Py_DECREF(b);
         return NULL;
@@ -146,7 +146,7 @@ static void binding_dealloc(PyObject *self)
 {
     BindingObject *b = (BindingObject *)self;
     if (b->sig)
-        slots_clear(b->slots, b->sig->sig.nfields);
+        gtpy_slots_clear(b->slots, b->sig->sig.nfields);
     Py_XDECREF(b->sig);
     PyObject_Free(self);
 }
@@ -396,7 +396,7 @@ PyTypeObject gtpy_Binding_Type = {
 /* ---- Signature.call: bind, then a Python kernel inside the protocol ------------ */
 
 /* Touches (after success) and releases, keeping the first error. */
-static int finish(const SignatureObject *s, bind_slot *slots, bool succeeded)
+int gtpy_slots_finish(const SignatureObject *s, bind_slot *slots, bool succeeded)
 {
     int rc = succeeded ? gtpy_slots_touch(s, slots) : -1;
     PyObject *type = NULL, *value = NULL, *traceback = NULL;
@@ -436,6 +436,16 @@ static int add_kwargs(PyObject *arrays, PyObject *kwargs)
 }
 
 /* kernel(domain, origins, *args, **arrays, **kwargs) on bound slots. */
+PyObject *gtpy_bound_origins(const SignatureObject *s, const bind_slot *slots)
+{
+    return per_field(s, slots, field_origin);
+}
+
+PyObject *gtpy_bound_arrays(const SignatureObject *s, const bind_slot *slots)
+{
+    return per_field(s, slots, field_array);
+}
+
 static PyObject *call_kernel(const SignatureObject *s, bind_slot *slots, const gts_binding *b,
                              PyObject *kernel, PyObject *kernel_args, PyObject *kernel_kwargs)
 {
@@ -479,16 +489,16 @@ static PyObject *bind_and_run(PyObject *self, const char *function, PyObject *co
     bind_slot stack[STACK], *slots = stack;
     if (n > STACK && !(slots = PyMem_Malloc((size_t)n * sizeof *slots)))
         return PyErr_NoMemory();
-    slots_init(slots, n);
+    gtpy_slots_init(slots, n);
     gts_binding binding;
     PyObject *result = NULL;
     if (bind_call(s, function, args + 1, nargs - 1, kwnames, slots, &binding, extras) == 0 &&
         gtpy_slots_acquire(slots, n) == 0) {
         result = run(s, slots, &binding, args[0], extras);
-        if (finish(s, slots, result != NULL) < 0)
+        if (gtpy_slots_finish(s, slots, result != NULL) < 0)
             Py_CLEAR(result);
     }
-    slots_clear(slots, n);
+    gtpy_slots_clear(slots, n);
     if (slots != stack)
         PyMem_Free(slots);
     return result;
@@ -598,7 +608,7 @@ static PyObject *run_builtin(gts_stencil which, const char *function, PyObject *
     bind_slot slots[MAX_FIELDS];
     int n = s->sig.nfields;
     gts_binding binding;
-    slots_init(slots, n);
+    gtpy_slots_init(slots, n);
     int rc = bind_call(s, function, args, nargs, kwnames, slots, &binding, NULL);
     if (rc == 0 && (rc = gtpy_slots_acquire(slots, n)) == 0) {
         gts_bound_field bound[MAX_FIELDS];
@@ -610,9 +620,9 @@ static PyObject *run_builtin(gts_stencil which, const char *function, PyObject *
         Py_END_ALLOW_THREADS
         if (rc != GTS_OK)
             gtpy_raise(&err);
-        rc = finish(s, slots, rc == GTS_OK);
+        rc = gtpy_slots_finish(s, slots, rc == GTS_OK);
     }
-    slots_clear(slots, n);
+    gtpy_slots_clear(slots, n);
     return rc < 0 ? NULL : Py_NewRef(Py_None);
 }
 

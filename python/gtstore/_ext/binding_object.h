@@ -67,6 +67,17 @@ int gtpy_slots_acquire(bind_slot *slots, int n);
 int gtpy_slots_touch(const SignatureObject *s, bind_slot *slots);
 int gtpy_slots_release(bind_slot *slots, int n);
 
+/* Empty slots (before loading) and their release (binding_call.c). */
+void gtpy_slots_init(bind_slot *slots, int n);
+void gtpy_slots_clear(bind_slot *slots, int n);
+/* After a run: touch (if it succeeded) and release; the first error wins. */
+int gtpy_slots_finish(const SignatureObject *s, bind_slot *slots, bool succeeded);
+/* {name: origin} and {name: ndarray} of bound slots, in the kernel's order. */
+PyObject *gtpy_bound_origins(const SignatureObject *s, const bind_slot *slots);
+PyObject *gtpy_bound_arrays(const SignatureObject *s, const bind_slot *slots);
+
 int gtpy_bound_field_init(PyObject *module);
+/* gtstore.KernelCaller (kernel_caller.c). */
+extern PyTypeObject gtpy_KernelCaller_Type;
 
 #endif
