@@ -25,18 +25,14 @@ PyObject *gtpy_FieldWarning;
  * errors of the shared converters that name only their parameter. */
 static int prefix_error(const char *name)
 {
-    PyObject *type, *value, *traceback;
-    PyErr_Fetch(&type, &value, &traceback);
-    PyErr_NormalizeException(&type, &value, &traceback);
-    PyObject *text = value ? PyObject_Str(value) : NULL;
-    if (text && PyErr_GivenExceptionMatches(type, PyExc_Exception) &&
-        !PyErr_GivenExceptionMatches(type, PyExc_MemoryError)) {
-        PyErr_Format(type, "%s: %U", name, text);
-        Py_XDECREF(type);
-        Py_XDECREF(value);
-        Py_XDECREF(traceback);
+    PyObject *error = gtpy_error_take();
+    PyObject *text = error ? PyObject_Str(error) : NULL;
+    if (text && PyErr_GivenExceptionMatches(error, PyExc_Exception) &&
+        !PyErr_GivenExceptionMatches(error, PyExc_MemoryError)) {
+        PyErr_Format((PyObject *)Py_TYPE(error), "%s: %U", name, text);
+        Py_DECREF(error);
     } else {
-        PyErr_Restore(type, value, traceback);
+        gtpy_error_put(error);
     }
     Py_XDECREF(text);
     return -1;
@@ -873,11 +869,10 @@ int gtpy_slots_acquire(bind_slot *slots, int n)
                                   : call_callback(slots[f].acquire);
         if (rc < 0) {
             /* release what was acquired, keeping this error */
-            PyObject *type, *value, *traceback;
-            PyErr_Fetch(&type, &value, &traceback);
+            PyObject *error = gtpy_error_take();
             gtpy_slots_release(slots, f);
             PyErr_Clear();
-            PyErr_Restore(type, value, traceback);
+            gtpy_error_put(error);
             return -1;
         }
     }
@@ -915,19 +910,19 @@ int gtpy_slots_touch(const SignatureObject *s, bind_slot *slots)
 int gtpy_slots_release(bind_slot *slots, int n)
 {
     /* every field is released; the first error is the one raised */
-    PyObject *type = NULL, *value = NULL, *traceback = NULL;
+    PyObject *error = NULL;
     int rc = 0;
     for (int f = 0; f < n; ++f) {
         if (call_callback(slots[f].release) == 0)
             continue;
         if (rc == 0)
-            PyErr_Fetch(&type, &value, &traceback);
+            error = gtpy_error_take();
         else
             PyErr_Clear();
         rc = -1;
     }
     if (rc < 0)
-        PyErr_Restore(type, value, traceback);
+        gtpy_error_put(error);
     return rc;
 }
 

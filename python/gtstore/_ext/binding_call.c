@@ -191,14 +191,12 @@ static PyObject *binding_exit(PyObject *self, PyObject *args)
     }
     b->entered = false;
     int touched = type == Py_None ? gtpy_slots_touch(b->sig, b->slots) : 0;
-    PyObject *et = NULL, *ev = NULL, *etb = NULL;
-    if (touched < 0)
-        PyErr_Fetch(&et, &ev, &etb);
+    PyObject *error = touched < 0 ? gtpy_error_take() : NULL;
     int released = gtpy_slots_release(b->slots, b->sig->sig.nfields);
     if (touched < 0) {
         if (released < 0)
             PyErr_Clear();
-        PyErr_Restore(et, ev, etb);
+        gtpy_error_put(error);
         return NULL;
     }
     return released < 0 ? NULL : Py_NewRef(Py_False);
@@ -399,14 +397,12 @@ PyTypeObject gtpy_Binding_Type = {
 int gtpy_slots_finish(const SignatureObject *s, bind_slot *slots, bool succeeded)
 {
     int rc = succeeded ? gtpy_slots_touch(s, slots) : -1;
-    PyObject *type = NULL, *value = NULL, *traceback = NULL;
-    if (rc < 0)
-        PyErr_Fetch(&type, &value, &traceback);
+    PyObject *error = rc < 0 ? gtpy_error_take() : NULL;
     int released = gtpy_slots_release(slots, s->sig.nfields);
     if (rc < 0) {
         if (released < 0)
             PyErr_Clear();
-        PyErr_Restore(type, value, traceback);
+        gtpy_error_put(error);
         return -1;
     }
     return released;

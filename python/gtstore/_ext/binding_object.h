@@ -6,6 +6,35 @@
 
 #include "module.h"
 
+/* The pending exception taken (NULL if none) and put back: PyErr_Fetch and
+ * PyErr_Restore are deprecated from Python 3.12. */
+static inline PyObject *gtpy_error_take(void)
+{
+#if PY_VERSION_HEX >= 0x030C0000
+    return PyErr_GetRaisedException();
+#else
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
+    PyErr_NormalizeException(&type, &value, &traceback);
+    if (value && traceback)
+        PyException_SetTraceback(value, traceback);
+    Py_XDECREF(type);
+    Py_XDECREF(traceback);
+    return value;
+#endif
+}
+
+static inline void gtpy_error_put(PyObject *error)
+{
+#if PY_VERSION_HEX >= 0x030C0000
+    PyErr_SetRaisedException(error);
+#else
+    if (error)
+        PyErr_Restore(Py_NewRef((PyObject *)Py_TYPE(error)), error,
+                      PyException_GetTraceback(error));
+#endif
+}
+
 /* Fields bound without a heap allocation for the C arrays of gts_bind. */
 #define GTPY_BIND_STACK_FIELDS 16
 
