@@ -68,7 +68,11 @@ extern PyTypeObject gtpy_Signature_Type, gtpy_Binding_Type;
 extern PyObject *gtpy_FieldWarning;
 extern PyMethodDef gtpy_stencil_methods[];
 
-/* The field index of `name` (a str), or -1. */
+/* Prefixes the pending exception's message with "name: " (the field), for
+ * the shared converters' errors that name only their parameter; -1. */
+int gtpy_prefix_error(const char *name);
+
+/* The field index of `name` (a str), or -1 (signature.c). */
 int gtpy_signature_index(const SignatureObject *s, PyObject *name);
 /* A Signature over a static libgtstore signature (a built-in stencil's). */
 PyObject *gtpy_signature_wrap(const gts_signature *sig);
