@@ -512,3 +512,35 @@ def test_c_kernel_errors(c_kernel_library):
     factor = ctypes.c_double(3.0)
     sig.call_c(kernel, a, b, ctx=ctypes.addressof(factor))
     assert (a == 3).all()
+
+
+class _CudaLike:
+    """Device memory as the CUDA array interface describes it (the address
+    is never dereferenced by binding)."""
+
+    def __init__(self, shape, strides=None, dims=None):
+        self.__cuda_array_interface__ = {
+            "shape": shape, "typestr": "<f8", "data": (0x7F0000000000, False),
+            "strides": strides, "version": 3, "stream": None,
+        }
+        if dims is not None:
+            self.__gt_dims__ = dims
+
+
+def test_gpu_signature_reads_device_interfaces():
+    sig = Signature(out=Field["f8", "IJK"], inp=Field["f8", "IJK"],
+                    extents={"inp": ((1, 1), (1, 1), (0, 0))}, writes=["out"], device="gpu")
+    assert sig.device == "gpu"
+    out = _CudaLike((6, 5, 4))
+    inp = _CudaLike((4, 5, 6), strides=(8, 32, 160), dims="KJI")  # I contiguous
+    call = sig.bind(out, inp, origin=(1, 1, 0))
+    assert call.domain == (4, 3, 4)
+    assert call["inp"].shape == (6, 5, 4) and call["inp"].strides == (160, 32, 8)
+    assert call["inp"].data == 0x7F0000000000 + 160 + 32
+    with pytest.raises(ValueError, match="out: device memory has no ndarray view"):
+        call.arrays()
+    # host memory for a gpu stencil: no "gpu" buffer
+    with pytest.raises(TypeError, match="inp: cannot read a numpy.ndarray as a field on the gpu"):
+        sig.bind(out, np.zeros((6, 5, 4)), origin=(1, 1, 0))
+    with pytest.raises(ValueError, match="inp: __gt_data_interface__ has no buffer on the gpu"):
+        sig.bind(out, Field(np.zeros((6, 5, 4)), "IJK"), origin=(1, 1, 0))
