@@ -57,28 +57,31 @@ static int host_synchronize(const gts_device_ops *dev, gts_stream stream, gts_er
     return GTS_OK;
 }
 
-const gts_device_ops gts__device_host = {
-    .id = {GTS_DL_CPU, 0},
-    .name = "cpu",
-    .host_accessible = true,
-    .ctx = NULL,
-    .alloc = host_alloc,
-    .free = host_free,
-    .copy_to_device = host_move,
-    .copy_to_host = host_move,
-    .copy_within = host_move,
-    .fill = host_fill,
-    .copy = host_copy,
-    .synchronize = host_synchronize,
-    .stream_create = NULL,
-    .stream_destroy = NULL,
-};
+/* The host's operations, shared by the devices whose memory is host memory. */
+#define HOST_OPERATIONS                                                                         \
+    .host_accessible = true, .ctx = NULL, .alloc = host_alloc, .free = host_free,               \
+    .copy_to_device = host_move, .copy_to_host = host_move, .copy_within = host_move,           \
+    .fill = host_fill, .copy = host_copy, .synchronize = host_synchronize,                      \
+    .stream_create = NULL, .stream_destroy = NULL
+
+const gts_device_ops gts__device_host = {.id = {GTS_DL_CPU, 0}, .name = "cpu", HOST_OPERATIONS};
+
+/* The emulated device's managed memory, (GTS_DL_EXT_DEV, 1): memory both
+ * sides reach, as CUDA managed memory is to a CUDA GPU, so that storages in
+ * managed memory are tested where there is no GPU. The emulated device's
+ * kernels are the host's, so here its memory is host memory and every
+ * operation the host's; unlike the host's, its DLPack device is not the
+ * CPU. */
+static const gts_device_ops emulated_managed = {
+    .id = {GTS_DL_EXT_DEV, 1}, .name = "emulated_managed", HOST_OPERATIONS};
+
 
 /* ---- the registry ------------------------------------------------------------ */
 
 extern const gts_device_ops gts__device_emulated; /* device_emulated.c */
 
-static const gts_device_ops *const devices[] = {&gts__device_host, &gts__device_emulated};
+static const gts_device_ops *const devices[] = {&gts__device_host, &gts__device_emulated,
+                                                 &emulated_managed};
 #define DEVICE_COUNT (sizeof devices / sizeof devices[0])
 
 const gts_device_ops *gts_device_host(void)
@@ -89,6 +92,25 @@ const gts_device_ops *gts_device_host(void)
 const gts_device_ops *gts_device_emulated(void)
 {
     return &gts__device_emulated;
+}
+
+int gts_device_managed(const gts_device_ops *gpu, const gts_device_ops **out, gts_error *err)
+{
+    if (!out)
+        return gts_error_set(err, GTS_EINVAL, "out: NULL");
+    if (gpu == &gts__device_emulated) {
+        *out = &emulated_managed;
+        return GTS_OK;
+    }
+    if (gpu && gpu->id.type == GTS_DL_CUDA)
+        return gts_device_get((gts_device_id){GTS_DL_CUDA_MANAGED, gpu->id.id}, out, err);
+    return gts_error_set(err, GTS_ENOTSUP, "managed: the %s device has no managed memory",
+                         gpu ? gpu->name : "(NULL)");
+}
+
+bool gts_device_is_managed(const gts_device_ops *device)
+{
+    return device == &emulated_managed || (device && device->id.type == GTS_DL_CUDA_MANAGED);
 }
 
 /* ---- for device implementations ------------------------------------------------ */

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gtstore/sync.h"
 #include "internal.h"
 
 /* ---- export ---------------------------------------------------------------
@@ -36,8 +37,12 @@ static void delete_legacy(gts_dl_managed *self)
 
 /* Fills `tensor` for `storage`, shape and strides going into `block`. */
 static int export_tensor(const gts_storage *storage, export_block **out, gts_dl_tensor **tensor,
-                         bool versioned, gts_error *err)
+                         bool versioned, bool host_side, gts_error *err)
 {
+    if (host_side && !gts_buffer_mirrored(storage->buffer))
+        return gts_error_set(err, GTS_EINVAL,
+                             "flags: GTS_DLPACK_HOST_SIDE needs a mirrored buffer, which has a "
+                             "host side");
     int n = storage->ndim;
     int64_t itemsize = storage->dtype.itemsize;
     for (int d = 0; d < n; ++d)
@@ -58,9 +63,11 @@ static int export_tensor(const gts_storage *storage, export_block **out, gts_dl_
         shape[d] = storage->shape[d];
         strides[d] = storage->strides[d] / itemsize;
     }
-    /* element 0 on the buffer's device, which the tensor names */
-    char *base = gts_buffer_data(storage->buffer); /* NULL for empty wrapped memory */
-    gts_device_id device = gts_buffer_device(storage->buffer)->id;
+    /* element 0 on the side exported, whose device the tensor names */
+    char *base = host_side ? gts_buffer_host(storage->buffer)
+                           : gts_buffer_data(storage->buffer); /* NULL: empty wrapped memory */
+    gts_device_id device = host_side ? gts_device_host()->id
+                                     : gts_buffer_device(storage->buffer)->id;
     t->data = base ? base + storage->offset : NULL;
     t->device = (gts_dl_device){device.type, device.id};
     t->ndim = n;
@@ -78,7 +85,8 @@ int gts_storage_to_dlpack(const gts_storage *storage, uint64_t flags,
 {
     export_block *block;
     gts_dl_tensor *tensor;
-    int rc = export_tensor(storage, &block, &tensor, true, err);
+    bool host_side = (flags & GTS_DLPACK_HOST_SIDE) != 0;
+    int rc = export_tensor(storage, &block, &tensor, true, host_side, err);
     if (rc)
         return rc;
     gts_dl_managed_versioned *m = &block->managed.versioned;
@@ -99,7 +107,7 @@ int gts_storage_to_dlpack_legacy(const gts_storage *storage, gts_dl_managed **ou
                              "can mark it read-only");
     export_block *block;
     gts_dl_tensor *tensor;
-    int rc = export_tensor(storage, &block, &tensor, false, err);
+    int rc = export_tensor(storage, &block, &tensor, false, false, err);
     if (rc)
         return rc;
     gts_dl_managed *m = &block->managed.legacy;

@@ -121,12 +121,7 @@ static int place(const gts_storage_spec *spec, const gts_device_ops **device, un
         *flags |= GTS_ALLOC_MIRRORED;
     if (spec->managed != GTS_MANAGED_CUDA)
         return GTS_OK;
-    if (gpu->id.type != GTS_DL_CUDA)
-        return gts_error_set(err, GTS_ENOTSUP,
-                             "managed: CUDA managed memory needs a CUDA GPU, and the GPU here is "
-                             "the %s device",
-                             gpu->name);
-    return gts_device_get((gts_device_id){GTS_DL_CUDA_MANAGED, gpu->id.id}, device, err);
+    return gts_device_managed(gpu, device, err);
 }
 
 /* Resolves `resolved` in place and allocates a storage for it on `device`

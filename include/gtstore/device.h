@@ -18,6 +18,9 @@
  *   are not host addresses (dereferencing one faults), every address it is
  *   given is checked to lie in one of its live blocks, and it counts its
  *   transfers (gts_device_emulated_counts).
+ * - the emulated device's managed memory (GTS_DL_EXT_DEV, 1): host memory
+ *   with the host's operations under a device id that is not the CPU's,
+ *   playing CUDA managed memory for tests (gts_device_managed).
  * - the CUDA devices, where an NVIDIA driver and GPU are present: the driver
  *   library (libcuda.so.1, or the path in the environment variable
  *   GTSTORE_LIBCUDA) is loaded with dlopen on first use, so one build runs
@@ -132,6 +135,14 @@ const gts_device_ops *gts_device_host(void);
 
 /* The emulated device (GTS_DL_EXT_DEV, 0), always present. */
 const gts_device_ops *gts_device_emulated(void);
+
+/* The managed memory of `gpu` (CUDA managed memory of a CUDA device; of
+ * the emulated device, host memory under the id (GTS_DL_EXT_DEV, 1)):
+ * memory both the host and `gpu` reach, which needs no sync.
+ * GTS_ENOTSUP for a device without one. */
+int gts_device_managed(const gts_device_ops *gpu, const gts_device_ops **out, gts_error *err);
+/* Whether `device` is the managed memory of a GPU. */
+bool gts_device_is_managed(const gts_device_ops *device);
 
 /* The devices available, host first: writes up to `capacity` of them to
  * `out` (may be NULL when capacity is 0) and returns how many there are. */

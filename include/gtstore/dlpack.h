@@ -27,6 +27,10 @@ extern "C" {
 /* Flags of the versioned struct. */
 #define GTS_DLPACK_READ_ONLY ((uint64_t)1 << 0)
 #define GTS_DLPACK_IS_COPIED ((uint64_t)1 << 1)
+/* Not a DLPack flag: asks gts_storage_to_dlpack for the host side of a
+ * mirrored buffer (gtstore/sync.h), a CPU tensor. The caller has brought
+ * that side up to date (gts_buffer_sync / gts_buffer_prepare_write). */
+#define GTS_DLPACK_HOST_SIDE ((uint64_t)1 << 32)
 
 /* DLDevice; the same layout as gts_device_id. */
 typedef struct gts_dl_device {
@@ -73,9 +77,10 @@ typedef struct gts_dl_managed_versioned {
  * until its deleter runs). The tensor's device is the buffer's (for the
  * emulated device GTS_DL_EXT_DEV, which no host library takes for host
  * memory). data points at element 0 on that device, byte_offset is 0 and
- * strides are always filled. Of `flags` only GTS_DLPACK_IS_COPIED is taken
- * (the caller says the storage is a copy); GTS_DLPACK_READ_ONLY is set
- * exactly for read-only storages. */
+ * strides are always filled. Of `flags` GTS_DLPACK_IS_COPIED is taken (the
+ * caller says the storage is a copy) and GTS_DLPACK_HOST_SIDE (the host
+ * side of a mirrored buffer instead; GTS_EINVAL for any other buffer);
+ * GTS_DLPACK_READ_ONLY is set exactly for read-only storages. */
 int gts_storage_to_dlpack(const gts_storage *storage, uint64_t flags,
                           gts_dl_managed_versioned **out, gts_error *err);
 

@@ -4,6 +4,7 @@
 #define GTSTORE_GTSTORE_H
 
 #include "gtstore/binding.h"
+#include "gtstore/broadcast.h"
 #include "gtstore/buffer.h"
 #include "gtstore/device.h"
 #include "gtstore/dlpack.h"

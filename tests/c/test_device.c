@@ -62,13 +62,27 @@ static void test_registry(void)
     CHECK(dev == NULL); /* failures write nothing */
     CHECK_FAILS(gts_device_get((gts_device_id){GTS_DL_CPU, 0}, NULL, ERR), GTS_EINVAL, "out");
 
-    const gts_device_ops *list[4] = {NULL};
-    size_t listed = gts_device_list(NULL, 0); /* with CUDA: its devices after these two */
-    CHECK(cuda_rc ? listed == 2 : listed > 2);
+    const gts_device_ops *list[5] = {NULL};
+    size_t listed = gts_device_list(NULL, 0); /* with CUDA: its devices after these three */
+    CHECK(cuda_rc ? listed == 3 : listed > 3);
     CHECK_INT_EQ(gts_device_list(list, 1), listed);
     CHECK(list[0] == host && list[1] == NULL);
-    CHECK_INT_EQ(gts_device_list(list, 2), listed);
-    CHECK(list[0] == host && list[1] == emu && list[2] == NULL);
+    CHECK_INT_EQ(gts_device_list(list, 3), listed);
+    CHECK(list[0] == host && list[1] == emu && list[3] == NULL);
+    /* the third: the emulated device's managed memory, host memory under
+     * an id of its own */
+    const gts_device_ops *managed = list[2];
+    CHECK(gts_device_id_equal(managed->id, (gts_device_id){GTS_DL_EXT_DEV, 1}));
+    CHECK(managed->host_accessible && gts_device_is_managed(managed));
+    CHECK(!gts_device_is_managed(host) && !gts_device_is_managed(emu) &&
+          !gts_device_is_managed(NULL));
+    if (CHECK_OK(gts_device_managed(emu, &dev, ERR)))
+        CHECK(dev == managed);
+    if (CHECK_OK(gts_device_get(managed->id, &dev, ERR)))
+        CHECK(dev == managed);
+    CHECK_FAILS(gts_device_managed(host, &dev, ERR), GTS_ENOTSUP, "cpu device has no managed");
+    CHECK_FAILS(gts_device_managed(emu, NULL, ERR), GTS_EINVAL, "out");
+    CHECK_FAILS(gts_device_use_gpu(managed, ERR), GTS_EINVAL, "host memory");
     CHECK(gts_device_id_equal(host->id, (gts_device_id){1, 0}));
     CHECK(!gts_device_id_equal(host->id, emu->id));
     /* DLPack's device struct and the id have one layout */
@@ -406,6 +420,9 @@ int main(void)
     test_registry();
     test_contract(gts_device_host());
     test_contract(gts_device_emulated());
+    const gts_device_ops *managed;
+    if (CHECK_OK(gts_device_managed(gts_device_emulated(), &managed, ERR)))
+        test_contract(managed);
     test_bad_input(gts_device_host());
     test_bad_input(gts_device_emulated());
     test_streams();

@@ -29,6 +29,8 @@
 #include "check.h"
 #include "device_contract.h"
 #include "fake_cuda.h"
+
+#define BUILT_IN 3 /* host, emulated, emulated managed */
 #include "random.h"
 #include "gtstore/buffer.h"
 #include "gtstore/device.h"
@@ -73,8 +75,9 @@ static void check_absent(int code, const char *cause)
     CHECK(dev == NULL);
     /* the registry and the built-in devices work as ever */
     const gts_device_ops *list[8] = {NULL};
-    CHECK_INT_EQ(gts_device_list(list, 8), 2);
-    CHECK(list[0] == gts_device_host() && list[1] == gts_device_emulated() && !list[2]);
+    CHECK_INT_EQ(gts_device_list(list, 8), BUILT_IN);
+    CHECK(list[0] == gts_device_host() && list[1] == gts_device_emulated() &&
+          gts_device_is_managed(list[2]) && !list[3]);
     if (CHECK_OK(gts_device_get((gts_device_id){GTS_DL_EXT_DEV, 0}, &dev, ERR)))
         CHECK(dev == gts_device_emulated());
     test_contract(gts_device_emulated());
@@ -306,24 +309,26 @@ static void check_present(int expect_count, int expect_unmanaged)
         CHECK_INT_EQ(count, expect_count);
     CHECK(count >= 1 && version >= 11030);
 
-    /* the registry: host, emulated, cuda:0.., cuda_host:0, cuda_managed:.. */
-    const gts_device_ops *list[2 + 3 * 64] = {NULL}, *dev = NULL;
+    /* the registry: the built-in devices, cuda:0.., cuda_host:0, cuda_managed:.. */
+    const gts_device_ops *list[BUILT_IN + 3 * 64] = {NULL}, *dev = NULL;
     size_t n = gts_device_list(list, sizeof list / sizeof list[0]);
-    CHECK(n >= (size_t)(2 + count + 1) && n <= (size_t)(2 + 2 * count + 1));
+    CHECK(n >= (size_t)(BUILT_IN + count + 1) && n <= (size_t)(BUILT_IN + 2 * count + 1));
     CHECK(list[0] == gts_device_host() && list[1] == gts_device_emulated());
     int managed = 0;
-    for (size_t i = 2; i < n; ++i) {
+    for (size_t i = BUILT_IN; i < n; ++i) {
         const gts_device_ops *d = list[i];
         if (CHECK_OK(gts_device_get(d->id, &dev, ERR)))
             CHECK(dev == d);
         CHECK(d->stream_create && d->stream_destroy);
-        if (i < (size_t)(2 + count)) {
-            CHECK(d->id.type == GTS_DL_CUDA && d->id.id == (int)i - 2 && !d->host_accessible);
-        } else if (i == (size_t)(2 + count)) {
+        if (i < (size_t)(BUILT_IN + count)) {
+            CHECK(d->id.type == GTS_DL_CUDA && d->id.id == (int)i - BUILT_IN &&
+                  !d->host_accessible);
+        } else if (i == (size_t)(BUILT_IN + count)) {
             CHECK(d->id.type == GTS_DL_CUDA_HOST && d->id.id == 0 && d->host_accessible);
             CHECK_STR_EQ(d->name, "cuda_host:0");
         } else {
             CHECK(d->id.type == GTS_DL_CUDA_MANAGED && d->host_accessible);
+            CHECK(gts_device_is_managed(d));
             ++managed;
         }
     }
@@ -344,7 +349,7 @@ static void check_present(int expect_count, int expect_unmanaged)
     CHECK_FAILS(gts_device_get((gts_device_id){GTS_DL_CUDA_MANAGED, count}, &dev, ERR),
                 GTS_ENOTFOUND, "CUDA managed");
 
-    for (size_t i = 2; i < n; ++i) {
+    for (size_t i = BUILT_IN; i < n; ++i) {
         const gts_device_ops *d = list[i];
         printf("device %s: the contract\n", d->name);
         test_contract(d);

@@ -14,6 +14,7 @@
 #include "check.h"
 #include "random.h"
 #include "storage_helpers.h"
+#include "gtstore/dlpack.h"
 #include "gtstore/sync.h"
 
 #define SIZE 4096
@@ -170,6 +171,32 @@ static void test_random_sequence(void)
 /* Storages over a mirrored buffer: fill and assign write the device side
  * after syncing it; copy makes a mirrored copy; the host side is the
  * storage's host address. */
+/* DLPack exports the device side, or with GTS_DLPACK_HOST_SIDE the host
+ * side as a CPU tensor; only mirrored buffers have one. */
+static void test_dlpack_sides(const gts_storage *s)
+{
+    gts_dl_managed_versioned *t;
+    if (CHECK_OK(gts_storage_to_dlpack(s, GTS_DLPACK_HOST_SIDE, &t, ERR))) {
+        CHECK(t->dl_tensor.device.device_type == GTS_DL_CPU && t->flags == 0);
+        CHECK((char *)t->dl_tensor.data == (char *)gts_storage_data(s));
+        t->deleter(t);
+    }
+    if (CHECK_OK(gts_storage_to_dlpack(s, 0, &t, ERR))) {
+        CHECK(t->dl_tensor.device.device_type == GTS_DL_EXT_DEV);
+        CHECK((char *)t->dl_tensor.data == (char *)gts_buffer_data(s->buffer) + s->offset);
+        t->deleter(t);
+    }
+    gts_storage plain;
+    const int64_t n = 3;
+    gts_storage_spec spec;
+    CHECK_OK(gts_storage_spec_init(&spec, 1, &n, F8, ERR));
+    if (CHECK_OK(gts_storage_create_on(emulated, &spec, 0, &plain, ERR))) {
+        CHECK_FAILS(gts_storage_to_dlpack(&plain, GTS_DLPACK_HOST_SIDE, &t, ERR), GTS_EINVAL,
+                    "mirrored");
+        gts_storage_release(&plain);
+    }
+}
+
 static void test_storages(void)
 {
     const int64_t shape[2] = {6, 5};
@@ -207,6 +234,7 @@ static void test_storages(void)
         CHECK(c[29] == -1.0 && c[5] == 2.5 && c[0] == 0.0);
         gts_storage_release(&copy);
     }
+    test_dlpack_sides(&s);
     gts_storage_release(&s);
 }
 

@@ -264,6 +264,27 @@ def spec():
     return {"gt4py_field": field, "like_fortran_subarray": like, "left_to_library": left}
 
 
+def broadcast():
+    """fuzz_broadcast: seed 001's IJ + K, and a K field into a KJI output."""
+
+    def storage(seed, labels, shape, halo, layout, alignment):
+        seed.range(0, 5, len(labels)).u8(0)  # not hostile
+        for label, extent, h, rank in zip(labels, shape, halo, layout):
+            seed.range(0, 4, "IJK01".index(label)).range(0, 4, extent)
+            seed.range(0, 4, h).range(0, 4, h).range(0, max(extent - 1, 0), h).range(-1, 5, rank)
+        return seed.range(0, 256, alignment)
+
+    ij_k = Input().range(0, 6, 2)
+    storage(ij_k.bool(True), "IJ", [4, 4], [1, 1], [1, 0], 64)
+    storage(ij_k.bool(True), "K", [3], [0], [0], 8)
+    ij_k.bool(False).bool(True).bool(False)  # no out; reduce over J, no keepdims
+    into = Input().range(0, 6, 2)
+    storage(into.bool(True), "K", [3], [0], [0], 8)
+    into.bool(False).range(0, 4, 3).range(0, 4, 1).range(0, 4, 1).range(0, 4, 3)  # a 3-d array
+    storage(into.bool(True), "KJI", [3, 1, 3], [0, 0, 1], [0, 1, 2], 0)
+    return {"ij_plus_k": ij_k, "into_kji": into}
+
+
 def binding():
     """The laplacian's call (out, inp with extent 1 in I and J, origin (1, 1, 0)
     for all) on two 8 x 8 x 4 fields, and the same with inp labelled K, J, I
@@ -315,7 +336,7 @@ def main():
     import sys
     makers = {"dtype": dtype, "dims_layout": dims_layout, "geometry": geometry, "buffer": buffer,
               "dlpack_import": dlpack_import, "views": views, "kernels": kernels, "spec": spec,
-              "binding": binding}
+              "broadcast": broadcast, "binding": binding}
     for target in sys.argv[1:] or makers:  # the targets named, else all
         make = makers[target]
         folder = HERE / "corpus" / target

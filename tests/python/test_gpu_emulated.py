@@ -44,6 +44,7 @@ def transfers():
         ({"device": "gpu", "managed": "gt4py"}, gtstore.SoftwareManagedGPUStorage),
         ({"device": "gpu", "managed": None}, gtstore.GPUStorage),
         ({"device": "gpu", "managed": False}, gtstore.GPUStorage),
+        ({"device": "gpu", "managed": "cuda"}, gtstore.CudaManagedGPUStorage),
         ({"defaults": "gt:gpu"}, gtstore.SoftwareManagedGPUStorage),
         ({"defaults": "gt:gpu", "device": "cpu"}, gtstore.CPUStorage),
         ({"device": "cpu", "managed": "cuda"}, gtstore.CPUStorage),  # no effect on the CPU
@@ -55,9 +56,84 @@ def test_type_follows_device_and_managed(kwargs, kind):
     assert type(s) is kind
     assert isinstance(s, gtstore.Storage)
     assert type(s[1:]) is kind  # views keep it
-    on_device = kind is not gtstore.CPUStorage
-    assert s.device == ("emulated" if on_device else None)
-    assert s.__dlpack_device__() == ((12, 0) if on_device else (1, 0))
+    device, dlpack = {
+        gtstore.CPUStorage: (None, (1, 0)),
+        gtstore.CudaManagedGPUStorage: ("emulated_managed", (12, 1)),
+    }.get(kind, ("emulated", (12, 0)))
+    assert s.device == device and s.__dlpack_device__() == dlpack
+
+
+SYNC_METHODS = [
+    ("host_to_device", {}), ("host_to_device", {"force": True}),
+    ("device_to_host", {}), ("device_to_host", {"force": True}),
+    ("synchronize", {}), ("set_host_modified", {}), ("set_device_modified", {}),
+    ("set_synchronized", {}),
+]
+TYPES = {
+    gtstore.CPUStorage: {"device": "cpu"},
+    gtstore.SoftwareManagedGPUStorage: {"device": "gpu"},
+    gtstore.GPUStorage: {"device": "gpu", "managed": None},
+    gtstore.CudaManagedGPUStorage: {"device": "gpu", "managed": "cuda"},
+}
+
+
+@pytest.mark.parametrize("kind", list(TYPES), ids=lambda k: k.__name__)
+@pytest.mark.parametrize("method, kwargs", SYNC_METHODS, ids=lambda m: str(m))
+def test_every_type_every_sync_method(kind, method, kwargs):
+    """Seed 000's sync methods exist on every type; only a software-managed
+    storage has two sides to sync, elsewhere they are no-ops that move
+    nothing and leave the state clean."""
+    s = gtstore.full((3, 4), 2.0, **TYPES[kind])
+    s.synchronize()
+    gtstore.reset_transfer_counts()
+    assert getattr(s, method)(**kwargs) is None
+    if kind is not gtstore.SoftwareManagedGPUStorage:
+        assert transfers() == (0, 0)
+        assert s.sync_state.state == gtstore.SyncState.SYNC_CLEAN
+    else:
+        forced = kwargs.get("force", False)
+        assert transfers() == {"host_to_device": (int(forced), 0),
+                               "device_to_host": (0, int(forced))}.get(method, (0, 0))
+        assert s.sync_state.state == {
+            "set_host_modified": gtstore.SyncState.SYNC_HOST_DIRTY,
+            "set_device_modified": gtstore.SyncState.SYNC_DEVICE_DIRTY,
+        }.get(method, gtstore.SyncState.SYNC_CLEAN)
+    np.testing.assert_array_equal(s.to_ndarray(), np.full((3, 4), 2.0))
+
+
+@pytest.mark.parametrize("kind", list(TYPES), ids=lambda k: k.__name__)
+def test_every_type_attributes(kind):
+    s = gtstore.full((3, 4), 2.0, **TYPES[kind])
+    host_side = kind is not gtstore.GPUStorage
+    assert (s.data is not None) == host_side
+    assert (s.device_data is None) == (kind is gtstore.CPUStorage)
+    assert isinstance(s.sync_state, gtstore.SyncState) and s[1:].sync_state is s.sync_state
+    if host_side:
+        assert np.asarray(s).sum() == 24.0
+    assert s.to_ndarray().sum() == 24.0
+
+
+def test_managed_memory_is_one_memory_both_sides_reach():
+    """managed="cuda" on the emulated device: its managed memory, host
+    memory under the device id (12, 1), as CUDA managed memory is one
+    memory the host and the GPU reach: no transfers, no sync state."""
+    u = gtstore.zeros((4, 5), device="gpu", managed="cuda", halo=((1, 1), (1, 1)))
+    gtstore.reset_transfer_counts()
+    device = u.to_ndarray()
+    assert np.shares_memory(device, np.asarray(u))
+    device[1, 1] = 3.0  # "the device" writes; the host sees it at once
+    u[2, 2] = 4.0
+    assert u[1, 1] == 3.0 and device[2, 2] == 4.0
+    u[:, 0] = gtstore.full((4,), 5.0, device="gpu")  # a device value, copied over
+    assert (device[:, 0] == 5.0).all()
+    assert transfers() == (0, 1)  # read out of the value's device memory, nothing else
+    assert u.sync_state.state == gtstore.SyncState.SYNC_CLEAN
+    assert type(u.copy()) is gtstore.CudaManagedGPUStorage and type(u[1:]) is type(u)
+    assert not hasattr(u, "__cuda_array_interface__")  # not CUDA memory
+    with pytest.raises(gtstore.GTNoSuchBufferError, match="no CUDA buffer"):
+        u.to_cupy()
+    v = gtstore.from_dlpack(u)  # imports the managed memory itself
+    assert type(v) is gtstore.CudaManagedGPUStorage and np.shares_memory(np.asarray(v), device)
 
 
 def test_gpu_preset_has_its_geometry():
@@ -67,8 +143,11 @@ def test_gpu_preset_has_its_geometry():
     assert s.alignment_size == host.alignment_size == 32 * 8
 
 
-def test_cuda_managed_needs_cuda():
-    with pytest.raises(NotImplementedError, match="managed: CUDA managed memory needs a CUDA GPU"):
+def test_managed_memory_needs_a_gpu_that_has_it():
+    gtstore.use_gpu(None)
+    if gtstore.gpu() is not None:
+        pytest.skip(f"this machine has a GPU: {gtstore.gpu()}")
+    with pytest.raises(NotImplementedError, match="device: 'gpu' asks for a GPU"):
         gtstore.zeros((3,), device="gpu", managed="cuda")
 
 
@@ -224,10 +303,45 @@ def test_device_only_storage_has_no_host_buffer():
 def test_dlpack_of_device_memory():
     s = gtstore.ones((2, 3), device="gpu")
     s.__dlpack__(dl_device=(12, 0))
-    with pytest.raises(BufferError, match=r"dl_device: \(1, 0\) cannot be served"):
-        s.__dlpack__(dl_device=(1, 0))
+    with pytest.raises(RuntimeError, match="[Uu]nsupported device"):
+        np.from_dlpack(s)  # the device side: no host library takes it for host memory
     with pytest.raises(ValueError, match="stream"):
         s.__dlpack__(stream=5)
+
+
+def test_dlpack_to_cpu_exports_the_host_side():
+    """dl_device=(1, 0) of a software-managed storage is its host side: a
+    host access like any other (synced first, marked written after)."""
+    s = gtstore.zeros((2, 3), device="gpu")
+    s.to_ndarray()[...] = 3.0  # a kernel's write on the device
+    s.set_device_modified()
+    gtstore.reset_transfer_counts()
+    a = np.from_dlpack(s, device="cpu")
+    assert gtstore.transfer_counts()["to_host"] == 1 and (a == 3.0).all()
+    assert s.sync_state.state == gtstore.SyncState.SYNC_HOST_DIRTY
+    a[1, 2] = 7.0  # the consumer writes the host side itself
+    assert np.shares_memory(a, np.asarray(s))
+    np.testing.assert_array_equal(s.to_ndarray()[1], [3.0, 3.0, 7.0])  # synced on the way
+    np.testing.assert_array_equal(np.from_dlpack(s[::-1, 1:], device="cpu"),
+                                  [[3.0, 7.0], [3.0, 3.0]])
+    with pytest.raises(BufferError, match="max_version"):
+        s.__dlpack__(dl_device=(1, 0))  # a legacy capsule cannot be asked for a device
+    with pytest.raises(ValueError, match="stream"):
+        s.__dlpack__(dl_device=(1, 0), max_version=(1, 0), stream=5)  # host memory: None or -1
+
+
+def test_dlpack_to_cpu_of_device_only_memory_copies():
+    g = gtstore.full((2, 3), 2.0, device="gpu", managed=None)
+    b = np.from_dlpack(g, device="cpu")  # copy=None: a copy where there is no host side
+    b[0, 0] = 9.0  # the copy's, not the device's
+    assert (g.to_ndarray() == 2.0).all() and b.sum() == 9.0 + 5 * 2.0
+    with pytest.raises(BufferError, match=r"without a copy \(copy=False\)"):
+        g.__dlpack__(dl_device=(1, 0), copy=False, max_version=(1, 0))
+    s = gtstore.full((2,), 1.0, device="gpu")
+    state = s.sync_state.state
+    c = np.from_dlpack(s, device="cpu", copy=True)
+    c[0] = 5.0
+    assert (s.to_ndarray() == 1.0).all() and s.sync_state.state == state  # a read
 
 
 def test_no_lost_write_random_sequence():
@@ -308,19 +422,21 @@ def test_setitem_with_a_device_value_writes_on_the_device():
     m[2] = np.full(5, 3.0)  # a host value: written on the host
     assert m.sync_state.state == gtstore.SyncState.SYNC_HOST_DIRTY
     m.host_to_device()
-    host_written = gtstore.zeros((5,), device="gpu")
+    host_written = gtstore.zeros((5,), device="gpu", dims="J")
     host_written[...] = 4.0  # host side ahead: not a device value
     m[3] = host_written
     assert m.sync_state.state == gtstore.SyncState.SYNC_HOST_DIRTY
     expected[2], expected[3] = 3.0, 4.0
     np.testing.assert_array_equal(m.to_ndarray(), expected)
+    with pytest.raises(ValueError, match="the output has no dim 'I'"):
+        m[3] = gtstore.zeros((5,), device="gpu")  # an I field into a J row: by dims, not position
 
 
 def test_device_only_setitem():
     d = gtstore.zeros((4, 5), device="gpu", managed=None)
     d[0] = d[3]
     d[...] = 1.5
-    d[2, 1:3] = gtstore.full((2,), 7.0, device="gpu")
+    d[2, 1:3] = gtstore.full((2,), 7.0, device="gpu", dims="J")
     expected = np.full((4, 5), 1.5)
     expected[2, 1:3] = 7.0
     np.testing.assert_array_equal(d.to_ndarray(), expected)
@@ -331,8 +447,16 @@ def test_device_only_setitem():
     expected[0] = np.arange(5)
     expected[1:3, ::2] = [[8], [9]]
     np.testing.assert_array_equal(d.to_ndarray(), expected)
-    with pytest.raises(gtstore.GTNoSuchBufferError, match="advanced indexing"):
-        d[[0, 1]] = 1.0
+    gtstore.reset_transfer_counts()
+    d[[0, 3], 1:3] = [[5.0], [6.0]]  # an advanced key: the whole storage read, set, written
+    d[d.to_ndarray() > 8.0] = -1.0
+    expected[[0, 3], 1:3] = [[5.0], [6.0]]
+    expected[expected > 8.0] = -1.0
+    assert gtstore.transfer_counts()["to_device"] == 2 and gtstore.transfer_counts()["to_host"] == 2
+    np.testing.assert_array_equal(d.to_ndarray(), expected)
+    with pytest.raises(IndexError):
+        d[[0, 9]] = 1.0
+    np.testing.assert_array_equal(d.to_ndarray(), expected)  # a failed assignment writes nothing
     with pytest.raises(ValueError):
         d[0] = np.ones(4)  # NumPy's broadcasting error
     with pytest.raises(IndexError):
@@ -399,3 +523,77 @@ def test_wrapping_device_memory_needs_no_gpu_choice():
     if gtstore.gpu() is None:  # a copy on "the GPU" needs one
         with pytest.raises(NotImplementedError, match="data: a storage on the GPU"):
             gtstore.storage(g)
+
+
+# ---- computing (seed 001, "Mixing Devices") ---------------------------------------------------
+
+
+def test_compute_device_follows_the_inputs():
+    """The device computes when an input is a GPU array: a storage on the
+    device whose host side was not written last. Inputs written on the host
+    are computed there. Either way the output is of the inputs' type and
+    nothing is copied that the sync rule does not need."""
+    s = gtstore.full((4, 5), 2.0, device="gpu")  # filled on the device
+    gtstore.reset_transfer_counts()
+    t = s + 1
+    assert type(t) is gtstore.SoftwareManagedGPUStorage and transfers() == (0, 0)
+    assert t.sync_state.state == gtstore.SyncState.SYNC_DEVICE_DIRTY
+    np.testing.assert_array_equal(t.to_ndarray(), 3.0)
+    s[...] = 5.0  # now the host side is the one written last
+    gtstore.reset_transfer_counts()
+    u = s * 2
+    assert type(u) is gtstore.SoftwareManagedGPUStorage and transfers() == (0, 0)
+    assert u.sync_state.state == gtstore.SyncState.SYNC_HOST_DIRTY
+    np.testing.assert_array_equal(np.asarray(u), 10.0)
+    np.testing.assert_array_equal(u.to_ndarray(), 10.0)  # one sync on the way
+    assert transfers() == (1, 0)
+
+
+def test_in_place_on_the_device_loses_no_write():
+    s = gtstore.zeros((3, 4), device="gpu")
+    s.to_ndarray()[...] = 1.0  # a kernel's write
+    s += 2.0  # the device is current: computed there
+    assert s.sync_state.state == gtstore.SyncState.SYNC_DEVICE_DIRTY
+    s[0, 0] = 10.0  # host write: synced first, then marked
+    s += 1.0  # host written last: computed on the host
+    expected = np.full((3, 4), 4.0)
+    expected[0, 0] = 11.0
+    np.testing.assert_array_equal(np.asarray(s), expected)
+    np.testing.assert_array_equal(s.to_ndarray(), expected)
+
+
+def test_mixed_host_and_device_inputs():
+    s = gtstore.full((4, 5), 1.0, device="gpu", dims="IJ")
+    h = gtstore.full((5,), 2.0, dims="J")  # a host storage joins the device's computation
+    r = s + h + np.arange(4.0).reshape(4, 1)
+    assert type(r) is gtstore.SoftwareManagedGPUStorage and r.dims == ("I", "J")
+    np.testing.assert_array_equal(r.to_ndarray(), np.broadcast_to(3.0 + np.arange(4.0)[:, None], (4, 5)))
+
+
+def test_device_only_storages_compute_on_the_device():
+    g = gtstore.full((4, 5), 1.5, device="gpu", managed=None)
+    r = g * 2
+    assert type(r) is gtstore.GPUStorage
+    np.testing.assert_array_equal(r.to_ndarray(), 3.0)
+    out = gtstore.zeros((4, 5), device="gpu", managed=None)
+    assert np.add(gtstore.ones((4, 5)), g, out=out) is out  # into memory without a host side
+    np.testing.assert_array_equal(out.to_ndarray(), 2.5)
+    column = g.sum(axis=0)
+    assert type(column) is gtstore.GPUStorage and column.dims == ("J",)
+    np.testing.assert_array_equal(column.to_ndarray(), 6.0)
+    assert g.sum() == 30.0 and (g == 1.5).all()
+
+
+def test_managed_memory_computes_without_transfers():
+    m = gtstore.full((3, 3), 2.0, device="gpu", managed="cuda")
+    gtstore.reset_transfer_counts()
+    r = m * m
+    assert type(r) is gtstore.CudaManagedGPUStorage and transfers() == (0, 0)
+    np.testing.assert_array_equal(np.asarray(r), 4.0)
+
+
+@pytest.mark.parametrize("kind", list(TYPES), ids=lambda k: k.__name__)
+def test_array_priority(kind):
+    s = gtstore.zeros((2,), **TYPES[kind])
+    managed = kind in (gtstore.SoftwareManagedGPUStorage, gtstore.CudaManagedGPUStorage)
+    assert s.__array_priority__ == (11 if managed else 10)

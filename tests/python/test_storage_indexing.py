@@ -622,11 +622,13 @@ def test_setitem_with_storages():
     expected[...] = expected[::-1, ::-1]
     s[...] = s[::-1, ::-1]
     np.testing.assert_array_equal(np.asarray(s), expected)
+    # by dims, not by position (seed 001): a transposed view is the same field
     sq = filled((4, 4))
     ref = np.asarray(sq).copy()
-    ref[...] = ref.T
     sq[...] = sq.transpose()
     np.testing.assert_array_equal(np.asarray(sq), ref)
+    sq[...] = np.asarray(sq.transpose())  # an array without dims: by position
+    np.testing.assert_array_equal(np.asarray(sq), ref.T)
     # a storage as an advanced key's value
     ref2 = np.asarray(s).copy()
     ref2[[0, 3]] = np.asarray(other)
@@ -865,7 +867,6 @@ def pair():
     "func",
     [
         lambda x: np.sum(x),
-        lambda x: np.sum(x, axis=0),
         lambda x: np.mean(x),
         lambda x: np.concatenate([x, x]),
         lambda x: np.concatenate([x, x], axis=1),
@@ -880,15 +881,10 @@ def pair():
         lambda x: np.argmax(x),
         lambda x: np.sort(x[::-1], axis=0),
         lambda x: np.dot(x, np.ones(4)),
-        lambda x: x @ np.ones(4) if hasattr(type(x), "__matmul__") else np.matmul(x, np.ones(4)),
-        lambda x: np.add(x, 1),
-        lambda x: np.multiply(x, x),
-        lambda x: np.sqrt(x),
-        lambda x: np.add.reduce(x, axis=1),
+        lambda x: x @ np.ones(4),
     ],
     ids=[
         "sum",
-        "sum-axis",
         "mean",
         "concatenate",
         "concatenate-axis",
@@ -904,10 +900,6 @@ def pair():
         "sort",
         "dot",
         "matmul",
-        "add",
-        "multiply",
-        "sqrt",
-        "add.reduce",
     ],
 )
 def test_numpy_functions_give_numpy_results(func, pair):
@@ -962,15 +954,13 @@ def test_functions_write_out_storages(pair):
     np.testing.assert_array_equal(np.asarray(target), 2 * a)
 
 
-def test_ufunc_out_storage_is_a_clear_error(pair):
-    """Storages have no __array_ufunc__ yet (GDP-3's dimension-aware ufuncs
-    come later): a storage as a ufunc's out= gets NumPy's TypeError, and the
-    target is untouched. An ndarray view of it works (test above)."""
-    s, _ = pair
+def test_ufunc_out_storage_is_written(pair):
+    """A storage as a ufunc's out= is written in place (NEP 13,
+    docs/storage.md "Computing with storages") and is the result."""
+    s, a = pair
     target = gtstore.zeros((3, 4), "f8")
-    with pytest.raises(TypeError):
-        np.add(s, 1, out=target)
-    assert not np.asarray(target).any()
+    assert np.add(s, 1, out=target) is target
+    np.testing.assert_array_equal(np.asarray(target), a + 1)
 
 
 def test_numpy_functions_on_read_only_storage():
@@ -1115,9 +1105,11 @@ def test_property_advanced_indexing(data, s):
     np.testing.assert_array_equal(result, expected, strict=True)
 
 
-def values_for(data, shape, dtype):
+def values_for(data, shape, dtype, dims=None):
     """A value to assign to a target of ``shape``: a scalar, or an array
-    (ndarray, list or storage) broadcasting to it."""
+    (ndarray, list or storage) broadcasting to it. A storage value has the
+    target's ``dims`` where given (storages are assigned by dims, seed 001),
+    so that NumPy's positional assignment is the reference."""
     kind = data.draw(st.sampled_from(["scalar", "array", "list", "storage", "broadcast"]))
     dtype = np.dtype(dtype)
     if kind == "scalar" or not shape:
@@ -1133,7 +1125,8 @@ def values_for(data, shape, dtype):
     if kind == "list":
         return array.tolist()
     if kind == "storage":
-        return gtstore.as_storage(np.ascontiguousarray(array))
+        labels = dims[len(dims) - array.ndim :] if dims is not None else None
+        return gtstore.as_storage(np.ascontiguousarray(array), dims=labels)
     return array
 
 
@@ -1151,7 +1144,9 @@ def test_property_setitem(data, s, advanced):
         with pytest.raises(IndexError):
             s[key] = 0
         return
-    value = values_for(data, target_shape, s.dtype)
+    target = None if advanced else s[key]
+    dims = target.dims if isinstance(target, gtstore.Storage) else None
+    value = values_for(data, target_shape, s.dtype, dims)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:

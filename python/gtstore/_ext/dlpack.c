@@ -65,10 +65,17 @@ static int read_version(PyObject *obj, long *major)
     return 0;
 }
 
-/* dl_device: None or the storage's own device; a copy elsewhere is not
- * made. */
-static int check_device(PyObject *obj, gts_device_id own)
+/* What an export gives, by dl_device and copy: the storage's own memory,
+ * the host side of a mirrored storage, or a copy in host memory. */
+typedef enum { EXPORT_OWN, EXPORT_HOST_SIDE, EXPORT_HOST_COPY } export_kind;
+
+/* dl_device: None or the storage's own device, else the CPU (device
+ * (1, 0)): the host side of a mirrored storage, or a copy where the array
+ * API allows one (copy=True, or copy=None when there is no host side).
+ * `copy` is -1 for None. */
+static int read_device(PyObject *obj, const gts_buffer *buffer, int copy, export_kind *kind)
 {
+    *kind = EXPORT_OWN;
     if (!obj || obj == Py_None)
         return 0;
     long type, id;
@@ -79,10 +86,23 @@ static int check_device(PyObject *obj, gts_device_id own)
                      "ints, got %.200R", obj);
         return -1;
     }
+    gts_device_id own = gts_buffer_device(buffer)->id;
     if (type == own.type && id == own.id)
         return 0;
+    if (type == GTS_DL_CPU && id == 0) {
+        bool mirrored = gts_buffer_mirrored(buffer);
+        if (copy > 0 || (copy < 0 && !mirrored)) {
+            *kind = EXPORT_HOST_COPY;
+            return 0;
+        }
+        if (mirrored) {
+            *kind = EXPORT_HOST_SIDE;
+            return 0;
+        }
+    }
     PyErr_Format(PyExc_BufferError,
-                 "dl_device: %.200R cannot be served; the storage is on (%d, %d)", obj,
+                 "dl_device: %.200R cannot be served%s; the storage is on (%d, %d)", obj,
+                 type == GTS_DL_CPU && id == 0 ? " without a copy (copy=False)" : "",
                  (int)own.type, (int)own.id);
     return -1;
 }
@@ -109,45 +129,81 @@ static int check_stream(PyObject *stream, gts_device_id own)
     return -1;
 }
 
+/* Brings the memory an export gives up to date, the consumer being free to
+ * write it, and describes it in `out`: `g` itself, a host copy (a new
+ * reference in `*keep`, which `out` borrows) or a copy on the device. */
+static int prepare_export(const gts_storage *g, export_kind kind, int copy, gts_storage *out,
+                          PyObject **keep)
+{
+    gts_error err;
+    *keep = NULL;
+    *out = *g;
+    if (kind == EXPORT_HOST_SIDE)
+        return gtpy_storage_host_access(g, true);
+    if (kind == EXPORT_HOST_COPY) {
+        *keep = gtpy_storage_host_staging(g, out);
+        if (*keep && gts_storage_assign(out, g, &err) != 0) {
+            Py_CLEAR(*keep);
+            return gtpy_raise(&err);
+        }
+        return *keep ? 0 : -1;
+    }
+    if (gts_buffer_prepare_write(g->buffer, GTS_SIDE_DEVICE, NULL, &err) != 0 ||
+        (copy > 0 && gts_storage_copy(g, out, &err) != 0))
+        return gtpy_raise(&err);
+    if (copy <= 0)
+        return 0;
+    if (!(*keep = gtpy_storage_new(out, NULL, NULL))) /* owns the copy's reference */
+        return -1;
+    gtpy_storage_load(*keep, out);
+    return 0;
+}
+
 PyObject *gtpy_storage_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                               PyObject *kwnames)
 {
     static const char *const names[] = {"stream", "max_version", "dl_device", "copy"};
     static gtpy_signature sig = GTPY_SIGNATURE("__dlpack__", names, 0, 0, 0);
-    PyObject *values[4];
+    PyObject *values[4], *keep;
     long major;
-    gts_storage g, copied;
+    export_kind kind;
+    gts_storage g, source;
     gts_error err;
     gtpy_storage_load(self, &g);
-    gts_device_id own = gts_buffer_device(g.buffer)->id;
     if (gtpy_parse_args(&sig, args, nargs, kwnames, values) < 0 ||
-        read_version(values[1], &major) < 0 || check_device(values[2], own) < 0 ||
-        check_stream(values[0], own) < 0)
+        read_version(values[1], &major) < 0)
         return NULL;
-    int copy = values[3] && values[3] != Py_None ? PyObject_IsTrue(values[3]) : 0;
-    if (copy < 0)
+    int copy = values[3] && values[3] != Py_None ? PyObject_IsTrue(values[3]) : -1;
+    if ((values[3] && values[3] != Py_None && copy < 0) ||
+        read_device(values[2], g.buffer, copy, &kind) < 0 ||
+        check_stream(values[0], kind == EXPORT_OWN ? gts_buffer_device(g.buffer)->id
+                                                   : gts_device_host()->id) < 0)
         return NULL;
-    /* the export is of the device side, which the consumer may write */
-    if (gts_buffer_prepare_write(g.buffer, GTS_SIDE_DEVICE, NULL, &err) != 0)
-        return gtpy_raise_null(&err);
-    if (copy && gts_storage_copy(&g, &copied, &err) != 0)
-        return gtpy_raise_null(&err);
-    gts_storage *source = copy ? &copied : &g;
+    if (kind == EXPORT_HOST_SIDE && major < 1) {
+        PyErr_SetString(PyExc_BufferError,
+                        "max_version: the host side of a storage on a GPU is exported as DLPack "
+                        "1.0 or later only");
+        return NULL;
+    }
+    if (prepare_export(&g, kind, copy, &source, &keep) < 0)
+        return NULL;
+    bool copied = keep != NULL;
     PyObject *capsule = NULL;
     int rc;
     if (major >= 1) {
+        uint64_t flags = (copied ? GTS_DLPACK_IS_COPIED : 0) |
+                         (kind == EXPORT_HOST_SIDE ? GTS_DLPACK_HOST_SIDE : 0);
         gts_dl_managed_versioned *m;
-        rc = gts_storage_to_dlpack(source, copy ? GTS_DLPACK_IS_COPIED : 0, &m, &err);
+        rc = gts_storage_to_dlpack(&source, flags, &m, &err);
         if (rc == 0 && !(capsule = PyCapsule_New(m, VERSIONED, capsule_destructor)))
             m->deleter(m);
     } else {
         gts_dl_managed *m;
-        rc = gts_storage_to_dlpack_legacy(source, &m, &err);
+        rc = gts_storage_to_dlpack_legacy(&source, &m, &err);
         if (rc == 0 && !(capsule = PyCapsule_New(m, LEGACY, capsule_destructor)))
             m->deleter(m);
     }
-    if (copy)
-        gts_storage_release(&copied); /* the export holds its own reference */
+    Py_XDECREF(keep); /* the export holds its own reference */
     if (rc != 0)
         PyErr_SetString(PyExc_BufferError, err.message);
     return capsule;

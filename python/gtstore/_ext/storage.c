@@ -5,6 +5,7 @@
  * result in a new object. CPUStorage is the kind with host memory only.
  * Indexing and NumPy interop are in storage_index.c and storage_interop.c. */
 #include "storage_object.h"
+#include "ufunc.h"
 
 #include <stddef.h>
 #include <string.h>
@@ -45,7 +46,7 @@ static PyTypeObject *storage_type_of(const gts_buffer *buffer)
         return &gtpy_CPUStorage_Type;
     if (gts_buffer_mirrored(buffer))
         return &gtpy_SoftwareManagedGPUStorage_Type;
-    if (device->id.type == GTS_DL_CUDA_MANAGED)
+    if (gts_device_is_managed(device))
         return &gtpy_CudaManagedGPUStorage_Type;
     return device->host_accessible ? &gtpy_CPUStorage_Type : &gtpy_GPUStorage_Type;
 }
@@ -294,6 +295,9 @@ static PyGetSetDef storage_getset[] = {
      "CUDA array interface, version 3, for storages in CUDA memory only (stream None: "
      "gtstore's work has completed when it returns).",
      NULL},
+    {"T", gtpy_storage_T, NULL, "The transposed view (dims reversed), as transpose().", NULL},
+    {"__array_priority__", gtpy_storage_array_priority, NULL,
+     "11 for the managed storage types, 10 for the others (seed 001).", NULL},
     {"sync_state", storage_sync_state, NULL,
      "The SyncState shared by every view of the buffer.", NULL},
     {"__array_interface__", gtpy_storage_array_interface, NULL, "NumPy array interface, version 3.",
@@ -518,6 +522,10 @@ static PyObject *storage_repr(PyObject *self)
 }
 
 #define FASTCALL(fn) (PyCFunction)(void (*)(void))(fn), METH_FASTCALL | METH_KEYWORDS
+#define REDUCTION_METHOD(name, doc)                                                         \
+    {#name, (PyCFunction)(void (*)(void))gtpy_storage_##name, METH_VARARGS | METH_KEYWORDS, \
+     #name "(axis=None, ...)\n--\n\n" doc " NumPy's parameters; a storage of the remaining " \
+     "dims, or NumPy's scalar where none remain."}
 
 static PyMethodDef storage_methods[] = {
     {"copy", storage_copy, METH_NOARGS,
@@ -567,6 +575,38 @@ static PyMethodDef storage_methods[] = {
      "synchronize()\n--\n\nCopies whichever side was modified to the other (no-op without a "
      "device buffer)."},
     {"__reduce__", storage_reduce, METH_NOARGS, "Pickling support."},
+    {"__array_ufunc__", (PyCFunction)(void (*)(void))gtpy_storage_array_ufunc,
+     METH_VARARGS | METH_KEYWORDS,
+     "__array_ufunc__(ufunc, method, *inputs, **kwargs)\n--\n\nNEP 13: ufuncs on storages, "
+     "broadcast by dims (docs/storage.md, \"Computing with storages\"). __call__, reduce, "
+     "accumulate and at; outer and reduceat raise TypeError."},
+    REDUCTION_METHOD(sum, "The sum along axis (None: all), as numpy.sum."),
+    REDUCTION_METHOD(prod, "The product along axis (None: all), as numpy.prod."),
+    REDUCTION_METHOD(mean, "The mean along axis (None: all), as numpy.mean."),
+    REDUCTION_METHOD(std, "The standard deviation along axis (None: all), as numpy.std."),
+    REDUCTION_METHOD(var, "The variance along axis (None: all), as numpy.var."),
+    REDUCTION_METHOD(min, "The minimum along axis (None: all), as numpy.min."),
+    REDUCTION_METHOD(max, "The maximum along axis (None: all), as numpy.max."),
+    REDUCTION_METHOD(any, "Whether any element along axis is true, as numpy.any."),
+    REDUCTION_METHOD(all, "Whether all elements along axis are true, as numpy.all."),
+    {"argmin", (PyCFunction)(void (*)(void))gtpy_storage_argmin, METH_VARARGS | METH_KEYWORDS,
+     "argmin(axis=None, out=None, *, keepdims=False)\n--\n\nNumPy's argmin of the values "
+     "(indices: NumPy's result, not a storage)."},
+    {"argmax", (PyCFunction)(void (*)(void))gtpy_storage_argmax, METH_VARARGS | METH_KEYWORDS,
+     "argmax(axis=None, out=None, *, keepdims=False)\n--\n\nNumPy's argmax of the values "
+     "(indices: NumPy's result, not a storage)."},
+    {"astype", FASTCALL(gtpy_storage_astype),
+     "astype(dtype, order='K', casting='unsafe', subok=True, copy=True)\n--\n\nA storage "
+     "like this one (dims, halo, layout, device) of another dtype, the values cast by NumPy."},
+    {"fill", gtpy_storage_fill, METH_O,
+     "fill(value)\n--\n\nSets every element to value (s[...] = value)."},
+    {"item", gtpy_storage_item, METH_VARARGS,
+     "item(*args)\n--\n\nOne element as a Python scalar, as ndarray.item."},
+    {"tolist", gtpy_storage_tolist, METH_NOARGS,
+     "tolist()\n--\n\nThe values as nested Python lists, as ndarray.tolist."},
+    {"reshape", gtpy_storage_reshape, METH_VARARGS,
+     "reshape(*shape)\n--\n\nA view of another shape where it is one: dims of extent 1 "
+     "dropped; anything else raises ValueError (dims cannot be regrouped)."},
     {"__complex__", gtpy_storage_complex, METH_NOARGS,
      "__complex__()\n--\n\ncomplex(storage): NumPy's conversion of a size-1 array."},
     {NULL, NULL, 0, NULL},
@@ -589,6 +629,7 @@ PyTypeObject gtpy_Storage_Type = {
     .tp_as_mapping = &gtpy_storage_as_mapping,
     .tp_as_buffer = &gtpy_storage_as_buffer,
     .tp_hash = PyObject_HashNotImplemented,
+    .tp_richcompare = gtpy_storage_richcompare,
     .tp_methods = storage_methods,
     .tp_getset = storage_getset,
 };

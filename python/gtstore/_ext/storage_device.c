@@ -91,7 +91,7 @@ PyObject *gtpy_storage_to_cupy(PyObject *self, PyObject *unused)
 PyObject *gtpy_storage_to_ndarray(PyObject *self, PyObject *unused)
 {
     const gts_device_ops *device = device_of(self);
-    if (device == gts_device_host())
+    if (device->host_accessible && !on_cuda(device)) /* the host, emulated managed memory */
         return gtpy_storage_ndarray(self, true);
     if (device == gts_device_emulated())
         return emulated_ndarray(self);

@@ -2,6 +2,7 @@
  * made with libgtstore's view operations; advanced keys and every
  * assignment go to NumPy on an ndarray view. */
 #include "storage_object.h"
+#include "ufunc.h"
 
 #include "gtstore/sync.h"
 
@@ -199,8 +200,10 @@ static int assign_on_device(PyObject *self, PyObject *key, PyObject *value)
 }
 
 /* Into memory without a host side, a value only NumPy can convert (an
- * array, a list, another dtype): set in host memory of the selection's
- * shape, with NumPy's broadcasting and casting, then copied to the device. */
+ * array, a list, another dtype) or an advanced key: set in host memory
+ * with NumPy's indexing, broadcasting and casting, then copied to the
+ * device. A basic key stages the selection only; an advanced one the whole
+ * storage, read from the device first (NumPy's key may touch any element). */
 static int assign_through_host(PyObject *self, PyObject *key, PyObject *value)
 {
     gts_storage view, host;
@@ -208,19 +211,49 @@ static int assign_through_host(PyObject *self, PyObject *key, PyObject *value)
     key_result kind = apply_key(self, key, &view);
     if (kind == KEY_ERROR)
         return -1;
-    if (kind == KEY_ADVANCED) {
-        PyErr_SetString(gtpy_NoSuchBufferError,
-                        "this storage has no host buffer (a GPUStorage): advanced indexing "
-                        "needs one; assign under a basic key (ints, slices, ...)");
-        return -1;
+    bool advanced = kind == KEY_ADVANCED;
+    if (advanced) {
+        gts_storage whole;
+        gtpy_storage_load(self, &whole);
+        gts_storage_view(&whole, &view);
     }
     PyObject *staging = gtpy_storage_host_staging(&view, &host);
-    int rc = staging ? PyObject_SetItem(staging, Py_Ellipsis, value) : -1;
+    int rc = staging ? 0 : -1;
+    if (rc == 0 && advanced && gts_storage_assign(&host, &view, &err) != 0)
+        rc = gtpy_raise(&err);
+    if (rc == 0)
+        rc = PyObject_SetItem(staging, advanced ? key : Py_Ellipsis, value);
     if (rc == 0 && gts_storage_assign(&view, &host, &err) != 0)
         rc = gtpy_raise(&err);
     Py_XDECREF(staging);
     gts_storage_release(&view);
     return rc;
+}
+
+/* A storage value whose dims differ from the selection's is assigned by
+ * dims (seed 001), not by position: 1 when done, 0 when it does not apply. */
+static int assign_by_dims(PyObject *self, PyObject *key, PyObject *value)
+{
+    if (!gtpy_is_storage(value))
+        return 0;
+    gts_storage view, source;
+    key_result kind = apply_key(self, key, &view);
+    if (kind == KEY_ERROR)
+        return -1;
+    if (kind == KEY_ADVANCED)
+        return 0;
+    gtpy_storage_load(value, &source);
+    bool same = kind == KEY_SCALAR ||
+                (source.ndim == view.ndim &&
+                 memcmp(source.dims, view.dims, (size_t)view.ndim * sizeof *view.dims) == 0);
+    if (same) {
+        gts_storage_release(&view);
+        return 0;
+    }
+    PyObject *target = gtpy_storage_derived(self, &view);
+    int rc = target ? gtpy_storage_assign_by_dims(target, value) : -1;
+    Py_XDECREF(target);
+    return rc < 0 ? -1 : 1;
 }
 
 static int storage_setitem(PyObject *self, PyObject *key, PyObject *value)
@@ -229,6 +262,9 @@ static int storage_setitem(PyObject *self, PyObject *key, PyObject *value)
         PyErr_SetString(PyExc_ValueError, "cannot delete array elements");
         return -1;
     }
+    int by_dims = assign_by_dims(self, key, value);
+    if (by_dims != 0)
+        return by_dims < 0 ? -1 : 0;
     if (!gtpy_has_host_side(STORAGE(self)->buffer) || value_on_device(value)) {
         int done = assign_on_device(self, key, value);
         if (done != 0)
@@ -271,4 +307,5 @@ PyMappingMethods gtpy_storage_as_mapping = {
 PySequenceMethods gtpy_storage_as_sequence = {
     .sq_length = storage_length,
     .sq_item = storage_item,
+    .sq_contains = gtpy_storage_contains,
 };

@@ -2,6 +2,7 @@
  * float(), int() and complex() as NumPy's, the buffer protocol, the array
  * interface, GDP-3's data interface, __array__ and __array_function__. */
 #include "storage_object.h"
+#include "ufunc.h"
 
 int gtpy_storage_host_access(const gts_storage *g, bool write)
 {
@@ -169,46 +170,6 @@ PyObject *gtpy_storage_gt_data_interface(PyObject *self, void *closure)
     if (rc < 0)
         Py_CLEAR(interface);
     return interface;
-}
-
-/* bool(), float(), int() and complex() are NumPy's on an ndarray view: a
- * size-1 storage converts (with NumPy's warnings), any other raises NumPy's
- * error. (Without them, Python read the buffer as text or bytes.) */
-static int storage_bool(PyObject *self)
-{
-    PyObject *array = gtpy_storage_ndarray(self, false);
-    int truth = array ? PyObject_IsTrue(array) : -1;
-    Py_XDECREF(array);
-    return truth;
-}
-
-static PyObject *through_ndarray(PyObject *self, PyObject *(*convert)(PyObject *))
-{
-    PyObject *array = gtpy_storage_ndarray(self, false);
-    PyObject *result = array ? convert(array) : NULL;
-    Py_XDECREF(array);
-    return result;
-}
-
-static PyObject *storage_float(PyObject *self)
-{
-    return through_ndarray(self, PyNumber_Float);
-}
-
-static PyObject *storage_int(PyObject *self)
-{
-    return through_ndarray(self, PyNumber_Long);
-}
-
-static PyObject *call_complex(PyObject *array)
-{
-    return PyObject_CallOneArg((PyObject *)&PyComplex_Type, array);
-}
-
-PyObject *gtpy_storage_complex(PyObject *self, PyObject *unused)
-{
-    (void)unused;
-    return through_ndarray(self, call_complex);
 }
 
 /* What a buffer-protocol export of a storage hands out. */
@@ -391,6 +352,22 @@ static PyObject *storages_as_ndarrays(PyObject *obj, PyObject **seen)
 
 /* NEP 18: np.transpose gives a storage; every other function runs on
  * ndarray views of the storages and returns NumPy's result. */
+/* The reduction a NumPy function is, by the name of the Storage method
+ * that does it (ufunc.c), or NULL. */
+static const char *reduction_of(PyObject *func)
+{
+    static const char *const names[][2] = {
+        {"sum", "sum"}, {"prod", "prod"}, {"mean", "mean"}, {"std", "std"}, {"var", "var"},
+        {"min", "min"}, {"max", "max"}, {"amin", "min"}, {"amax", "max"}, {"any", "any"},
+        {"all", "all"}, {"argmin", "argmin"}, {"argmax", "argmax"},
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; ++i)
+        if (func == gtpy_numpy(names[i][0]))
+            return names[i][1];
+    PyErr_Clear();
+    return NULL;
+}
+
 PyObject *gtpy_storage_array_function(PyObject *self, PyObject *args)
 {
     PyObject *func, *types, *fargs, *fkwargs;
@@ -405,6 +382,18 @@ PyObject *gtpy_storage_array_function(PyObject *self, PyObject *args)
         PyObject *call = PyTuple_Pack(1, axes ? axes : Py_None);
         PyObject *result = call ? gtpy_storage_transpose(self, call) : NULL;
         Py_XDECREF(call);
+        return result;
+    }
+    const char *reduction = array == self ? reduction_of(func) : NULL;
+    if (reduction) { /* np.sum(s, ...) is s.sum(...): a storage of the remaining dims */
+        PyObject *rest = PyTuple_GetSlice(fargs, PyTuple_GET_SIZE(fargs) >= 1 ? 1 : 0,
+                                          PyTuple_GET_SIZE(fargs));
+        PyObject *kw = PyDict_Copy(fkwargs);
+        PyObject *result = rest && kw && (PyDict_DelItemString(kw, "a") == 0 || (PyErr_Clear(), 1))
+                               ? gtpy_storage_reduction(self, reduction, rest, kw)
+                               : NULL;
+        Py_XDECREF(rest);
+        Py_XDECREF(kw);
         return result;
     }
     PyObject *seen = NULL;
@@ -424,12 +413,6 @@ PyObject *gtpy_storage_array_function(PyObject *self, PyObject *args)
     Py_XDECREF(plain_kwargs);
     return result;
 }
-
-PyNumberMethods gtpy_storage_as_number = {
-    .nb_bool = storage_bool,
-    .nb_int = storage_int,
-    .nb_float = storage_float,
-};
 
 PyBufferProcs gtpy_storage_as_buffer = {
     .bf_getbuffer = storage_getbuffer,

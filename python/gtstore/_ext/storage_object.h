@@ -65,8 +65,34 @@ PyObject *gtpy_storage_transpose(PyObject *self, PyObject *args);
 extern PyMappingMethods gtpy_storage_as_mapping;
 extern PySequenceMethods gtpy_storage_as_sequence;
 
-/* ---- storage_interop.c ---- */
+/* ---- storage_compute.c ---- */
 extern PyNumberMethods gtpy_storage_as_number;
+PyObject *gtpy_storage_richcompare(PyObject *a, PyObject *b, int op);
+int gtpy_storage_contains(PyObject *self, PyObject *value);
+PyObject *gtpy_storage_complex(PyObject *self, PyObject *unused);
+#define GTPY_REDUCTION_DECL(name) \
+    PyObject *gtpy_storage_##name(PyObject *self, PyObject *args, PyObject *kwargs);
+GTPY_REDUCTION_DECL(sum)
+GTPY_REDUCTION_DECL(prod)
+GTPY_REDUCTION_DECL(mean)
+GTPY_REDUCTION_DECL(std)
+GTPY_REDUCTION_DECL(var)
+GTPY_REDUCTION_DECL(min)
+GTPY_REDUCTION_DECL(max)
+GTPY_REDUCTION_DECL(any)
+GTPY_REDUCTION_DECL(all)
+GTPY_REDUCTION_DECL(argmin)
+GTPY_REDUCTION_DECL(argmax)
+PyObject *gtpy_storage_item(PyObject *self, PyObject *args);
+PyObject *gtpy_storage_tolist(PyObject *self, PyObject *unused);
+PyObject *gtpy_storage_fill(PyObject *self, PyObject *value);
+PyObject *gtpy_storage_astype(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                              PyObject *kwnames);
+PyObject *gtpy_storage_reshape(PyObject *self, PyObject *args);
+PyObject *gtpy_storage_T(PyObject *self, void *closure);
+PyObject *gtpy_storage_array_priority(PyObject *self, void *closure);
+
+/* ---- storage_interop.c ---- */
 extern PyBufferProcs gtpy_storage_as_buffer;
 PyObject *gtpy_storage_array_interface(PyObject *self, void *closure);
 PyObject *gtpy_storage_gt_data_interface(PyObject *self, void *closure);
@@ -74,7 +100,6 @@ PyObject *gtpy_storage_to_numpy(PyObject *self, PyObject *unused);
 PyObject *gtpy_storage_array(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                              PyObject *kwnames);
 PyObject *gtpy_storage_array_function(PyObject *self, PyObject *args);
-PyObject *gtpy_storage_complex(PyObject *self, PyObject *unused);
 
 /* ---- storage_device.c ---- */
 PyObject *gtpy_storage_to_cupy(PyObject *self, PyObject *unused);

@@ -1,0 +1,876 @@
+/* Computing with storages: Storage.__array_ufunc__ (NEP 13).
+ *
+ * libgtstore lines the operands up by their dims (gtstore/broadcast.h) and
+ * gives the parameters of a new output (seed 001's rules); this file turns
+ * every operand into an ndarray view whose axes run along the result's
+ * dims (stride 0 where it broadcasts) and lets NumPy's loop compute into the
+ * output's memory: no copies, no temporaries beyond NumPy's own.
+ *
+ * The compute device (seed 001, "Mixing Devices"): the device when an
+ * input is a GPU array (a storage without host side, a software-managed
+ * storage whose host side was not written last, managed memory) or an
+ * output has no host side, else the host. On the emulated device NumPy
+ * computes on the device's memory, as a kernel there would; CUDA is not
+ * done yet (NotImplementedError). Every operand's side is synced before it
+ * is read and marked after it is written (gtstore/sync.h). */
+#include "ufunc.h"
+
+#include "storage_object.h"
+
+#include "gtstore/broadcast.h"
+#include "gtstore/sync.h"
+
+#define MAX_OPS GTS_BROADCAST_MAX_OPERANDS
+
+/* What one call has: the operands (inputs, then `where` if it is an
+ * array, then the outputs), their libgtstore views and NumPy views. */
+typedef struct call {
+    PyObject *ufunc, *kwargs; /* kwargs: a copy without out and where */
+    int nin, nout, nops;      /* nops: inputs and `where` */
+    bool has_where, on_device;
+    PyObject *objs[MAX_OPS];   /* borrowed: the operands as given; outputs NULL if absent */
+    PyObject *arrays[MAX_OPS]; /* new: np.asarray of array-likes (NULL for others) */
+    PyObject *made[MAX_OPS];   /* new: the outputs this call allocated */
+    PyObject *views[MAX_OPS];  /* new: what NumPy computes on */
+    gts_storage storages[MAX_OPS];
+    gts_operand operands[MAX_OPS];
+    int64_t shapes[MAX_OPS][GTS_MAX_NDIM];
+    gts_broadcast result;
+} call;
+
+static bool is_scalar(PyObject *obj)
+{
+    return PyFloat_Check(obj) || PyLong_Check(obj) || PyComplex_Check(obj) ||
+           PyObject_TypeCheck(obj, (PyTypeObject *)gtpy_numpy("generic"));
+}
+
+/* An operand other than a storage: a scalar as it is, anything else as an
+ * ndarray (its shape into `shape`). */
+static int load_other(call *c, int k, PyObject *obj)
+{
+    c->operands[k] = (gts_operand){NULL, 0, NULL};
+    if (is_scalar(obj))
+        return 0;
+    PyObject *asarray = gtpy_numpy_asarray();
+    PyObject *array = asarray ? PyObject_CallOneArg(asarray, obj) : NULL;
+    PyObject *shape = array ? PyObject_GetAttrString(array, "shape") : NULL;
+    int ndim = 0;
+    int rc = shape ? gtpy_shape(shape, "operand", &ndim, c->shapes[k]) : -1;
+    Py_XDECREF(shape);
+    if (rc < 0) {
+        Py_XDECREF(array);
+        return -1;
+    }
+    c->arrays[k] = array;
+    c->operands[k] = (gts_operand){NULL, ndim, c->shapes[k]};
+    return 0;
+}
+
+static int load_operand(call *c, int k, PyObject *obj)
+{
+    c->objs[k] = obj;
+    if (!gtpy_is_storage(obj))
+        return load_other(c, k, obj);
+    gtpy_storage_load(obj, &c->storages[k]);
+    c->operands[k] = (gts_operand){&c->storages[k], 0, NULL};
+    return 0;
+}
+
+/* Whether an input is a GPU array for seed 001's choice: on a device, and
+ * for a software-managed storage, not last written on the host. */
+static bool gpu_array(const gts_storage *g)
+{
+    const gts_device_ops *device = gts_buffer_device(g->buffer);
+    if (device == gts_device_host())
+        return false;
+    return !gts_buffer_mirrored(g->buffer) ||
+           gts_buffer_sync_state(g->buffer) != GTS_SYNC_HOST_DIRTY;
+}
+
+static int choose_device(call *c)
+{
+    c->on_device = false;
+    for (int k = 0; k < c->nops + c->nout; ++k) {
+        if (!c->objs[k] || !gtpy_is_storage(c->objs[k]))
+            continue;
+        const gts_storage *g = &c->storages[k];
+        bool input = k < c->nops;
+        c->on_device = c->on_device || (input ? gpu_array(g) : !gtpy_has_host_side(g->buffer));
+    }
+    if (!c->on_device)
+        return 0;
+    const gts_device_ops *gpu;
+    gts_error err;
+    if (gts_device_gpu(&gpu, &err) != 0)
+        return gtpy_raise(&err);
+    if (gpu != gts_device_emulated()) {
+        PyErr_Format(PyExc_NotImplementedError,
+                     "%S: computing on the %s GPU is not implemented yet; copy the storages to "
+                     "the host (gtstore.storage(s, device='cpu'))",
+                     c->ufunc, gpu->name);
+        return -1;
+    }
+    return 0;
+}
+
+/* The address of element 0 of `g` on the compute side, synced there first
+ * and, for an output, marked written. */
+static int element0(const call *c, const gts_storage *g, bool write, char **out)
+{
+    gts_error err;
+    const gts_device_ops *device = gts_buffer_device(g->buffer);
+    if (!c->on_device || device->host_accessible) {
+        if (gtpy_storage_host_access(g, write) < 0)
+            return -1;
+        *out = gts_storage_data(g);
+        return 0;
+    }
+    int rc = write && !g->readonly
+                 ? gts_buffer_prepare_write(g->buffer, GTS_SIDE_DEVICE, NULL, &err)
+                 : gts_buffer_sync(g->buffer, GTS_SIDE_DEVICE, false, NULL, &err);
+    if (rc)
+        return gtpy_raise(&err);
+    char *base = gts_device_emulated_host_address(gts_buffer_data(g->buffer));
+    *out = base ? base + g->offset : NULL;
+    return 0;
+}
+
+/* An ndarray over `g` with the result's shape: operand k's axes along the
+ * result's dims, stride 0 where it broadcasts. */
+static PyObject *storage_view(const call *c, int k, bool write)
+{
+    const gts_storage *g = &c->storages[k];
+    const gts_broadcast *r = &c->result;
+    Py_ssize_t shape[GTS_MAX_NDIM], strides[GTS_MAX_NDIM];
+    for (int p = 0; p < r->ndim; ++p) {
+        int a = r->axis[k][p];
+        shape[p] = (Py_ssize_t)r->shape[p];
+        strides[p] = a >= 0 ? (Py_ssize_t)g->strides[a] : 0;
+    }
+    char *data = NULL;
+    if (element0(c, g, write, &data) < 0)
+        return NULL;
+    if (!gtpy_numpy_capi()) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "ufuncs on storages need NumPy's C API, which is unavailable here "
+                        "(GTSTORE_NUMPY_CAPI=0 or an unknown NumPy ABI)");
+        return NULL;
+    }
+    return gtpy_numpy_capi_array(g->dtype, r->ndim, shape, strides, data,
+                                 !write || g->readonly, c->objs[k]);
+}
+
+/* An array without dims, arranged along the result's dims: as it is where
+ * it matches by position, else transposed and reshaped (a view: only axes
+ * of extent 1 come and go). */
+static PyObject *array_view(const call *c, int k)
+{
+    PyObject *array = c->arrays[k];
+    const gts_broadcast *r = &c->result;
+    int ndim = c->operands[k].ndim;
+    if (ndim == r->ndim)
+        return Py_NewRef(array);
+    PyObject *perm = PyTuple_New(ndim), *shape = PyTuple_New(r->ndim);
+    bool used[GTS_MAX_NDIM] = {false};
+    int next = 0;
+    for (int p = 0; perm && shape && p < r->ndim; ++p) {
+        int a = r->axis[k][p];
+        if (a >= 0) {
+            used[a] = true;
+            PyTuple_SET_ITEM(perm, next++, PyLong_FromLong(a));
+        }
+        PyTuple_SET_ITEM(shape, p, PyLong_FromLongLong(a >= 0 ? c->shapes[k][a] : 1));
+    }
+    for (int a = 0; perm && a < ndim; ++a)
+        if (!used[a])
+            PyTuple_SET_ITEM(perm, next++, PyLong_FromLong(a));
+    PyObject *moved = perm && shape ? PyObject_CallMethod(array, "transpose", "O", perm) : NULL;
+    PyObject *view = moved ? PyObject_CallMethod(moved, "reshape", "O", shape) : NULL;
+    Py_XDECREF(moved);
+    Py_XDECREF(perm);
+    Py_XDECREF(shape);
+    return view;
+}
+
+static PyObject *operand_view(const call *c, int k)
+{
+    if (c->operands[k].storage)
+        return storage_view(c, k, k >= c->nops);
+    if (c->arrays[k])
+        return array_view(c, k);
+    return Py_NewRef(c->objs[k]); /* a scalar */
+}
+
+/* ---- output dtypes ---------------------------------------------------------------------- */
+
+/* What NumPy's type resolution sees of an operand: a dtype, or for a Python
+ * number its type (NEP 50: weakly typed). */
+static PyObject *dtype_key(const call *c, int k)
+{
+    PyObject *obj = c->objs[k];
+    if (c->operands[k].storage)
+        return gtpy_dtype_object(c->storages[k].dtype);
+    if (PyBool_Check(obj))
+        return PyObject_CallOneArg(gtpy_numpy("dtype"), (PyObject *)&PyBool_Type);
+    if (PyFloat_CheckExact(obj) || PyLong_CheckExact(obj) || PyComplex_CheckExact(obj))
+        return Py_NewRef((PyObject *)Py_TYPE(obj));
+    return PyObject_GetAttrString(c->arrays[k] ? c->arrays[k] : obj, "dtype");
+}
+
+/* The dtypes NumPy resolves for the outputs: ufunc.resolve_dtypes of the
+ * inputs' (`dtype=`, `signature=` and `casting=` passed on), remembered per
+ * ufunc and input dtypes where nothing else was given. A new tuple of
+ * nin + nout dtypes. */
+static PyObject *resolve_dtypes(call *c)
+{
+    static PyObject *cache;
+    PyObject *dtype = c->kwargs ? PyDict_GetItemString(c->kwargs, "dtype") : NULL;
+    PyObject *signature = c->kwargs ? PyDict_GetItemString(c->kwargs, "signature") : NULL;
+    PyObject *casting = c->kwargs ? PyDict_GetItemString(c->kwargs, "casting") : NULL;
+    bool plain = !dtype && !signature && !casting;
+    PyObject *key = PyTuple_New(1 + c->nin + c->nout);
+    if (!key)
+        return NULL;
+    PyTuple_SET_ITEM(key, 0, Py_NewRef(c->ufunc));
+    for (int k = 0; k < c->nin + c->nout; ++k) {
+        PyObject *item = k < c->nin ? dtype_key(c, k) : Py_NewRef(Py_None);
+        if (!item)
+            return Py_DECREF(key), NULL;
+        PyTuple_SET_ITEM(key, 1 + k, item);
+    }
+    if (!cache && !(cache = PyDict_New()))
+        return Py_DECREF(key), NULL;
+    PyObject *found = plain ? PyDict_GetItemWithError(cache, key) : NULL;
+    if (found || PyErr_Occurred()) {
+        Py_DECREF(key);
+        return Py_XNewRef(found);
+    }
+    PyObject *dtypes = PyTuple_GetSlice(key, 1, 1 + c->nin + c->nout);
+    PyObject *kw = PyDict_New();
+    PyObject *method = PyObject_GetAttrString(c->ufunc, "resolve_dtypes");
+    PyObject *resolved = NULL;
+    if (dtypes && kw && method && (!signature || !PyDict_SetItemString(kw, "signature", signature)) &&
+        (!casting || !PyDict_SetItemString(kw, "casting", casting))) {
+        if (dtype && !signature) { /* dtype=: the outputs' (NumPy's meaning) */
+            PyObject *sig = PyTuple_New(c->nin + c->nout);
+            PyObject *out_dtype = sig ? PyObject_CallOneArg(gtpy_numpy("dtype"), dtype) : NULL;
+            for (int k = 0; out_dtype && k < c->nin + c->nout; ++k)
+                PyTuple_SET_ITEM(sig, k, Py_NewRef(k < c->nin ? Py_None : out_dtype));
+            if (!out_dtype || PyDict_SetItemString(kw, "signature", sig) < 0)
+                Py_CLEAR(kw);
+            Py_XDECREF(out_dtype);
+            Py_XDECREF(sig);
+        }
+        PyObject *args = kw ? PyTuple_Pack(1, dtypes) : NULL;
+        resolved = args ? PyObject_Call(method, args, kw) : NULL;
+        Py_XDECREF(args);
+    }
+    Py_XDECREF(method);
+    Py_XDECREF(kw);
+    Py_XDECREF(dtypes);
+    if (resolved && plain) {
+        if (PyDict_GET_SIZE(cache) > 4096)
+            PyDict_Clear(cache); /* a bound, for programs that make ufuncs */
+        if (PyDict_SetItem(cache, key, resolved) < 0)
+            Py_CLEAR(resolved);
+    }
+    Py_DECREF(key);
+    return resolved;
+}
+
+/* ---- outputs ------------------------------------------------------------------------------ */
+
+/* How the memory of a buffer on a device is managed (seed 000's
+ * `managed`), for outputs made like it. */
+static gts_managed managed_mode(const gts_buffer *buffer)
+{
+    const gts_device_ops *device = gts_buffer_device(buffer);
+    return gts_buffer_mirrored(buffer)      ? GTS_MANAGED_GT4PY
+           : gts_device_is_managed(device) ? GTS_MANAGED_CUDA
+                                            : GTS_MANAGED_NONE;
+}
+
+/* Where outputs made by a call live: with the first input on a device,
+ * there too, in its managed mode (a software-managed input gives a
+ * software-managed output even where the host computes); else the host.
+ * False for the host. */
+static bool device_of_inputs(const call *c, gts_managed *managed)
+{
+    for (int k = 0; k < c->nin; ++k) {
+        if (!c->operands[k].storage)
+            continue;
+        const gts_buffer *buffer = c->storages[k].buffer;
+        if (gts_buffer_device(buffer) == gts_device_host())
+            continue;
+        *managed = managed_mode(buffer);
+        return true;
+    }
+    return false;
+}
+
+/* A new storage for output k, of the result's dims and the parameters seed
+ * 001 infers from the inputs. */
+static int allocate_output(call *c, int k, PyObject *dtype_obj)
+{
+    gtpy_dtype dtype;
+    gts_storage_spec spec;
+    gts_error err;
+    if (gtpy_dtype_parse(dtype_obj, &dtype) < 0)
+        return -1;
+    if (dtype.nsub) {
+        PyErr_Format(PyExc_TypeError, "%S: a result of dtype %S is not a storage", c->ufunc,
+                     dtype_obj);
+        return -1;
+    }
+    gts_managed managed = GTS_MANAGED_GT4PY;
+    bool on_device = device_of_inputs(c, &managed) || c->on_device;
+    if (gts_broadcast_output_spec(c->nin, c->operands, &c->result, dtype.base,
+                                  on_device ? GTS_DEVICE_GPU : GTS_DEVICE_CPU, &spec, &err) != 0)
+        return gtpy_raise(&err);
+    spec.managed = managed;
+    if (gts_storage_create_in_place(&spec, 0, &c->storages[k], &err) != 0)
+        return gtpy_raise(&err);
+    PyObject *out = gtpy_storage_new(&c->storages[k], NULL, NULL);
+    if (!out)
+        return -1;
+    gtpy_storage_load(out, &c->storages[k]);
+    c->objs[k] = c->made[k] = out;
+    c->operands[k] = (gts_operand){&c->storages[k], 0, NULL};
+    for (int p = 0; p < c->result.ndim; ++p)
+        c->result.axis[k][p] = (int8_t)p;
+    return 0;
+}
+
+/* ---- the call ----------------------------------------------------------------------------- */
+
+static void call_release(call *c)
+{
+    for (int k = 0; k < MAX_OPS; ++k) {
+        Py_CLEAR(c->arrays[k]);
+        Py_CLEAR(c->made[k]);
+        Py_CLEAR(c->views[k]);
+    }
+    Py_CLEAR(c->kwargs);
+}
+
+/* Another participant of NEP 13 (xarray, dask, ...): it decides. */
+static bool defers(PyObject *obj)
+{
+    if (!obj || gtpy_is_storage(obj) || is_scalar(obj) || PyList_Check(obj) ||
+        PyTuple_Check(obj))
+        return false;
+    PyObject *ndarray_ufunc = PyObject_GetAttrString(gtpy_numpy("ndarray"), "__array_ufunc__");
+    PyObject *own = PyObject_GetAttrString((PyObject *)Py_TYPE(obj), "__array_ufunc__");
+    PyErr_Clear();
+    bool other = own && own != ndarray_ufunc;
+    Py_XDECREF(own);
+    Py_XDECREF(ndarray_ufunc);
+    return other;
+}
+
+static int read_int_attr(PyObject *obj, const char *name, int *out)
+{
+    PyObject *value = PyObject_GetAttrString(obj, name);
+    long v = value ? PyLong_AsLong(value) : -1;
+    Py_XDECREF(value);
+    if (v < 0 || v > MAX_OPS / 2) {
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_TypeError, "%S: %s out of range", obj, name);
+        return -1;
+    }
+    *out = (int)v;
+    return 0;
+}
+
+/* The outputs given with out=: each a storage, an ndarray, or None. */
+static int load_outputs(call *c, PyObject *out)
+{
+    if (!out)
+        return 0;
+    if (!PyTuple_Check(out) || PyTuple_GET_SIZE(out) != c->nout) {
+        PyErr_Format(PyExc_ValueError, "out: expected a tuple of %d entries, got %.200R", c->nout,
+                     out);
+        return -1;
+    }
+    for (int i = 0; i < c->nout; ++i) {
+        PyObject *obj = PyTuple_GET_ITEM(out, i);
+        if (obj == Py_None)
+            continue;
+        if (!gtpy_is_storage(obj) && !PyObject_TypeCheck(obj, (PyTypeObject *)gtpy_numpy("ndarray"))) {
+            PyErr_Format(PyExc_TypeError, "out: expected storages, ndarrays or None, got %.200R",
+                         (PyObject *)Py_TYPE(obj));
+            return -1;
+        }
+        if (load_operand(c, c->nops + i, obj) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Reads the call: inputs, `where` (an operand unless a plain True), out. */
+static int call_load(call *c, PyObject *ufunc, PyObject *inputs, PyObject *kwargs)
+{
+    memset(c, 0, sizeof *c);
+    c->ufunc = ufunc;
+    c->kwargs = kwargs ? PyDict_Copy(kwargs) : PyDict_New();
+    if (!c->kwargs || read_int_attr(ufunc, "nin", &c->nin) < 0 ||
+        read_int_attr(ufunc, "nout", &c->nout) < 0)
+        return -1;
+    if (PyTuple_GET_SIZE(inputs) != c->nin) {
+        PyErr_Format(PyExc_TypeError, "%S: takes %d inputs, got %zd", ufunc, c->nin,
+                     PyTuple_GET_SIZE(inputs));
+        return -1;
+    }
+    PyObject *out = PyDict_GetItemString(c->kwargs, "out");
+    PyObject *where = PyDict_GetItemString(c->kwargs, "where");
+    Py_XINCREF(out);
+    Py_XINCREF(where);
+    PyDict_DelItemString(c->kwargs, "out") < 0 ? PyErr_Clear() : (void)0;
+    PyDict_DelItemString(c->kwargs, "where") < 0 ? PyErr_Clear() : (void)0;
+    c->has_where = where && where != Py_True;
+    c->nops = c->nin + c->has_where;
+    int rc = 0;
+    for (int k = 0; rc == 0 && k < c->nin; ++k)
+        rc = load_operand(c, k, PyTuple_GET_ITEM(inputs, k));
+    if (rc == 0 && c->has_where)
+        rc = load_operand(c, c->nin, where);
+    if (rc == 0)
+        rc = load_outputs(c, out);
+    Py_XDECREF(out);
+    Py_XDECREF(where);
+    return rc;
+}
+
+/* Lines the operands up; the first output storage, if any, fixes the dims. */
+static int call_broadcast(call *c)
+{
+    const gts_storage *fixed = NULL;
+    int n = c->nops;
+    for (int i = 0; i < c->nout; ++i) {
+        int k = c->nops + i;
+        if (c->objs[k])
+            n = k + 1;
+        if (!fixed && c->objs[k] && c->operands[k].storage)
+            fixed = &c->storages[k];
+    }
+    gts_operand ops[MAX_OPS];
+    for (int k = 0; k < n; ++k) /* absent outputs take part as scalars */
+        ops[k] = c->objs[k] ? c->operands[k] : (gts_operand){NULL, 0, NULL};
+    gts_error err;
+    if (gts_broadcast_operands(n, ops, fixed, &c->result, &err) != 0)
+        return gtpy_raise(&err);
+    return 0;
+}
+
+static int call_allocate(call *c)
+{
+    bool missing = false;
+    for (int i = 0; i < c->nout; ++i)
+        missing = missing || !c->objs[c->nops + i];
+    if (!missing)
+        return 0;
+    PyObject *dtypes = resolve_dtypes(c);
+    int rc = dtypes ? 0 : -1;
+    for (int i = 0; rc == 0 && i < c->nout; ++i)
+        if (!c->objs[c->nops + i])
+            rc = allocate_output(c, c->nops + i, PyTuple_GET_ITEM(dtypes, c->nin + i));
+    Py_XDECREF(dtypes);
+    return rc;
+}
+
+/* ufunc(*views, out=views, where=view, **kwargs): NumPy computes. */
+static int call_run(call *c)
+{
+    for (int k = 0; k < c->nops + c->nout; ++k)
+        if (!(c->views[k] = operand_view(c, k)))
+            return -1;
+    PyObject *args = PyTuple_New(c->nin);
+    PyObject *outs = PyTuple_New(c->nout);
+    if (!args || !outs) {
+        Py_XDECREF(args);
+        Py_XDECREF(outs);
+        return -1;
+    }
+    for (int k = 0; k < c->nin; ++k)
+        PyTuple_SET_ITEM(args, k, Py_NewRef(c->views[k]));
+    for (int i = 0; i < c->nout; ++i)
+        PyTuple_SET_ITEM(outs, i, Py_NewRef(c->views[c->nops + i]));
+    int rc = PyDict_SetItemString(c->kwargs, "out", outs);
+    if (rc == 0 && c->has_where)
+        rc = PyDict_SetItemString(c->kwargs, "where", c->views[c->nin]);
+    PyObject *result = rc == 0 ? PyObject_Call(c->ufunc, args, c->kwargs) : NULL;
+    Py_DECREF(args);
+    Py_DECREF(outs);
+    Py_XDECREF(result);
+    return result ? 0 : -1;
+}
+
+/* The outputs: one object, or a tuple of them. */
+static PyObject *call_outputs(const call *c)
+{
+    if (c->nout == 1)
+        return Py_NewRef(c->objs[c->nops]);
+    PyObject *outs = PyTuple_New(c->nout);
+    for (int i = 0; outs && i < c->nout; ++i)
+        PyTuple_SET_ITEM(outs, i, Py_NewRef(c->objs[c->nops + i]));
+    return outs;
+}
+
+/* target[...] = value by dims: the same steps as a ufunc with out=target,
+ * with np.copyto (NumPy's assignment casting) as the operation. */
+int gtpy_storage_assign_by_dims(PyObject *target, PyObject *value)
+{
+    call c;
+    memset(&c, 0, sizeof c);
+    c.ufunc = gtpy_numpy("copyto");
+    c.nin = c.nops = c.nout = 1;
+    c.kwargs = Py_BuildValue("{s:s}", "casting", "unsafe");
+    int rc = c.ufunc && c.kwargs && load_operand(&c, 0, value) == 0 &&
+                     load_operand(&c, 1, target) == 0 && choose_device(&c) == 0 &&
+                     call_broadcast(&c) == 0
+                 ? 0
+                 : -1;
+    for (int k = 0; rc == 0 && k < 2; ++k)
+        if (!(c.views[k] = operand_view(&c, k)))
+            rc = -1;
+    PyObject *args = rc == 0 ? PyTuple_Pack(2, c.views[1], c.views[0]) : NULL;
+    PyObject *done = args ? PyObject_Call(c.ufunc, args, c.kwargs) : NULL;
+    Py_XDECREF(args);
+    call_release(&c);
+    Py_XDECREF(done);
+    return done ? 0 : -1;
+}
+
+static PyObject *ufunc_call(PyObject *ufunc, PyObject *inputs, PyObject *kwargs)
+{
+    call c;
+    PyObject *result = NULL;
+    if (call_load(&c, ufunc, inputs, kwargs) == 0 && choose_device(&c) == 0 &&
+        call_broadcast(&c) == 0 && call_allocate(&c) == 0 && call_run(&c) == 0)
+        result = call_outputs(&c);
+    call_release(&c);
+    return result;
+}
+
+/* ---- reductions ------------------------------------------------------------------------ */
+
+/* The positional parameters of a reduction, after the array: NumPy's. */
+typedef struct reduction {
+    const char *name;
+    const char *params[6];
+} reduction;
+
+static const reduction REDUCTIONS[] = {
+    {"sum", {"axis", "dtype", "out", "keepdims", "initial", "where"}},
+    {"prod", {"axis", "dtype", "out", "keepdims", "initial", "where"}},
+    {"mean", {"axis", "dtype", "out", "keepdims", "where"}},
+    {"std", {"axis", "dtype", "out", "ddof", "keepdims", "where"}},
+    {"var", {"axis", "dtype", "out", "ddof", "keepdims", "where"}},
+    {"min", {"axis", "out", "keepdims", "initial", "where"}},
+    {"max", {"axis", "out", "keepdims", "initial", "where"}},
+    {"any", {"axis", "out", "keepdims", "where"}},
+    {"all", {"axis", "out", "keepdims", "where"}},
+    {"argmin", {"axis", "out", "keepdims"}},
+    {"argmax", {"axis", "out", "keepdims"}},
+    {"reduce", {"axis", "dtype", "out", "keepdims", "initial", "where"}},
+    {"accumulate", {"axis", "dtype", "out"}},
+};
+
+/* Positional arguments moved into a new dict of keywords by name. */
+static PyObject *keywords_of(const reduction *r, PyObject *args, Py_ssize_t first,
+                             PyObject *kwargs)
+{
+    PyObject *kw = kwargs ? PyDict_Copy(kwargs) : PyDict_New();
+    Py_ssize_t n = PyTuple_GET_SIZE(args) - first, max = 0;
+    while (max < 6 && r->params[max])
+        ++max;
+    if (kw && n > max) {
+        PyErr_Format(PyExc_TypeError, "%s() takes at most %zd positional arguments (%zd given)",
+                     r->name, max, n);
+        Py_CLEAR(kw);
+    }
+    for (Py_ssize_t i = 0; kw && i < n; ++i) {
+        if (PyDict_GetItemString(kw, r->params[i])) {
+            PyErr_Format(PyExc_TypeError, "%s() got multiple values for argument '%s'", r->name,
+                         r->params[i]);
+            Py_CLEAR(kw);
+        } else if (PyDict_SetItemString(kw, r->params[i], PyTuple_GET_ITEM(args, first + i)) < 0) {
+            Py_CLEAR(kw);
+        }
+    }
+    return kw;
+}
+
+/* axis= (None: all; default_all says what absent means) into one flag per
+ * axis; NumPy's AxisError for a bad one. */
+static int reduced_axes(const gts_storage *g, PyObject *axis, bool default_all, bool *reduced)
+{
+    for (int a = 0; a < g->ndim; ++a)
+        reduced[a] = axis ? axis == Py_None : default_all;
+    if (!axis && !default_all && g->ndim > 0)
+        reduced[0] = true; /* ufunc.reduce: axis=0 */
+    if (!axis || axis == Py_None)
+        return 0;
+    PyObject *items = PyTuple_Check(axis) ? Py_NewRef(axis) : PyTuple_Pack(1, axis);
+    if (!items)
+        return -1;
+    int rc = 0;
+    for (Py_ssize_t i = 0; rc == 0 && i < PyTuple_GET_SIZE(items); ++i) {
+        int64_t a;
+        if ((rc = gtpy_int(PyTuple_GET_ITEM(items, i), "axis", &a)) < 0)
+            break;
+        int64_t normal = a < 0 ? a + g->ndim : a;
+        if (normal < 0 || normal >= g->ndim || reduced[normal]) {
+            PyObject *error = PyObject_GetAttrString(gtpy_numpy("exceptions"), "AxisError");
+            if (error)
+                PyErr_Format(error, normal < 0 || normal >= g->ndim
+                                        ? "axis %lld is out of bounds for array of dimension %d"
+                                        : "axis %lld: repeated axis",
+                             (long long)a, g->ndim);
+            Py_XDECREF(error);
+            rc = -1;
+        } else {
+            reduced[normal] = true;
+        }
+    }
+    Py_DECREF(items);
+    return rc;
+}
+
+/* A storage holding NumPy's result `array` of reducing `g` along `reduced`:
+ * the remaining dims, and the parameters gtstore/broadcast.h infers from
+ * `g`. */
+static PyObject *reduced_storage(const gts_storage *g, const bool *reduced, bool keepdims,
+                                 PyObject *array)
+{
+    gts_broadcast result;
+    gts_storage_spec spec;
+    gts_storage out;
+    gts_error err;
+    gtpy_dtype dtype;
+    gts_operand operand = {g, 0, NULL};
+    const gts_device_ops *device = gts_buffer_device(g->buffer);
+    PyObject *dtype_obj = PyObject_GetAttrString(array, "dtype");
+    int rc = dtype_obj ? gtpy_dtype_parse(dtype_obj, &dtype) : -1;
+    Py_XDECREF(dtype_obj);
+    if (rc < 0)
+        return NULL;
+    if (gts_broadcast_reduce(g, reduced, keepdims, &result, &err) != 0 ||
+        gts_broadcast_output_spec(1, &operand, &result, dtype.base,
+                                  device == gts_device_host() ? GTS_DEVICE_CPU : GTS_DEVICE_GPU,
+                                  &spec, &err) != 0)
+        return gtpy_raise_null(&err);
+    spec.managed = managed_mode(g->buffer);
+    if (gts_storage_create_in_place(&spec, 0, &out, &err) != 0)
+        return gtpy_raise_null(&err);
+    PyObject *storage = gtpy_storage_new(&out, NULL, NULL);
+    if (storage && PyObject_SetItem(storage, Py_Ellipsis, array) < 0)
+        Py_CLEAR(storage);
+    return storage;
+}
+
+/* numpy_function(host view of self, **keywords): a reduction along axes of
+ * a storage. Its result is a storage of the remaining dims, or NumPy's
+ * result where none remain or no field results (argmin, argmax). out= may
+ * be a storage (written on the host) or an ndarray. */
+static PyObject *reduce_with(PyObject *self, PyObject *function, const reduction *r,
+                             PyObject *kw, bool default_all)
+{
+    gts_storage g;
+    bool reduced[GTS_MAX_NDIM];
+    gtpy_storage_load(self, &g);
+    PyObject *axis = PyDict_GetItemString(kw, "axis");
+    PyObject *keep = PyDict_GetItemString(kw, "keepdims");
+    PyObject *out = PyDict_GetItemString(kw, "out");
+    int keepdims = keep ? PyObject_IsTrue(keep) : 0;
+    if (keepdims < 0 || reduced_axes(&g, axis, default_all, reduced) < 0)
+        return NULL;
+    if (strcmp(r->name, "accumulate") == 0) /* along an axis, which stays */
+        memset(reduced, 0, sizeof reduced);
+    if (out && PyTuple_Check(out) && PyTuple_GET_SIZE(out) == 1)
+        out = PyTuple_GET_ITEM(out, 0); /* ufunc.reduce's form */
+    /* the host side, else (a GPUStorage) the device's memory as an array */
+    PyObject *view = gtpy_has_host_side(g.buffer) ? gtpy_storage_ndarray(self, false)
+                                                  : gtpy_storage_to_ndarray(self, NULL);
+    PyObject *out_view = out && gtpy_is_storage(out) ? gtpy_storage_ndarray(out, true) : NULL;
+    if (!view || (out && gtpy_is_storage(out) && !out_view) ||
+        (out_view && PyDict_SetItemString(kw, "out", out_view) < 0)) {
+        Py_XDECREF(view);
+        Py_XDECREF(out_view);
+        return NULL;
+    }
+    Py_XDECREF(out_view);
+    PyObject *args = PyTuple_Pack(1, view);
+    PyObject *result = args ? PyObject_Call(function, args, kw) : NULL;
+    Py_XDECREF(args);
+    Py_DECREF(view);
+    if (!result || (out && out != Py_None))
+        return result ? (Py_DECREF(result), Py_NewRef(out)) : NULL;
+    bool field = r->name[0] != 'a' || r->name[1] != 'r'; /* argmin, argmax: indices */
+    PyObject *ndim_obj = PyObject_GetAttrString(result, "ndim");
+    long ndim = ndim_obj ? PyLong_AsLong(ndim_obj) : 0;
+    Py_XDECREF(ndim_obj);
+    PyErr_Clear(); /* Python numbers have no ndim */
+    bool is_array = PyObject_TypeCheck(result, (PyTypeObject *)gtpy_numpy("ndarray"));
+    if (!field || !is_array || ndim == 0)
+        return result;
+    PyObject *storage = reduced_storage(&g, reduced, keepdims, result);
+    Py_DECREF(result);
+    return storage;
+}
+
+PyObject *gtpy_storage_reduction(PyObject *self, const char *name, PyObject *args,
+                                 PyObject *kwargs)
+{
+    const reduction *r = NULL;
+    for (size_t i = 0; i < sizeof REDUCTIONS / sizeof REDUCTIONS[0]; ++i)
+        if (strcmp(REDUCTIONS[i].name, name) == 0)
+            r = &REDUCTIONS[i];
+    PyObject *function = r ? gtpy_numpy(name) : NULL;
+    PyObject *kw = function ? keywords_of(r, args, 0, kwargs) : NULL;
+    PyObject *result = kw ? reduce_with(self, function, r, kw, true) : NULL;
+    Py_XDECREF(kw);
+    return result;
+}
+
+/* ---- __array_ufunc__ ---------------------------------------------------------------------- */
+
+/* Whether an input or output belongs to another NEP 13 participant. */
+static bool any_defers(PyObject *inputs, PyObject *kwargs)
+{
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(inputs); ++i)
+        if (defers(PyTuple_GET_ITEM(inputs, i)))
+            return true;
+    PyObject *out = kwargs ? PyDict_GetItemString(kwargs, "out") : NULL;
+    for (Py_ssize_t i = 0; out && PyTuple_Check(out) && i < PyTuple_GET_SIZE(out); ++i)
+        if (defers(PyTuple_GET_ITEM(out, i)))
+            return true;
+    return false;
+}
+
+static bool is_gufunc(PyObject *ufunc)
+{
+    PyObject *signature = PyObject_GetAttrString(ufunc, "signature");
+    PyErr_Clear();
+    bool core = signature && signature != Py_None;
+    Py_XDECREF(signature);
+    return core;
+}
+
+/* A generalized ufunc (np.matmul, ...): its core dims are not fields, so
+ * NumPy computes on host views and its result is NumPy's (out= storages
+ * are written on the host and returned). */
+static PyObject *gufunc_call(PyObject *ufunc, PyObject *inputs, PyObject *kwargs)
+{
+    Py_ssize_t n = PyTuple_GET_SIZE(inputs);
+    PyObject *args = PyTuple_New(n), *kw = kwargs ? PyDict_Copy(kwargs) : PyDict_New();
+    PyObject *out = kw ? PyDict_GetItemString(kw, "out") : NULL, *views = NULL, *result = NULL;
+    for (Py_ssize_t i = 0; args && i < n; ++i) {
+        PyObject *obj = PyTuple_GET_ITEM(inputs, i);
+        PyObject *item = gtpy_is_storage(obj) ? gtpy_storage_ndarray(obj, false) : Py_NewRef(obj);
+        if (!item)
+            goto done;
+        PyTuple_SET_ITEM(args, i, item);
+    }
+    if (out && PyTuple_Check(out)) {
+        if (!(views = PyTuple_New(PyTuple_GET_SIZE(out))))
+            goto done;
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(out); ++i) {
+            PyObject *obj = PyTuple_GET_ITEM(out, i);
+            PyObject *item = gtpy_is_storage(obj) ? gtpy_storage_ndarray(obj, true) : Py_NewRef(obj);
+            if (!item)
+                goto done;
+            PyTuple_SET_ITEM(views, i, item);
+        }
+        if (PyDict_SetItemString(kw, "out", views) < 0)
+            goto done;
+    }
+    result = args && kw ? PyObject_Call(ufunc, args, kw) : NULL;
+    if (result && out && PyTuple_Check(out)) { /* the storages given, not their views */
+        Py_DECREF(result);
+        result = PyTuple_GET_SIZE(out) == 1 ? Py_NewRef(PyTuple_GET_ITEM(out, 0)) : Py_NewRef(out);
+    }
+done:
+    Py_XDECREF(args);
+    Py_XDECREF(kw);
+    Py_XDECREF(views);
+    return result;
+}
+
+/* ufunc.at(a, indices, b): in place on the host side of `a`. */
+static PyObject *ufunc_at(PyObject *ufunc, PyObject *inputs)
+{
+    Py_ssize_t n = PyTuple_GET_SIZE(inputs);
+    if (n < 2 || n > 3)
+        return PyErr_Format(PyExc_TypeError, "%S.at: takes (a, indices[, b])", ufunc);
+    PyObject *items[3];
+    for (Py_ssize_t i = 0; i < n; ++i) {
+        PyObject *obj = PyTuple_GET_ITEM(inputs, i);
+        items[i] = gtpy_is_storage(obj) ? gtpy_storage_ndarray(obj, i == 0) : Py_NewRef(obj);
+        if (!items[i]) {
+            while (i-- > 0)
+                Py_DECREF(items[i]);
+            return NULL;
+        }
+    }
+    PyObject *result = PyObject_CallMethod(ufunc, "at", n == 2 ? "OO" : "OOO", items[0], items[1],
+                                           n == 3 ? items[2] : NULL);
+    for (Py_ssize_t i = 0; i < n; ++i)
+        Py_DECREF(items[i]);
+    return result;
+}
+
+/* ufunc.reduce / ufunc.accumulate of a storage; `method` names which. */
+static PyObject *ufunc_reduce(PyObject *ufunc, const char *method, PyObject *args,
+                              PyObject *kwargs)
+{
+    const reduction *r = strcmp(method, "reduce") == 0 ? &REDUCTIONS[11] : &REDUCTIONS[12];
+    if (PyTuple_GET_SIZE(args) < 3)
+        return PyErr_Format(PyExc_TypeError, "%S.%s: takes an array", ufunc, method);
+    PyObject *array = PyTuple_GET_ITEM(args, 2);
+    if (!gtpy_is_storage(array))
+        return PyErr_Format(PyExc_TypeError,
+                            "%S.%s: out= may be a storage only where the array is one; "
+                            "pass np.asarray(out)",
+                            ufunc, method);
+    PyObject *function = PyObject_GetAttrString(ufunc, method);
+    PyObject *kw = function ? keywords_of(r, args, 3, kwargs) : NULL;
+    PyObject *result = kw ? reduce_with(array, function, r, kw, false) : NULL;
+    Py_XDECREF(kw);
+    Py_XDECREF(function);
+    return result;
+}
+
+PyObject *gtpy_storage_array_ufunc(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    (void)self;
+    if (PyTuple_GET_SIZE(args) < 2 || !PyUnicode_Check(PyTuple_GET_ITEM(args, 1))) {
+        PyErr_SetString(PyExc_TypeError, "__array_ufunc__(ufunc, method, *inputs, **kwargs)");
+        return NULL;
+    }
+    PyObject *ufunc = PyTuple_GET_ITEM(args, 0);
+    const char *method = PyUnicode_AsUTF8(PyTuple_GET_ITEM(args, 1));
+    PyObject *inputs = PyTuple_GetSlice(args, 2, PyTuple_GET_SIZE(args));
+    if (!method || !inputs) {
+        Py_XDECREF(inputs);
+        return NULL;
+    }
+    PyObject *result;
+    if (any_defers(inputs, kwargs))
+        result = Py_NewRef(Py_NotImplemented);
+    else if (strcmp(method, "__call__") == 0 && is_gufunc(ufunc))
+        result = gufunc_call(ufunc, inputs, kwargs);
+    else if (strcmp(method, "__call__") == 0)
+        result = ufunc_call(ufunc, inputs, kwargs);
+    else if (strcmp(method, "reduce") == 0 || strcmp(method, "accumulate") == 0)
+        result = ufunc_reduce(ufunc, method, args, kwargs);
+    else if (strcmp(method, "at") == 0)
+        result = ufunc_at(ufunc, inputs);
+    else
+        result = PyErr_Format(PyExc_TypeError,
+                              "%S.%s: not supported on storages (its result has no dims that "
+                              "follow from the operands'); apply it to np.asarray(...)",
+                              ufunc, method);
+    Py_DECREF(inputs);
+    return result;
+}

@@ -1,0 +1,23 @@
+/* Computing with storages (ufunc.c): NEP 13's __array_ufunc__, and the
+ * reductions of the Storage methods (sum, mean, ...). */
+#ifndef GTSTORE_EXT_UFUNC_H
+#define GTSTORE_EXT_UFUNC_H
+
+#include "module.h"
+
+/* Storage.__array_ufunc__(ufunc, method, *inputs, **kwargs). */
+PyObject *gtpy_storage_array_ufunc(PyObject *self, PyObject *args, PyObject *kwargs);
+
+/* storage.<name>(*args, **kwargs) for a reduction NumPy names `name` (sum,
+ * prod, mean, std, var, min, max, any, all, argmin, argmax): NumPy's
+ * parameters and result, as a storage of the remaining dims where the
+ * result is a field. */
+PyObject *gtpy_storage_reduction(PyObject *self, const char *name, PyObject *args,
+                                 PyObject *kwargs);
+
+/* target[...] = value, a storage, aligned by dims (seed 001: as
+ * np.positive(value, out=target), with NumPy's assignment casting), on the
+ * device seed 001 chooses. */
+int gtpy_storage_assign_by_dims(PyObject *target, PyObject *value);
+
+#endif

@@ -1,0 +1,326 @@
+/* Broadcasting by dims and the output parameters of seed 001. */
+#include "gtstore/broadcast.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int find_dim(int ndim, const gts_dim *dims, gts_dim dim)
+{
+    for (int d = 0; d < ndim; ++d)
+        if (dims[d] == dim)
+            return d;
+    return -1;
+}
+
+static int compare_dims(const void *a, const void *b)
+{
+    gts_dim x = *(const gts_dim *)a, y = *(const gts_dim *)b;
+    return (x > y) - (x < y);
+}
+
+/* How an operand's axes map to labels: a storage's own, the result's in
+ * order (an array of as many dimensions), I, J, K (a 3-d array), or none
+ * (a scalar). */
+typedef enum { BY_LABELS, BY_POSITION, BY_IJK, SCALAR } mapping;
+
+static const gts_dim IJK[3] = {GTS_DIM_I, GTS_DIM_J, GTS_DIM_K};
+
+static const gts_dim *labels_of(const gts_operand *op, mapping how, const gts_broadcast *r)
+{
+    return how == BY_LABELS ? op->storage->dims : how == BY_IJK ? IJK : r->dims;
+}
+
+static int operand_ndim(const gts_operand *op)
+{
+    return op->storage ? op->storage->ndim : op->ndim;
+}
+
+static const int64_t *operand_shape(const gts_operand *op)
+{
+    return op->storage ? op->storage->shape : op->shape;
+}
+
+/* Adds `dim` to the sorted union of `r` (no-op if present). */
+static void add_dim(gts_broadcast *r, gts_dim dim)
+{
+    if (find_dim(r->ndim, r->dims, dim) < 0)
+        r->dims[r->ndim++] = dim;
+}
+
+static bool same_dims(const gts_storage *a, const gts_storage *b)
+{
+    return a->ndim == b->ndim && memcmp(a->dims, b->dims, (size_t)a->ndim * sizeof *a->dims) == 0;
+}
+
+/* The result's dims without a given output: the storages' if they agree,
+ * else the union of theirs and of the I, J, K of 3-d arrays that do not
+ * match by position, sorted. */
+static void result_dims(int n, const gts_operand *ops, gts_broadcast *r)
+{
+    const gts_storage *first = NULL;
+    bool agree = true;
+    for (int k = 0; k < n; ++k) {
+        const gts_storage *s = ops[k].storage;
+        if (!s)
+            continue;
+        agree = agree && (!first || same_dims(first, s));
+        first = first ? first : s;
+    }
+    int nstorage = first ? first->ndim : 0;
+    bool union_needed = !agree;
+    for (int k = 0; k < n; ++k)
+        union_needed = union_needed ||
+                       (!ops[k].storage && ops[k].ndim == 3 && (!first || nstorage != 3));
+    r->ndim = 0;
+    if (!union_needed) {
+        if (first)
+            for (int d = 0; d < first->ndim; ++d)
+                r->dims[r->ndim++] = first->dims[d];
+        return;
+    }
+    for (int k = 0; k < n; ++k) {
+        const gts_storage *s = ops[k].storage;
+        for (int d = 0; s && d < s->ndim; ++d)
+            add_dim(r, s->dims[d]);
+        for (int d = 0; !s && ops[k].ndim == 3 && nstorage != 3 && d < 3; ++d)
+            if (ops[k].shape[d] != 1)
+                add_dim(r, IJK[d]);
+    }
+    qsort(r->dims, (size_t)r->ndim, sizeof *r->dims, compare_dims);
+}
+
+/* What every storage the library makes satisfies, checked for storages a
+ * C caller describes: valid unrepeated dims, extents >= 0, halo and aligned
+ * point inside them. `k` < 0 is the output. */
+static int check_storage(int k, const gts_storage *s, gts_error *err)
+{
+    char who[32] = "out";
+    if (k >= 0)
+        snprintf(who, sizeof who, "operands: operand %d", k);
+    if (s->ndim < 0 || s->ndim > GTS_MAX_NDIM || gts_dims_check(s->ndim, s->dims, NULL) != GTS_OK)
+        return gts_error_set(err, GTS_EINVAL, "%s: its dims are not valid, unrepeated labels",
+                             who);
+    for (int d = 0; d < s->ndim; ++d) {
+        gts_halo h = s->halo[d];
+        if (s->shape[d] < 0 || h.lower < 0 || h.upper < 0 || h.lower > s->shape[d] ||
+            h.upper > s->shape[d] - h.lower || s->aligned_index[d] < 0 ||
+            (s->aligned_index[d] >= s->shape[d] && s->aligned_index[d] != 0))
+            return gts_error_set(err, GTS_EINVAL,
+                                 "%s: dimension %d has extent %lld with halo (%lld, %lld) and "
+                                 "aligned index %lld, which do not fit",
+                                 who, d, (long long)s->shape[d], (long long)h.lower,
+                                 (long long)h.upper, (long long)s->aligned_index[d]);
+    }
+    return GTS_OK;
+}
+
+static int mapping_of(int k, const gts_operand *op, const gts_broadcast *r, mapping *how,
+                      gts_error *err)
+{
+    if (op->storage) {
+        *how = BY_LABELS;
+        return GTS_OK; /* checked above */
+    }
+    bool valid = op->ndim >= 0 && op->ndim <= GTS_MAX_NDIM && (op->ndim == 0 || op->shape);
+    for (int d = 0; valid && d < op->ndim; ++d)
+        valid = op->shape[d] >= 0;
+    if (!valid)
+        return gts_error_set(err, GTS_EINVAL, "operands: operand %d has no valid shape", k);
+    *how = op->ndim == 0 ? SCALAR : op->ndim == r->ndim ? BY_POSITION : op->ndim == 3 ? BY_IJK
+                                                                                    : SCALAR;
+    if (op->ndim == 0 || *how != SCALAR)
+        return GTS_OK;
+    char shape[96] = "";
+    for (int d = 0, used = 0; d < op->ndim && used < (int)sizeof shape - 24; ++d)
+        used += snprintf(shape + used, sizeof shape - (size_t)used, d ? ", %lld" : "%lld",
+                         (long long)op->shape[d]);
+    return gts_error_set(err, GTS_EINVAL,
+                         "operands: operand %d is an array without dims of shape (%s%s): it needs "
+                         "the %d dimensions of the result, or 3 (I, J, K, with extent 1 where it "
+                         "broadcasts)",
+                         k, shape, op->ndim == 1 ? "," : "", r->ndim);
+}
+
+/* Merges the extents of operand k into the result's shape; owner[p]
+ * records which operand set extent p (-1: the given output), for the
+ * message. */
+static int merge_extents(int k, const gts_operand *op, mapping how, bool fixed, gts_broadcast *r,
+                         int *owner, gts_error *err)
+{
+    const gts_dim *labels = labels_of(op, how, r);
+    const int64_t *shape = operand_shape(op);
+    for (int a = 0; how != SCALAR && a < operand_ndim(op); ++a) {
+        if (shape[a] == 1)
+            continue; /* masked: fits anywhere, or is dropped */
+        int p = find_dim(r->ndim, r->dims, labels[a]);
+        char name[GTS_DIM_TEXT_SIZE], where[32] = "the output";
+        gts_dim_format(labels[a], name);
+        if (p < 0)
+            return gts_error_set(err, GTS_EINVAL,
+                                 "out: the output has no dim '%s', which operand %d has with "
+                                 "extent %lld",
+                                 name, k, (long long)shape[a]);
+        if (r->shape[p] == shape[a])
+            continue;
+        if (r->shape[p] != 1 || fixed) {
+            if (owner[p] >= 0)
+                snprintf(where, sizeof where, "operand %d", owner[p]);
+            return gts_error_set(err, GTS_EINVAL,
+                                 "dims: '%s' has extent %lld in %s and %lld in operand %d", name,
+                                 (long long)r->shape[p], where, (long long)shape[a], k);
+        }
+        r->shape[p] = shape[a];
+        owner[p] = k;
+    }
+    return GTS_OK;
+}
+
+/* Operand k's axis along each result dimension: where its extent is the
+ * result's, else -1 (broadcast). */
+static void map_axes(int k, const gts_operand *op, mapping how, gts_broadcast *r)
+{
+    memset(r->axis[k], -1, sizeof r->axis[k]);
+    const gts_dim *labels = labels_of(op, how, r);
+    const int64_t *shape = operand_shape(op);
+    for (int a = 0; how != SCALAR && a < operand_ndim(op); ++a) {
+        int p = find_dim(r->ndim, r->dims, labels[a]);
+        if (p >= 0 && shape[a] == r->shape[p])
+            r->axis[k][p] = (int8_t)a;
+    }
+}
+
+int gts_broadcast_operands(int n, const gts_operand *operands, const gts_storage *out,
+                           gts_broadcast *result, gts_error *err)
+{
+    if (n < 0 || n > GTS_BROADCAST_MAX_OPERANDS || (n > 0 && !operands) || !result)
+        return gts_error_set(err, GTS_EINVAL, "operands: %d operands (at most %d), or NULL", n,
+                             GTS_BROADCAST_MAX_OPERANDS);
+    int owner[GTS_MAX_NDIM];
+    mapping how[GTS_BROADCAST_MAX_OPERANDS];
+    int rc = out ? check_storage(-1, out, err) : GTS_OK;
+    for (int k = 0; rc == GTS_OK && k < n; ++k)
+        if (operands[k].storage)
+            rc = check_storage(k, operands[k].storage, err);
+    if (rc)
+        return rc;
+    if (out) {
+        result->ndim = out->ndim;
+        memcpy(result->dims, out->dims, (size_t)out->ndim * sizeof *out->dims);
+    } else {
+        result_dims(n, operands, result);
+    }
+    for (int p = 0; p < result->ndim; ++p) {
+        result->shape[p] = out ? out->shape[p] : 1;
+        owner[p] = -1;
+    }
+    for (int k = 0; k < n; ++k) {
+        int rc = mapping_of(k, &operands[k], result, &how[k], err);
+        if (!rc)
+            rc = merge_extents(k, &operands[k], how[k], out != NULL, result, owner, err);
+        if (rc)
+            return rc;
+    }
+    for (int k = 0; k < n; ++k)
+        map_axes(k, &operands[k], how[k], result);
+    return GTS_OK;
+}
+
+/* Least common multiple, GTS_EINVAL beyond `limit`. */
+static int lcm(int64_t a, int64_t b, int64_t limit, int64_t *out, gts_error *err)
+{
+    int64_t x = a, y = b;
+    while (y) {
+        int64_t t = x % y;
+        x = y;
+        y = t;
+    }
+    int64_t step = a / x;
+    if (step > limit / b)
+        return gts_error_set(err, GTS_EINVAL,
+                             "alignment_size: the least common multiple of the operands' "
+                             "alignments (%lld and %lld) exceeds %lld bytes",
+                             (long long)a, (long long)b, (long long)limit);
+    *out = step * b;
+    return GTS_OK;
+}
+
+/* The layout of `first` on the result's dims: its own order for the dims it
+ * runs along, the others outermost (GTS_LAYOUT_OUTER). */
+static void layout_of_first(const gts_storage *first, const int8_t *axis, int ndim, int *layout)
+{
+    int rank = 0;
+    for (int d = 0; d < ndim; ++d)
+        layout[d] = GTS_LAYOUT_OUTER;
+    /* hand out 0, 1, ... in the order of the storage's own ranks */
+    for (int want = 0; want < first->ndim; ++want)
+        for (int d = 0; d < ndim; ++d)
+            if (axis[d] >= 0 && first->layout[axis[d]] == want)
+                layout[d] = rank++;
+}
+
+#define MAX_ALIGNMENT ((int64_t)1 << 30)
+
+int gts_broadcast_output_spec(int n, const gts_operand *operands, const gts_broadcast *result,
+                              gts_dtype dtype, gts_device device, gts_storage_spec *spec,
+                              gts_error *err)
+{
+    int rc = gts_storage_spec_init(spec, result->ndim, result->shape, dtype, err);
+    if (rc)
+        return rc;
+    int64_t alignment = dtype.itemsize > 0 ? dtype.itemsize : 1;
+    int first = -1;
+    for (int d = 0; d < result->ndim; ++d) {
+        int64_t lower = 0, end = result->shape[d], aligned = 0;
+        for (int k = 0; k < n; ++k) {
+            const gts_storage *s = operands[k].storage;
+            int a = result->axis[k][d];
+            if (!s || a < 0)
+                continue;
+            aligned = s->aligned_index[a] > aligned ? s->aligned_index[a] : aligned;
+            lower = s->halo[a].lower > lower ? s->halo[a].lower : lower;
+            end = s->shape[a] - s->halo[a].upper < end ? s->shape[a] - s->halo[a].upper : end;
+        }
+        end = end < lower ? lower : end; /* domains that do not meet: an empty one */
+        spec->halo[d] = (gts_halo){lower, result->shape[d] - end};
+        spec->aligned_index[d] = aligned;
+        spec->dims[d] = result->dims[d];
+    }
+    for (int k = 0; k < n; ++k) {
+        const gts_storage *s = operands[k].storage;
+        if (!s)
+            continue;
+        first = first < 0 ? k : first;
+        if (s->alignment_size > 0 &&
+            (rc = lcm(alignment, s->alignment_size, MAX_ALIGNMENT, &alignment, err)))
+            return rc;
+    }
+    if (first >= 0) {
+        layout_of_first(operands[first].storage, result->axis[first], result->ndim,
+                        spec->layout);
+        spec->has_layout = true;
+    }
+    spec->has_dims = spec->has_halo = spec->has_aligned_index = spec->has_device = true;
+    spec->device = device;
+    spec->alignment_size = alignment;
+    return GTS_OK;
+}
+
+int gts_broadcast_reduce(const gts_storage *storage, const bool *reduced, bool keepdims,
+                         gts_broadcast *result, gts_error *err)
+{
+    if (!storage || (storage->ndim > 0 && !reduced) || !result)
+        return gts_error_set(err, GTS_EINVAL, "storage, reduced, result: NULL");
+    result->ndim = 0;
+    memset(result->axis[0], -1, sizeof result->axis[0]);
+    for (int a = 0; a < storage->ndim; ++a) {
+        if (reduced[a] && !keepdims)
+            continue;
+        int p = result->ndim++;
+        result->dims[p] = storage->dims[a];
+        result->shape[p] = reduced[a] ? 1 : storage->shape[a];
+        if (!reduced[a] || storage->shape[a] == 1)
+            result->axis[0][p] = (int8_t)a;
+    }
+    return GTS_OK;
+}

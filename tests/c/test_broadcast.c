@@ -1,0 +1,317 @@
+/* Broadcasting by dims and seed 001's output parameters
+ * (gtstore/broadcast.h): the result's dims (agreeing storages, the union,
+ * a given output), extents of 1 as masked dims, arrays without dims by
+ * position and as I, J, K, scalars, replication into a larger output; the
+ * inferred aligned index, halo (intersection of the domains), layout (the
+ * first storage's, missing dims outermost) and alignment (lcm); reductions;
+ * every error. */
+#include <string.h>
+
+#include "check.h"
+#include "storage_helpers.h"
+#include "gtstore/broadcast.h"
+
+static const gts_dim I = GTS_DIM_I, J = GTS_DIM_J, K = GTS_DIM_K;
+
+/* A host storage of `dims` (a string) and shape, with halo h on every side
+ * of the dims that allow it, laid out by `layout` (NULL: the default). */
+static bool make(gts_storage *s, const char *dims, const int64_t *shape, int64_t halo,
+                 const int *layout, int64_t alignment)
+{
+    gts_storage_spec spec;
+    int ndim = (int)strlen(dims);
+    if (!CHECK_OK(gts_storage_spec_init(&spec, ndim, shape, F8, ERR)) ||
+        !CHECK_OK(gts_dims_parse(dims, spec.dims, &ndim, ERR)))
+        return false;
+    spec.has_dims = true;
+    spec.has_halo = true;
+    for (int d = 0; d < ndim; ++d)
+        spec.halo[d] = 2 * halo <= shape[d] ? (gts_halo){halo, halo} : (gts_halo){0, 0};
+    if (layout) {
+        memcpy(spec.layout, layout, (size_t)ndim * sizeof *layout);
+        spec.has_layout = true;
+    }
+    spec.alignment_size = alignment;
+    return CHECK_OK(gts_storage_create(&spec, 0, s, ERR));
+}
+
+static gts_operand of(const gts_storage *s)
+{
+    return (gts_operand){s, 0, NULL};
+}
+
+static bool dims_are(const gts_broadcast *r, const char *expected)
+{
+    gts_dim dims[GTS_MAX_NDIM];
+    int n;
+    gts_dims_parse(expected, dims, &n, NULL);
+    return r->ndim == n && memcmp(r->dims, dims, (size_t)n * sizeof *dims) == 0;
+}
+
+static void test_ij_plus_k(void)
+{
+    /* seed 001's example: IJ (70, 70) with halo 3 + K (80,) -> IJK */
+    gts_storage a, b;
+    const int ifirst[2] = {1, 0}; /* I contiguous */
+    if (!make(&a, "IJ", (const int64_t[]){70, 70}, 3, ifirst, 64))
+        return;
+    if (make(&b, "K", (const int64_t[]){80}, 0, NULL, 8)) {
+        gts_operand ops[2] = {of(&a), of(&b)};
+        gts_broadcast r;
+        gts_storage_spec spec;
+        if (CHECK_OK(gts_broadcast_operands(2, ops, NULL, &r, ERR))) {
+            CHECK(dims_are(&r, "IJK") && ints_eq(3, r.shape, (const int64_t[]){70, 70, 80}));
+            CHECK(r.axis[0][0] == 0 && r.axis[0][1] == 1 && r.axis[0][2] == -1);
+            CHECK(r.axis[1][0] == -1 && r.axis[1][1] == -1 && r.axis[1][2] == 0);
+            if (CHECK_OK(gts_broadcast_output_spec(2, ops, &r, F8, GTS_DEVICE_CPU, &spec, ERR))) {
+                CHECK(spec.halo[0].lower == 3 && spec.halo[0].upper == 3);
+                CHECK(spec.halo[2].lower == 0 && spec.halo[2].upper == 0);
+                CHECK(ints_eq(3, spec.aligned_index, (const int64_t[]){3, 3, 0}));
+                /* a's order (J outer, I inner), K left outermost */
+                CHECK(spec.layout[0] == 1 && spec.layout[1] == 0 &&
+                      spec.layout[2] == GTS_LAYOUT_OUTER);
+                CHECK_INT_EQ(spec.alignment_size, 64);
+                gts_storage c;
+                if (CHECK_OK(gts_storage_create(&spec, 0, &c, ERR))) {
+                    CHECK(c.layout[0] == 2 && c.layout[1] == 1 && c.layout[2] == 0);
+                    CHECK(c.strides[0] == 8 && c.strides[2] > c.strides[1]);
+                    gts_storage_release(&c);
+                }
+            }
+        }
+        /* the order of the operands does not change the dims; the layout is
+         * the first storage's */
+        gts_operand swapped[2] = {of(&b), of(&a)};
+        if (CHECK_OK(gts_broadcast_operands(2, swapped, NULL, &r, ERR)) &&
+            CHECK_OK(gts_broadcast_output_spec(2, swapped, &r, F8, GTS_DEVICE_CPU, &spec, ERR))) {
+            CHECK(dims_are(&r, "IJK"));
+            CHECK(spec.layout[2] == 0 && spec.layout[0] == GTS_LAYOUT_OUTER &&
+                  spec.layout[1] == GTS_LAYOUT_OUTER);
+        }
+        gts_storage_release(&b);
+    }
+    gts_storage_release(&a);
+}
+
+static void test_agreeing_dims_keep_their_order(void)
+{
+    gts_storage a, b;
+    if (!make(&a, "KJI", (const int64_t[]){4, 5, 6}, 1, NULL, 0))
+        return;
+    if (make(&b, "KJI", (const int64_t[]){4, 1, 6}, 0, NULL, 0)) { /* J masked */
+        gts_operand ops[3] = {of(&a), of(&b), {NULL, 0, NULL}};      /* and a scalar */
+        gts_broadcast r;
+        gts_storage_spec spec;
+        if (CHECK_OK(gts_broadcast_operands(3, ops, NULL, &r, ERR))) {
+            CHECK(dims_are(&r, "KJI") && ints_eq(3, r.shape, (const int64_t[]){4, 5, 6}));
+            CHECK(r.axis[1][1] == -1 && r.axis[1][0] == 0 && r.axis[1][2] == 2);
+            for (int p = 0; p < 3; ++p)
+                CHECK(r.axis[2][p] == -1);
+            /* halos: a has 1, b 0 where it runs along; J only a's */
+            if (CHECK_OK(gts_broadcast_output_spec(3, ops, &r, F8, GTS_DEVICE_CPU, &spec, ERR))) {
+                CHECK(spec.halo[0].lower == 1 && spec.halo[1].lower == 1);
+                CHECK(ints_eq(3, spec.aligned_index, (const int64_t[]){1, 1, 1}));
+            }
+        }
+        gts_storage_release(&b);
+    }
+    gts_storage_release(&a);
+}
+
+static void test_domains_intersect(void)
+{
+    /* I: a has halo (1, 1) of 10, b (3, 0) by a view: domain [3, 9) */
+    gts_storage a, b;
+    if (!make(&a, "I", (const int64_t[]){10}, 1, NULL, 0))
+        return;
+    if (make(&b, "I", (const int64_t[]){10}, 0, NULL, 0)) {
+        b.halo[0] = (gts_halo){3, 0};
+        b.aligned_index[0] = 3;
+        gts_operand ops[2] = {of(&a), of(&b)};
+        gts_broadcast r;
+        gts_storage_spec spec;
+        if (CHECK_OK(gts_broadcast_operands(2, ops, NULL, &r, ERR)) &&
+            CHECK_OK(gts_broadcast_output_spec(2, ops, &r, F8, GTS_DEVICE_CPU, &spec, ERR))) {
+            CHECK(spec.halo[0].lower == 3 && spec.halo[0].upper == 1);
+            CHECK_INT_EQ(spec.aligned_index[0], 3);
+        }
+        /* domains that do not meet: an empty one */
+        b.halo[0] = (gts_halo){9, 0};
+        a.halo[0] = (gts_halo){0, 5};
+        if (CHECK_OK(gts_broadcast_operands(2, ops, NULL, &r, ERR)) &&
+            CHECK_OK(gts_broadcast_output_spec(2, ops, &r, F8, GTS_DEVICE_CPU, &spec, ERR))) {
+            CHECK(spec.halo[0].lower == 9 && spec.halo[0].upper == 1);
+            gts_geometry g;
+            CHECK_OK(gts_storage_spec_resolve(&spec, &g, ERR));
+        }
+        gts_storage_release(&b);
+    }
+    gts_storage_release(&a);
+}
+
+static void test_arrays_without_dims(void)
+{
+    gts_storage a;
+    if (!make(&a, "IJ", (const int64_t[]){4, 5}, 0, NULL, 0))
+        return;
+    gts_broadcast r;
+    /* by position: the result's shape, or extents of 1 */
+    const int64_t same[2] = {4, 5}, row[2] = {1, 5}, ijk[3] = {1, 1, 7}, bad[2] = {5, 4},
+                  one_d[1] = {5};
+    gts_operand ops[2] = {of(&a), {NULL, 2, same}};
+    if (CHECK_OK(gts_broadcast_operands(2, ops, NULL, &r, ERR)))
+        CHECK(dims_are(&r, "IJ") && r.axis[1][0] == 0 && r.axis[1][1] == 1);
+    ops[1].shape = row;
+    if (CHECK_OK(gts_broadcast_operands(2, ops, NULL, &r, ERR)))
+        CHECK(r.axis[1][0] == -1 && r.axis[1][1] == 1);
+    /* a 3-d array is I, J, K with its 1s masked: here a K field */
+    ops[1] = (gts_operand){NULL, 3, ijk};
+    if (CHECK_OK(gts_broadcast_operands(2, ops, NULL, &r, ERR))) {
+        CHECK(dims_are(&r, "IJK") && ints_eq(3, r.shape, (const int64_t[]){4, 5, 7}));
+        CHECK(r.axis[1][0] == -1 && r.axis[1][1] == -1 && r.axis[1][2] == 2);
+    }
+    ops[1] = (gts_operand){NULL, 2, bad};
+    CHECK_FAILS(gts_broadcast_operands(2, ops, NULL, &r, ERR), GTS_EINVAL,
+                "dims: 'I' has extent 4 in operand 0 and 5 in operand 1");
+    ops[1] = (gts_operand){NULL, 1, one_d};
+    CHECK_FAILS(gts_broadcast_operands(2, ops, NULL, &r, ERR), GTS_EINVAL,
+                "operand 1 is an array without dims of shape (5,)");
+    ops[1] = (gts_operand){NULL, -1, NULL};
+    CHECK_FAILS(gts_broadcast_operands(2, ops, NULL, &r, ERR), GTS_EINVAL, "operand 1");
+    gts_storage_release(&a);
+}
+
+static void test_given_output(void)
+{
+    gts_storage out, k;
+    if (!make(&out, "KJI", (const int64_t[]){3, 4, 5}, 0, NULL, 0))
+        return;
+    if (make(&k, "K", (const int64_t[]){3}, 0, NULL, 0)) {
+        gts_operand ops[2] = {of(&k), of(&out)};
+        gts_broadcast r;
+        /* the output's dims; K replicated along J and I */
+        if (CHECK_OK(gts_broadcast_operands(2, ops, &out, &r, ERR))) {
+            CHECK(dims_are(&r, "KJI") && ints_eq(3, r.shape, out.shape));
+            CHECK(r.axis[0][0] == 0 && r.axis[0][1] == -1 && r.axis[0][2] == -1);
+            CHECK(r.axis[1][0] == 0 && r.axis[1][1] == 1 && r.axis[1][2] == 2);
+        }
+        gts_storage_release(&k);
+    }
+    gts_storage i9, m;
+    if (make(&i9, "I", (const int64_t[]){9}, 0, NULL, 0)) {
+        gts_operand ops[1] = {of(&i9)};
+        gts_broadcast r;
+        CHECK_FAILS(gts_broadcast_operands(1, ops, &out, &r, ERR), GTS_EINVAL,
+                    "'I' has extent 5 in the output and 9 in operand 0");
+        gts_storage_release(&i9);
+    }
+    if (make(&m, "0", (const int64_t[]){2}, 0, NULL, 0)) {
+        gts_operand ops[1] = {of(&m)};
+        gts_broadcast r;
+        CHECK_FAILS(gts_broadcast_operands(1, ops, &out, &r, ERR), GTS_EINVAL,
+                    "the output has no dim '0'");
+        gts_storage_release(&m);
+    }
+    gts_storage_release(&out);
+}
+
+static void test_union_order_and_data_dims(void)
+{
+    gts_storage a, b;
+    if (!make(&a, "K0", (const int64_t[]){3, 2}, 0, NULL, 0))
+        return;
+    if (make(&b, "JI", (const int64_t[]){4, 5}, 1, NULL, 0)) {
+        gts_operand ops[2] = {of(&a), of(&b)};
+        gts_broadcast r;
+        gts_storage_spec spec;
+        if (CHECK_OK(gts_broadcast_operands(2, ops, NULL, &r, ERR)) &&
+            CHECK_OK(gts_broadcast_output_spec(2, ops, &r, F8, GTS_DEVICE_CPU, &spec, ERR))) {
+            CHECK(dims_are(&r, "IJK0") && ints_eq(4, r.shape, (const int64_t[]){5, 4, 3, 2}));
+            CHECK(spec.dims[3] == 0 && spec.dims[0] == I && spec.dims[1] == J && spec.dims[2] == K);
+            /* a's layout on K and 0 (C order: K outer), I and J outermost */
+            CHECK(spec.layout[2] == 0 && spec.layout[3] == 1);
+            CHECK(spec.layout[0] == GTS_LAYOUT_OUTER && spec.layout[1] == GTS_LAYOUT_OUTER);
+            gts_storage c;
+            if (CHECK_OK(gts_storage_create(&spec, 0, &c, ERR))) {
+                CHECK(c.strides[3] == 8 && c.strides[2] == 16);
+                CHECK(c.halo[0].lower == 1 && c.halo[2].lower == 0);
+                gts_storage_release(&c);
+            }
+        }
+        gts_storage_release(&b);
+    }
+    gts_storage_release(&a);
+}
+
+static void test_alignment_and_limits(void)
+{
+    gts_storage a, b;
+    if (!make(&a, "I", (const int64_t[]){8}, 0, NULL, 24))
+        return;
+    if (make(&b, "I", (const int64_t[]){8}, 0, NULL, 64)) {
+        gts_operand ops[2] = {of(&a), of(&b)};
+        gts_broadcast r;
+        gts_storage_spec spec;
+        if (CHECK_OK(gts_broadcast_operands(2, ops, NULL, &r, ERR)) &&
+            CHECK_OK(gts_broadcast_output_spec(2, ops, &r, F8, GTS_DEVICE_CPU, &spec, ERR)))
+            CHECK_INT_EQ(spec.alignment_size, 192);
+        /* the itemsize joins: a complex128 output of 24-byte aligned input */
+        gts_operand one[1] = {of(&a)};
+        if (CHECK_OK(gts_broadcast_operands(1, one, NULL, &r, ERR)) &&
+            CHECK_OK(gts_broadcast_output_spec(1, one, &r, (gts_dtype){GTS_KIND_COMPLEX, 16},
+                                               GTS_DEVICE_CPU, &spec, ERR)))
+            CHECK_INT_EQ(spec.alignment_size, 48);
+        /* an lcm beyond 2^30 bytes is refused, never overflows */
+        a.alignment_size = (int64_t)1 << 29;
+        b.alignment_size = 3;
+        CHECK_FAILS(gts_broadcast_output_spec(2, ops, &r, F8, GTS_DEVICE_CPU, &spec, ERR),
+                    GTS_EINVAL, "alignment_size");
+        gts_storage_release(&b);
+    }
+    gts_broadcast r;
+    gts_operand ops[1] = {of(&a)};
+    CHECK_FAILS(gts_broadcast_operands(GTS_BROADCAST_MAX_OPERANDS + 1, ops, NULL, &r, ERR),
+                GTS_EINVAL, "operands");
+    CHECK_FAILS(gts_broadcast_operands(1, NULL, NULL, &r, ERR), GTS_EINVAL, "operands");
+    gts_storage_release(&a);
+}
+
+static void test_reduce(void)
+{
+    gts_storage a;
+    const int kfirst[3] = {0, 1, 2};
+    if (!make(&a, "IJK", (const int64_t[]){6, 7, 8}, 2, kfirst, 0))
+        return;
+    const bool over_k[3] = {false, false, true}, over_i[3] = {true, false, false};
+    gts_broadcast r;
+    gts_storage_spec spec;
+    gts_operand op = of(&a);
+    if (CHECK_OK(gts_broadcast_reduce(&a, over_k, false, &r, ERR)) &&
+        CHECK_OK(gts_broadcast_output_spec(1, &op, &r, F8, GTS_DEVICE_CPU, &spec, ERR))) {
+        CHECK(dims_are(&r, "IJ") && ints_eq(2, r.shape, (const int64_t[]){6, 7}));
+        CHECK(spec.halo[0].lower == 2 && spec.halo[1].upper == 2);
+        CHECK(spec.layout[0] == 0 && spec.layout[1] == 1);
+    }
+    if (CHECK_OK(gts_broadcast_reduce(&a, over_i, true, &r, ERR)) &&
+        CHECK_OK(gts_broadcast_output_spec(1, &op, &r, F8, GTS_DEVICE_CPU, &spec, ERR))) {
+        CHECK(dims_are(&r, "IJK") && ints_eq(3, r.shape, (const int64_t[]){1, 7, 8}));
+        CHECK(spec.halo[0].lower == 0 && spec.halo[0].upper == 0); /* kept, of extent 1 */
+    }
+    CHECK_FAILS(gts_broadcast_reduce(&a, NULL, false, &r, ERR), GTS_EINVAL, "NULL");
+    gts_storage_release(&a);
+}
+
+int main(void)
+{
+    int64_t start = live_buffers();
+    test_ij_plus_k();
+    test_agreeing_dims_keep_their_order();
+    test_domains_intersect();
+    test_arrays_without_dims();
+    test_given_output();
+    test_union_order_and_data_dims();
+    test_alignment_and_limits();
+    test_reduce();
+    CHECK_INT_EQ(live_buffers(), start);
+    return check_summary("broadcast");
+}
