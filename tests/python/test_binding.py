@@ -128,6 +128,14 @@ class _DLPackOnly:
         return self._array.__dlpack_device__()
 
 
+def test_dlpack_producer_takes_the_annotation_dims():
+    sig = Signature(a=Field["f8", "KJI"])
+    assert sig.bind(_DLPackOnly(np.zeros((4, 5, 6))))["a"].shape == (6, 5, 4)
+    labelled = _DLPackOnly(np.zeros((4, 5, 6)))
+    labelled.__gt_dims__ = ("I", "J", "K")
+    assert sig.bind(labelled)["a"].shape == (4, 5, 6)
+
+
 def test_xarray_dataarray_binds_with_its_dims():
     xr = pytest.importorskip("xarray")
     sig = Signature(a=Field["f8", "IJK"])

@@ -322,6 +322,10 @@ static int load_plain(bind_slot *slot, PyObject *obj, gts_device device)
                                 "computes");
                 return -1;
             }
+            /* DLPack carries no labels or halo: the import's defaults are
+             * no information (its __gt_dims__, else the annotation's) */
+            slot->desc.dims = NULL;
+            slot->desc.halo = NULL;
         } else {
             PyErr_Format(PyExc_TypeError,
                          "cannot read a %.100s as a field on the %s: it has no "
