@@ -3,6 +3,7 @@
 #ifndef GTSTORE_GTSTORE_H
 #define GTSTORE_GTSTORE_H
 
+#include "gtstore/binding.h"
 #include "gtstore/broadcast.h"
 #include "gtstore/buffer.h"
 #include "gtstore/device.h"
@@ -16,6 +17,7 @@
 #include "gtstore/partition.h"
 #include "gtstore/preset.h"
 #include "gtstore/spec.h"
+#include "gtstore/stencils.h"
 #include "gtstore/storage.h"
 #include "gtstore/sync.h"
 #include "gtstore/version.h"

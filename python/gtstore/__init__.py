@@ -10,13 +10,18 @@ allocated (or wrapped) by libgtstore (C). Two interfaces over one allocator:
   keyword-compatible with GT4Py's ``gt4py.storage``.
 """
 
-from . import arrays
+from . import arrays, gt4py, stencils
 from ._gtstore import (
     CPUStorage,
     CudaManagedGPUStorage,
     GPUStorage,
     GTNoSuchBufferError,
+    KernelCaller,
     SoftwareManagedGPUStorage,
+    Binding,
+    BoundField,
+    FieldWarning,
+    Signature,
     Storage,
     SyncState,
     UnknownPresetError,
@@ -42,12 +47,25 @@ from ._gtstore import (
     zeros,
     zeros_like,
 )
+from .fields import Alignment, DefaultParameters, Field, LayoutMap
+from . import _xarray
+
+_xarray.install()  # GDP-3's default accessor, without importing xarray
 
 __all__ = [
+    "Alignment",
+    "Binding",
+    "BoundField",
     "CPUStorage",
+    "DefaultParameters",
+    "Field",
+    "FieldWarning",
+    "LayoutMap",
+    "Signature",
     "CudaManagedGPUStorage",
     "GPUStorage",
     "GTNoSuchBufferError",
+    "KernelCaller",
     "SoftwareManagedGPUStorage",
     "Storage",
     "SyncState",
@@ -64,11 +82,13 @@ __all__ = [
     "full",
     "full_like",
     "gpu",
+    "gt4py",
     "memory_stats",
     "ones",
     "ones_like",
     "reset_transfer_counts",
     "set_cache_limit",
+    "stencils",
     "storage",
     "transfer_counts",
     "use_gpu",

@@ -313,12 +313,58 @@ def halo_plan():
     return {"periodic_2x2_two_fields": periodic, "uneven_3x2": uneven,
             "one_rank_mismatched": bad}
 
+def binding():
+    """The laplacian's call (out, inp with extent 1 in I and J, origin (1, 1, 0)
+    for all) on two 8 x 8 x 4 fields, and the same with inp labelled K, J, I
+    and a halo of 1 instead of the call's origin."""
+    def spec(seed, extent):
+        seed.range(1, 4, 3).identity(4)  # dims I, J, K
+        for _ in range(3):  # extents in I, J, K
+            e = extent if _ < 2 else 0
+            seed.range(0, 2, e).range(0, 2, e)
+        seed.bool(extent == 0).bool(False).range(0, 3, 0).bool(False)
+
+    def field(seed, labels=None, halo=None):
+        for n in (8, 8, 4):
+            seed.range(0, 8, n)
+        seed.identity(3)
+        for _ in range(3):
+            seed.bool(False)  # forwards
+        seed.bool(False)  # real memory
+        seed.range(0, 7, 1).range(0, 15, 1)  # float64, its ndim
+        seed.bool(labels is not None)
+        if labels is not None:
+            for i in range(2, 0, -1):  # fuzz_permutation draws
+                seed.range(0, i, labels[i])
+            seed.range(0, 7, 1)
+        seed.bool(halo is not None)
+        if halo is not None:
+            for _ in range(3):
+                seed.range(-1, 4, halo).range(0, 4, halo)
+        seed.bool(False).bool(False)  # no default origin, writable
+
+    seeds = {}
+    for name, origin_all, labels, halo in (("laplacian", True, None, None),
+                                           ("laplacian_kji_halo", False, [0, 1, 0], 1)):
+        seed = Input().range(1, 3, 2)
+        spec(seed, 0)
+        spec(seed, 1)
+        field(seed)
+        field(seed, labels, halo)
+        seed.bool(False)  # no domain
+        seed.bool(origin_all)
+        if origin_all:
+            seed.range(-1, 8, 1).range(-1, 8, 1).range(-1, 8, 0)
+        seed.bool(False).bool(False)
+        seeds[name] = seed
+    return seeds
+
 
 def main():
     import sys
     makers = {"dtype": dtype, "dims_layout": dims_layout, "geometry": geometry, "buffer": buffer,
               "dlpack_import": dlpack_import, "views": views, "kernels": kernels, "spec": spec,
-              "broadcast": broadcast, "halo_plan": halo_plan}
+              "broadcast": broadcast, "halo_plan": halo_plan, "binding": binding}
     for target in sys.argv[1:] or makers:  # the targets named, else all
         make = makers[target]
         folder = HERE / "corpus" / target

@@ -229,7 +229,7 @@ PyMODINIT_FUNC PyInit__gtstore(void)
     if (!gtpy_NoSuchBufferError ||
         PyModule_AddObjectRef(module, "GTNoSuchBufferError", gtpy_NoSuchBufferError) < 0)
         goto fail;
-    if (add_types(module) < 0 || add_sync_states() < 0)
+    if (add_types(module) < 0 || add_sync_states() < 0 || gtpy_binding_init(module) < 0)
         goto fail;
     if (add_arrays_module(module) < 0 ||
         PyModule_AddFunctions(module, gtpy_presets_methods) < 0 ||

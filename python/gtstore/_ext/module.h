@@ -306,5 +306,7 @@ extern PyTypeObject gtpy_Plan_Type;
 /* gtstore.distributed's Partition and HaloPlan (distributed.c). */
 extern PyTypeObject gtpy_Partition_Type, gtpy_HaloPlan_Type;
 
+/* The call side (binding.c): Signature, Binding, FieldWarning, stencils. */
+int gtpy_binding_init(PyObject *module);
 
 #endif

@@ -1,0 +1,48 @@
+/* Built-in stencils over bound fields (gtstore/binding.h) of any layout:
+ * float64 fields labelled I, J, K in any memory order, each loop running
+ * along the output's contiguous dimension (vectorised where every field is
+ * unit-stride there) and in parallel with OpenMP over the others.
+ *
+ *   copy(out, inp):            out = inp
+ *   laplacian(out, inp):       out = inp[-1,0] + inp[1,0] + inp[0,-1] + inp[0,1] - 4 inp
+ *                              (inp: extent 1 in I and J)
+ *   hdiff(out, inp, coeff):    the horizontal diffusion of GT4Py's examples,
+ *                              with flux limiter (inp: extent 2 in I and J)
+ *   tridiagonal(x, a, b, c, d): per column, the Thomas algorithm along K for
+ *                              a[k] x[k-1] + b[k] x[k] + c[k] x[k+1] = d[k]
+ *                              over the domain's K (a at its first and c at
+ *                              its last level are not read; no pivoting)
+ *
+ * Use: gts_bind(gts_stencil_signature(s), ...) then gts_stencil_run(s, ...)
+ * with the binding. */
+#ifndef GTSTORE_STENCILS_H
+#define GTSTORE_STENCILS_H
+
+#include "gtstore/binding.h"
+#include "gtstore/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum gts_stencil {
+    GTS_STENCIL_COPY = 0,
+    GTS_STENCIL_LAPLACIAN = 1,
+    GTS_STENCIL_HDIFF = 2,
+    GTS_STENCIL_TRIDIAGONAL = 3
+} gts_stencil;
+
+/* The signature of a built-in stencil (static; NULL for an unknown one).
+ * Its fields come in the order of the parameters above. */
+const gts_signature *gts_stencil_signature(gts_stencil stencil);
+
+/* Runs the stencil on fields bound with its signature. GTS_EINVAL for an
+ * unknown stencil, or for a field whose origin address or strides are not
+ * multiples of 8 bytes (float64 loads there would be undefined behaviour). */
+int gts_stencil_run(gts_stencil stencil, const gts_binding *binding,
+                    const gts_bound_field *fields, gts_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,615 @@
+/* The call side: Python objects read as the fields of a stencil call, bound
+ * by libgtstore's gts_bind, and the acquire / touch / release protocol of
+ * seed 004 around a run. Every number and check is gts_bind's; this file
+ * reads the objects, in the order of notes/protocols.md:
+ *   1. a gtstore Storage: its own fields (what its __gt_data_interface__
+ *      would say, without building the dict), synced through gtstore/sync.h;
+ *   2. __gt_data_interface__: the entry of the compute device (None or
+ *      "cpu" for the host, "gpu"), with its dims, halo and callbacks;
+ *   3. else the buffer protocol, __array_interface__ (host) or
+ *      __cuda_array_interface__ (gpu), with __gt_dims__ and __gt_origin__;
+ *   4. else __dlpack__, imported as a Storage.
+ * Labels: the object's own, else the annotation's (seed 003). */
+#include "binding_object.h"
+
+#include <string.h>
+
+PyObject *gtpy_FieldWarning;
+
+/* ---- errors ------------------------------------------------------------- */
+
+/* Prefixes the pending exception's message with "name: " (the field), for
+ * errors of the shared converters that name only their parameter. */
+int gtpy_prefix_error(const char *name)
+{
+    PyObject *error = gtpy_error_take();
+    PyObject *text = error ? PyObject_Str(error) : NULL;
+    if (text && PyErr_GivenExceptionMatches(error, PyExc_Exception) &&
+        !PyErr_GivenExceptionMatches(error, PyExc_MemoryError)) {
+        PyErr_Format((PyObject *)Py_TYPE(error), "%s: %U", name, text);
+        Py_DECREF(error);
+    } else {
+        gtpy_error_put(error);
+    }
+    Py_XDECREF(text);
+    return -1;
+}
+
+/* ---- reading one object ----------------------------------------------------- */
+
+void gtpy_slot_clear(bind_slot *slot)
+{
+    if (slot->have_view)
+        PyBuffer_Release(&slot->view);
+    slot->have_view = false;
+    Py_CLEAR(slot->obj);
+    Py_CLEAR(slot->storage);
+    Py_CLEAR(slot->copy_back);
+    Py_CLEAR(slot->acquire);
+    Py_CLEAR(slot->touch);
+    Py_CLEAR(slot->release);
+}
+
+/* A gtstore Storage with a host side (`g`): its own fields. */
+static int load_storage(bind_slot *slot, PyObject *storage, const gts_storage *storage_fields)
+{
+    const gts_storage *g = storage_fields;
+    if (g->ndim > GTS_BIND_MAX_NDIM) {
+        PyErr_Format(PyExc_ValueError, "%d dimensions, at most %d", g->ndim, GTS_BIND_MAX_NDIM);
+        return -1;
+    }
+    size_t n = (size_t)g->ndim;
+    memcpy(slot->shape, g->shape, n * sizeof *g->shape);
+    memcpy(slot->strides, g->strides, n * sizeof *g->strides);
+    memcpy(slot->dims, g->dims, n * sizeof *g->dims);
+    memcpy(slot->halo, g->halo, n * sizeof *g->halo);
+    slot->storage = Py_NewRef(storage);
+    slot->desc = (gts_field_desc){.data = gts_storage_data(storage_fields),
+                                  .device = GTS_DEVICE_CPU,
+                                  .dtype = g->dtype,
+                                  .ndim = g->ndim,
+                                  .shape = slot->shape,
+                                  .strides = slot->strides,
+                                  .dims = slot->dims,
+                                  .halo = slot->halo,
+                                  .readonly = g->readonly};
+    return 0;
+}
+
+/* An optional entry of a mapping (new reference, or NULL without error). */
+static PyObject *entry(PyObject *map, const char *key)
+{
+    PyObject *value;
+    if (PyDict_Check(map)) {
+        value = PyDict_GetItemString(map, key);
+        return Py_XNewRef(value);
+    }
+    value = PyMapping_GetItemString(map, key);
+    if (!value && PyErr_ExceptionMatches(PyExc_KeyError))
+        PyErr_Clear();
+    return value;
+}
+
+static int take_callback(PyObject *info, const char *key, PyObject **out)
+{
+    PyObject *value = entry(info, key);
+    if (value && value != Py_None && !PyCallable_Check(value)) {
+        PyErr_Format(PyExc_TypeError, "__gt_data_interface__['%s']: expected a callable or None, "
+                                      "got %.200R", key, value);
+        Py_DECREF(value);
+        return -1;
+    }
+    if (value == Py_None)
+        Py_CLEAR(value);
+    *out = value;
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+/* The keys of the array interfaces (v3), shared by __array_interface__,
+ * __cuda_array_interface__ and the entries of __gt_data_interface__. */
+static int load_array_info(bind_slot *slot, PyObject *info, const char *what, gts_device device)
+{
+    PyObject *shape = entry(info, "shape"), *typestr = entry(info, "typestr");
+    PyObject *data = entry(info, "data"), *strides = entry(info, "strides");
+    int rc = -1, ndim = 0, nstrides;
+    char param[64];
+    gts_error err;
+    snprintf(param, sizeof param, "%s['shape']", what);
+    if (!shape || !typestr || !data) {
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_TypeError, "%s: needs 'shape', 'typestr' and 'data'", what);
+        goto done;
+    }
+    if (gtpy_int_tuple(shape, param, GTS_BIND_MAX_NDIM, &ndim, slot->shape) < 0)
+        goto done;
+    if (!PyUnicode_Check(typestr)) {
+        PyErr_Format(PyExc_TypeError, "%s['typestr']: expected a str, got %.200R", what, typestr);
+        goto done;
+    }
+    const char *text = gtpy_text(typestr, "typestr");
+    if (!text)
+        goto done;
+    if (gts_dtype_from_typestr(text, &slot->desc.dtype, &err) != GTS_OK) {
+        gtpy_raise_param("typestr", &err);
+        goto done;
+    }
+    if (!PyTuple_Check(data) || PyTuple_GET_SIZE(data) != 2) {
+        PyErr_Format(PyExc_TypeError, "%s['data']: expected (address, read_only), got %.200R",
+                     what, data);
+        goto done;
+    }
+    void *address = PyLong_AsVoidPtr(PyTuple_GET_ITEM(data, 0));
+    int readonly = PyObject_IsTrue(PyTuple_GET_ITEM(data, 1));
+    if ((!address && PyErr_Occurred()) || readonly < 0)
+        goto done;
+    if (!strides || strides == Py_None) {
+        if (gts_strides_contiguous(ndim, slot->shape, slot->desc.dtype.itemsize, slot->strides,
+                                   &err) != GTS_OK) {
+            gtpy_raise_param("shape", &err);
+            goto done;
+        }
+    } else {
+        snprintf(param, sizeof param, "%s['strides']", what);
+        if (gtpy_int_tuple(strides, param, GTS_BIND_MAX_NDIM, &nstrides, slot->strides) < 0)
+            goto done;
+        if (nstrides != ndim) {
+            PyErr_Format(PyExc_ValueError, "%s: %d strides for %d dimensions", param, nstrides,
+                         ndim);
+            goto done;
+        }
+    }
+    slot->desc.data = address;
+    slot->desc.readonly = readonly;
+    slot->desc.ndim = ndim;
+    slot->desc.device = device;
+    slot->desc.shape = slot->shape;
+    slot->desc.strides = slot->strides;
+    rc = 0;
+done:
+    Py_XDECREF(shape);
+    Py_XDECREF(typestr);
+    Py_XDECREF(data);
+    Py_XDECREF(strides);
+    return rc;
+}
+
+/* Labels given as `dims` (a data interface's entry or __gt_dims__). */
+static int load_dims(bind_slot *slot, PyObject *dims, const char *param)
+{
+    gts_dim labels[GTS_MAX_NDIM];
+    int ndim;
+    if (gtpy_dims(dims, param, &ndim, labels) < 0)
+        return -1;
+    if (ndim != slot->desc.ndim) {
+        PyErr_Format(PyExc_ValueError, "%s: %d labels for %d dimensions", param, ndim,
+                     slot->desc.ndim);
+        return -1;
+    }
+    memcpy(slot->dims, labels, (size_t)ndim * sizeof *labels);
+    slot->desc.dims = slot->dims;
+    return 0;
+}
+
+/* __gt_origin__: the object's default origin, in its own order. */
+static int load_gt_origin(bind_slot *slot, PyObject *obj)
+{
+    static PyObject *interned;
+    PyObject *origin = gtpy_optional_attr(obj, "__gt_origin__", &interned);
+    if (!origin || origin == Py_None) {
+        Py_XDECREF(origin);
+        return 0;
+    }
+    int n;
+    int rc = gtpy_int_tuple(origin, "__gt_origin__", GTS_BIND_MAX_NDIM, &n, slot->origin);
+    Py_DECREF(origin);
+    if (rc == 0 && n != slot->desc.ndim) {
+        PyErr_Format(PyExc_ValueError, "__gt_origin__: %d entries for %d dimensions", n,
+                     slot->desc.ndim);
+        rc = -1;
+    }
+    if (rc == 0)
+        slot->desc.origin = slot->origin;
+    return rc;
+}
+
+static int load_gt_dims(bind_slot *slot, PyObject *obj)
+{
+    static PyObject *interned;
+    PyObject *dims = gtpy_optional_attr(obj, "__gt_dims__", &interned);
+    int rc = dims && dims != Py_None ? load_dims(slot, dims, "__gt_dims__") : 0;
+    Py_XDECREF(dims);
+    return rc;
+}
+
+/* GDP-3's data interface: the entry for the compute device. */
+static int load_data_interface(bind_slot *slot, PyObject *obj, PyObject *interface,
+                               gts_device device)
+{
+    if (!PyDict_Check(interface)) {
+        PyErr_Format(PyExc_TypeError, "__gt_data_interface__: expected a dict, got %.200R",
+                     interface);
+        return -1;
+    }
+    PyObject *info = NULL;
+    if (device == GTS_DEVICE_CPU) {
+        info = PyDict_GetItemWithError(interface, Py_None);
+        if (!info && !PyErr_Occurred())
+            info = PyDict_GetItemString(interface, "cpu");
+    } else {
+        info = PyDict_GetItemString(interface, "gpu");
+    }
+    if (!info) {
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_ValueError,
+                         "__gt_data_interface__ has no buffer on the %s, where the stencil "
+                         "computes (its keys: %R)",
+                         gtpy_device_name(device), interface);
+        return -1;
+    }
+    if (load_array_info(slot, info, "__gt_data_interface__", device) < 0 ||
+        take_callback(info, "acquire", &slot->acquire) < 0 ||
+        take_callback(info, "touch", &slot->touch) < 0 ||
+        take_callback(info, "release", &slot->release) < 0)
+        return -1;
+    PyObject *dims = entry(info, "dims"), *halo = dims || !PyErr_Occurred() ? entry(info, "halo")
+                                                                          : NULL;
+    int rc = PyErr_Occurred() ? -1 : 0;
+    if (rc == 0 && dims && dims != Py_None)
+        rc = load_dims(slot, dims, "__gt_data_interface__['dims']");
+    if (rc == 0 && halo && halo != Py_None) {
+        rc = gtpy_halo(halo, slot->desc.ndim, slot->desc.ndim, slot->halo);
+        slot->desc.halo = slot->halo;
+    }
+    Py_XDECREF(dims);
+    Py_XDECREF(halo);
+    return rc < 0 ? -1 : load_gt_origin(slot, obj);
+}
+
+/* The buffer protocol (host only): what NumPy itself tries first. */
+static int load_buffer(bind_slot *slot, PyObject *obj)
+{
+    if (PyObject_GetBuffer(obj, &slot->view, PyBUF_RECORDS_RO) < 0)
+        return -1;
+    slot->have_view = true;
+    Py_buffer *v = &slot->view;
+    gts_error err;
+    if (v->ndim > GTS_BIND_MAX_NDIM) {
+        PyErr_Format(PyExc_ValueError, "%d dimensions, at most %d", v->ndim, GTS_BIND_MAX_NDIM);
+        return -1;
+    }
+    if (gts_dtype_from_format(v->format ? v->format : "B", &slot->desc.dtype, &err) != GTS_OK)
+        return gtpy_raise_param("dtype", &err);
+    for (int d = 0; d < v->ndim; ++d) {
+        slot->shape[d] = v->shape[d];
+        slot->strides[d] = v->strides[d];
+    }
+    slot->desc.data = v->buf;
+    slot->desc.readonly = v->readonly;
+    slot->desc.ndim = v->ndim;
+    slot->desc.device = GTS_DEVICE_CPU;
+    slot->desc.shape = slot->shape;
+    slot->desc.strides = slot->strides;
+    return 0;
+}
+
+/* The standard interfaces, with __gt_dims__ and __gt_origin__. */
+static int load_plain(bind_slot *slot, PyObject *obj, gts_device device)
+{
+    static PyObject *host_name, *cuda_name;
+    int rc = -1;
+    if (device == GTS_DEVICE_CPU && PyObject_CheckBuffer(obj)) {
+        rc = load_buffer(slot, obj);
+    } else {
+        PyObject *info = device == GTS_DEVICE_CPU
+                             ? gtpy_optional_attr(obj, "__array_interface__", &host_name)
+                             : gtpy_optional_attr(obj, "__cuda_array_interface__", &cuda_name);
+        if (info) {
+            rc = load_array_info(slot, info, device == GTS_DEVICE_CPU ? "__array_interface__"
+                                                                      : "__cuda_array_interface__",
+                                 device);
+            Py_DECREF(info);
+        } else if (device == GTS_DEVICE_CPU && PyObject_HasAttrString(obj, "__dlpack__")) {
+            PyObject *storage = gtpy_storage_from_dlpack(obj);
+            if (!storage)
+                return -1;
+            gts_storage g;
+            gtpy_storage_load(storage, &g);
+            rc = load_storage(slot, storage, &g);
+            Py_DECREF(storage);
+            if (rc == 0 && !slot->desc.data) {
+                PyErr_SetString(PyExc_ValueError,
+                                "its DLPack export is not host memory, where the stencil "
+                                "computes");
+                return -1;
+            }
+            /* DLPack carries no labels or halo: the import's defaults are
+             * no information (its __gt_dims__, else the annotation's) */
+            slot->desc.dims = NULL;
+            slot->desc.halo = NULL;
+        } else {
+            PyErr_Format(PyExc_TypeError,
+                         "cannot read a %.100s as a field on the %s: it has no "
+                         "__gt_data_interface__, %s",
+                         Py_TYPE(obj)->tp_name, gtpy_device_name(device),
+                         device == GTS_DEVICE_CPU ? "buffer protocol, __array_interface__ or "
+                                                    "__dlpack__"
+                                                  : "__cuda_array_interface__");
+            return -1;
+        }
+    }
+    if (rc < 0)
+        return -1;
+    return load_gt_dims(slot, obj) < 0 ? -1 : load_gt_origin(slot, obj);
+}
+
+/* A Storage without a host side, for a stencil on the host: its values
+ * copied into a host storage that the stencil uses, and copied back after a
+ * run that writes it (seed 000), with a warning: two transfers per call. */
+static int load_copy_in(bind_slot *slot, PyObject *storage, const gts_storage *g,
+                        const gts_field_spec *spec)
+{
+    gts_storage host;
+    gts_error err;
+    if (gts_storage_copy_to(gts_device_host(), g, &host, &err) != GTS_OK)
+        return gtpy_raise(&err);
+    PyObject *staging = gtpy_storage_new(&host, NULL, NULL);
+    if (!staging)
+        return -1;
+    gtpy_storage_load(staging, &host);
+    int rc = load_storage(slot, staging, &host);
+    Py_DECREF(staging); /* the slot holds it */
+    if (rc < 0)
+        return -1;
+    slot->copy_back = Py_NewRef(storage);
+    return PyErr_WarnFormat(gtpy_FieldWarning, 1,
+                            "%s: no buffer on the cpu, where the stencil computes: copied to "
+                            "host memory%s (slow: transfers on every call)",
+                            spec->name, spec->written ? " and back after the run" : "");
+}
+
+int gtpy_slot_load(bind_slot *slot, PyObject *obj, const gts_field_spec *spec, gts_device device)
+{
+    static PyObject *interface_name;
+    memset(&slot->desc, 0, sizeof slot->desc);
+    slot->obj = Py_NewRef(obj);
+    int rc;
+    gts_storage g;
+    if (device == GTS_DEVICE_CPU && gtpy_is_storage(obj)) {
+        gtpy_storage_load(obj, &g);
+        rc = gtpy_has_host_side(g.buffer) ? load_storage(slot, obj, &g)
+                                          : load_copy_in(slot, obj, &g, spec);
+    } else {
+        PyObject *interface = gtpy_optional_attr(obj, "__gt_data_interface__", &interface_name);
+        if (interface) {
+            rc = load_data_interface(slot, obj, interface, device);
+            Py_DECREF(interface);
+        } else {
+            rc = load_plain(slot, obj, device);
+        }
+    }
+    return rc < 0 ? gtpy_prefix_error(spec->name) : 0;
+}
+
+/* ---- origins and the domain of a call --------------------------------------- */
+
+/* A per-field origin (canonical order): ndim entries, or one per cartesian
+ * dimension (data dimensions then start at 0). */
+static int read_field_origin(PyObject *value, const gts_field_spec *spec, int64_t *origin)
+{
+    int n, ncart = 0;
+    for (int d = 0; d < spec->ndim; ++d)
+        ncart += spec->dims[d] < 0;
+    if (gtpy_int_tuple(value, "origin", GTS_BIND_MAX_NDIM, &n, origin) < 0)
+        return gtpy_prefix_error(spec->name);
+    if (n != spec->ndim && n != ncart) {
+        PyErr_Format(PyExc_ValueError,
+                     "origin: %d entries for field %s, which has %d dimensions (%d of them I, J "
+                     "or K)",
+                     n, spec->name, spec->ndim, ncart);
+        return -1;
+    }
+    for (int d = n; d < spec->ndim; ++d)
+        origin[d] = 0;
+    return 0;
+}
+
+static int read_three(PyObject *value, const char *param, int64_t out[3])
+{
+    int n;
+    if (gtpy_int_tuple(value, param, 3, &n, out) < 0)
+        return -1;
+    if (n != 3) {
+        PyErr_Format(PyExc_ValueError, "%s: expected 3 entries (I, J, K), got %R", param, value);
+        return -1;
+    }
+    return 0;
+}
+
+/* origin=: a dict of field names (and "_all_") or one sequence for all. */
+static int read_origins(const SignatureObject *s, PyObject *origin, bind_slot *slots,
+                        const int64_t **origins, int64_t all[3], gts_bind_args *args)
+{
+    if (!PyDict_Check(origin)) {
+        if (read_three(origin, "origin", all) < 0)
+            return -1;
+        args->origin_all = all;
+        return 0;
+    }
+    PyObject *key, *value;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(origin, &pos, &key, &value)) {
+        if (PyUnicode_Check(key) && PyUnicode_CompareWithASCIIString(key, "_all_") == 0) {
+            if (read_three(value, "origin['_all_']", all) < 0)
+                return -1;
+            args->origin_all = all;
+            continue;
+        }
+        int f = gtpy_signature_index(s, key);
+        if (f < 0) {
+            PyErr_Format(PyExc_ValueError, "origin: no field named %R", key);
+            return -1;
+        }
+        if (read_field_origin(value, &s->fields[f], slots[f].call_origin) < 0)
+            return -1;
+        origins[f] = slots[f].call_origin;
+        args->origins = origins;
+    }
+    return 0;
+}
+
+int gtpy_bind_slots(const SignatureObject *s, bind_slot *slots, PyObject *domain,
+                    PyObject *origin, gts_binding *out)
+{
+    int n = s->sig.nfields, rc = -1;
+    gts_field_desc descs[GTPY_BIND_STACK_FIELDS], *desc = descs;
+    gts_bound_field bound_stack[GTPY_BIND_STACK_FIELDS], *bound = bound_stack;
+    const int64_t *origins_stack[GTPY_BIND_STACK_FIELDS], **origins = origins_stack;
+    if (n > GTPY_BIND_STACK_FIELDS) {
+        desc = PyMem_Malloc((size_t)n * sizeof *desc);
+        bound = PyMem_Malloc((size_t)n * sizeof *bound);
+        origins = PyMem_Malloc((size_t)n * sizeof *origins);
+        if (!desc || !bound || !origins) {
+            PyErr_NoMemory();
+            goto done;
+        }
+    }
+    int64_t domain_values[3], all[3];
+    gts_bind_args args = {NULL, NULL, NULL};
+    for (int f = 0; f < n; ++f) {
+        desc[f] = slots[f].desc;
+        origins[f] = NULL;
+    }
+    if (domain && domain != Py_None) {
+        if (read_three(domain, "domain", domain_values) < 0)
+            goto done;
+        args.domain = domain_values;
+    }
+    if (origin && origin != Py_None && read_origins(s, origin, slots, origins, all, &args) < 0)
+        goto done;
+    gts_error err;
+    if (gts_bind(&s->sig, desc, &args, out, bound, &err) != GTS_OK) {
+        gtpy_raise(&err);
+        goto done;
+    }
+    for (int f = 0; f < n; ++f)
+        slots[f].bound = bound[f];
+    rc = 0;
+    for (int w = 0; w < out->nwarnings && w < GTS_BIND_MAX_WARNINGS && rc == 0; ++w)
+        rc = PyErr_WarnEx(gtpy_FieldWarning, out->warnings[w].message, 1);
+    if (rc == 0 && out->nwarnings > GTS_BIND_MAX_WARNINGS)
+        rc = PyErr_WarnFormat(gtpy_FieldWarning, 1, "%d more warnings of this binding",
+                              out->nwarnings - GTS_BIND_MAX_WARNINGS);
+done:
+    if (desc != descs) {
+        PyMem_Free(desc);
+        PyMem_Free(bound);
+        PyMem_Free((void *)origins);
+    }
+    return rc;
+}
+
+/* ---- acquire, touch, release ----------------------------------------------------- */
+
+static int call_callback(PyObject *callback)
+{
+    if (!callback)
+        return 0;
+    PyObject *result = PyObject_CallNoArgs(callback);
+    Py_XDECREF(result);
+    return result ? 0 : -1;
+}
+
+/* A Storage's sides, by the rule of gtstore/sync.h: acquire brings the host
+ * side up to date, touch marks it written. */
+static int storage_side(PyObject *storage, bool write)
+{
+    gts_storage g;
+    gtpy_storage_load(storage, &g);
+    return gtpy_storage_host_access(&g, write);
+}
+
+int gtpy_slots_acquire(bind_slot *slots, int n)
+{
+    for (int f = 0; f < n; ++f) {
+        int rc = slots[f].storage ? storage_side(slots[f].storage, false)
+                                  : call_callback(slots[f].acquire);
+        if (rc < 0) {
+            /* release what was acquired, keeping this error */
+            PyObject *error = gtpy_error_take();
+            gtpy_slots_release(slots, f);
+            PyErr_Clear();
+            gtpy_error_put(error);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The result of a copied-in field back to its device storage. */
+static int copy_back(PyObject *device_storage, PyObject *host_storage)
+{
+    gts_storage dst, src;
+    gts_error err;
+    gtpy_storage_load(device_storage, &dst);
+    gtpy_storage_load(host_storage, &src);
+    return gts_storage_assign(&dst, &src, &err) == GTS_OK ? 0 : gtpy_raise(&err);
+}
+
+int gtpy_slots_touch(const SignatureObject *s, bind_slot *slots)
+{
+    int rc = 0;
+    for (int f = 0; f < s->sig.nfields; ++f) {
+        if (!s->fields[f].written)
+            continue;
+        int done = slots[f].storage ? storage_side(slots[f].storage, true)
+                                    : call_callback(slots[f].touch);
+        if (done == 0 && slots[f].copy_back)
+            done = copy_back(slots[f].copy_back, slots[f].storage);
+        if (done < 0 && rc == 0)
+            rc = -1; /* the first error wins; the others are still touched */
+        else if (done < 0)
+            PyErr_Clear();
+    }
+    return rc;
+}
+
+int gtpy_slots_release(bind_slot *slots, int n)
+{
+    /* every field is released; the first error is the one raised */
+    PyObject *error = NULL;
+    int rc = 0;
+    for (int f = 0; f < n; ++f) {
+        if (call_callback(slots[f].release) == 0)
+            continue;
+        if (rc == 0)
+            error = gtpy_error_take();
+        else
+            PyErr_Clear();
+        rc = -1;
+    }
+    if (rc < 0)
+        gtpy_error_put(error);
+    return rc;
+}
+
+/* ---- module setup ------------------------------------------------------------------ */
+
+int gtpy_binding_init(PyObject *module)
+{
+    gtpy_FieldWarning = PyErr_NewExceptionWithDoc(
+        "gtstore.FieldWarning",
+        "A field differs from its annotation (layout, alignment) in a way the stencil "
+        "handles correctly, only slower.",
+        PyExc_UserWarning, NULL);
+    if (!gtpy_FieldWarning || PyModule_AddObjectRef(module, "FieldWarning", gtpy_FieldWarning) < 0)
+        return -1;
+    if (PyType_Ready(&gtpy_Signature_Type) < 0 || PyType_Ready(&gtpy_Binding_Type) < 0 ||
+        PyType_Ready(&gtpy_KernelCaller_Type) < 0 ||
+        PyModule_AddObjectRef(module, "KernelCaller", (PyObject *)&gtpy_KernelCaller_Type) < 0 ||
+        PyModule_AddObjectRef(module, "Signature", (PyObject *)&gtpy_Signature_Type) < 0 ||
+        PyModule_AddObjectRef(module, "Binding", (PyObject *)&gtpy_Binding_Type) < 0)
+        return -1;
+    if (gtpy_bound_field_init(module) < 0)
+        return -1;
+    return PyModule_AddFunctions(module, gtpy_stencil_methods);
+}

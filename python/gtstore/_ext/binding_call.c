@@ -1,0 +1,674 @@
+/* The Binding (Signature.bind's result: the domain, the bound fields and
+ * seed 004's protocol as a context manager) and the built-in stencils
+ * (gtstore.stencils), which bind through the same path. */
+#include "binding_object.h"
+
+#include <string.h>
+
+typedef struct {
+    PyObject_VAR_HEAD
+    SignatureObject *sig;
+    gts_binding result;
+    bool entered;
+    bind_slot slots[];
+} BindingObject;
+
+/* ---- call arguments ------------------------------------------------------- */
+
+void gtpy_slots_init(bind_slot *slots, int n)
+{
+    for (int f = 0; f < n; ++f) {
+        slots[f].obj = slots[f].storage = slots[f].copy_back = NULL;
+        slots[f].acquire = slots[f].touch = slots[f].release = NULL;
+        slots[f].have_view = false;
+    }
+}
+
+void gtpy_slots_clear(bind_slot *slots, int n)
+{
+    for (int f = 0; f < n; ++f)
+        gtpy_slot_clear(&slots[f]);
+}
+
+/* The keywords of Signature.call (args=, kwargs=) and call_c (ctx=), each
+ * accepted where its pointer is set; borrowed. */
+typedef struct call_extras {
+    PyObject **args, **kwargs, **ctx;
+} call_extras;
+
+static bool take_extra(PyObject *key, PyObject *value, const call_extras *extras)
+{
+    static const char *const names[] = {"args", "kwargs", "ctx"};
+    PyObject **const slots[] = {extras ? extras->args : NULL, extras ? extras->kwargs : NULL,
+                                extras ? extras->ctx : NULL};
+    for (int i = 0; i < 3; ++i)
+        if (slots[i] && PyUnicode_CompareWithASCIIString(key, names[i]) == 0) {
+            *slots[i] = value;
+            return true;
+        }
+    return false;
+}
+
+/* fields by position or name, domain= and origin=: `objects` receives the
+ * fields (borrowed) in the signature's order. */
+static int parse_call(const SignatureObject *s, const char *function, PyObject *const *args,
+                      Py_ssize_t nargs, PyObject *kwnames, PyObject **objects, PyObject **domain,
+                      PyObject **origin, const call_extras *extras)
+{
+    int n = s->sig.nfields;
+    if (nargs > n) {
+        PyErr_Format(PyExc_TypeError, "%s() takes %d fields (%zd given)", function, n, nargs);
+        return -1;
+    }
+    for (int f = 0; f < n; ++f)
+        objects[f] = f < nargs ? args[f] : NULL;
+    *domain = *origin = NULL;
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    for (Py_ssize_t k = 0; k < nkw; ++k) {
+        PyObject *key = PyTuple_GET_ITEM(kwnames, k), *value = args[nargs + k];
+        int f = gtpy_signature_index(s, key);
+        if (f >= 0) {
+            if (objects[f]) {
+                PyErr_Format(PyExc_TypeError, "%s() got multiple values for field '%U'",
+                             function, key);
+                return -1;
+            }
+            objects[f] = value;
+        } else if (PyUnicode_CompareWithASCIIString(key, "domain") == 0) {
+            *domain = value;
+        } else if (PyUnicode_CompareWithASCIIString(key, "origin") == 0) {
+            *origin = value;
+        } else if (take_extra(key, value, extras)) {
+            continue;
+        } else {
+            PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%U' (fields: "
+                                          "%R)",
+                         function, key, s->names);
+            return -1;
+        }
+    }
+    for (int f = 0; f < n; ++f) {
+        if (!objects[f]) {
+            PyErr_Format(PyExc_TypeError, "%s() missing field '%s'", function, s->fields[f].name);
+            return -1;
+        }
+        if (objects[f] == Py_None) {
+            PyErr_Format(PyExc_TypeError, "%s: expected a field, got None", s->fields[f].name);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Loads and binds every field of a call into `slots` (cleared by the caller). */
+static int bind_call(const SignatureObject *s, const char *function, PyObject *const *args,
+                     Py_ssize_t nargs, PyObject *kwnames, bind_slot *slots, gts_binding *result,
+                     const call_extras *extras)
+{
+    int n = s->sig.nfields;
+    PyObject *stack[GTPY_BIND_STACK_FIELDS], **objects = stack, *domain, *origin;
+    if (n > GTPY_BIND_STACK_FIELDS && !(objects = PyMem_Malloc((size_t)n * sizeof *objects)))
+        return PyErr_NoMemory(), -1;
+    int rc = parse_call(s, function, args, nargs, kwnames, objects, &domain, &origin, extras);
+    for (int f = 0; f < n && rc == 0; ++f)
+        rc = gtpy_slot_load(&slots[f], objects[f], &s->fields[f], s->sig.device);
+    if (rc == 0)
+        rc = gtpy_bind_slots(s, slots, domain, origin, result);
+    if (objects != stack)
+        PyMem_Free(objects);
+    return rc;
+}
+
+/* ---- the Binding ---------------------------------------------------------------- */
+
+PyObject *gtpy_signature_bind(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                              PyObject *kwnames)
+{
+    SignatureObject *s = (SignatureObject *)self;
+    int n = s->sig.nfields;
+    /* not tp_alloc: it would zero some kilobytes of slots that binding fills */
+    size_t size = sizeof(BindingObject) + (size_t)n * sizeof(bind_slot);
+    BindingObject *b = PyObject_Malloc(size);
+    if (!b)
+        return PyErr_NoMemory();
+    PyObject_InitVar((PyVarObject *)b, &gtpy_Binding_Type, n);
+    b->entered = false;
+    b->sig = (SignatureObject *)Py_NewRef(self);
+    gtpy_slots_init(b->slots, n);
+    if (bind_call(s, "bind", args, nargs, kwnames, b->slots, &b->result, NULL) < 0) {
+        Py_DECREF(b);
+        return NULL;
+    }
+    return (PyObject *)b;
+}
+
+static void binding_dealloc(PyObject *self)
+{
+    BindingObject *b = (BindingObject *)self;
+    if (b->sig)
+        gtpy_slots_clear(b->slots, b->sig->sig.nfields);
+    Py_XDECREF(b->sig);
+    PyObject_Free(self);
+}
+
+static PyObject *binding_domain(PyObject *self, void *closure)
+{
+    (void)closure;
+    return gtpy_int64_tuple(3, ((BindingObject *)self)->result.domain);
+}
+
+static PyObject *binding_fields(PyObject *self, void *closure)
+{
+    (void)closure;
+    return Py_NewRef(((BindingObject *)self)->sig->names);
+}
+
+static PyObject *binding_enter(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    BindingObject *b = (BindingObject *)self;
+    if (b->entered) {
+        PyErr_SetString(PyExc_RuntimeError, "this Binding is entered already");
+        return NULL;
+    }
+    if (gtpy_slots_acquire(b->slots, b->sig->sig.nfields) < 0)
+        return NULL;
+    b->entered = true;
+    return Py_NewRef(self);
+}
+
+/* On a clean exit the written fields are touched; on an exception they are
+ * not (their values are not the stencil's result). All are released. */
+static PyObject *binding_exit(PyObject *self, PyObject *args)
+{
+    BindingObject *b = (BindingObject *)self;
+    PyObject *type, *value, *traceback;
+    if (!PyArg_UnpackTuple(args, "__exit__", 3, 3, &type, &value, &traceback))
+        return NULL;
+    if (!b->entered) {
+        PyErr_SetString(PyExc_RuntimeError, "this Binding was not entered");
+        return NULL;
+    }
+    b->entered = false;
+    int touched = type == Py_None ? gtpy_slots_touch(b->sig, b->slots) : 0;
+    PyObject *error = touched < 0 ? gtpy_error_take() : NULL;
+    int released = gtpy_slots_release(b->slots, b->sig->sig.nfields);
+    if (touched < 0) {
+        if (released < 0)
+            PyErr_Clear();
+        gtpy_error_put(error);
+        return NULL;
+    }
+    return released < 0 ? NULL : Py_NewRef(Py_False);
+}
+
+/* gtstore.BoundField: one field as the kernel indexes it. */
+static PyTypeObject bound_field_type;
+static PyStructSequence_Field bound_field_fields[] = {
+    {"name", "the field's name in the signature"},
+    {"dims", "labels, in the kernel's order (I, J, K, then data dimensions)"},
+    {"shape", "extents, kernel order"},
+    {"strides", "byte strides, kernel order"},
+    {"origin", "the origin point, kernel order"},
+    {"data", "address of the element at the origin"},
+    {"obj", "the object passed"},
+    {NULL, NULL},
+};
+static PyStructSequence_Desc bound_field_desc = {
+    "gtstore.BoundField", "A field of a Binding, in the kernel's order of dimensions.",
+    bound_field_fields, 6}; /* obj: an attribute, not in the tuple or repr */
+
+int gtpy_bound_field_init(PyObject *module)
+{
+    if (PyStructSequence_InitType2(&bound_field_type, &bound_field_desc) < 0)
+        return -1;
+    return PyModule_AddObjectRef(module, "BoundField", (PyObject *)&bound_field_type);
+}
+
+static PyObject *bound_field(BindingObject *b, int f)
+{
+    const gts_bound_field *bf = &b->slots[f].bound;
+    PyObject *item = PyStructSequence_New(&bound_field_type);
+    if (!item)
+        return NULL;
+    PyObject *values[7] = {
+        Py_NewRef(PyTuple_GET_ITEM(b->sig->names, f)), gtpy_dims_to_tuple(bf->ndim, bf->dims),
+        gtpy_int64_tuple(bf->ndim, bf->shape),          gtpy_int64_tuple(bf->ndim, bf->strides),
+        gtpy_int64_tuple(bf->ndim, bf->origin),         PyLong_FromVoidPtr(bf->origin_data),
+        Py_NewRef(b->slots[f].obj)};
+    bool ok = true;
+    for (int i = 0; i < 7; ++i) {
+        ok &= values[i] != NULL;
+        PyStructSequence_SetItem(item, i, values[i] ? values[i] : Py_NewRef(Py_None));
+    }
+    if (!ok)
+        Py_CLEAR(item);
+    return item;
+}
+
+static int field_of(BindingObject *b, PyObject *key)
+{
+    int f = gtpy_signature_index(b->sig, key);
+    if (f < 0)
+        PyErr_Format(PyExc_KeyError, "%R: no such field (fields: %R)", key, b->sig->names);
+    return f;
+}
+
+static PyObject *binding_getitem(PyObject *self, PyObject *key)
+{
+    BindingObject *b = (BindingObject *)self;
+    int f = field_of(b, key);
+    return f < 0 ? NULL : bound_field(b, f);
+}
+
+static Py_ssize_t binding_length(PyObject *self)
+{
+    return ((BindingObject *)self)->sig->sig.nfields;
+}
+
+static PyMappingMethods binding_as_mapping = {
+    .mp_length = binding_length,
+    .mp_subscript = binding_getitem,
+};
+
+/* {name: f(field)} over every field. */
+static PyObject *per_field(const SignatureObject *s, const bind_slot *slots,
+                           PyObject *(*make)(const SignatureObject *, const bind_slot *, int))
+{
+    PyObject *result = PyDict_New();
+    for (int f = 0; result && f < s->sig.nfields; ++f) {
+        PyObject *value = make(s, &slots[f], f);
+        if (!value || PyDict_SetItem(result, PyTuple_GET_ITEM(s->names, f), value) < 0)
+            Py_CLEAR(result);
+        Py_XDECREF(value);
+    }
+    return result;
+}
+
+static PyObject *field_origin(const SignatureObject *s, const bind_slot *slot, int f)
+{
+    (void)s, (void)f;
+    return gtpy_int64_tuple(slot->bound.ndim, slot->bound.origin);
+}
+
+/* Whether the object passed is an ndarray already in the kernel's order,
+ * read through its own buffer: it is then its own kernel-order view (a new
+ * array would cost its creation, and consumers' buffer-info caches miss on
+ * every new array). */
+static bool is_kernel_order_ndarray(const bind_slot *slot)
+{
+    PyObject *ndarray = gtpy_numpy("ndarray");
+    if (!ndarray)
+        PyErr_Clear();
+    if (!slot->have_view || !ndarray || Py_TYPE(slot->obj) != (PyTypeObject *)ndarray)
+        return false;
+    for (int c = 0; c < slot->bound.ndim; ++c)
+        if (slot->bound.axis[c] != c)
+            return false;
+    return true;
+}
+
+/* An ndarray over the whole field (element 0 first) in the kernel's order,
+ * whose base is the object passed. */
+static PyObject *field_array(const SignatureObject *s, const bind_slot *slot, int f)
+{
+    if (is_kernel_order_ndarray(slot))
+        return Py_NewRef(slot->obj);
+    if (slot->desc.device != GTS_DEVICE_CPU) {
+        PyErr_Format(PyExc_ValueError, "%s: device memory has no ndarray view",
+                     s->fields[f].name);
+        return NULL;
+    }
+    if (!gtpy_numpy_capi()) {
+        PyErr_SetString(PyExc_ImportError, "arrays() needs NumPy");
+        return NULL;
+    }
+    Py_ssize_t shape[GTS_BIND_MAX_NDIM], strides[GTS_BIND_MAX_NDIM];
+    for (int c = 0; c < slot->bound.ndim; ++c) {
+        shape[c] = (Py_ssize_t)slot->bound.shape[c];
+        strides[c] = (Py_ssize_t)slot->bound.strides[c];
+    }
+    return gtpy_numpy_capi_array(slot->desc.dtype, slot->bound.ndim, shape, strides,
+                                 slot->desc.data, slot->desc.readonly, slot->obj);
+}
+
+static PyObject *binding_origins(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    BindingObject *b = (BindingObject *)self;
+    return per_field(b->sig, b->slots, field_origin);
+}
+
+static PyObject *binding_arrays(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    BindingObject *b = (BindingObject *)self;
+    return per_field(b->sig, b->slots, field_array);
+}
+
+static PyObject *binding_repr(PyObject *self)
+{
+    BindingObject *b = (BindingObject *)self;
+    PyObject *domain = binding_domain(self, NULL);
+    PyObject *text = domain ? PyUnicode_FromFormat("gtstore.Binding(fields=%R, domain=%R)",
+                                                   b->sig->names, domain)
+                            : NULL;
+    Py_XDECREF(domain);
+    return text;
+}
+
+static PyGetSetDef binding_getset[] = {
+    {"domain", binding_domain, NULL, "The domain (I, J, K).", NULL},
+    {"fields", binding_fields, NULL, "The field names, in the signature's order.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyMethodDef binding_methods[] = {
+    {"__enter__", binding_enter, METH_NOARGS,
+     "Acquires every field (its data interface's acquire; a Storage's host side synced)."},
+    {"__exit__", binding_exit, METH_VARARGS,
+     "Touches the written fields (only without an exception), then releases all."},
+    {"origins", binding_origins, METH_NOARGS,
+     "origins() -> {name: origin}, each in the kernel's order (I, J, K, data dimensions)."},
+    {"arrays", binding_arrays, METH_NOARGS,
+     "arrays() -> {name: ndarray}: each field's memory in the kernel's order of dimensions "
+     "(a view, no copy; host memory only)."},
+    {NULL, NULL, 0, NULL},
+};
+
+PyTypeObject gtpy_Binding_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "gtstore.Binding",
+    .tp_basicsize = sizeof(BindingObject),
+    .tp_itemsize = sizeof(bind_slot),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "The fields of one stencil call, bound and checked (Signature.bind). "
+              "binding['name'] is a BoundField; `with binding:` runs the acquire/touch/release "
+              "protocol around the body.",
+    .tp_dealloc = binding_dealloc,
+    .tp_repr = binding_repr,
+    .tp_as_mapping = &binding_as_mapping,
+    .tp_getset = binding_getset,
+    .tp_methods = binding_methods,
+};
+
+/* ---- Signature.call: bind, then a Python kernel inside the protocol ------------ */
+
+/* Touches (after success) and releases, keeping the first error. */
+int gtpy_slots_finish(const SignatureObject *s, bind_slot *slots, bool succeeded)
+{
+    int rc = succeeded ? gtpy_slots_touch(s, slots) : -1;
+    PyObject *error = rc < 0 ? gtpy_error_take() : NULL;
+    int released = gtpy_slots_release(slots, s->sig.nfields);
+    if (rc < 0) {
+        if (released < 0)
+            PyErr_Clear();
+        gtpy_error_put(error);
+        return -1;
+    }
+    return released;
+}
+
+/* kwargs= beside the arrays: a field's name is a TypeError, as Python's
+ * "got multiple values" would be. */
+static int add_kwargs(PyObject *arrays, PyObject *kwargs)
+{
+    if (!PyDict_Check(kwargs)) {
+        PyErr_Format(PyExc_TypeError, "kwargs: expected a dict, got %.200R", kwargs);
+        return -1;
+    }
+    PyObject *key, *value;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(kwargs, &pos, &key, &value)) {
+        int taken = PyDict_Contains(arrays, key);
+        if (taken) {
+            if (taken > 0)
+                PyErr_Format(PyExc_TypeError, "kwargs: got multiple values for field %R", key);
+            return -1;
+        }
+        if (PyDict_SetItem(arrays, key, value) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* kernel(domain, origins, *args, **arrays, **kwargs) on bound slots. */
+PyObject *gtpy_bound_origins(const SignatureObject *s, const bind_slot *slots)
+{
+    return per_field(s, slots, field_origin);
+}
+
+PyObject *gtpy_bound_arrays(const SignatureObject *s, const bind_slot *slots)
+{
+    return per_field(s, slots, field_array);
+}
+
+static PyObject *call_kernel(const SignatureObject *s, bind_slot *slots, const gts_binding *b,
+                             PyObject *kernel, PyObject *kernel_args, PyObject *kernel_kwargs)
+{
+    PyObject *domain = gtpy_int64_tuple(3, b->domain);
+    PyObject *origins = domain ? per_field(s, slots, field_origin) : NULL;
+    PyObject *arrays = origins ? per_field(s, slots, field_array) : NULL;
+    PyObject *head = arrays ? PyTuple_Pack(2, domain, origins) : NULL;
+    PyObject *positional = NULL, *result = NULL;
+    if (head && kernel_args && kernel_args != Py_None) {
+        PyObject *rest = PySequence_Tuple(kernel_args);
+        positional = rest ? PySequence_Concat(head, rest) : NULL;
+        Py_XDECREF(rest);
+    } else if (head) {
+        positional = Py_NewRef(head);
+    }
+    if (positional && kernel_kwargs && kernel_kwargs != Py_None &&
+        add_kwargs(arrays, kernel_kwargs) < 0)
+        Py_CLEAR(positional);
+    if (positional)
+        result = PyObject_Call(kernel, positional, arrays);
+    Py_XDECREF(domain);
+    Py_XDECREF(origins);
+    Py_XDECREF(arrays);
+    Py_XDECREF(head);
+    Py_XDECREF(positional);
+    return result;
+}
+
+/* The bind-acquire-run-finish sequence of call and call_c: `run` gets the
+ * bound slots and the binding, and returns a new reference or NULL. */
+typedef PyObject *(*slot_runner)(const SignatureObject *s, bind_slot *slots,
+                                 const gts_binding *b, PyObject *kernel, const call_extras *x);
+
+static PyObject *bind_and_run(PyObject *self, const char *function, PyObject *const *args,
+                              Py_ssize_t nargs, PyObject *kwnames, call_extras *extras,
+                              slot_runner run)
+{
+    SignatureObject *s = (SignatureObject *)self;
+    int n = s->sig.nfields;
+    enum { STACK = 8 };
+    bind_slot stack[STACK], *slots = stack;
+    if (n > STACK && !(slots = PyMem_Malloc((size_t)n * sizeof *slots)))
+        return PyErr_NoMemory();
+    gtpy_slots_init(slots, n);
+    gts_binding binding;
+    PyObject *result = NULL;
+    if (bind_call(s, function, args + 1, nargs - 1, kwnames, slots, &binding, extras) == 0 &&
+        gtpy_slots_acquire(slots, n) == 0) {
+        result = run(s, slots, &binding, args[0], extras);
+        if (gtpy_slots_finish(s, slots, result != NULL) < 0)
+            Py_CLEAR(result);
+    }
+    gtpy_slots_clear(slots, n);
+    if (slots != stack)
+        PyMem_Free(slots);
+    return result;
+}
+
+static PyObject *run_python_kernel(const SignatureObject *s, bind_slot *slots,
+                                   const gts_binding *b, PyObject *kernel, const call_extras *x)
+{
+    return call_kernel(s, slots, b, kernel, *x->args, *x->kwargs);
+}
+
+PyObject *gtpy_signature_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                              PyObject *kwnames)
+{
+    if (nargs < 1 || !PyCallable_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "call(kernel, *fields, ...): the kernel, a callable, "
+                                         "comes first");
+        return NULL;
+    }
+    PyObject *kernel_args = NULL, *kernel_kwargs = NULL;
+    call_extras extras = {&kernel_args, &kernel_kwargs, NULL};
+    return bind_and_run(self, "call", args, nargs, kwnames, &extras, run_python_kernel);
+}
+
+/* A C kernel: a capsule holding a gts_kernel_fn, or its address as an int. */
+static gts_kernel_fn c_kernel(PyObject *obj)
+{
+    void *address = NULL;
+    if (PyCapsule_CheckExact(obj))
+        address = PyCapsule_GetPointer(obj, PyCapsule_GetName(obj));
+    else if (PyLong_Check(obj))
+        address = PyLong_AsVoidPtr(obj);
+    if (!address && !PyErr_Occurred())
+        PyErr_Format(PyExc_TypeError,
+                     "call_c(kernel, ...): expected a capsule or the address (an int) of a "
+                     "gts_kernel_fn, e.g. ctypes.cast(lib.kernel, ctypes.c_void_p).value; got "
+                     "%.200R",
+                     obj);
+    gts_kernel_fn fn = NULL;
+    if (address) /* POSIX: function and object pointers round-trip */
+        memcpy(&fn, &address, sizeof fn);
+    return fn;
+}
+
+static PyObject *run_c_kernel(const SignatureObject *s, bind_slot *slots, const gts_binding *b,
+                              PyObject *kernel, const call_extras *x)
+{
+    gts_kernel_fn fn = c_kernel(kernel);
+    void *ctx = NULL;
+    PyObject *ctx_obj = *x->ctx;
+    if (fn && ctx_obj && ctx_obj != Py_None && !(ctx = PyLong_AsVoidPtr(ctx_obj)) &&
+        PyErr_Occurred())
+        return NULL;
+    if (!fn)
+        return NULL;
+    int n = s->sig.nfields;
+    gts_bound_field stack[GTPY_BIND_STACK_FIELDS], *bound = stack;
+    if (n > GTPY_BIND_STACK_FIELDS && !(bound = PyMem_Malloc((size_t)n * sizeof *bound)))
+        return PyErr_NoMemory();
+    for (int f = 0; f < n; ++f)
+        bound[f] = slots[f].bound;
+    gts_error err = {GTS_OK, ""};
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = fn(b, bound, n, ctx, &err);
+    Py_END_ALLOW_THREADS
+    if (bound != stack)
+        PyMem_Free(bound);
+    if (rc == GTS_OK)
+        return Py_NewRef(Py_None);
+    if (err.code == GTS_OK) { /* the kernel failed without a message */
+        err.code = rc < 0 ? rc : GTS_EINVAL;
+        snprintf(err.message, sizeof err.message, "the kernel returned %d", rc);
+    }
+    return gtpy_raise_null(&err);
+}
+
+PyObject *gtpy_signature_call_c(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                                PyObject *kwnames)
+{
+    if (nargs < 1) {
+        PyErr_SetString(PyExc_TypeError, "call_c(kernel, *fields, ...): the kernel comes first");
+        return NULL;
+    }
+    PyObject *ctx = NULL;
+    call_extras extras = {NULL, NULL, &ctx};
+    return bind_and_run(self, "call_c", args, nargs, kwnames, &extras, run_c_kernel);
+}
+
+/* ---- built-in stencils ------------------------------------------------------------ */
+
+static PyObject *builtin_signature(gts_stencil which)
+{
+    static PyObject *signatures[GTS_STENCIL_TRIDIAGONAL + 1];
+    if (!signatures[which])
+        signatures[which] = gtpy_signature_wrap(gts_stencil_signature(which));
+    return signatures[which];
+}
+
+static PyObject *run_builtin(gts_stencil which, const char *function, PyObject *const *args,
+                             Py_ssize_t nargs, PyObject *kwnames)
+{
+    SignatureObject *s = (SignatureObject *)builtin_signature(which);
+    if (!s)
+        return NULL;
+    enum { MAX_FIELDS = 5 };
+    bind_slot slots[MAX_FIELDS];
+    int n = s->sig.nfields;
+    gts_binding binding;
+    gtpy_slots_init(slots, n);
+    int rc = bind_call(s, function, args, nargs, kwnames, slots, &binding, NULL);
+    if (rc == 0 && (rc = gtpy_slots_acquire(slots, n)) == 0) {
+        gts_bound_field bound[MAX_FIELDS];
+        for (int f = 0; f < n; ++f)
+            bound[f] = slots[f].bound;
+        gts_error err;
+        Py_BEGIN_ALLOW_THREADS
+        rc = gts_stencil_run(which, &binding, bound, &err);
+        Py_END_ALLOW_THREADS
+        if (rc != GTS_OK)
+            gtpy_raise(&err);
+        rc = gtpy_slots_finish(s, slots, rc == GTS_OK);
+    }
+    gtpy_slots_clear(slots, n);
+    return rc < 0 ? NULL : Py_NewRef(Py_None);
+}
+
+static PyObject *stencil_copy(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
+                              PyObject *kwnames)
+{
+    (void)module;
+    return run_builtin(GTS_STENCIL_COPY, "copy", args, nargs, kwnames);
+}
+
+static PyObject *stencil_laplacian(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
+                                   PyObject *kwnames)
+{
+    (void)module;
+    return run_builtin(GTS_STENCIL_LAPLACIAN, "laplacian", args, nargs, kwnames);
+}
+
+static PyObject *stencil_hdiff(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
+                               PyObject *kwnames)
+{
+    (void)module;
+    return run_builtin(GTS_STENCIL_HDIFF, "hdiff", args, nargs, kwnames);
+}
+
+static PyObject *stencil_tridiagonal(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
+                                     PyObject *kwnames)
+{
+    (void)module;
+    return run_builtin(GTS_STENCIL_TRIDIAGONAL, "tridiagonal", args, nargs, kwnames);
+}
+
+static PyObject *stencil_signature(PyObject *module, PyObject *name)
+{
+    (void)module;
+    static const char *const names[] = {"copy", "laplacian", "hdiff", "tridiagonal"};
+    int which = gtpy_choice(name, "stencil", names, 4,
+                            "'copy', 'laplacian', 'hdiff' or 'tridiagonal'");
+    return which < 0 ? NULL : Py_XNewRef(builtin_signature((gts_stencil)which));
+}
+
+#define FASTCALL(f) (PyCFunction)(void (*)(void))(f), METH_FASTCALL | METH_KEYWORDS
+PyMethodDef gtpy_stencil_methods[] = {
+    {"_stencil_copy", FASTCALL(stencil_copy), "copy(out, inp, *, domain=None, origin=None)"},
+    {"_stencil_laplacian", FASTCALL(stencil_laplacian),
+     "laplacian(out, inp, *, domain=None, origin=None)"},
+    {"_stencil_hdiff", FASTCALL(stencil_hdiff),
+     "hdiff(out, inp, coeff, *, domain=None, origin=None)"},
+    {"_stencil_tridiagonal", FASTCALL(stencil_tridiagonal),
+     "tridiagonal(x, a, b, c, d, *, domain=None, origin=None)"},
+    {"_stencil_signature", stencil_signature, METH_O,
+     "The Signature of a built-in stencil, by name."},
+    {NULL, NULL, 0, NULL},
+};

@@ -1,0 +1,116 @@
+/* The call side of the extension, shared by binding.c (Signature, reading
+ * objects, the acquire/touch/release protocol) and binding_call.c (the
+ * Binding object and the built-in stencils). */
+#ifndef GTSTORE_EXT_BINDING_OBJECT_H
+#define GTSTORE_EXT_BINDING_OBJECT_H
+
+#include "module.h"
+
+/* The pending exception taken (NULL if none) and put back: PyErr_Fetch and
+ * PyErr_Restore are deprecated from Python 3.12. */
+static inline PyObject *gtpy_error_take(void)
+{
+#if PY_VERSION_HEX >= 0x030C0000
+    return PyErr_GetRaisedException();
+#else
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
+    PyErr_NormalizeException(&type, &value, &traceback);
+    if (value && traceback)
+        PyException_SetTraceback(value, traceback);
+    Py_XDECREF(type);
+    Py_XDECREF(traceback);
+    return value;
+#endif
+}
+
+static inline void gtpy_error_put(PyObject *error)
+{
+#if PY_VERSION_HEX >= 0x030C0000
+    PyErr_SetRaisedException(error);
+#else
+    if (error)
+        PyErr_Restore(Py_NewRef((PyObject *)Py_TYPE(error)), error,
+                      PyException_GetTraceback(error));
+#endif
+}
+
+/* Fields bound without a heap allocation for the C arrays of gts_bind. */
+#define GTPY_BIND_STACK_FIELDS 16
+
+typedef struct {
+    PyObject_HEAD
+    gts_signature sig;
+    gts_field_spec *fields;
+    bool owned;       /* fields allocated here (else a built-in's static ones) */
+    PyObject *names;  /* tuple of interned str; the specs' names point into them */
+} SignatureObject;
+
+/* One field of a call: the object, what keeps its memory exported, its
+ * callbacks, its C description and, once bound, the bound field. */
+typedef struct bind_slot {
+    PyObject *obj;
+    PyObject *storage;                   /* a gtstore Storage read directly, or NULL */
+    PyObject *copy_back;                 /* the device Storage `storage` is a host copy of
+                                            (copy-in/copy-out, seed 000), or NULL */
+    PyObject *acquire, *touch, *release; /* data interface callbacks, or NULL */
+    bool have_view;
+    Py_buffer view;
+    int64_t shape[GTS_BIND_MAX_NDIM], strides[GTS_BIND_MAX_NDIM], origin[GTS_BIND_MAX_NDIM];
+    int64_t call_origin[GTS_BIND_MAX_NDIM];
+    gts_dim dims[GTS_BIND_MAX_NDIM];
+    gts_halo halo[GTS_BIND_MAX_NDIM];
+    gts_field_desc desc;
+    gts_bound_field bound;
+} bind_slot;
+
+extern PyTypeObject gtpy_Signature_Type, gtpy_Binding_Type;
+extern PyObject *gtpy_FieldWarning;
+extern PyMethodDef gtpy_stencil_methods[];
+
+/* Prefixes the pending exception's message with "name: " (the field), for
+ * the shared converters' errors that name only their parameter; -1. */
+int gtpy_prefix_error(const char *name);
+
+/* The field index of `name` (a str), or -1 (signature.c). */
+int gtpy_signature_index(const SignatureObject *s, PyObject *name);
+/* A Signature over a static libgtstore signature (a built-in stencil's). */
+PyObject *gtpy_signature_wrap(const gts_signature *sig);
+/* Signature.bind, call and call_c (binding_call.c). */
+PyObject *gtpy_signature_bind(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                              PyObject *kwnames);
+PyObject *gtpy_signature_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                              PyObject *kwnames);
+PyObject *gtpy_signature_call_c(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                                PyObject *kwnames);
+
+/* Reads `obj` as field `spec` of a stencil on `device` into an empty slot
+ * (the slot then needs gtpy_slot_clear, on failure too). */
+int gtpy_slot_load(bind_slot *slot, PyObject *obj, const gts_field_spec *spec,
+                   gts_device device);
+void gtpy_slot_clear(bind_slot *slot);
+/* gts_bind over loaded slots with the call's domain= and origin= (NULL or
+ * None: not given); the warnings become FieldWarnings. */
+int gtpy_bind_slots(const SignatureObject *s, bind_slot *slots, PyObject *domain,
+                    PyObject *origin, gts_binding *out);
+/* Seed 004's protocol: acquire all (on a failure the acquired ones are
+ * released), touch the written ones, release all (each is released even if
+ * another fails; the first error is raised). */
+int gtpy_slots_acquire(bind_slot *slots, int n);
+int gtpy_slots_touch(const SignatureObject *s, bind_slot *slots);
+int gtpy_slots_release(bind_slot *slots, int n);
+
+/* Empty slots (before loading) and their release (binding_call.c). */
+void gtpy_slots_init(bind_slot *slots, int n);
+void gtpy_slots_clear(bind_slot *slots, int n);
+/* After a run: touch (if it succeeded) and release; the first error wins. */
+int gtpy_slots_finish(const SignatureObject *s, bind_slot *slots, bool succeeded);
+/* {name: origin} and {name: ndarray} of bound slots, in the kernel's order. */
+PyObject *gtpy_bound_origins(const SignatureObject *s, const bind_slot *slots);
+PyObject *gtpy_bound_arrays(const SignatureObject *s, const bind_slot *slots);
+
+int gtpy_bound_field_init(PyObject *module);
+/* gtstore.KernelCaller (kernel_caller.c). */
+extern PyTypeObject gtpy_KernelCaller_Type;
+
+#endif

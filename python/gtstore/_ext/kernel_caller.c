@@ -1,0 +1,292 @@
+/* gtstore.KernelCaller: a Python kernel with a stencil's call signature,
+ * bound by gtstore on every call, in one C call.
+ *
+ *   caller = KernelCaller(signature, kernel, parameters=(), leading=(), ignored=())
+ *   caller(*fields, *parameters, domain=None, origin=None, **by_name)
+ *
+ * The positional arguments are the signature's fields, then the parameters;
+ * all may come by name too. Each call binds the fields (Signature.bind's
+ * rules and checks), acquires them, calls
+ *   kernel(domain, origins, *leading_values, **arrays, **parameters)
+ * (the `leading` keywords, None where not given, go positionally; `ignored`
+ * keywords are accepted and dropped), then touches the written fields if
+ * the kernel returned, and releases all. The GT4Py adapter is a subclass:
+ * GT4Py's generated run(_domain_, _origin_, exec_info, **fields, **params). */
+#include "binding_object.h"
+
+#include <string.h>
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    SignatureObject *sig;
+    PyObject *kernel;
+    PyObject *parameters, *leading, *ignored; /* tuples of str */
+} KernelCallerObject;
+
+/* The index of `key` in a tuple of str, or -1. */
+static Py_ssize_t name_index(PyObject *names, PyObject *key)
+{
+    Py_ssize_t n = PyTuple_GET_SIZE(names);
+    for (Py_ssize_t i = 0; i < n; ++i)
+        if (PyTuple_GET_ITEM(names, i) == key)
+            return i;
+    for (Py_ssize_t i = 0; i < n; ++i)
+        if (PyUnicode_Compare(PyTuple_GET_ITEM(names, i), key) == 0)
+            return i;
+    return -1;
+}
+
+/* The arguments of one call, borrowed. */
+typedef struct call_args {
+    PyObject **fields, **parameters, **leading;
+    PyObject *domain, *origin;
+} call_args;
+
+static int parse(const KernelCallerObject *c, PyObject *const *args, size_t nargsf,
+                 PyObject *kwnames, call_args *a)
+{
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    int nfields = c->sig->sig.nfields;
+    Py_ssize_t nparams = PyTuple_GET_SIZE(c->parameters);
+    if (nargs > nfields + nparams) {
+        PyErr_Format(PyExc_TypeError, "takes %zd positional arguments (%zd given)",
+                     nfields + nparams, nargs);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < nargs; ++i) {
+        if (i < nfields)
+            a->fields[i] = args[i];
+        else
+            a->parameters[i - nfields] = args[i];
+    }
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    for (Py_ssize_t k = 0; k < nkw; ++k) {
+        PyObject *key = PyTuple_GET_ITEM(kwnames, k), *value = args[nargs + k], **slot = NULL;
+        Py_ssize_t i;
+        if ((i = gtpy_signature_index(c->sig, key)) >= 0)
+            slot = &a->fields[i];
+        else if ((i = name_index(c->parameters, key)) >= 0)
+            slot = &a->parameters[i];
+        else if ((i = name_index(c->leading, key)) >= 0)
+            slot = &a->leading[i];
+        else if (PyUnicode_CompareWithASCIIString(key, "domain") == 0)
+            slot = &a->domain;
+        else if (PyUnicode_CompareWithASCIIString(key, "origin") == 0)
+            slot = &a->origin;
+        else if (name_index(c->ignored, key) >= 0)
+            continue;
+        if (!slot) {
+            PyErr_Format(PyExc_TypeError, "got an unexpected keyword argument '%U'", key);
+            return -1;
+        }
+        if (*slot) {
+            PyErr_Format(PyExc_TypeError, "got multiple values for argument '%U'", key);
+            return -1;
+        }
+        *slot = value;
+    }
+    for (int f = 0; f < nfields; ++f)
+        if (!a->fields[f] || a->fields[f] == Py_None) {
+            PyErr_Format(PyExc_TypeError, a->fields[f] ? "%s: expected a field, got None"
+                                                       : "missing field '%s'",
+                         c->sig->fields[f].name);
+            return -1;
+        }
+    for (Py_ssize_t i = 0; i < nparams; ++i)
+        if (!a->parameters[i]) {
+            PyErr_Format(PyExc_TypeError, "missing argument '%U'",
+                         PyTuple_GET_ITEM(c->parameters, i));
+            return -1;
+        }
+    return 0;
+}
+
+/* kernel(domain, origins, *leading, **arrays, **parameters) */
+static PyObject *run_kernel(const KernelCallerObject *c, bind_slot *slots, const gts_binding *b,
+                            const call_args *a)
+{
+    Py_ssize_t nleading = PyTuple_GET_SIZE(c->leading);
+    PyObject *positional = PyTuple_New(2 + nleading);
+    PyObject *domain = positional ? gtpy_int64_tuple(3, b->domain) : NULL;
+    PyObject *origins = domain ? gtpy_bound_origins(c->sig, slots) : NULL;
+    PyObject *arrays = origins ? gtpy_bound_arrays(c->sig, slots) : NULL;
+    PyObject *result = NULL;
+    if (arrays) {
+        PyTuple_SET_ITEM(positional, 0, Py_NewRef(domain));
+        PyTuple_SET_ITEM(positional, 1, Py_NewRef(origins));
+        for (Py_ssize_t i = 0; i < nleading; ++i)
+            PyTuple_SET_ITEM(positional, 2 + i,
+                             Py_NewRef(a->leading[i] ? a->leading[i] : Py_None));
+        int rc = 0;
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(c->parameters) && rc == 0; ++i)
+            rc = PyDict_SetItem(arrays, PyTuple_GET_ITEM(c->parameters, i), a->parameters[i]);
+        if (rc == 0)
+            result = PyObject_Call(c->kernel, positional, arrays);
+    }
+    Py_XDECREF(positional);
+    Py_XDECREF(domain);
+    Py_XDECREF(origins);
+    Py_XDECREF(arrays);
+    return result;
+}
+
+enum { STACK = 8 };
+
+static PyObject *caller_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
+                                   PyObject *kwnames)
+{
+    KernelCallerObject *c = (KernelCallerObject *)self;
+    if (!c->sig) {
+        PyErr_SetString(PyExc_TypeError, "KernelCaller: not initialised (__init__ not called)");
+        return NULL;
+    }
+    int n = c->sig->sig.nfields;
+    Py_ssize_t nparams = PyTuple_GET_SIZE(c->parameters), nleading = PyTuple_GET_SIZE(c->leading);
+    size_t nobjects = (size_t)(n + nparams + nleading);
+    PyObject *object_stack[3 * STACK], **objects = object_stack;
+    bind_slot slot_stack[STACK], *slots = slot_stack;
+    if (nobjects > 3 * STACK && !(objects = PyMem_Calloc(nobjects, sizeof *objects)))
+        return PyErr_NoMemory();
+    if (n > STACK && !(slots = PyMem_Malloc((size_t)n * sizeof *slots))) {
+        if (objects != object_stack)
+            PyMem_Free(objects);
+        return PyErr_NoMemory();
+    }
+    memset(objects, 0, nobjects * sizeof *objects);
+    call_args a = {objects, objects + n, objects + n + nparams, NULL, NULL};
+    gtpy_slots_init(slots, n);
+    PyObject *result = NULL;
+    int rc = parse(c, args, nargsf, kwnames, &a);
+    for (int f = 0; f < n && rc == 0; ++f)
+        rc = gtpy_slot_load(&slots[f], a.fields[f], &c->sig->fields[f], c->sig->sig.device);
+    gts_binding binding;
+    if (rc == 0 && gtpy_bind_slots(c->sig, slots, a.domain, a.origin, &binding) == 0 &&
+        gtpy_slots_acquire(slots, n) == 0) {
+        result = run_kernel(c, slots, &binding, &a);
+        if (gtpy_slots_finish(c->sig, slots, result != NULL) < 0)
+            Py_CLEAR(result);
+    }
+    gtpy_slots_clear(slots, n);
+    if (slots != slot_stack)
+        PyMem_Free(slots);
+    if (objects != object_stack)
+        PyMem_Free(objects);
+    return result;
+}
+
+static PyObject *caller_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    PyObject *self = PyType_GenericNew(type, args, kwargs);
+    if (self) /* callable before __init__ too, to say so */
+        ((KernelCallerObject *)self)->vectorcall = caller_vectorcall;
+    return self;
+}
+
+/* A tuple of str from a sequence of str (new reference). */
+static PyObject *names_tuple(PyObject *obj, const char *param)
+{
+    PyObject *names = obj ? PySequence_Tuple(obj) : PyTuple_New(0);
+    for (Py_ssize_t i = 0; names && i < PyTuple_GET_SIZE(names); ++i)
+        if (!PyUnicode_Check(PyTuple_GET_ITEM(names, i))) {
+            PyErr_Format(PyExc_TypeError, "%s: expected names (str), got %.200R", param,
+                         PyTuple_GET_ITEM(names, i));
+            Py_CLEAR(names);
+        }
+    if (!names && obj && PyErr_ExceptionMatches(PyExc_TypeError) && !PySequence_Check(obj)) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_TypeError, "%s: expected a sequence of names, got %.200R", param, obj);
+    }
+    return names;
+}
+
+static int caller_init(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    static char *keywords[] = {"signature", "kernel", "parameters", "leading", "ignored", NULL};
+    PyObject *sig, *kernel, *parameters = NULL, *leading = NULL, *ignored = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!O|OOO:KernelCaller", keywords,
+                                     &gtpy_Signature_Type, &sig, &kernel, &parameters, &leading,
+                                     &ignored))
+        return -1;
+    if (!PyCallable_Check(kernel)) {
+        PyErr_Format(PyExc_TypeError, "kernel: expected a callable, got %.200R", kernel);
+        return -1;
+    }
+    PyObject *p = names_tuple(parameters, "parameters");
+    PyObject *l = p ? names_tuple(leading, "leading") : NULL;
+    PyObject *i = l ? names_tuple(ignored, "ignored") : NULL;
+    if (!i) {
+        Py_XDECREF(p);
+        Py_XDECREF(l);
+        return -1;
+    }
+    KernelCallerObject *c = (KernelCallerObject *)self;
+    Py_XSETREF(c->sig, (SignatureObject *)Py_NewRef(sig));
+    Py_XSETREF(c->kernel, Py_NewRef(kernel));
+    Py_XSETREF(c->parameters, p);
+    Py_XSETREF(c->leading, l);
+    Py_XSETREF(c->ignored, i);
+    c->vectorcall = caller_vectorcall;
+    return 0;
+}
+
+static int caller_traverse(PyObject *self, visitproc visit, void *arg)
+{
+    KernelCallerObject *c = (KernelCallerObject *)self;
+    Py_VISIT(c->kernel); /* (a subclass's type and __dict__: subtype_traverse's) */
+    return 0;
+}
+
+static int caller_clear(PyObject *self)
+{
+    KernelCallerObject *c = (KernelCallerObject *)self;
+    Py_CLEAR(c->kernel);
+    return 0;
+}
+
+static void caller_dealloc(PyObject *self)
+{
+    KernelCallerObject *c = (KernelCallerObject *)self;
+    PyTypeObject *type = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    caller_clear(self);
+    Py_CLEAR(c->sig);
+    Py_CLEAR(c->parameters);
+    Py_CLEAR(c->leading);
+    Py_CLEAR(c->ignored);
+    type->tp_free(self); /* a heap subclass's type reference: subtype_dealloc's */
+}
+
+static PyObject *caller_signature(PyObject *self, void *closure)
+{
+    (void)closure;
+    KernelCallerObject *c = (KernelCallerObject *)self;
+    return Py_NewRef(c->sig ? (PyObject *)c->sig : Py_None);
+}
+
+static PyGetSetDef caller_getset[] = {
+    {"signature", caller_signature, NULL, "The Signature the fields are bound with.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+PyTypeObject gtpy_KernelCaller_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "gtstore.KernelCaller",
+    .tp_basicsize = sizeof(KernelCallerObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC |
+                Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "KernelCaller(signature, kernel, parameters=(), leading=(), ignored=())\n\n"
+              "A Python kernel with a stencil's call signature: the fields, then the named "
+              "parameters, by position or name, with domain= and origin=. Every call binds "
+              "the fields (every check), acquires them, calls kernel(domain, origins, "
+              "*leading, **arrays, **parameters), touches the written fields after a "
+              "successful run and releases all. `leading` keywords are passed positionally "
+              "(None when not given); `ignored` keywords are accepted and dropped.",
+    .tp_new = caller_new,
+    .tp_init = caller_init,
+    .tp_dealloc = caller_dealloc,
+    .tp_traverse = caller_traverse,
+    .tp_clear = caller_clear,
+    .tp_call = PyVectorcall_Call,
+    .tp_vectorcall_offset = offsetof(KernelCallerObject, vectorcall),
+    .tp_getset = caller_getset,
+};

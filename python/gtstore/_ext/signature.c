@@ -1,0 +1,340 @@
+/* gtstore.Signature: a stencil's fields (Field annotations), their access
+ * extents, the written ones and the compute device, read once into a
+ * libgtstore gts_signature and checked there (gts_signature_check). */
+#include "binding_object.h"
+
+#include <string.h>
+
+/* ---- the signature ----------------------------------------------------- */
+
+static void signature_dealloc(PyObject *self)
+{
+    SignatureObject *s = (SignatureObject *)self;
+    if (s->owned)
+        PyMem_Free(s->fields);
+    Py_XDECREF(s->names);
+    Py_TYPE(self)->tp_free(self);
+}
+
+/* The attribute `name` of a Field annotation (new reference; None where
+ * absent). */
+static PyObject *annotation_attr(PyObject *annotation, const char *name)
+{
+    PyObject *value = PyObject_GetAttrString(annotation, name);
+    if (!value && PyErr_ExceptionMatches(PyExc_AttributeError)) {
+        PyErr_Clear();
+        return Py_NewRef(Py_None);
+    }
+    return value;
+}
+
+/* One field spec from a Field annotation (gtstore.Field[dtype, dims, ...]):
+ * its dtype, dims, layout and alignment attributes. */
+static int field_spec_from_annotation(PyObject *annotation, gts_field_spec *spec)
+{
+    PyObject *dtype = annotation_attr(annotation, "dtype");
+    PyObject *dims = dtype ? annotation_attr(annotation, "dims") : NULL;
+    PyObject *layout = dims ? annotation_attr(annotation, "layout") : NULL;
+    PyObject *alignment = layout ? annotation_attr(annotation, "alignment") : NULL;
+    int rc = alignment ? 0 : -1;
+    gtpy_dtype parsed;
+    if (rc == 0 && (dtype == Py_None || !PyObject_HasAttrString(annotation, "dims"))) {
+        PyErr_Format(PyExc_TypeError,
+                     "expected a Field annotation such as Field['f8', 'IJK'], got %.200R",
+                     annotation);
+        rc = -1;
+    }
+    if (rc == 0 && (rc = gtpy_dtype_parse(dtype, &parsed)) == 0 && parsed.nsub) {
+        PyErr_Format(PyExc_TypeError, "dtype: a subarray dtype %R: use data dimensions", dtype);
+        rc = -1;
+    }
+    spec->dtype = parsed.base;
+    gts_dim labels[GTS_MAX_NDIM];
+    int ndim = 3;
+    if (rc == 0 && dims != Py_None)
+        rc = gtpy_dims(dims, "dims", &ndim, labels);
+    else if (rc == 0)
+        rc = gts_dims_default(3, labels, NULL);
+    if (rc == 0 && ndim > GTS_BIND_MAX_NDIM) {
+        PyErr_Format(PyExc_ValueError, "dims: %d dimensions, at most %d", ndim,
+                     GTS_BIND_MAX_NDIM);
+        rc = -1;
+    }
+    if (rc == 0) {
+        spec->ndim = ndim;
+        memcpy(spec->dims, labels, (size_t)ndim * sizeof *labels);
+    }
+    if (rc == 0 && layout != Py_None) {
+        int ranks[GTS_MAX_NDIM];
+        rc = gtpy_layout(layout, ndim, spec->dims, 0, ranks);
+        memcpy(spec->layout, ranks, (size_t)ndim * sizeof *ranks);
+        spec->has_layout = true;
+    }
+    if (rc == 0 && alignment != Py_None)
+        rc = gtpy_int(alignment, "alignment", &spec->alignment);
+    Py_XDECREF(dtype);
+    Py_XDECREF(dims);
+    Py_XDECREF(layout);
+    Py_XDECREF(alignment);
+    return rc;
+}
+
+/* extents={"inp": ((1, 1), (1, 1), (0, 0))}: per field, per canonical
+ * dimension, an int or a (lower, upper) pair. */
+static int read_extents(SignatureObject *s, PyObject *extents)
+{
+    PyObject *key, *value;
+    Py_ssize_t pos = 0;
+    if (!PyDict_Check(extents)) {
+        PyErr_Format(PyExc_TypeError, "extents: expected a dict of field names, got %.200R",
+                     extents);
+        return -1;
+    }
+    while (PyDict_Next(extents, &pos, &key, &value)) {
+        int f = gtpy_signature_index(s, key);
+        if (f < 0) {
+            PyErr_Format(PyExc_ValueError, "extents: no field named %R", key);
+            return -1;
+        }
+        gts_field_spec *spec = &s->fields[f];
+        if (gtpy_halo(value, spec->ndim, spec->ndim, spec->extent) < 0)
+            return gtpy_prefix_error("extents"), gtpy_prefix_error(spec->name);
+    }
+    return 0;
+}
+
+static int read_writes(SignatureObject *s, PyObject *writes)
+{
+    if (PyUnicode_Check(writes)) {
+        PyErr_SetString(PyExc_TypeError, "writes: expected a list of field names, got a str");
+        return -1;
+    }
+    PyObject *iter = PyObject_GetIter(writes), *item;
+    if (!iter)
+        return gtpy_prefix_error("writes");
+    while ((item = PyIter_Next(iter))) {
+        int f = gtpy_signature_index(s, item);
+        if (f < 0)
+            PyErr_Format(PyExc_ValueError, "writes: no field named %R", item);
+        else
+            s->fields[f].written = true;
+        Py_DECREF(item);
+        if (f < 0)
+            break;
+    }
+    Py_DECREF(iter);
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+int gtpy_signature_index(const SignatureObject *s, PyObject *name)
+{
+    Py_ssize_t n = PyTuple_GET_SIZE(s->names);
+    for (Py_ssize_t i = 0; i < n; ++i)
+        if (PyTuple_GET_ITEM(s->names, i) == name)
+            return (int)i;
+    if (!PyUnicode_Check(name))
+        return -1;
+    for (Py_ssize_t i = 0; i < n; ++i)
+        if (PyUnicode_Compare(PyTuple_GET_ITEM(s->names, i), name) == 0)
+            return (int)i;
+    return -1;
+}
+
+static const char *const signature_options[] = {"extents", "writes", "device",
+                                                "relies_on_layout"};
+enum { OPT_EXTENTS, OPT_WRITES, OPT_DEVICE, OPT_RELIES, NOPTIONS };
+
+static int option_index(PyObject *key)
+{
+    for (int i = 0; i < NOPTIONS; ++i)
+        if (PyUnicode_CompareWithASCIIString(key, signature_options[i]) == 0)
+            return i;
+    return -1;
+}
+
+static PyObject *signature_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    if (PyTuple_GET_SIZE(args)) {
+        PyErr_SetString(PyExc_TypeError,
+                        "Signature() takes fields by keyword: Signature(out=Field['f8', 'IJK'], "
+                        "...)");
+        return NULL;
+    }
+    Py_ssize_t nkw = kwargs ? PyDict_GET_SIZE(kwargs) : 0;
+    PyObject *options[NOPTIONS] = {NULL, NULL, NULL, NULL};
+    SignatureObject *s = (SignatureObject *)type->tp_alloc(type, 0);
+    if (!s)
+        return NULL;
+    s->owned = true;
+    s->fields = PyMem_Calloc((size_t)(nkw ? nkw : 1), sizeof *s->fields);
+    PyObject *names = PyList_New(0);
+    if (!s->fields || !names)
+        goto fail;
+    PyObject *key, *value;
+    Py_ssize_t pos = 0;
+    int nfields = 0;
+    while (PyDict_Next(kwargs ? kwargs : Py_None, &pos, &key, &value)) {
+        int option = option_index(key);
+        if (option >= 0) {
+            options[option] = value;
+            continue;
+        }
+        gts_field_spec *spec = &s->fields[nfields];
+        PyObject *interned = Py_NewRef(key);
+        PyUnicode_InternInPlace(&interned);
+        int rc = PyList_Append(names, interned);
+        spec->name = PyUnicode_AsUTF8(interned);
+        Py_DECREF(interned);
+        if (rc < 0 || !spec->name)
+            goto fail;
+        if (field_spec_from_annotation(value, spec) < 0) {
+            gtpy_prefix_error(spec->name);
+            goto fail;
+        }
+        ++nfields;
+    }
+    s->names = PyList_AsTuple(names);
+    Py_CLEAR(names);
+    if (!s->names)
+        goto fail;
+    s->sig = (gts_signature){nfields, s->fields, GTS_DEVICE_CPU};
+    if ((options[OPT_DEVICE] && options[OPT_DEVICE] != Py_None &&
+         gtpy_device(options[OPT_DEVICE], false, &s->sig.device) < 0) ||
+        (options[OPT_EXTENTS] && options[OPT_EXTENTS] != Py_None &&
+         read_extents(s, options[OPT_EXTENTS]) < 0) ||
+        (options[OPT_WRITES] && options[OPT_WRITES] != Py_None &&
+         read_writes(s, options[OPT_WRITES]) < 0))
+        goto fail;
+    if (options[OPT_RELIES]) {
+        int relies = PyObject_IsTrue(options[OPT_RELIES]);
+        if (relies < 0)
+            goto fail;
+        for (int f = 0; f < nfields; ++f)
+            s->fields[f].relies_on_layout = relies;
+    }
+    gts_error err;
+    if (gts_signature_check(&s->sig, &err) != GTS_OK) {
+        gtpy_raise(&err);
+        goto fail;
+    }
+    return (PyObject *)s;
+fail:
+    Py_XDECREF(names);
+    Py_DECREF(s);
+    return NULL;
+}
+
+PyObject *gtpy_signature_wrap(const gts_signature *sig)
+{
+    SignatureObject *s = PyObject_New(SignatureObject, &gtpy_Signature_Type);
+    if (!s)
+        return NULL;
+    s->sig = *sig;
+    s->fields = (gts_field_spec *)sig->fields; /* static: never written, never freed */
+    s->owned = false;
+    s->names = PyTuple_New(sig->nfields);
+    for (int f = 0; s->names && f < sig->nfields; ++f) {
+        PyObject *name = PyUnicode_InternFromString(sig->fields[f].name);
+        if (!name)
+            Py_CLEAR(s->names);
+        else
+            PyTuple_SET_ITEM(s->names, f, name);
+    }
+    if (!s->names) {
+        Py_DECREF(s);
+        return NULL;
+    }
+    return (PyObject *)s;
+}
+
+static PyObject *signature_fields(PyObject *self, void *closure)
+{
+    (void)closure;
+    return Py_NewRef(((SignatureObject *)self)->names);
+}
+
+static PyObject *signature_extents(PyObject *self, void *closure)
+{
+    (void)closure;
+    SignatureObject *s = (SignatureObject *)self;
+    PyObject *result = PyDict_New();
+    for (int f = 0; result && f < s->sig.nfields; ++f) {
+        PyObject *value = gtpy_halo_to_tuple(s->fields[f].ndim, s->fields[f].extent);
+        if (!value || PyDict_SetItem(result, PyTuple_GET_ITEM(s->names, f), value) < 0)
+            Py_CLEAR(result);
+        Py_XDECREF(value);
+    }
+    return result;
+}
+
+static PyObject *signature_writes(PyObject *self, void *closure)
+{
+    (void)closure;
+    SignatureObject *s = (SignatureObject *)self;
+    PyObject *result = PyList_New(0);
+    for (int f = 0; result && f < s->sig.nfields; ++f)
+        if (s->fields[f].written && PyList_Append(result, PyTuple_GET_ITEM(s->names, f)) < 0)
+            Py_CLEAR(result);
+    return result;
+}
+
+static PyObject *signature_device(PyObject *self, void *closure)
+{
+    (void)closure;
+    return PyUnicode_FromString(gtpy_device_name(((SignatureObject *)self)->sig.device));
+}
+
+static PyObject *signature_repr(PyObject *self)
+{
+    SignatureObject *s = (SignatureObject *)self;
+    return PyUnicode_FromFormat("gtstore.Signature(fields=%R, device='%s')", s->names,
+                                gtpy_device_name(s->sig.device));
+}
+
+static PyGetSetDef signature_getset[] = {
+    {"fields", signature_fields, NULL, "The field names, in call order.", NULL},
+    {"extents", signature_extents, NULL, "Per field, the (lower, upper) access extent per "
+                                         "dimension (I, J, K, then data dimensions).", NULL},
+    {"writes", signature_writes, NULL, "The fields the stencil writes.", NULL},
+    {"device", signature_device, NULL, "The device kind the stencil computes on.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyMethodDef signature_methods[] = {
+    {"bind", (PyCFunction)(void (*)(void))gtpy_signature_bind, METH_FASTCALL | METH_KEYWORDS,
+     "bind(*fields, domain=None, origin=None, **fields) -> Binding\n\n"
+     "Reads each field (any object: Storage, NumPy, CuPy, xarray, Field(array, dims), a "
+     "DLPack producer), decides origins and the domain and checks everything (see "
+     "docs/stencils.md). Nothing is acquired until the Binding is entered."},
+    {"call", (PyCFunction)(void (*)(void))gtpy_signature_call, METH_FASTCALL | METH_KEYWORDS,
+     "call(kernel, *fields, domain=None, origin=None, args=(), kwargs=None, **fields)\n\n"
+     "Binds the fields as bind() does, acquires them, calls kernel(domain, origins, *args, "
+     "**arrays, **kwargs) (origins and arrays: {name: ...} in the kernel's order of "
+     "dimensions), then touches the written fields (only if the kernel returned) and "
+     "releases all. Returns the kernel's result."},
+    {"call_c", (PyCFunction)(void (*)(void))gtpy_signature_call_c, METH_FASTCALL | METH_KEYWORDS,
+     "call_c(kernel, *fields, domain=None, origin=None, ctx=None, **fields)\n\n"
+     "As call(), with a C kernel (gtstore/binding.h's gts_kernel_fn: a capsule, or its address "
+     "as an int, e.g. ctypes.cast(lib.kernel, ctypes.c_void_p).value) that receives the "
+     "binding and the bound fields, with ctx (an int address or None) and the GIL "
+     "released. A kernel's error becomes the matching Python exception."},
+    {NULL, NULL, 0, NULL},
+};
+
+PyTypeObject gtpy_Signature_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "gtstore.Signature",
+    .tp_basicsize = sizeof(SignatureObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Signature(*, extents=None, writes=None, device='cpu', relies_on_layout=False, "
+              "**fields)\n\n"
+              "A stencil's fields: each a Field annotation (Field['f8', 'IJK', ...]); extents "
+              "per field as ((lower, upper) per dimension, I, J, K first); the names of the "
+              "fields it writes; the device kind it computes on. With relies_on_layout, "
+              "layouts and alignments that differ from the annotations are errors, else "
+              "warnings (FieldWarning).",
+    .tp_new = signature_new,
+    .tp_dealloc = signature_dealloc,
+    .tp_repr = signature_repr,
+    .tp_getset = signature_getset,
+    .tp_methods = signature_methods,
+};

@@ -1,0 +1,177 @@
+"""``Field``: the annotation of a stencil's field and the thin wrapper that
+labels the dimensions of any array.
+
+- ``Field["f8", "IJK", LayoutMap[(2, 1, 0)], Alignment[64]]`` is an
+  annotation (seed 001): dtype required, dims optional ("IJK" by default),
+  then optional ``LayoutMap``, ``Alignment`` and ``DefaultParameters``
+  ("C", "F" or a gtstore preset name). ``Signature(out=Field[...], ...)``
+  reads it.
+- ``Field(array, dims="KJI")`` wraps any array (seed 003) and exports GDP-3's
+  ``__gt_data_interface__`` with those labels, so that a stencil reads it in
+  the right order. ``Field.zeros(shape, dims=..., dtype=...)`` and friends
+  allocate a NumPy array and wrap it.
+
+All checking happens in C, when a signature is made and on every bind.
+"""
+
+from __future__ import annotations
+
+__all__ = ["Alignment", "DefaultParameters", "Field", "FieldType", "LayoutMap"]
+
+
+class _Parameter:
+    """``Name[value]``: one bracketed parameter of a Field annotation."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def __class_getitem__(cls, value):
+        return cls(value)
+
+    def __repr__(self):
+        return f"{type(self).__name__}[{self.value!r}]"
+
+
+class LayoutMap(_Parameter):
+    """``LayoutMap[(0, 2, 1)]``: the expected layout, ranks per dimension of the
+    annotation's dims (0: largest stride), or an axis string such as "KJI"."""
+
+
+class Alignment(_Parameter):
+    """``Alignment[64]``: the expected byte alignment of each field's origin point."""
+
+
+class DefaultParameters(_Parameter):
+    """``DefaultParameters["F"]``: layout (and alignment) of "C" or "F" order or
+    of a gtstore preset such as "gt:cpu_ifirst"; explicit parameters win."""
+
+
+class FieldType:
+    """The annotation ``Field[dtype, dims, ...]`` (what ``Signature`` reads)."""
+
+    __slots__ = ("dtype", "dims", "layout", "alignment")
+
+    def __init__(self, dtype, dims=None, layout=None, alignment=None):
+        self.dtype = dtype
+        self.dims = dims
+        self.layout = layout
+        self.alignment = alignment
+
+    def __repr__(self):
+        parts = [repr(self.dtype)]
+        if self.dims is not None:
+            parts.append(repr(self.dims))
+        if self.layout is not None:
+            parts.append(f"LayoutMap[{self.layout!r}]")
+        if self.alignment is not None:
+            parts.append(f"Alignment[{self.alignment!r}]")
+        return f"Field[{', '.join(parts)}]"
+
+
+def _preset_parameters(name, dims):
+    """Layout (ranks over `dims`) and alignment of "C", "F" or a preset."""
+    ndim = len(dims)
+    if name == "C":
+        return tuple(range(ndim)), None
+    if name == "F":
+        return tuple(reversed(range(ndim))), None
+    from . import empty
+
+    probe = empty((2,) * ndim, dtype="f8", dims=dims, defaults=name)
+    return probe.layout, probe.alignment_size
+
+
+def _annotation(params):
+    if not isinstance(params, tuple):
+        params = (params,)
+    if not params or isinstance(params[0], _Parameter):
+        raise TypeError("Field[...]: the dtype comes first, e.g. Field['f8', 'IJK']")
+    dtype, rest = params[0], params[1:]
+    dims = None
+    if rest and not isinstance(rest[0], _Parameter):
+        dims, rest = rest[0], rest[1:]
+    given = {}
+    for p in rest:
+        if not isinstance(p, _Parameter):
+            raise TypeError(
+                f"Field[...]: expected LayoutMap[...], Alignment[...] or DefaultParameters[...] "
+                f"after dtype and dims, got {p!r}"
+            )
+        if type(p) in given:
+            raise TypeError(f"Field[...]: {type(p).__name__} given twice")
+        given[type(p)] = p.value
+    layout = given.get(LayoutMap)
+    alignment = given.get(Alignment)
+    if DefaultParameters in given:
+        preset_layout, preset_alignment = _preset_parameters(
+            given[DefaultParameters], tuple(dims if dims is not None else "IJK")
+        )
+        layout = preset_layout if layout is None else layout
+        alignment = preset_alignment if alignment is None else alignment
+    return FieldType(dtype, dims, layout, alignment)
+
+
+class Field:
+    """An array with dimension labels (seed 003), or, subscripted, the
+    annotation of a stencil's field (seed 001); see the module docstring."""
+
+    __slots__ = ("array", "dims")
+
+    def __class_getitem__(cls, params):
+        return _annotation(params)
+
+    def __init__(self, array, dims):
+        if isinstance(dims, str):
+            dims = tuple(dims)
+        self.array = array
+        self.dims = tuple(str(d) for d in dims)
+
+    @property
+    def __gt_dims__(self):
+        return self.dims
+
+    @property
+    def __gt_data_interface__(self):
+        """GDP-3's data interface of the wrapped array with these labels: its
+        own data interface where it has one (callbacks kept), else its array
+        interfaces (``None``: host, ``"gpu"``: CUDA)."""
+        inner = getattr(self.array, "__gt_data_interface__", None)
+        if inner is not None:
+            return {key: {**info, "dims": self.dims} for key, info in inner.items()}
+        interface = {}
+        host = getattr(self.array, "__array_interface__", None)
+        if host is not None:
+            interface[None] = {**host, "dims": self.dims}
+        gpu = getattr(self.array, "__cuda_array_interface__", None)
+        if gpu is not None:
+            interface["gpu"] = {**gpu, "dims": self.dims}
+        return interface
+
+    def __repr__(self):
+        return f"Field({self.array!r}, dims={''.join(self.dims)!r})"
+
+    @classmethod
+    def _numpy(cls, function, shape, dims, dtype, **kwargs):
+        import numpy as np
+
+        return cls(getattr(np, function)(shape, dtype=dtype, **kwargs), dims)
+
+    @classmethod
+    def empty(cls, shape, dims="IJK", dtype="f8"):
+        """A wrapped ``numpy.empty``."""
+        return cls._numpy("empty", shape, dims, dtype)
+
+    @classmethod
+    def zeros(cls, shape, dims="IJK", dtype="f8"):
+        """A wrapped ``numpy.zeros``."""
+        return cls._numpy("zeros", shape, dims, dtype)
+
+    @classmethod
+    def ones(cls, shape, dims="IJK", dtype="f8"):
+        """A wrapped ``numpy.ones``."""
+        return cls._numpy("ones", shape, dims, dtype)
+
+    @classmethod
+    def full(cls, shape, fill_value, dims="IJK", dtype="f8"):
+        """A wrapped ``numpy.full``."""
+        return cls._numpy("full", shape, dims, dtype, fill_value=fill_value)

@@ -1,0 +1,429 @@
+/* Built-in stencils (gtstore/stencils.h): float64 I, J, K fields of any
+ * layout, bound by gts_bind. */
+#include "gtstore/stencils.h"
+
+#include <stddef.h>
+#include <stdlib.h>
+
+#include "gtstore/geometry.h"
+
+#ifdef _OPENMP
+#define OMP(directive) _Pragma(directive)
+#else
+#define OMP(directive)
+#endif
+
+/* Points from which a stencil runs in parallel. */
+#define PARALLEL_POINTS ((int64_t)1 << 15)
+
+#define F8 {GTS_KIND_FLOAT, 8}
+#define IJK {GTS_DIM_I, GTS_DIM_J, GTS_DIM_K}
+#define EXTENT(n) {{n, n}, {n, n}, {0, 0}}
+
+static const gts_field_spec copy_fields[] = {
+    {.name = "out", .dtype = F8, .ndim = 3, .dims = IJK, .written = true},
+    {.name = "inp", .dtype = F8, .ndim = 3, .dims = IJK},
+};
+static const gts_field_spec laplacian_fields[] = {
+    {.name = "out", .dtype = F8, .ndim = 3, .dims = IJK, .written = true},
+    {.name = "inp", .dtype = F8, .ndim = 3, .dims = IJK, .extent = EXTENT(1)},
+};
+static const gts_field_spec hdiff_fields[] = {
+    {.name = "out", .dtype = F8, .ndim = 3, .dims = IJK, .written = true},
+    {.name = "inp", .dtype = F8, .ndim = 3, .dims = IJK, .extent = EXTENT(2)},
+    {.name = "coeff", .dtype = F8, .ndim = 3, .dims = IJK},
+};
+static const gts_field_spec tridiagonal_fields[] = {
+    {.name = "x", .dtype = F8, .ndim = 3, .dims = IJK, .written = true},
+    {.name = "a", .dtype = F8, .ndim = 3, .dims = IJK},
+    {.name = "b", .dtype = F8, .ndim = 3, .dims = IJK},
+    {.name = "c", .dtype = F8, .ndim = 3, .dims = IJK},
+    {.name = "d", .dtype = F8, .ndim = 3, .dims = IJK},
+};
+static const gts_signature signatures[] = {
+    {2, copy_fields, GTS_DEVICE_CPU},
+    {2, laplacian_fields, GTS_DEVICE_CPU},
+    {3, hdiff_fields, GTS_DEVICE_CPU},
+    {5, tridiagonal_fields, GTS_DEVICE_CPU},
+};
+#define NSTENCILS ((int)(sizeof signatures / sizeof signatures[0]))
+
+const gts_signature *gts_stencil_signature(gts_stencil stencil)
+{
+    return (int)stencil >= 0 && (int)stencil < NSTENCILS ? &signatures[stencil] : NULL;
+}
+
+/* A field as the kernels index it: the origin element and element strides
+ * in I, J, K. */
+typedef struct view {
+    double *origin;
+    int64_t step[3];
+} view;
+
+static int64_t magnitude(int64_t x)
+{
+    return x < 0 ? -x : x;
+}
+
+static int make_view(const gts_field_spec *spec, const gts_bound_field *b, view *v,
+                     gts_error *err)
+{
+    for (int c = 0; c < 3; ++c) {
+        if (b->strides[c] % (int64_t)sizeof(double))
+            return gts_error_set(err, GTS_EINVAL,
+                                 "%s: stride %lld is not a multiple of the 8-byte element",
+                                 spec->name, (long long)b->strides[c]);
+        v->step[c] = b->strides[c] / (int64_t)sizeof(double);
+    }
+    if ((uintptr_t)b->origin_data % sizeof(double))
+        return gts_error_set(err, GTS_EINVAL,
+                             "%s: the origin point's address is not a multiple of 8 bytes", 
+                             spec->name);
+    v->origin = (double *)(void *)b->origin_data;
+    return GTS_OK;
+}
+
+/* The bytes a bound field spans, from its element 0. */
+static void span(const gts_bound_field *b, uintptr_t *low, uintptr_t *high)
+{
+    intptr_t lo = 0, hi = 0;
+    for (int c = 0; c < b->ndim; ++c) {
+        /* the binding checked that these fit in 64 bits */
+        intptr_t first = (intptr_t)(-b->origin[c] * b->strides[c]);
+        intptr_t last = (intptr_t)((b->shape[c] - 1 - b->origin[c]) * b->strides[c]);
+        if (b->shape[c] == 0) {
+            *low = *high = 0;
+            return;
+        }
+        lo += first < last ? first : last;
+        hi += first < last ? last : first;
+    }
+    *low = (uintptr_t)b->origin_data + (uintptr_t)lo;
+    *high = (uintptr_t)b->origin_data + (uintptr_t)hi + sizeof(double);
+}
+
+/* The output may share no memory with an input: the kernels read inputs
+ * while they write (a stencil over its own output reads written values). */
+static int check_no_alias(const gts_signature *sig, const gts_bound_field *fields, gts_error *err)
+{
+    uintptr_t out_low, out_high;
+    span(&fields[0], &out_low, &out_high);
+    for (int f = 1; f < sig->nfields; ++f) {
+        uintptr_t low, high;
+        span(&fields[f], &low, &high);
+        if (low < out_high && out_low < high)
+            return gts_error_set(err, GTS_EINVAL,
+                                 "%s: shares memory with the output %s; pass a separate field",
+                                 sig->fields[f].name, sig->fields[0].name);
+    }
+    return GTS_OK;
+}
+
+/* ---- the lines: `n` points along the inner dimension ---------------------- */
+
+/* Each runs twice: with unit steps known to the compiler (vectorised) and
+ * with any steps. */
+static inline void copy_line(double *restrict out, const double *restrict inp, int64_t n,
+                             int64_t so, int64_t si)
+{
+    for (int64_t t = 0; t < n; ++t)
+        out[t * so] = inp[t * si];
+}
+
+static inline void laplacian_line(double *restrict out, const double *restrict inp, int64_t n,
+                                  int64_t so, int64_t si, int64_t di, int64_t dj)
+{
+    for (int64_t t = 0; t < n; ++t) {
+        const double *p = inp + t * si;
+        out[t * so] = p[-di] + p[di] + p[-dj] + p[dj] - 4.0 * p[0];
+    }
+}
+
+/* GT4Py's hdiff: lap = 4 inp - neighbours; the fluxes of lap in I and J,
+ * zeroed where they run against the gradient of inp; out = inp - coeff *
+ * (divergence of the fluxes). */
+static inline double hdiff_lap(const double *p, int64_t di, int64_t dj)
+{
+    return 4.0 * p[0] - (p[di] + p[-di] + p[dj] + p[-dj]);
+}
+
+static inline double limit(double flux, double gradient)
+{
+    return flux * gradient > 0.0 ? 0.0 : flux;
+}
+
+static inline void hdiff_line(double *restrict out, const double *restrict inp,
+                              const double *restrict coeff, int64_t n, int64_t so, int64_t si,
+                              int64_t sc, int64_t di, int64_t dj)
+{
+    for (int64_t t = 0; t < n; ++t) {
+        const double *p = inp + t * si;
+        double lap = hdiff_lap(p, di, dj);
+        double flx = limit(hdiff_lap(p + di, di, dj) - lap, p[di] - p[0]);
+        double flx_west = limit(lap - hdiff_lap(p - di, di, dj), p[0] - p[-di]);
+        double fly = limit(hdiff_lap(p + dj, di, dj) - lap, p[dj] - p[0]);
+        double fly_south = limit(lap - hdiff_lap(p - dj, di, dj), p[0] - p[-dj]);
+        out[t * so] = p[0] - coeff[t * sc] * (flx - flx_west + fly - fly_south);
+    }
+}
+
+static void run_line(gts_stencil stencil, const view *v, const int64_t idx[3], int inner,
+                     int64_t n)
+{
+    double *base[3] = {NULL, NULL, NULL};
+    int64_t step[3] = {1, 1, 1};
+    int nfields = signatures[stencil].nfields;
+    for (int f = 0; f < nfields; ++f) {
+        base[f] = v[f].origin + idx[0] * v[f].step[0] + idx[1] * v[f].step[1] +
+                  idx[2] * v[f].step[2];
+        step[f] = v[f].step[inner];
+    }
+    bool unit = step[0] == 1 && step[1] == 1 && (nfields < 3 || step[2] == 1);
+    int64_t di = v[1].step[0], dj = v[1].step[1];
+    switch (stencil) {
+    case GTS_STENCIL_COPY:
+        if (unit)
+            copy_line(base[0], base[1], n, 1, 1);
+        else
+            copy_line(base[0], base[1], n, step[0], step[1]);
+        break;
+    case GTS_STENCIL_LAPLACIAN:
+        if (unit)
+            laplacian_line(base[0], base[1], n, 1, 1, di, dj);
+        else
+            laplacian_line(base[0], base[1], n, step[0], step[1], di, dj);
+        break;
+    case GTS_STENCIL_TRIDIAGONAL: /* by rows: tridiagonal_run */
+        break;
+    case GTS_STENCIL_HDIFF:
+        if (unit)
+            hdiff_line(base[0], base[1], base[2], n, 1, 1, 1, di, dj);
+        else
+            hdiff_line(base[0], base[1], base[2], n, step[0], step[1], step[2], di, dj);
+        break;
+    }
+}
+
+/* ---- hdiff along a horizontal inner dimension: rows with reuse ------------
+ *
+ * Along a line in a horizontal dimension q (the other horizontal one is p),
+ * GT4Py's hdiff needs lap on the rows p - 1, p, p + 1 and the fluxes between
+ * them. Walking p upwards, each row's lap and its flux to the next row are
+ * computed once and reused by the next line: one lap per point instead of
+ * the five of hdiff_line. */
+
+/* The scratch rows of one thread, n points along q. */
+typedef struct hdiff_rows {
+    double *lap[3];   /* lap on rows p - 1, p, p + 1 at q = -1 .. n */
+    double *flux_q;   /* flux along q at q = -1 .. n - 1 */
+    double *flux_p[2]; /* flux from row p - 1 to p, and from p to p + 1 */
+    double *block;
+} hdiff_rows;
+
+static bool hdiff_rows_alloc(hdiff_rows *r, int64_t n)
+{
+    size_t row = (size_t)n + 2;
+    r->block = malloc(6 * row * sizeof(double));
+    if (!r->block)
+        return false;
+    for (int i = 0; i < 3; ++i)
+        r->lap[i] = r->block + (size_t)i * row;
+    r->flux_q = r->block + 3 * row;
+    r->flux_p[0] = r->block + 4 * row;
+    r->flux_p[1] = r->block + 5 * row;
+    return true;
+}
+
+/* lap at q = -1 .. n of the row starting at `p` (q = 0). */
+static inline void lap_row(double *restrict lap, const double *restrict p, int64_t n,
+                           int64_t sq, int64_t sp)
+{
+    for (int64_t t = -1; t <= n; ++t)
+        lap[t + 1] = hdiff_lap(p + t * sq, sq, sp);
+}
+
+/* The flux from row `a` to row `b` (lap and values), n points. */
+static inline void flux_between(double *restrict flux, const double *restrict lap_a,
+                                const double *restrict lap_b, const double *restrict a,
+                                const double *restrict b, int64_t n, int64_t sq)
+{
+    for (int64_t t = 0; t < n; ++t)
+        flux[t] = limit(lap_b[t + 1] - lap_a[t + 1], b[t * sq] - a[t * sq]);
+}
+
+static inline void hdiff_row(double *restrict out, const double *restrict inp,
+                             const double *restrict coeff, hdiff_rows *r, int64_t n, int64_t so,
+                             int64_t si, int64_t sc)
+{
+    const double *lap = r->lap[1];
+    for (int64_t t = -1; t < n; ++t)
+        r->flux_q[t + 1] = limit(lap[t + 2] - lap[t + 1], inp[(t + 1) * si] - inp[t * si]);
+    for (int64_t t = 0; t < n; ++t)
+        out[t * so] = inp[t * si] - coeff[t * sc] * (r->flux_q[t + 1] - r->flux_q[t] +
+                                                     r->flux_p[1][t] - r->flux_p[0][t]);
+}
+
+/* Rows p0 .. p1 - 1 of plane k, along q. */
+static void hdiff_rows_run(const view *v, int q, int p, int64_t k, int64_t p0, int64_t p1,
+                           int64_t n, hdiff_rows *r)
+{
+    const view *o = &v[0], *in = &v[1], *c = &v[2];
+    int64_t sq = in->step[q], sp = in->step[p];
+    bool unit = sq == 1 && o->step[q] == 1 && c->step[q] == 1;
+    const double *row = in->origin + k * in->step[2] + (p0 - 1) * sp;
+    lap_row(r->lap[1], row, n, sq, sp);
+    lap_row(r->lap[2], row + sp, n, sq, sp);
+    flux_between(r->flux_p[1], r->lap[1], r->lap[2], row, row + sp, n, sq);
+    for (int64_t j = p0; j < p1; ++j) {
+        row = in->origin + k * in->step[2] + j * sp;
+        double *spare = r->lap[0], *swap = r->flux_p[0];
+        r->lap[0] = r->lap[1], r->lap[1] = r->lap[2], r->lap[2] = spare;
+        r->flux_p[0] = r->flux_p[1], r->flux_p[1] = swap;
+        if (unit)
+            lap_row(r->lap[2], row + sp, n, 1, sp);
+        else
+            lap_row(r->lap[2], row + sp, n, sq, sp);
+        flux_between(r->flux_p[1], r->lap[1], r->lap[2], row, row + sp, n, sq);
+        double *out = o->origin + k * o->step[2] + j * o->step[p];
+        const double *coeff = c->origin + k * c->step[2] + j * c->step[p];
+        if (unit)
+            hdiff_row(out, row, coeff, r, n, 1, 1, 1);
+        else
+            hdiff_row(out, row, coeff, r, n, o->step[q], sq, c->step[q]);
+    }
+}
+
+/* Rows per task: the first two rows of a task are its warm-up. */
+#define HDIFF_ROWS_PER_TASK 32
+
+static int hdiff_by_rows(const view *v, const int64_t *n, int q, gts_error *err)
+{
+    int p = 1 - q;
+    int64_t chunks = (n[p] + HDIFF_ROWS_PER_TASK - 1) / HDIFF_ROWS_PER_TASK;
+    int64_t tasks = chunks * n[2];
+    int parallel = tasks > 1 && n[0] * n[1] * n[2] >= PARALLEL_POINTS;
+    int failed = 0;
+    OMP("omp parallel if(parallel) reduction(|:failed)")
+    {
+        hdiff_rows rows;
+        if (!hdiff_rows_alloc(&rows, n[q])) {
+            failed = 1;
+        } else {
+            OMP("omp for schedule(static)")
+            for (int64_t task = 0; task < tasks; ++task) {
+                int64_t k = task / chunks, p0 = task % chunks * HDIFF_ROWS_PER_TASK;
+                int64_t p1 = p0 + HDIFF_ROWS_PER_TASK < n[p] ? p0 + HDIFF_ROWS_PER_TASK : n[p];
+                hdiff_rows_run(v, q, p, k, p0, p1, n[q], &rows);
+            }
+            free(rows.block);
+        }
+    }
+    (void)parallel;
+    return failed ? gts_error_set(err, GTS_ENOMEM, "hdiff: out of memory for scratch rows")
+                  : GTS_OK;
+}
+
+/* ---- tridiagonal solve along K (Thomas algorithm) --------------------------
+ *
+ * Every column (i, j) solves a[k] x[k-1] + b[k] x[k] + c[k] x[k+1] = d[k]
+ * over the domain's K (a[0] and c[nk-1] are not read). One row of columns
+ * (all i, or all j: the horizontal dimension q of x's smaller stride) at a
+ * time, k outermost, so that the inner loop runs along q; the forward
+ * sweep's modified c goes to a per-thread scratch plane, its modified d
+ * into x, and the backward sweep solves in place. No pivoting: a zero
+ * pivot gives infinities or NaN, as the algorithm does. */
+
+static inline double *at(const view *v, int q, int p, int64_t t, int64_t j, int64_t k)
+{
+    return v->origin + t * v->step[q] + j * v->step[p] + k * v->step[2];
+}
+
+static void tridiagonal_row(const view *v, int q, int p, int64_t j, int64_t nq, int64_t nk,
+                            double *restrict cp)
+{
+    const view *x = &v[0], *a = &v[1], *b = &v[2], *c = &v[3], *d = &v[4];
+    for (int64_t k = 0; k < nk; ++k)
+        for (int64_t t = 0; t < nq; ++t) {
+            double bk = *at(b, q, p, t, j, k), ck = *at(c, q, p, t, j, k);
+            double dk = *at(d, q, p, t, j, k);
+            if (k > 0) {
+                double ak = *at(a, q, p, t, j, k);
+                bk -= ak * cp[(k - 1) * nq + t];
+                dk -= ak * *at(x, q, p, t, j, k - 1);
+            }
+            cp[k * nq + t] = ck / bk;
+            *at(x, q, p, t, j, k) = dk / bk;
+        }
+    for (int64_t k = nk - 2; k >= 0; --k)
+        for (int64_t t = 0; t < nq; ++t)
+            *at(x, q, p, t, j, k) -= cp[k * nq + t] * *at(x, q, p, t, j, k + 1);
+}
+
+static int tridiagonal_run(const view *v, const int64_t *n, gts_error *err)
+{
+    int q = magnitude(v[0].step[0]) <= magnitude(v[0].step[1]) ? 0 : 1, p = 1 - q;
+    int parallel = n[p] > 1 && n[0] * n[1] * n[2] >= PARALLEL_POINTS;
+    int failed = 0;
+    OMP("omp parallel if(parallel) reduction(|:failed)")
+    {
+        double *cp = malloc((size_t)(n[q] * n[2]) * sizeof *cp);
+        if (!cp) {
+            failed = 1;
+        } else {
+            OMP("omp for schedule(static)")
+            for (int64_t j = 0; j < n[p]; ++j)
+                tridiagonal_row(v, q, p, j, n[q], n[2], cp);
+            free(cp);
+        }
+    }
+    (void)parallel;
+    return failed ? gts_error_set(err, GTS_ENOMEM, "tridiagonal: out of memory for scratch")
+                  : GTS_OK;
+}
+
+int gts_stencil_run(gts_stencil stencil, const gts_binding *binding,
+                    const gts_bound_field *fields, gts_error *err)
+{
+    const gts_signature *sig = gts_stencil_signature(stencil);
+    if (!sig)
+        return gts_error_set(err, GTS_EINVAL, "stencil: %d is no built-in stencil", (int)stencil);
+    if (!binding || !fields)
+        return gts_error_set(err, GTS_EINVAL, "stencil: NULL binding");
+    view v[5];
+    int rc;
+    for (int f = 0; f < sig->nfields; ++f)
+        if ((rc = make_view(&sig->fields[f], &fields[f], &v[f], err)))
+            return rc;
+    if ((rc = check_no_alias(sig, fields, err)))
+        return rc;
+    /* The inner loop runs along the output's smallest stride (its contiguous
+     * dimension for any layout); the outer one along its largest. */
+    const int64_t *n = binding->domain;
+    int inner = 0;
+    for (int c = 1; c < 3; ++c)
+        if (magnitude(v[0].step[c]) < magnitude(v[0].step[inner]))
+            inner = c;
+    int outer = (inner + 1) % 3, middle = (inner + 2) % 3;
+    if (magnitude(v[0].step[middle]) > magnitude(v[0].step[outer])) {
+        int swap = outer;
+        outer = middle;
+        middle = swap;
+    }
+    if (stencil == GTS_STENCIL_TRIDIAGONAL)
+        return tridiagonal_run(v, n, err);
+    /* hdiff along a horizontal contiguous dimension: by rows (above) */
+    if (stencil == GTS_STENCIL_HDIFF && inner != 2)
+        return hdiff_by_rows(v, n, inner, err);
+    int64_t lines = n[outer] * n[middle]; /* the binding checked the fields hold them */
+    int parallel = lines * n[inner] >= PARALLEL_POINTS;
+    OMP("omp parallel for schedule(static) if(parallel)")
+    for (int64_t line = 0; line < lines; ++line) {
+        int64_t idx[3];
+        idx[outer] = line / n[middle];
+        idx[middle] = line % n[middle];
+        idx[inner] = 0;
+        run_line(stencil, v, idx, inner, n[inner]);
+    }
+    (void)parallel;
+    return GTS_OK;
+}

@@ -1,0 +1,195 @@
+/* Built-in stencils (gtstore/stencils.h) against plain loops, on fields in
+ * every memory order of I, J, K, bound by gts_bind. */
+#include "check.h"
+#include "gtstore/stencils.h"
+#include "random.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+#define N 12
+#define NK 4
+
+/* A float64 field of N x N x NK points whose memory order is `order`
+ * (labels from the largest stride to the contiguous one). */
+typedef struct field {
+    double *memory;
+    int64_t shape[3], strides[3];
+    gts_dim dims[3];
+    gts_field_desc desc;
+} field;
+
+static void field_make(field *f, const gts_dim order[3])
+{
+    f->memory = calloc(N * N * NK, sizeof(double));
+    int64_t stride = 8;
+    for (int d = 2; d >= 0; --d) {
+        f->dims[d] = order[d];
+        f->shape[d] = order[d] == GTS_DIM_K ? NK : N;
+        f->strides[d] = stride;
+        stride *= f->shape[d];
+    }
+    f->desc = (gts_field_desc){.data = f->memory, .device = GTS_DEVICE_CPU,
+                               .dtype = {'f', 8}, .ndim = 3, .shape = f->shape,
+                               .strides = f->strides, .dims = f->dims};
+}
+
+/* The element at canonical (i, j, k). */
+static double *at(const field *f, int64_t i, int64_t j, int64_t k)
+{
+    int64_t idx[3] = {i, j, k}, offset = 0;
+    for (int d = 0; d < 3; ++d)
+        offset += idx[gts_domain_axis(f->dims[d])] * f->strides[d];
+    return (double *)(void *)((char *)f->memory + offset);
+}
+
+static double lap_ref(const field *in, int64_t i, int64_t j, int64_t k)
+{
+    return 4.0 * *at(in, i, j, k) - (*at(in, i + 1, j, k) + *at(in, i - 1, j, k) +
+                                     *at(in, i, j + 1, k) + *at(in, i, j - 1, k));
+}
+
+static double flux(double f, double g)
+{
+    return f * g > 0 ? 0 : f;
+}
+
+static double hdiff_ref(const field *in, const field *c, int64_t i, int64_t j, int64_t k)
+{
+    double l = lap_ref(in, i, j, k);
+    double fx = flux(lap_ref(in, i + 1, j, k) - l, *at(in, i + 1, j, k) - *at(in, i, j, k));
+    double fxm = flux(l - lap_ref(in, i - 1, j, k), *at(in, i, j, k) - *at(in, i - 1, j, k));
+    double fy = flux(lap_ref(in, i, j + 1, k) - l, *at(in, i, j + 1, k) - *at(in, i, j, k));
+    double fym = flux(l - lap_ref(in, i, j - 1, k), *at(in, i, j, k) - *at(in, i, j - 1, k));
+    return *at(in, i, j, k) - *at(c, i, j, k) * (fx - fxm + fy - fym);
+}
+
+static const gts_dim orders[6][3] = {
+    {GTS_DIM_I, GTS_DIM_J, GTS_DIM_K}, {GTS_DIM_K, GTS_DIM_J, GTS_DIM_I},
+    {GTS_DIM_J, GTS_DIM_K, GTS_DIM_I}, {GTS_DIM_K, GTS_DIM_I, GTS_DIM_J},
+    {GTS_DIM_I, GTS_DIM_K, GTS_DIM_J}, {GTS_DIM_J, GTS_DIM_I, GTS_DIM_K},
+};
+
+static void run_and_compare(gts_stencil stencil, int halo, int out_order, int in_order)
+{
+    field f[3];
+    field_make(&f[0], orders[out_order]);
+    field_make(&f[1], orders[in_order]);
+    field_make(&f[2], orders[(in_order + 1) % 6]);
+    for (int64_t i = 0; i < N * N * NK; ++i) {
+        f[1].memory[i] = (double)rnd(1000) / 1000.0;
+        f[2].memory[i] = 0.1 * (double)rnd(1000) / 1000.0;
+        f[0].memory[i] = -99.0;
+    }
+    const gts_signature *sig = gts_stencil_signature(stencil);
+    gts_field_desc descs[3] = {f[0].desc, f[1].desc, f[2].desc};
+    int64_t all[3] = {halo, halo, 0};
+    gts_bind_args args = {.origin_all = all};
+    gts_binding b;
+    gts_bound_field bound[3];
+    if (CHECK_OK(gts_bind(sig, descs, &args, &b, bound, ERR)) &&
+        CHECK_OK(gts_stencil_run(stencil, &b, bound, ERR))) {
+        CHECK_INT_EQ(b.domain[0], N - 2 * halo);
+        int bad = 0;
+        for (int64_t i = 0; i < N; ++i)
+            for (int64_t j = 0; j < N; ++j)
+                for (int64_t k = 0; k < NK; ++k) {
+                    bool inside = i >= halo && i < N - halo && j >= halo && j < N - halo;
+                    double want = -99.0;
+                    if (inside && stencil == GTS_STENCIL_COPY)
+                        want = *at(&f[1], i, j, k);
+                    else if (inside && stencil == GTS_STENCIL_LAPLACIAN)
+                        want = -lap_ref(&f[1], i, j, k);
+                    else if (inside)
+                        want = hdiff_ref(&f[1], &f[2], i, j, k);
+                    bad += fabs(*at(&f[0], i, j, k) - want) > 1e-12;
+                }
+        CHECK_INT_EQ(bad, 0);
+    }
+    for (int i = 0; i < 3; ++i)
+        free(f[i].memory);
+}
+
+static void test_errors(void)
+{
+    field f[2];
+    field_make(&f[0], orders[0]);
+    field_make(&f[1], orders[0]);
+    const gts_signature *sig = gts_stencil_signature(GTS_STENCIL_LAPLACIAN);
+    int64_t all[3] = {1, 1, 0};
+    gts_bind_args args = {.origin_all = all};
+    gts_binding b;
+    gts_bound_field bound[2];
+    /* the output aliases the input */
+    gts_field_desc descs[2] = {f[0].desc, f[0].desc};
+    if (CHECK_OK(gts_bind(sig, descs, &args, &b, bound, ERR)))
+        CHECK_FAILS(gts_stencil_run(GTS_STENCIL_LAPLACIAN, &b, bound, ERR), GTS_EINVAL,
+                    "inp: shares memory with the output out");
+    /* strides that are no multiple of the element */
+    descs[1] = f[1].desc;
+    f[1].strides[0] = 12;
+    f[1].shape[0] = 4; /* fits in the memory: 12 * 3 + rest */
+    all[0] = 1;
+    if (CHECK_OK(gts_bind(sig, descs, &args, &b, bound, ERR)))
+        CHECK_FAILS(gts_stencil_run(GTS_STENCIL_LAPLACIAN, &b, bound, ERR), GTS_EINVAL,
+                    "inp: stride 12 is not a multiple");
+    CHECK_FAILS(gts_stencil_run((gts_stencil)9, &b, bound, ERR), GTS_EINVAL, "no built-in");
+    CHECK(gts_stencil_signature((gts_stencil)-1) == NULL);
+    for (int s = 0; s <= GTS_STENCIL_TRIDIAGONAL; ++s)
+        CHECK_OK(gts_signature_check(gts_stencil_signature((gts_stencil)s), ERR));
+    free(f[0].memory);
+    free(f[1].memory);
+}
+
+/* The Thomas solve: every column's residual vanishes, in every layout. */
+static void tridiagonal_in(int x_order, int in_order)
+{
+    field f[5];
+    field_make(&f[0], orders[x_order]);
+    for (int i = 1; i < 5; ++i)
+        field_make(&f[i], orders[(in_order + i) % 6]);
+    for (int64_t e = 0; e < N * N * NK; ++e) {
+        f[1].memory[e] = (double)rnd(1000) / 1000.0 - 0.5;  /* a */
+        f[2].memory[e] = 3.0 + (double)rnd(1000) / 1000.0; /* b: diagonally dominant */
+        f[3].memory[e] = (double)rnd(1000) / 1000.0 - 0.5;  /* c */
+        f[4].memory[e] = (double)rnd(1000) / 100.0;         /* d */
+    }
+    const gts_signature *sig = gts_stencil_signature(GTS_STENCIL_TRIDIAGONAL);
+    gts_field_desc descs[5];
+    for (int i = 0; i < 5; ++i)
+        descs[i] = f[i].desc;
+    gts_binding b;
+    gts_bound_field bound[5];
+    if (CHECK_OK(gts_bind(sig, descs, NULL, &b, bound, ERR)) &&
+        CHECK_OK(gts_stencil_run(GTS_STENCIL_TRIDIAGONAL, &b, bound, ERR))) {
+        int bad = 0;
+        for (int64_t i = 0; i < N; ++i)
+            for (int64_t j = 0; j < N; ++j)
+                for (int64_t k = 0; k < NK; ++k) {
+                    double lhs = *at(&f[2], i, j, k) * *at(&f[0], i, j, k);
+                    if (k > 0)
+                        lhs += *at(&f[1], i, j, k) * *at(&f[0], i, j, k - 1);
+                    if (k < NK - 1)
+                        lhs += *at(&f[3], i, j, k) * *at(&f[0], i, j, k + 1);
+                    bad += fabs(lhs - *at(&f[4], i, j, k)) > 1e-10;
+                }
+        CHECK_INT_EQ(bad, 0);
+    }
+    for (int i = 0; i < 5; ++i)
+        free(f[i].memory);
+}
+
+int main(void)
+{
+    for (int o = 0; o < 6; ++o)
+        for (int i = 0; i < 6; ++i)
+            tridiagonal_in(o, i);
+    for (int o = 0; o < 6; ++o)
+        for (int i = 0; i < 6; ++i) {
+            run_and_compare(GTS_STENCIL_COPY, 0, o, i);
+            run_and_compare(GTS_STENCIL_LAPLACIAN, 1, o, i);
+            run_and_compare(GTS_STENCIL_HDIFF, 2, o, i);
+        }
+    test_errors();
+    return check_summary("stencils");
+}

@@ -1,0 +1,554 @@
+"""Binding any object to a stencil signature (gtstore.Signature.bind): origins
+by precedence and permuted by dims, the domain from the call, the halos or
+the shapes, seed 004's acquire/touch/release order, and bad input."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import gtstore
+from gtstore import Alignment, DefaultParameters, Field, FieldWarning, LayoutMap, Signature
+
+LAP = dict(
+    out=Field["f8", "IJK"],
+    inp=Field["f8", "IJK"],
+    extents={"inp": ((1, 1), (1, 1), (0, 0))},
+    writes=["out"],
+)
+
+
+@pytest.fixture
+def lap():
+    return Signature(**LAP)
+
+
+def test_signature_attributes(lap):
+    assert lap.fields == ("out", "inp")
+    assert lap.writes == ["out"]
+    assert lap.extents["inp"] == ((1, 1), (1, 1), (0, 0))
+    assert lap.device == "cpu"
+
+
+def test_ndarrays_origin_all_and_shape_domain(lap):
+    out, inp = np.zeros((10, 9, 4)), np.zeros((10, 9, 4))
+    call = lap.bind(out, inp, origin=(1, 1, 0))
+    assert call.domain == (8, 7, 4)  # inp: shape - origin - upper extent
+    assert call["inp"].origin == (1, 1, 0)
+    assert call["inp"].data == inp.ctypes.data + 1 * inp.strides[0] + 1 * inp.strides[1]
+    assert call["out"].strides == out.strides
+    assert call.origins() == {"out": (1, 1, 0), "inp": (1, 1, 0)}
+
+
+def test_origin_precedence(lap):
+    out = gtstore.zeros((10, 10, 4), halo=(2, 2, 0))
+    inp = gtstore.zeros((10, 10, 4), halo=(1, 1, 0))
+    # the lower halo
+    call = lap.bind(out=out, inp=inp)
+    assert call["out"].origin == (2, 2, 0) and call["inp"].origin == (1, 1, 0)
+    # "_all_" beats the halo, a per-field origin beats "_all_"
+    call = lap.bind(out=out, inp=inp, origin={"_all_": (3, 3, 0), "inp": (2, 2, 1)})
+    assert call["out"].origin == (3, 3, 0) and call["inp"].origin == (2, 2, 1)
+    # __gt_origin__ of a plain object beats nothing else but the halo
+    a = np.zeros((10, 10, 4))
+    labelled = _Labelled(a, dims=("I", "J", "K"), origin=(4, 1, 0))
+    call = lap.bind(out=labelled, inp=np.zeros((10, 10, 4)), origin={"inp": (1, 1, 0)})
+    assert call["out"].origin == (4, 1, 0)
+
+
+class _Labelled:
+    """An object with only the array interface plus __gt_dims__/__gt_origin__."""
+
+    def __init__(self, array, dims=None, origin=None):
+        self._array = array
+        self.__array_interface__ = array.__array_interface__
+        if dims is not None:
+            self.__gt_dims__ = dims
+        if origin is not None:
+            self.__gt_origin__ = origin
+
+
+def test_permuted_dims_origin_is_permuted(lap):
+    """An object stored K, J, I: its __gt_origin__ (K, J, I order) lands on
+    the right axes, and its shape and strides are read in I, J, K order."""
+    base = np.zeros((4, 9, 10))  # K, J, I
+    obj = _Labelled(base, dims=("K", "J", "I"), origin=(0, 2, 1))
+    call = lap.bind(out=np.zeros((10, 9, 4)), inp=obj, origin={"out": (1, 2, 0)})
+    bound = call["inp"]
+    assert bound.origin == (1, 2, 0)
+    assert bound.shape == (10, 9, 4)
+    assert bound.strides == (base.strides[2], base.strides[1], base.strides[0])
+    assert call.domain == (8, 6, 4)
+
+
+def test_upper_halo_bounds_domain(lap):
+    out = gtstore.zeros((10, 10, 4), halo=((1, 3), (1, 3), (0, 0)))
+    inp = gtstore.zeros((10, 10, 4), halo=((1, 3), (1, 3), (0, 0)))
+    call = lap.bind(out, inp)
+    assert call.domain == (6, 6, 4)
+    # with an explicit origin, the upper halo still bounds the domain
+    call = lap.bind(out, inp, origin=(2, 2, 0))
+    assert call.domain == (5, 5, 4)
+
+
+def test_dims_from_annotation_then_object():
+    sig = Signature(a=Field["f8", "KJI"])
+    arr = np.zeros((4, 5, 6))  # no labels: the annotation says K, J, I
+    assert sig.bind(arr)["a"].shape == (6, 5, 4)
+    # the object's own labels win
+    assert sig.bind(Field(arr, "IJK"))["a"].shape == (4, 5, 6)
+
+
+def test_every_kind_of_object(lap):
+    shape = (6, 6, 3)
+    objects = [
+        np.zeros(shape),
+        gtstore.zeros(shape),
+        Field(np.zeros(shape), "IJK"),
+        Field.zeros(shape),
+        _Labelled(np.zeros(shape)),
+        memoryview(np.zeros(shape)),
+        _DLPackOnly(np.zeros(shape)),
+    ]
+    for obj in objects:
+        call = lap.bind(out=obj, inp=np.zeros(shape), origin=(1, 1, 0))
+        assert call.domain == (4, 4, 3), type(obj)
+
+
+class _DLPackOnly:
+    def __init__(self, array):
+        self._array = array
+
+    def __dlpack__(self, **kwargs):
+        return self._array.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self._array.__dlpack_device__()
+
+
+def test_dlpack_producer_takes_the_annotation_dims():
+    sig = Signature(a=Field["f8", "KJI"])
+    assert sig.bind(_DLPackOnly(np.zeros((4, 5, 6))))["a"].shape == (6, 5, 4)
+    labelled = _DLPackOnly(np.zeros((4, 5, 6)))
+    labelled.__gt_dims__ = ("I", "J", "K")
+    assert sig.bind(labelled)["a"].shape == (4, 5, 6)
+
+
+def test_xarray_dataarray_binds_with_its_dims():
+    xr = pytest.importorskip("xarray")
+    sig = Signature(a=Field["f8", "IJK"])
+    da = xr.DataArray(np.zeros((4, 5, 6)), dims=("K", "J", "I"))
+    assert da.__gt_data_interface__[None]["dims"] == ("K", "J", "I")
+    assert sig.bind(da)["a"].shape == (6, 5, 4)
+    assert sig.bind(Field(da.data, da.dims))["a"].shape == (6, 5, 4)
+    # data with its own data interface (a DataArray-like holding a Storage,
+    # which xarray itself would convert): dims set from the DataArray
+    from types import SimpleNamespace
+
+    s = gtstore.zeros((4, 5, 6), dims="KJI")
+    interface = gtstore._xarray.data_interface(SimpleNamespace(dims=("K", "J", "I"), data=s))
+    assert interface[None]["dims"] == ("K", "J", "I")
+    assert callable(interface[None]["acquire"])
+    with pytest.raises(ValueError, match="disagree with the DataArray's"):
+        gtstore._xarray.data_interface(SimpleNamespace(dims=("I", "J", "K"), data=s))
+
+
+def test_xarray_accessor_registered_on_later_import():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, gtstore; assert 'xarray' not in sys.modules; "
+        "import xarray, numpy as np; "
+        "da = xarray.DataArray(np.zeros((2, 3)), dims=('J', 'I')); "
+        "print(da.__gt_data_interface__[None]['dims'])"
+    )
+    pytest.importorskip("xarray")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "('J', 'I')"
+
+
+class _Recorder:
+    """A data interface whose callbacks log their calls."""
+
+    def __init__(self, log, name, array, fail=None):
+        self.log, self.name, self.array, self.fail = log, name, array, fail
+
+    def _callback(self, what):
+        def call():
+            self.log.append((what, self.name))
+            if self.fail == what:
+                raise RuntimeError(f"{what} failed")
+
+        return call
+
+    @property
+    def __gt_data_interface__(self):
+        info = dict(self.array.__array_interface__)
+        info.update(
+            dims=("I", "J", "K"),
+            halo=((1, 1), (1, 1), (0, 0)),
+            acquire=self._callback("acquire"),
+            touch=self._callback("touch"),
+            release=self._callback("release"),
+        )
+        return {None: info}
+
+
+def test_acquire_touch_release_order(lap):
+    log = []
+    out, inp = (_Recorder(log, n, np.zeros((5, 5, 2))) for n in ("out", "inp"))
+    call = lap.bind(out, inp)
+    assert log == []  # binding acquires nothing
+    with call:
+        assert log == [("acquire", "out"), ("acquire", "inp")]
+    assert log[2:] == [("touch", "out"), ("release", "out"), ("release", "inp")]
+
+
+def test_exception_releases_without_touch(lap):
+    log = []
+    out, inp = (_Recorder(log, n, np.zeros((5, 5, 2))) for n in ("out", "inp"))
+    with pytest.raises(KeyError), lap.bind(out, inp):
+        raise KeyError("in the stencil")
+    assert ("touch", "out") not in log
+    assert log[-2:] == [("release", "out"), ("release", "inp")]
+
+
+def test_failed_acquire_releases_the_acquired(lap):
+    log = []
+    out = _Recorder(log, "out", np.zeros((5, 5, 2)))
+    inp = _Recorder(log, "inp", np.zeros((5, 5, 2)), fail="acquire")
+    with pytest.raises(RuntimeError, match="acquire failed"), lap.bind(out, inp):
+        pass
+    assert log == [("acquire", "out"), ("acquire", "inp"), ("release", "out")]
+
+
+def test_failed_check_acquires_nothing(lap):
+    log = []
+    out = _Recorder(log, "out", np.zeros((5, 5, 2)))
+    inp = _Recorder(log, "inp", np.zeros((5, 5, 2), dtype="f4"))
+    with pytest.raises(TypeError, match="inp: dtype float32"):
+        lap.bind(out, inp)
+    assert log == []
+
+
+def test_storage_sync_through_the_protocol(lap):
+    out = gtstore.zeros((6, 6, 2), halo=(1, 1, 0), managed="gt4py") if False else gtstore.zeros((6, 6, 2), halo=(1, 1, 0))
+    with lap.bind(out, gtstore.ones((6, 6, 2), halo=(1, 1, 0))):
+        pass
+
+
+def test_layout_and_alignment_warnings():
+    sig = Signature(a=Field["f8", "IJK", LayoutMap["KJI"], Alignment[4096]])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        sig.bind(np.zeros((4, 4, 4)))
+    messages = [str(w.message) for w in caught if issubclass(w.category, FieldWarning)]
+    assert "a: layout IJK (largest stride first) differs from the annotation's KJI" in messages
+    assert all("4096-byte alignment" in m for m in messages[1:])
+    strict = Signature(a=Field["f8", "IJK", LayoutMap["KJI"]], relies_on_layout=True)
+    with pytest.raises(ValueError, match="a: layout IJK .*, the stencil relies on KJI"):
+        strict.bind(np.zeros((4, 4, 4)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        strict.bind(np.zeros((4, 4, 4), order="F"))
+
+
+def test_default_parameters():
+    c = Field["f8", "IJK", DefaultParameters["C"]]
+    assert tuple(c.layout) == (0, 1, 2)
+    f = Field["f8", "IJK", DefaultParameters["F"], LayoutMap[(0, 1, 2)]]
+    assert tuple(f.layout) == (0, 1, 2)  # explicit wins
+    p = Field["f8", "IJK", DefaultParameters["gt:cpu_ifirst"]]
+    assert p.layout is not None and p.alignment is not None
+    assert tuple(p.layout) != (0, 1, 2)
+
+
+def test_checks_are_not_cached(lap):
+    """The same shapes bound twice: the second call's bad dtype is caught."""
+    lap.bind(np.zeros((5, 5, 2)), np.zeros((5, 5, 2)), origin=(1, 1, 0))
+    with pytest.raises(TypeError, match="inp: dtype float32"):
+        lap.bind(np.zeros((5, 5, 2)), np.zeros((5, 5, 2), "f4"), origin=(1, 1, 0))
+    with pytest.raises(ValueError, match="read-only"):
+        ro = np.zeros((5, 5, 2))
+        ro.flags.writeable = False
+        lap.bind(ro, np.zeros((5, 5, 2)), origin=(1, 1, 0))
+
+
+A = np.zeros((6, 6, 3))
+RO = np.zeros((6, 6, 3))
+RO.flags.writeable = False
+
+# (kwargs of bind, exception, message): each a distinct bad call
+BAD_BINDS = [
+    (dict(out=A), TypeError, "missing field 'inp'"),
+    (dict(out=A, inp=A, extra=A), TypeError, "unexpected keyword argument 'extra'"),
+    (dict(out=A, inp=None), TypeError, "inp: expected a field, got None"),
+    (dict(out=A, inp=3.0), TypeError, "inp: cannot read a float"),
+    (dict(out=A, inp="text"), TypeError, "inp: cannot read a str"),
+    (dict(out=A, inp=[[[1.0]]]), TypeError, "inp: cannot read a list"),
+    (dict(out=A, inp=np.zeros((6, 6))), ValueError, "inp: 2 dimensions, the signature expects 3"),
+    (dict(out=A, inp=np.zeros((6, 6, 3, 1))), ValueError, "inp: 4 dimensions"),
+    (dict(out=A, inp=np.zeros((6, 6, 3), "f4")), TypeError, "inp: dtype float32"),
+    (dict(out=A, inp=np.zeros((6, 6, 3), "i8")), TypeError, "inp: dtype int64"),
+    (dict(out=A, inp=np.zeros((6, 6, 3), "c16")), TypeError, "inp: dtype complex128"),
+    (dict(out=np.zeros((6, 6, 3), "f4"), inp=A), TypeError, "out: dtype float32"),
+    (dict(out=A, inp=np.zeros((6, 6, 3), ">f8")), TypeError, "inp: dtype: format: '>d' is not in native byte order"),
+    (dict(out=RO, inp=A), ValueError, "out: the stencil writes it, but it is read-only"),
+    (dict(out=A, inp=A), ValueError, "inp: dimension I: origin 0 - lower extent 1"),
+    (dict(out=A, inp=A, origin=(1, 1)), ValueError, "origin: expected 3 entries"),
+    (dict(out=A, inp=A, origin=(1, 1, 0, 0)), ValueError, "origin"),
+    (dict(out=A, inp=A, origin=(1, "a", 0)), TypeError, "origin"),
+    (dict(out=A, inp=A, origin=(-1, 1, 0)), ValueError, "out: origin -1 in dimension I"),
+    (dict(out=A, inp=A, origin=(7, 1, 0)), ValueError, "origin 7 in dimension I"),
+    (dict(out=A, inp=A, origin={"nope": (1, 1, 0)}), ValueError, "origin: no field named 'nope'"),
+    (dict(out=A, inp=A, origin={"inp": (1, 1)}), ValueError, "origin: 2 entries for field inp"),
+    (dict(out=A, inp=A, origin={"_all_": (1, 1)}), ValueError, "origin['_all_']: expected 3"),
+    (dict(out=A, inp=A, origin={"inp": (5, 1, 0)}), ValueError,
+     "domain: the fields leave 0 points in dimension I: field inp has extent 6, origin 5"),
+    (dict(out=A, inp=A, origin=3), TypeError, "origin"),
+    (dict(out=A, inp=A, origin=(1, 1, 0), domain=(5, 4, 3)), ValueError,
+     "inp: dimension I: origin 1 + domain 5 + upper extent 1 = 7 exceeds the field's extent 6"),
+    (dict(out=A, inp=A, origin=(1, 1, 0), domain=(4, 4, 4)), ValueError,
+     "dimension K: origin 0 + domain 4 + upper extent 0 = 4 exceeds the field's extent 3"),
+    (dict(out=A, inp=A, origin=(1, 1, 0), domain=(0, 4, 3)), ValueError,
+     "domain: 0 points in dimension I"),
+    (dict(out=A, inp=A, origin=(1, 1, 0), domain=(-2, 4, 3)), ValueError, "domain: -2 points"),
+    (dict(out=A, inp=A, origin=(1, 1, 0), domain=(4, 4)), ValueError, "domain: expected 3"),
+    (dict(out=A, inp=A, origin=(1, 1, 0), domain="IJK"), TypeError, "domain"),
+    (dict(out=A, inp=A, origin=(1, 1, 0), domain=(2**63 - 1, 1, 1)), ValueError, "overflow"),
+    (dict(out=A, inp=np.zeros((2, 6, 3)), origin=(1, 1, 0)), ValueError,
+     "domain: the fields leave 0 points in dimension I: field inp has extent 2, origin 1"),
+    (dict(out=A, inp=Field(A, "IJ0"), origin=(1, 1, 0)), ValueError,
+     "inp: dims IJ,0 do not match the signature's IJK"),
+    (dict(out=A, inp=Field(A, "IIK"), origin=(1, 1, 0)), ValueError,
+     "inp: __gt_data_interface__['dims']: ('I', 'I', 'K'): dims: 'I' appears twice"),
+    (dict(out=A, inp=Field(A, "IJ"), origin=(1, 1, 0)), ValueError, "inp: __gt_data_interface__['dims']: 2 labels"),
+    (dict(out=A, inp=Field(A, "IJX"), origin=(1, 1, 0)), ValueError, "inp:"),
+    (dict(out=_Labelled(A, dims="IJKK"), inp=A, origin=(1, 1, 0)), ValueError, "out: __gt_dims__"),
+    (dict(out=_Labelled(A, origin=(1, 1)), inp=A), ValueError, "out: __gt_origin__: 2 entries"),
+    (dict(out=_Labelled(A, origin=(1, 1, "x")), inp=A), TypeError, "out: __gt_origin__"),
+    (dict(out=_Labelled(A, origin=(-1, 0, 0)), inp=A, origin={"inp": (1, 1, 0)}), ValueError,
+     "out: origin -1 in dimension I (from __gt_origin__)"),
+]
+
+
+class _Interface:
+    def __init__(self, interface):
+        self.__gt_data_interface__ = interface
+
+
+def _info(**changes):
+    info = dict(A.__array_interface__)
+    info.update(changes)
+    return {None: info}
+
+
+BAD_INTERFACES = [
+    (_Interface([1, 2]), TypeError, "inp: __gt_data_interface__: expected a dict"),
+    (_Interface({"gpu": A.__array_interface__}), ValueError, "inp: __gt_data_interface__ has no buffer on the cpu"),
+    (_Interface({None: {"shape": (6, 6, 3)}}), TypeError, "needs 'shape', 'typestr' and 'data'"),
+    (_Interface(_info(shape=[6, 6, 3])), None, None),  # a list is a sequence: fine
+    (_Interface(_info(shape=(6, -6, 3))), ValueError, "inp: shape: -6 in dimension 1 is negative"),
+    (_Interface(_info(shape=(6, 6, "3"))), TypeError, "inp:"),
+    (_Interface(_info(typestr=8)), TypeError, "inp: __gt_data_interface__['typestr']: expected a str"),
+    (_Interface(_info(typestr="<x8")), TypeError, "inp: typestr: unsupported dtype '<x8'"),
+    (_Interface(_info(data=5)), TypeError, "inp: __gt_data_interface__['data']: expected (address, read_only)"),
+    (_Interface(_info(data=("a", False))), TypeError, "inp:"),
+    (_Interface(_info(data=(0, False))), ValueError, "inp: no memory"),
+    (_Interface(_info(strides=(8, 8))), ValueError, "inp: __gt_data_interface__['strides']: 2 strides for 3"),
+    (_Interface(_info(strides=(2**62, 2**62, 8))), ValueError, "inp:"),
+    (_Interface(_info(acquire=5)), TypeError, "inp: __gt_data_interface__['acquire']: expected a callable"),
+    (_Interface(_info(touch="x")), TypeError, "inp: __gt_data_interface__['touch']"),
+    (_Interface(_info(release=[])), TypeError, "inp: __gt_data_interface__['release']"),
+    (_Interface(_info(halo=((1, 1), (1, 1)))), ValueError, "inp: halo: ((1, 1), (1, 1)) has 2 entries for 3"),
+    (_Interface(_info(halo=((-1, 1), (1, 1), (0, 0)))), ValueError, "inp: halo (-1, 1) in dimension I"),
+    (_Interface(_info(halo=((3, 4), (1, 1), (0, 0)))), ValueError, "inp: halo (3, 4) in dimension I"),
+    (_Interface(_info(halo="x")), TypeError, "inp: halo"),
+    (_Interface(_info(dims=("I", "J"))), ValueError, "inp: __gt_data_interface__['dims']: 2 labels"),
+    (_Interface(_info(dims=5)), TypeError, "inp:"),
+]
+
+
+@pytest.mark.parametrize("kwargs,error,message", BAD_BINDS)
+def test_bad_bind(lap, kwargs, error, message):
+    with pytest.raises(error, match=_escape(message)):
+        lap.bind(**kwargs)
+
+
+@pytest.mark.parametrize("obj,error,message", BAD_INTERFACES)
+def test_bad_data_interface(lap, obj, error, message):
+    if error is None:
+        lap.bind(out=A, inp=obj, origin=(1, 1, 0))
+        return
+    with pytest.raises(error, match=_escape(message)):
+        lap.bind(out=A, inp=obj, origin=(1, 1, 0))
+
+
+def _escape(text):
+    import re
+
+    return re.escape(text)
+
+
+BAD_SIGNATURES = [
+    (lambda: Signature(Field["f8"]), TypeError, "takes fields by keyword"),
+    (lambda: Signature(a=np.float64), TypeError, "a: expected a Field annotation"),
+    (lambda: Signature(a=Field["nope"]), TypeError, "a:"),
+    (lambda: Signature(a=Field["f8", "IJX"]), ValueError, "a: dims"),
+    (lambda: Signature(a=Field["f8", "IIK"]), ValueError, "a: dims"),
+    (lambda: Signature(a=Field["f8", "IJK", LayoutMap[(0, 0, 1)]]), ValueError, "a:"),
+    (lambda: Signature(a=Field["f8", "IJK", Alignment[-8]]), ValueError, "a: alignment -8"),
+    (lambda: Signature(a=Field["f8"], extents={"b": (1, 1, 0)}), ValueError, "extents: no field named 'b'"),
+    (lambda: Signature(a=Field["f8"], extents={"a": (-1, 1, 0)}), ValueError, "a: extent (-1, -1) in dimension I"),
+    (lambda: Signature(a=Field["f8"], extents=[1]), TypeError, "extents: expected a dict"),
+    (lambda: Signature(a=Field["f8"], writes=["b"]), ValueError, "writes: no field named 'b'"),
+    (lambda: Signature(a=Field["f8"], writes="a"), TypeError, "writes: expected a list"),
+    (lambda: Signature(a=Field["f8"], device="tpu"), ValueError, "device"),
+    (lambda: Signature(a=Field["f8", "IJ0"], extents={"a": ((0, 0), (0, 0), (1, 1))}), ValueError,
+     "in dimension 0: extents are >= 0, and 0 in data dimensions"),
+    (lambda: Field[LayoutMap[(0, 1, 2)]], TypeError, "the dtype comes first"),
+    (lambda: Field["f8", "IJK", 5], TypeError, "expected LayoutMap"),
+    (lambda: Field["f8", "IJK", Alignment[8], Alignment[8]], TypeError, "Alignment given twice"),
+]
+
+
+@pytest.mark.parametrize("make,error,message", BAD_SIGNATURES)
+def test_bad_signature(make, error, message):
+    with pytest.raises(error, match=_escape(message)):
+        make()
+
+
+def test_binding_misuse(lap):
+    call = lap.bind(A, A, origin=(1, 1, 0))
+    with pytest.raises(KeyError, match="'nope': no such field"):
+        call["nope"]
+    with pytest.raises(RuntimeError, match="not entered"):
+        call.__exit__(None, None, None)
+    with call, pytest.raises(RuntimeError, match="entered already"):
+        call.__enter__()
+    assert len(call) == 2
+
+
+def test_arrays_in_kernel_order():
+    sig = Signature(a=Field["f8", "IJK"])
+    base = np.arange(24.0).reshape(4, 3, 2)  # K, J, I
+    arrays = sig.bind(Field(base, "KJI")).arrays()
+    assert arrays["a"].shape == (2, 3, 4)
+    assert np.shares_memory(arrays["a"], base)
+    assert arrays["a"][1, 2, 3] == base[3, 2, 1]
+
+
+def test_call_runs_kernel_inside_the_protocol(lap):
+    log = []
+    out, inp = (_Recorder(log, n, np.zeros((5, 5, 2))) for n in ("out", "inp"))
+
+    def kernel(domain, origins, scale, *, out, inp, note):
+        log.append(("kernel", domain, origins["inp"], out.shape, scale, note))
+        return "done"
+
+    assert lap.call(kernel, out, inp, args=(2.0,), kwargs={"note": "x"}) == "done"
+    assert log == [("acquire", "out"), ("acquire", "inp"),
+                   ("kernel", (3, 3, 2), (1, 1, 0), (5, 5, 2), 2.0, "x"),
+                   ("touch", "out"), ("release", "out"), ("release", "inp")]
+    log.clear()
+
+    def failing(*args, **kwargs):
+        raise ZeroDivisionError("in the kernel")
+
+    with pytest.raises(ZeroDivisionError):
+        lap.call(failing, out, inp)
+    assert ("touch", "out") not in log and log[-1] == ("release", "inp")
+    log.clear()
+    with pytest.raises(TypeError, match="inp: dtype float32"):
+        lap.call(kernel, out, np.zeros((5, 5, 2), "f4"))
+    assert log == []
+    with pytest.raises(TypeError, match="the kernel, a callable, comes first"):
+        lap.call(out, inp)
+    with pytest.raises(TypeError, match="multiple values"):
+        lap.call(kernel, out, inp, kwargs={"out": 1})
+
+
+@pytest.fixture(scope="module")
+def c_kernel_library(tmp_path_factory):
+    """examples/c_kernel.c built as a shared library (skipped without cc)."""
+    import pathlib
+    import shutil
+    import subprocess
+
+    cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    if cc is None:
+        pytest.skip("no C compiler")
+    root = pathlib.Path(__file__).resolve().parents[2]
+    library = tmp_path_factory.mktemp("kernel") / "libc_kernel.so"
+    subprocess.run([cc, "-shared", "-fPIC", "-std=c11", f"-I{root / 'include'}",
+                    str(root / "examples" / "c_kernel.c"), "-o", str(library)],
+                   check=True, timeout=120)
+    return library
+
+
+def test_c_kernel_example(c_kernel_library):
+    import runpy
+
+    runpy.run_path(str(pathlib_root() / "examples" / "c_kernel.py"), run_name="example")[
+        "main"](str(c_kernel_library))
+
+
+def pathlib_root():
+    import pathlib
+
+    return pathlib.Path(__file__).resolve().parents[2]
+
+
+def test_c_kernel_errors(c_kernel_library):
+    import ctypes
+
+    lib = ctypes.CDLL(str(c_kernel_library))
+    kernel = ctypes.cast(lib.scale_kernel, ctypes.c_void_p).value
+    sig = Signature(out=Field["f8", "IJK"], inp=Field["f8", "IJK"], writes=["out"])
+    a, b = np.zeros((3, 3, 3)), np.ones((3, 3, 3))
+    # the kernel's own error (no factor) becomes a ValueError; out is not touched
+    with pytest.raises(ValueError, match="scale_kernel: expects"):
+        sig.call_c(kernel, a, b)
+    with pytest.raises(TypeError, match="expected a capsule or the address"):
+        sig.call_c("kernel", a, b)
+    with pytest.raises(TypeError, match="the kernel comes first"):
+        sig.call_c()
+    factor = ctypes.c_double(3.0)
+    sig.call_c(kernel, a, b, ctx=ctypes.addressof(factor))
+    assert (a == 3).all()
+
+
+class _CudaLike:
+    """Device memory as the CUDA array interface describes it (the address
+    is never dereferenced by binding)."""
+
+    def __init__(self, shape, strides=None, dims=None):
+        self.__cuda_array_interface__ = {
+            "shape": shape, "typestr": "<f8", "data": (0x7F0000000000, False),
+            "strides": strides, "version": 3, "stream": None,
+        }
+        if dims is not None:
+            self.__gt_dims__ = dims
+
+
+def test_gpu_signature_reads_device_interfaces():
+    sig = Signature(out=Field["f8", "IJK"], inp=Field["f8", "IJK"],
+                    extents={"inp": ((1, 1), (1, 1), (0, 0))}, writes=["out"], device="gpu")
+    assert sig.device == "gpu"
+    out = _CudaLike((6, 5, 4))
+    inp = _CudaLike((4, 5, 6), strides=(8, 32, 160), dims="KJI")  # I contiguous
+    call = sig.bind(out, inp, origin=(1, 1, 0))
+    assert call.domain == (4, 3, 4)
+    assert call["inp"].shape == (6, 5, 4) and call["inp"].strides == (160, 32, 8)
+    assert call["inp"].data == 0x7F0000000000 + 160 + 32
+    with pytest.raises(ValueError, match="out: device memory has no ndarray view"):
+        call.arrays()
+    # host memory for a gpu stencil: no "gpu" buffer
+    with pytest.raises(TypeError, match="inp: cannot read a numpy.ndarray as a field on the gpu"):
+        sig.bind(out, np.zeros((6, 5, 4)), origin=(1, 1, 0))
+    with pytest.raises(ValueError, match="inp: __gt_data_interface__ has no buffer on the gpu"):
+        sig.bind(out, Field(np.zeros((6, 5, 4)), "IJK"), origin=(1, 1, 0))
