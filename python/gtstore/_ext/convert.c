@@ -307,11 +307,23 @@ int gtpy_dims(PyObject *obj, const char *param, int *ndim, gts_dim *dims)
     return rc;
 }
 
+/* A label as a str. The common ones (I, J, K, data dims 0 to 12) are made
+ * once and shared: __gt_dims__ is read on every GT4Py stencil call, and
+ * formatting a label each time cost most of it. */
 static PyObject *dim_item(const void *values, int d)
 {
+    enum { FIRST = GTS_DIM_I, COMMON = 16 };
+    static PyObject *common[COMMON];
+    gts_dim dim = ((const gts_dim *)values)[d];
+    int slot = dim - FIRST;
+    if (slot >= 0 && slot < COMMON && common[slot])
+        return Py_NewRef(common[slot]);
     char text[GTS_DIM_TEXT_SIZE];
-    gts_dim_format(((const gts_dim *)values)[d], text);
-    return PyUnicode_FromString(text);
+    gts_dim_format(dim, text);
+    PyObject *label = PyUnicode_InternFromString(text);
+    if (label && slot >= 0 && slot < COMMON)
+        common[slot] = Py_NewRef(label); /* kept for the life of the process */
+    return label;
 }
 
 PyObject *gtpy_dims_to_tuple(int ndim, const gts_dim *dims)
