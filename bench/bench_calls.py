@@ -19,6 +19,11 @@ the copy bandwidth of the machine (the faster of gtstore's parallel copy
 stencil and np.copyto of one field, bytes read + written) as bound:
 laplacian moves 2 fields, hdiff 3.
 Target: >= 70% of that bound.
+
+(e4) GT4Py's own ``__call__`` of the same 5-field stencil, for users who keep
+its call path: gtstore Storages as arguments against an ndarray subclass
+carrying the same ``__gt_dims__`` and ``__gt_origin__`` attributes.
+Target: Storages cost <= 1.1x.
 """
 
 
@@ -125,6 +130,41 @@ def whole_call(quick: bool, gtscript) -> Table:
     return table
 
 
+class _LabelledArray(np.ndarray):
+    """An ndarray subclass with GT4Py's dims and origin attributes."""
+
+    __gt_dims__ = ("I", "J", "K")
+    __gt_origin__ = (0, 0, 0)
+
+
+def gt4py_call_with_storages(quick: bool, gtscript) -> Table:
+    table = Table("(e4) GT4Py's __call__ of a 5-field stencil, 8 x 8 x 4 float64 (us per call)",
+                  ["backend", "ndarray subclass", "gtstore Storage", "Storage / subclass"])
+    if gtscript is None:
+        table.notes.append("GT4Py not installed")
+        return table
+    import gt4py.storage as gs
+
+    ratios = []
+    for backend in ("numpy", "gt:cpu_ifirst"):
+        st = _five_field_stencil(gtscript, backend)
+        storages = [gts.zeros(SMALL, "f8", defaults=backend) for _ in range(5)]
+        labelled = [gs.zeros(SMALL, np.float64, backend=backend).view(_LabelledArray)
+                    for _ in range(5)]
+        ns = {"st": st, "s": storages, "l": labelled}
+        cases = {"subclass": "st(l[0], l[1], l[2], l[3], l[4])",
+                 "storage": "st(s[0], s[1], s[2], s[3], s[4])"}
+        t = time_interleaved(cases, ns, repeat=7 if quick else 31,
+                             batch_seconds=0.01 if quick else 0.05)
+        sub, ours = t["subclass"].median, t["storage"].median
+        ratios.append(ours / sub)
+        table.rows.append([backend, fmt_time(sub, "us"), fmt_time(ours, "us"),
+                           fmt_ratio(ours / sub)])
+    table.notes.append(f"target Storage <= 1.1x the subclass: {verdict(max(ratios) <= 1.1)} "
+                       f"(worst {max(ratios):.2f}x)")
+    return table
+
+
 def _numpy_laplacian(out, inp):
     out[1:-1, 1:-1] = inp[:-2, 1:-1] + inp[2:, 1:-1] + inp[1:-1, :-2] + inp[1:-1, 2:] \
         - 4 * inp[1:-1, 1:-1]
@@ -227,4 +267,5 @@ def builtin(quick: bool, gtscript) -> Table:
 
 def run(quick: bool) -> List[Table]:
     gtscript = _gt4py()
-    return [binding(quick), whole_call(quick, gtscript), builtin(quick, gtscript)]
+    return [binding(quick), whole_call(quick, gtscript), builtin(quick, gtscript),
+            gt4py_call_with_storages(quick, gtscript)]

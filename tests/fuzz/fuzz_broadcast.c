@@ -18,17 +18,6 @@
 #define MAX_OPS 6
 static const gts_dim LABELS[5] = {GTS_DIM_I, GTS_DIM_J, GTS_DIM_K, 0, 1};
 
-static bool valid_permutation(int n, const int *layout)
-{
-    bool seen[GTS_MAX_NDIM] = {false};
-    for (int d = 0; d < n; ++d) {
-        if (layout[d] < 0 || layout[d] >= n || seen[layout[d]])
-            return false;
-        seen[layout[d]] = true;
-    }
-    return true;
-}
-
 /* A storage description; `valid` says whether its parameters are ones the
  * library could have made. */
 static void read_storage(fuzz_input *in, gts_storage *s, bool *valid)
@@ -54,7 +43,7 @@ static void read_storage(fuzz_input *in, gts_storage *s, bool *valid)
                                       : fuzz_range(in, 0, s->shape[d] > 0 ? s->shape[d] - 1 : 0);
         s->layout[d] = (int)fuzz_range(in, -1, 5);
     }
-    *valid = *valid && valid_permutation(s->ndim, s->layout);
+    *valid = *valid && gts_layout_check(s->ndim, s->layout, NULL) == GTS_OK;
     s->alignment_size = hostile ? fuzz_hostile(in) : fuzz_range(in, 0, 256);
     *valid = *valid && s->alignment_size >= 0;
 }

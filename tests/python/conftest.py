@@ -307,6 +307,18 @@ def cupy_importable():
     return True
 
 
+@pytest.fixture(scope="module")
+def gt4py_tmp_cache(tmp_path_factory):
+    """GT4Py's generated code goes to a temporary directory, not the cwd
+    (for the modules that build real GT4Py stencils)."""
+    from gt4py.cartesian import config
+
+    before = config.cache_settings["root_path"]
+    config.cache_settings["root_path"] = str(tmp_path_factory.mktemp("gt_cache"))
+    yield
+    config.cache_settings["root_path"] = before
+
+
 def pytest_collection_finish(session):
     """Moves everything alive after collection (modules, thousands of test
     items) out of the garbage collector's sight, so that the many

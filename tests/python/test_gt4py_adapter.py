@@ -14,15 +14,7 @@ from gt4py.cartesian.gtscript import PARALLEL, computation, interval  # noqa: E4
 F64 = gtscript.Field[np.float64]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def gt4py_cache(tmp_path_factory):
-    """GT4Py's generated code goes to a temporary directory, not the cwd."""
-    from gt4py.cartesian import config
-
-    before = config.cache_settings["root_path"]
-    config.cache_settings["root_path"] = str(tmp_path_factory.mktemp("gt_cache"))
-    yield
-    config.cache_settings["root_path"] = before
+pytestmark = pytest.mark.usefixtures("gt4py_tmp_cache")
 
 
 def gt_copy(out: F64, inp: F64):  # noqa: ANN201
