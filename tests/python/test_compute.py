@@ -920,3 +920,85 @@ def test_array_priority():
         assert gts.ones((2,), device="gpu", managed=None).__array_priority__ == 10
     finally:
         gts.use_gpu(None)
+
+
+# ---- edge cases ------------------------------------------------------------------------------
+
+
+def test_transpose_keeps_the_labels_so_operands_align_by_name():
+    """A deliberate difference from NumPy: s.T has dims ("J", "I"), so
+    s + s.T adds each element to itself (NumPy's a + a.T would not)."""
+    t = gts.storage(np.arange(9.0).reshape(3, 3), dims="IJ")
+    r = t + t.T
+    assert r.dims == ("I", "J")
+    np.testing.assert_array_equal(np.asarray(r), 2 * np.arange(9.0).reshape(3, 3))
+    t += t.T
+    np.testing.assert_array_equal(np.asarray(t), 2 * np.arange(9.0).reshape(3, 3))
+
+
+def test_overlapping_input_and_output_like_numpy():
+    t = gts.storage(np.arange(8.0), dims="I")
+    a = np.arange(8.0)
+    np.add(t[1:], t[:-1], out=t[1:])
+    np.add(a[1:], a[:-1], out=a[1:])
+    np.testing.assert_array_equal(np.asarray(t), a)
+    v = t[::-1]
+    v *= t
+    b = a[::-1]
+    b *= a
+    np.testing.assert_array_equal(np.asarray(t), a)
+
+
+def test_zero_dim_empty_and_strided_storages():
+    z = gts.full((), 2.0) + 1
+    assert isinstance(z, gts.Storage) and z.shape == () and z.dims == () and float(z) == 3.0
+    e = gts.ones((0, 3), dims="JK", halo=((0, 0), (1, 1))) * 2
+    assert e.shape == (0, 3) and e.dims == ("J", "K") and e.halo == ((0, 0), (1, 1))
+    s = gts.storage(np.arange(12.0).reshape(3, 4), dims="IK")
+    r = s[::-1, ::2] - s[:, 1::2]
+    np.testing.assert_array_equal(np.asarray(r), np.arange(12.0).reshape(3, 4)[::-1, ::2]
+                                  - np.arange(12.0).reshape(3, 4)[:, 1::2])
+
+
+def test_lists_read_only_outputs_and_wrong_ndarray_outputs():
+    s = gts.storage(np.arange(3.0), dims="I")
+    np.testing.assert_array_equal(np.asarray(s + [1, 2, 3]), [1, 3, 5])
+    with pytest.raises(ValueError, match="'I' has extent 3 in operand 0 and 2 in operand 1"):
+        s + [1, 2]
+    a = np.arange(3.0)
+    a.setflags(write=False)
+    ro = gts.as_storage(a, dims="I")
+    with pytest.raises(ValueError, match="read-only"):
+        np.add(s, 1, out=ro)
+    with pytest.raises(ValueError, match="read-only"):
+        ro += 1
+    np.testing.assert_array_equal(a, [0, 1, 2])
+    with pytest.raises(ValueError, match="'I' has extent 3 in operand 0 and 5"):
+        np.add(s, 1, out=np.zeros(5))
+
+
+def test_where_as_a_storage():
+    s = gts.storage(np.arange(6.0).reshape(2, 3), dims="IJ")
+    out = gts.full((2, 3), -1.0, dims="IJ")
+    np.multiply(s, 10, out=out, where=gts.storage(np.array([True, False]), dims="I"))
+    np.testing.assert_array_equal(np.asarray(out), [[0, 10, 20], [-1, -1, -1]])
+
+
+def test_no_storage_is_leaked(baseline):
+    from conftest import live
+
+    x = gts.ones((10, 10), dims="IJ", halo=((1, 1), (1, 1)))
+    y = gts.ones((10,), dims="K")
+    for _ in range(50):
+        z = x + y
+        z += 1
+        np.sqrt(z, out=z)
+        z.sum(axis=0).mean(axis=0)
+        np.add.accumulate(z, axis=2)
+        (z > 1).any()
+        with pytest.raises(ValueError):
+            x + gts.ones((3,), dims="I")
+        with pytest.raises(TypeError):
+            np.add.outer(x, y)
+    del x, y, z
+    assert live() == baseline
