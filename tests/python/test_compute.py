@@ -563,8 +563,9 @@ def test_reshape_that_is_not_a_view():
 
 def test_in_place_casting_errors_like_numpy():
     s = gts.ones((3,), "i4", dims="I")
-    with pytest.raises(np.exceptions.UFuncTypeError if hasattr(np.exceptions, "UFuncTypeError")
-                       else TypeError):
+    _, error = numpy_result(lambda: np.ones(3, "i4").__iadd__(1.5))
+    assert isinstance(error, TypeError)
+    with pytest.raises(type(error)):
         s += 1.5
     assert np.all(np.asarray(s) == 1)
 
@@ -652,6 +653,39 @@ def test_in_place_operators(name, method, other):
     assert_values(s, want)
 
 
+IN_PLACE_DTYPES = ["int32", "uint8", "float32", "float64"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.data())
+def test_in_place_like_numpy(data):
+    """s op= t for t of some of s's dims (in any order, extents 1 masked):
+    into s's memory, as NumPy's op= on the arrays lined up by dims; where s
+    has extent 1 and t more, or the cast is unsafe, an error and no write."""
+    extents = data.draw(EXTENTS)
+    s = data.draw(storage_of(extents, data.draw(st.sampled_from(IN_PLACE_DTYPES))))
+    sub = tuple(data.draw(st.permutations(s.dims))[: data.draw(st.integers(1, s.ndim))])
+    t = data.draw(storage_of(extents, data.draw(st.sampled_from(IN_PLACE_DTYPES)), dims=sub))
+    op = data.draw(st.sampled_from(["__iadd__", "__isub__", "__imul__", "__ifloordiv__",
+                                    "__imod__", "__itruediv__"]))
+    a = np.array(np.asarray(s))
+    expected, error = numpy_result(lambda: getattr(a, op)(along(t, s.dims)))
+    before = np.array(np.asarray(s))
+    if error is not None:
+        # NumPy's casting or shape error; with both wrong, gtstore checks the dims first
+        assert isinstance(error, (TypeError, ValueError))
+        with pytest.raises((TypeError, ValueError)):
+            with np.errstate(all="ignore"):
+                getattr(s, op)(t)
+        np.testing.assert_array_equal(np.asarray(s), before)  # nothing written
+        return
+    params = {name: getattr(s, name) for name in ("dims", "shape", "strides", "halo", "layout")}
+    with np.errstate(all="ignore"):
+        assert getattr(s, op)(t) is s
+    assert {name: getattr(s, name) for name in params} == params
+    assert_values(s, expected)
+
+
 def test_in_place_on_a_view_writes_the_parent():
     s = gts.zeros((4, 4), dims="IJ", halo=((1, 1), (1, 1)))
     v = s.domain_view
@@ -730,16 +764,20 @@ def test_conversions_like_numpy(shape, convert):
     assert type(got) is type(want) and got == want
 
 
-def test_float_of_size_one_storages():
-    s = gts.full((1,), 2.5)
-    want, error = numpy_result(lambda: float(np.full((1,), 2.5)))
+@pytest.mark.parametrize("shape", [(1,), (1, 1, 1), ()])
+def test_float_of_size_one_storages_is_numpys(shape):
+    """float() of a size-1 storage: NumPy's answer on the same array, its
+    error with its message where NumPy refuses (once a ValueError quoting
+    raw bytes)."""
+    s = gts.full(shape, 2.5)
+    want, error = numpy_result(lambda: float(np.full(shape, 2.5)))
     if error is None:
-        assert float(s) == want
-    else:
-        with pytest.raises(type(error), match="0-dimensional|size-1|scalar"):
-            float(s)
-    assert float(gts.full((), 2.5)) == 2.5
-    assert float(gts.full((1, 1, 1), 3.0)[0, 0]) == 3.0 if error is None else True
+        assert float(s) == want == 2.5
+        return
+    with pytest.raises(type(error)) as ours:
+        float(s)
+    assert str(ours.value) == str(error)
+    assert "b'" not in str(ours.value)
 
 
 # ---- reductions ------------------------------------------------------------------------------
@@ -1002,3 +1040,23 @@ def test_no_storage_is_leaked(baseline):
             np.add.outer(x, y)
     del x, y, z
     assert live() == baseline
+
+
+@pytest.mark.xfail(strict=True, reason="bug: ufunc_call keeps its ~240 KB `call` struct (64 "
+                   "gts_storage of 3 KB) on the C stack: a segfault in threads with a small stack")
+def test_ufuncs_in_a_thread_with_a_small_stack():
+    """128 KiB is musl's default thread stack; NumPy's own ufuncs run there."""
+    import subprocess
+    import sys
+
+    code = (
+        "import threading\n"
+        "threading.stack_size(128 * 1024)\n"
+        "import numpy as np, gtstore as gts\n"
+        "a = gts.ones((4,), dims='I')\n"
+        "out = []\n"
+        "t = threading.Thread(target=lambda: out.append(float((a + a).sum())))\n"
+        "t.start(); t.join()\n"
+        "assert out == [8.0], out\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=120)
+    assert result.returncode == 0, (result.returncode, result.stderr[-2000:])
