@@ -869,6 +869,37 @@ def test_reduction_out_and_where():
     assert s.argmin() == 0 and s.argmax(axis=None) == 11
 
 
+@pytest.mark.xfail(strict=True, reason="bug: reduce_with passes an out= storage to NumPy as "
+                   "a plain array, by position, without checking or aligning its dims")
+def test_reduction_out_storage_aligns_by_dims_or_refuses():
+    """out= of a reduction is a storage of the remaining dims, like out= of
+    a ufunc call: aligned by name, and an output without a remaining dim is
+    refused (not written by position under other labels)."""
+    base = np.arange(18.0).reshape(3, 3, 2)
+    s = gts.storage(base, dims="IJK")
+    ji = gts.zeros((3, 3), dims="JI")
+    try:
+        s.sum(axis=2, out=ji)
+    except ValueError:
+        pass
+    else:
+        np.testing.assert_array_equal(np.asarray(ji), base.sum(axis=2).T)  # ji[j, i]
+    with pytest.raises(ValueError, match="'J'"):
+        s.sum(axis=(0, 2), out=gts.zeros((3,), dims="I"))
+
+
+@pytest.mark.xfail(strict=True, reason="bug: ufunc_reduce takes a storage in where= for one in "
+                   "out= and refuses it: 'out= may be a storage only where the array is one'")
+def test_reduction_where_as_a_storage():
+    base = np.arange(12.0).reshape(3, 4)
+    s = gts.storage(base, dims="JK")
+    mask = np.array([True, False, True, False])
+    m = gts.storage(mask, dims="K")
+    np.testing.assert_array_equal(np.asarray(s.sum(axis=0, where=m)),
+                                  base.sum(axis=0, where=mask))
+    assert np.sum(base, where=m) == base.sum(where=mask)
+
+
 def test_numpy_functions_agree_with_methods():
     s = gts.storage(np.arange(24.0).reshape(4, 3, 2), dims="KJI", defaults="gt:cpu_kfirst",
                     halo=((1, 1), (0, 0), (1, 0)))
