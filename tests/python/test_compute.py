@@ -1091,3 +1091,14 @@ def test_ufuncs_in_a_thread_with_a_small_stack():
         "assert out == [8.0], out\n")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=120)
     assert result.returncode == 0, (result.returncode, result.stderr[-2000:])
+
+
+def test_xarray_handles_mixed_operations():
+    """NEP 13: a DataArray operand has its own __array_ufunc__; the storage
+    defers, and xarray computes (on np.asarray of the storage)."""
+    xr = pytest.importorskip("xarray")
+    s = gts.storage(np.arange(6.0).reshape(2, 3), dims="IJ")
+    da = xr.DataArray(np.ones((2, 3)), dims=("I", "J"))
+    for r in (s + da, da + s, np.add(s, da)):
+        assert isinstance(r, xr.DataArray) and r.dims == ("I", "J")
+        np.testing.assert_array_equal(r.values, np.arange(6.0).reshape(2, 3) + 1)
