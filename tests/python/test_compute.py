@@ -1141,3 +1141,27 @@ def test_negative_of_a_padded_storage():
     np.asarray(s)[...] = [[1.0], [2.0]]
     assert s.strides == (64, 8)
     np.testing.assert_array_equal(np.asarray(-s), [[-1.0], [-2.0]])
+
+
+def test_without_numpys_c_api_ufuncs_say_why():
+    """GTSTORE_NUMPY_CAPI=0 (as with a NumPy ABI gtstore does not know):
+    views for ufuncs need NumPy's C API, so a ufunc call says so; the
+    reductions still work through the buffer protocol."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import numpy as np, gtstore as gts\n"
+        "s = gts.ones((3,), dims='I')\n"
+        "assert s.sum() == 3.0\n"
+        "try:\n"
+        "    s + 1\n"
+        "except RuntimeError as e:\n"
+        "    assert 'GTSTORE_NUMPY_CAPI=0' in str(e), e\n"
+        "else:\n"
+        "    raise AssertionError('no error')\n")
+    env = dict(os.environ, GTSTORE_NUMPY_CAPI="0")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=120,
+                            env=env)
+    assert result.returncode == 0, result.stderr[-2000:]
