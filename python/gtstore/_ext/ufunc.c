@@ -238,6 +238,14 @@ static PyObject *dtype_key(const call *c, int k)
         return PyObject_CallOneArg(gtpy_numpy("dtype"), (PyObject *)&PyBool_Type);
     if (PyFloat_CheckExact(obj) || PyLong_CheckExact(obj) || PyComplex_CheckExact(obj))
         return Py_NewRef((PyObject *)Py_TYPE(obj));
+    if (!c->arrays[k] && !PyObject_TypeCheck(obj, (PyTypeObject *)gtpy_numpy("generic"))) {
+        /* a subclass of a Python number (an IntEnum): NumPy types it as its array */
+        PyObject *asarray = gtpy_numpy_asarray();
+        PyObject *array = asarray ? PyObject_CallOneArg(asarray, obj) : NULL;
+        PyObject *dtype = array ? PyObject_GetAttrString(array, "dtype") : NULL;
+        Py_XDECREF(array);
+        return dtype;
+    }
     return PyObject_GetAttrString(c->arrays[k] ? c->arrays[k] : obj, "dtype");
 }
 
