@@ -26,9 +26,36 @@ typedef enum { BY_LABELS, BY_POSITION, BY_IJK, SCALAR } mapping;
 
 static const gts_dim IJK[3] = {GTS_DIM_I, GTS_DIM_J, GTS_DIM_K};
 
-static const gts_dim *labels_of(const gts_operand *op, mapping how, const gts_broadcast *r)
+/* The dims arrays without dims line up with by position: a given output's,
+ * else the storages' (before 3-d arrays add theirs), with their extents (1
+ * where no storage has another). */
+typedef struct base_dims {
+    int ndim;
+    gts_dim dims[GTS_MAX_NDIM];
+    int64_t shape[GTS_MAX_NDIM];
+} base_dims;
+
+/* Whether a 3-d array is I, J, K (seed 001): unless it has exactly the
+ * base's shape, which it then takes by position. Arrays of other
+ * dimensions line up with the base by position where they have as many
+ * dimensions (extents of 1 broadcasting, a mismatch reported by dim). */
+static bool read_as_ijk(const gts_operand *op, const base_dims *base)
 {
-    return how == BY_LABELS ? op->storage->dims : how == BY_IJK ? IJK : r->dims;
+    if (op->storage || op->ndim != 3 || !op->shape)
+        return false;
+    if (base->ndim != 3)
+        return true;
+    for (int d = 0; d < 3; ++d)
+        if (op->shape[d] != base->shape[d])
+            return true;
+    return false;
+}
+
+/* An operand's labels; by position they are the dims arrays line up by
+ * (`base`, before 3-d arrays add theirs). */
+static const gts_dim *labels_of(const gts_operand *op, mapping how, const gts_dim *base)
+{
+    return how == BY_LABELS ? op->storage->dims : how == BY_IJK ? IJK : base;
 }
 
 static int operand_ndim(const gts_operand *op)
@@ -54,9 +81,10 @@ static bool same_dims(const gts_storage *a, const gts_storage *b)
 }
 
 /* The result's dims without a given output: the storages' if they agree,
- * else the union of theirs and of the I, J, K of 3-d arrays that do not
- * match by position, sorted. */
-static void result_dims(int n, const gts_operand *ops, gts_broadcast *r)
+ * else their union, sorted; that is the base. 3-d arrays that do not fit it
+ * by position are I, J, K and join the union with their dims of extent
+ * other than 1. */
+static void result_dims(int n, const gts_operand *ops, gts_broadcast *r, base_dims *base)
 {
     const gts_storage *first = NULL;
     bool agree = true;
@@ -67,27 +95,37 @@ static void result_dims(int n, const gts_operand *ops, gts_broadcast *r)
         agree = agree && (!first || same_dims(first, s));
         first = first ? first : s;
     }
-    int nstorage = first ? first->ndim : 0;
-    bool union_needed = !agree;
-    for (int k = 0; k < n; ++k)
-        union_needed = union_needed ||
-                       (!ops[k].storage && ops[k].ndim == 3 && (!first || nstorage != 3));
     r->ndim = 0;
-    if (!union_needed) {
-        if (first)
-            for (int d = 0; d < first->ndim; ++d)
-                r->dims[r->ndim++] = first->dims[d];
-        return;
-    }
     for (int k = 0; k < n; ++k) {
         const gts_storage *s = ops[k].storage;
         for (int d = 0; s && d < s->ndim; ++d)
             add_dim(r, s->dims[d]);
-        for (int d = 0; !s && ops[k].ndim == 3 && nstorage != 3 && d < 3; ++d)
+    }
+    if (!agree)
+        qsort(r->dims, (size_t)r->ndim, sizeof *r->dims, compare_dims);
+    base->ndim = r->ndim;
+    for (int p = 0; p < r->ndim; ++p) {
+        base->dims[p] = r->dims[p];
+        base->shape[p] = 1;
+        for (int k = 0; k < n; ++k) {
+            const gts_storage *s = ops[k].storage;
+            int a = s ? find_dim(s->ndim, s->dims, r->dims[p]) : -1;
+            if (a >= 0 && s->shape[a] != 1 && base->shape[p] == 1)
+                base->shape[p] = s->shape[a];
+        }
+    }
+    bool grown = false;
+    for (int k = 0; k < n; ++k) {
+        bool ijk = read_as_ijk(&ops[k], base);
+        for (int d = 0; ijk && d < 3; ++d) {
+            int before = r->ndim;
             if (ops[k].shape[d] != 1)
                 add_dim(r, IJK[d]);
+            grown = grown || r->ndim != before;
+        }
     }
-    qsort(r->dims, (size_t)r->ndim, sizeof *r->dims, compare_dims);
+    if (grown)
+        qsort(r->dims, (size_t)r->ndim, sizeof *r->dims, compare_dims);
 }
 
 /* What every storage the library makes satisfies, checked for storages a
@@ -120,7 +158,7 @@ static int check_storage(int k, const gts_storage *s, gts_error *err)
                          (long long)s->halo[bad].upper, (long long)s->aligned_index[bad]);
 }
 
-static int mapping_of(int k, const gts_operand *op, const gts_broadcast *r, mapping *how,
+static int mapping_of(int k, const gts_operand *op, const base_dims *base, mapping *how,
                       gts_error *err)
 {
     if (op->storage) {
@@ -132,8 +170,8 @@ static int mapping_of(int k, const gts_operand *op, const gts_broadcast *r, mapp
         valid = op->shape[d] >= 0;
     if (!valid)
         return gts_error_set(err, GTS_EINVAL, "operands: operand %d has no valid shape", k);
-    *how = op->ndim == 0 ? SCALAR : op->ndim == r->ndim ? BY_POSITION : op->ndim == 3 ? BY_IJK
-                                                                                    : SCALAR;
+    bool ijk = read_as_ijk(op, base);
+    *how = op->ndim == 0 ? SCALAR : ijk ? BY_IJK : op->ndim == base->ndim ? BY_POSITION : SCALAR;
     if (op->ndim == 0 || *how != SCALAR)
         return GTS_OK;
     char shape[96] = "";
@@ -144,16 +182,16 @@ static int mapping_of(int k, const gts_operand *op, const gts_broadcast *r, mapp
                          "operands: operand %d is an array without dims of shape (%s%s): it needs "
                          "the %d dimensions of the result, or 3 (I, J, K, with extent 1 where it "
                          "broadcasts)",
-                         k, shape, op->ndim == 1 ? "," : "", r->ndim);
+                         k, shape, op->ndim == 1 ? "," : "", base->ndim);
 }
 
 /* Merges the extents of operand k into the result's shape; owner[p]
  * records which operand set extent p (-1: the given output), for the
  * message. */
-static int merge_extents(int k, const gts_operand *op, mapping how, bool fixed, gts_broadcast *r,
-                         int *owner, gts_error *err)
+static int merge_extents(int k, const gts_operand *op, mapping how, const gts_dim *base,
+                         bool fixed, gts_broadcast *r, int *owner, gts_error *err)
 {
-    const gts_dim *labels = labels_of(op, how, r);
+    const gts_dim *labels = labels_of(op, how, base);
     const int64_t *shape = operand_shape(op);
     for (int a = 0; how != SCALAR && a < operand_ndim(op); ++a) {
         if (shape[a] == 1)
@@ -184,10 +222,11 @@ static int merge_extents(int k, const gts_operand *op, mapping how, bool fixed, 
 
 /* Operand k's axis along each result dimension: where its extent is the
  * result's, else -1 (broadcast). */
-static void map_axes(int k, const gts_operand *op, mapping how, gts_broadcast *r)
+static void map_axes(int k, const gts_operand *op, mapping how, const gts_dim *base,
+                     gts_broadcast *r)
 {
     memset(r->axis[k], -1, sizeof r->axis[k]);
-    const gts_dim *labels = labels_of(op, how, r);
+    const gts_dim *labels = labels_of(op, how, base);
     const int64_t *shape = operand_shape(op);
     for (int a = 0; how != SCALAR && a < operand_ndim(op); ++a) {
         int p = find_dim(r->ndim, r->dims, labels[a]);
@@ -203,6 +242,7 @@ int gts_broadcast_operands(int n, const gts_operand *operands, const gts_storage
         return gts_error_set(err, GTS_EINVAL, "operands: %d operands (at most %d), or NULL", n,
                              GTS_BROADCAST_MAX_OPERANDS);
     int owner[GTS_MAX_NDIM];
+    base_dims base;
     mapping how[GTS_BROADCAST_MAX_OPERANDS];
     int rc = out ? check_storage(-1, out, err) : GTS_OK;
     for (int k = 0; rc == GTS_OK && k < n; ++k)
@@ -211,24 +251,27 @@ int gts_broadcast_operands(int n, const gts_operand *operands, const gts_storage
     if (rc)
         return rc;
     if (out) {
-        result->ndim = out->ndim;
+        result->ndim = base.ndim = out->ndim;
         memcpy(result->dims, out->dims, (size_t)out->ndim * sizeof *out->dims);
+        memcpy(base.dims, out->dims, (size_t)out->ndim * sizeof *out->dims);
+        memcpy(base.shape, out->shape, (size_t)out->ndim * sizeof *out->shape);
     } else {
-        result_dims(n, operands, result);
+        result_dims(n, operands, result, &base);
     }
     for (int p = 0; p < result->ndim; ++p) {
         result->shape[p] = out ? out->shape[p] : 1;
         owner[p] = -1;
     }
     for (int k = 0; k < n; ++k) {
-        int rc = mapping_of(k, &operands[k], result, &how[k], err);
+        rc = mapping_of(k, &operands[k], &base, &how[k], err);
         if (!rc)
-            rc = merge_extents(k, &operands[k], how[k], out != NULL, result, owner, err);
+            rc = merge_extents(k, &operands[k], how[k], base.dims, out != NULL, result, owner,
+                               err);
         if (rc)
             return rc;
     }
     for (int k = 0; k < n; ++k)
-        map_axes(k, &operands[k], how[k], result);
+        map_axes(k, &operands[k], how[k], base.dims, result);
     return GTS_OK;
 }
 

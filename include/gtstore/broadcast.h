@@ -4,10 +4,12 @@
  *
  * Operands align by their dims labels, not by position. A dimension of
  * extent 1 is masked: it matches any extent. Arrays without labels follow
- * seed 001's "Mixing Types": one of the result's shape (or of as many
- * dimensions, extents 1 broadcasting) takes the result's dims in order; a
- * 3-d array is I, J, K with its extents of 1 masked. A given output may have
- * more dimensions than the operands; the result is replicated along them. */
+ * seed 001's "Mixing Types", against the dims and shape the storages (or a
+ * given output) have: a 3-d array is I, J, K with its extents of 1 masked,
+ * unless it has exactly that shape; that one, and any other array with as
+ * many dimensions (extents 1 broadcasting), takes those dims by position.
+ * A given output may have more dimensions than the operands; the result is
+ * replicated along them. */
 #ifndef GTSTORE_BROADCAST_H
 #define GTSTORE_BROADCAST_H
 

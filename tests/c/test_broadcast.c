@@ -170,6 +170,17 @@ static void test_arrays_without_dims(void)
         CHECK(dims_are(&r, "IJK") && ints_eq(3, r.shape, (const int64_t[]){4, 5, 7}));
         CHECK(r.axis[1][0] == -1 && r.axis[1][1] == -1 && r.axis[1][2] == 2);
     }
+    /* a 3-d array is I, J, K even where the result comes out 3-d too */
+    gts_storage j0;
+    if (make(&j0, "J0", (const int64_t[]){3, 2}, 0, NULL, 0)) {
+        const int64_t k5[3] = {1, 3, 5};
+        gts_operand mix[2] = {of(&j0), {NULL, 3, k5}};
+        if (CHECK_OK(gts_broadcast_operands(2, mix, NULL, &r, ERR))) {
+            CHECK(dims_are(&r, "JK0") && ints_eq(3, r.shape, (const int64_t[]){3, 5, 2}));
+            CHECK(r.axis[1][0] == 1 && r.axis[1][1] == 2 && r.axis[1][2] == -1);
+        }
+        gts_storage_release(&j0);
+    }
     ops[1] = (gts_operand){NULL, 2, bad};
     CHECK_FAILS(gts_broadcast_operands(2, ops, NULL, &r, ERR), GTS_EINVAL,
                 "dims: 'I' has extent 4 in operand 0 and 5 in operand 1");

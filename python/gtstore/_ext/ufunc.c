@@ -192,7 +192,10 @@ static PyObject *array_view(const call *c, int k)
     PyObject *array = c->arrays[k];
     const gts_broadcast *r = &c->result;
     int ndim = c->operands[k].ndim;
-    if (ndim == r->ndim)
+    bool as_it_is = ndim == r->ndim; /* by position: axis p along dim p, or masked there */
+    for (int p = 0; as_it_is && p < ndim; ++p)
+        as_it_is = r->axis[k][p] == p || (r->axis[k][p] < 0 && c->shapes[k][p] == 1);
+    if (as_it_is)
         return Py_NewRef(array);
     PyObject *perm = PyTuple_New(ndim), *shape = PyTuple_New(r->ndim);
     bool used[GTS_MAX_NDIM] = {false};
@@ -684,13 +687,12 @@ static int reduced_axes(const gts_storage *g, PyObject *axis, bool default_all, 
     return rc;
 }
 
-/* A storage holding NumPy's result `array` of reducing `g` along `reduced`:
- * the remaining dims, and the parameters gtstore/broadcast.h infers from
- * `g`. */
-static PyObject *reduced_storage(const gts_storage *g, const bool *reduced, bool keepdims,
+/* A storage holding NumPy's result `array` of a reduction of `g`, of the
+ * dims `result` gives (gts_broadcast_reduce) and the parameters
+ * gtstore/broadcast.h infers from `g`. */
+static PyObject *reduced_storage(const gts_storage *g, const gts_broadcast *result,
                                  PyObject *array)
 {
-    gts_broadcast result;
     gts_storage_spec spec;
     gts_storage out;
     gts_error err;
@@ -702,8 +704,7 @@ static PyObject *reduced_storage(const gts_storage *g, const bool *reduced, bool
     Py_XDECREF(dtype_obj);
     if (rc < 0)
         return NULL;
-    if (gts_broadcast_reduce(g, reduced, keepdims, &result, &err) != 0 ||
-        gts_broadcast_output_spec(1, &operand, &result, dtype.base,
+    if (gts_broadcast_output_spec(1, &operand, result, dtype.base,
                                   device == gts_device_host() ? GTS_DEVICE_CPU : GTS_DEVICE_GPU,
                                   &spec, &err) != 0)
         return gtpy_raise_null(&err);
@@ -720,49 +721,120 @@ static PyObject *reduced_storage(const gts_storage *g, const bool *reduced, bool
  * a storage. Its result is a storage of the remaining dims, or NumPy's
  * result where none remain or no field results (argmin, argmax). out= may
  * be a storage (written on the host) or an ndarray. */
+/* out= of a reduction, a storage: its axes along the result's dims (by
+ * name), written on the host; it must have exactly those dims and extents. */
+static PyObject *reduction_out_view(PyObject *out, const gts_broadcast *result)
+{
+    gts_storage o;
+    gtpy_storage_load(out, &o);
+    Py_ssize_t shape[GTS_MAX_NDIM], strides[GTS_MAX_NDIM];
+    bool fits = o.ndim == result->ndim;
+    for (int p = 0; fits && p < result->ndim; ++p) {
+        int a = 0;
+        while (a < o.ndim && o.dims[a] != result->dims[p])
+            ++a;
+        fits = a < o.ndim && o.shape[a] == result->shape[p];
+        shape[p] = (Py_ssize_t)result->shape[p];
+        strides[p] = fits ? (Py_ssize_t)o.strides[a] : 0;
+    }
+    if (!fits) {
+        PyObject *want = gtpy_dims_to_tuple(result->ndim, result->dims);
+        PyObject *want_shape = gtpy_int64_tuple(result->ndim, result->shape);
+        PyObject *have = gtpy_dims_to_tuple(o.ndim, o.dims);
+        PyObject *have_shape = gtpy_int64_tuple(o.ndim, o.shape);
+        if (want && want_shape && have && have_shape)
+            PyErr_Format(PyExc_ValueError,
+                         "out: a storage of dims %R and shape %R cannot hold the result, of "
+                         "dims %R and shape %R",
+                         have, have_shape, want, want_shape);
+        Py_XDECREF(want);
+        Py_XDECREF(want_shape);
+        Py_XDECREF(have);
+        Py_XDECREF(have_shape);
+        return NULL;
+    }
+    if (gtpy_storage_host_access(&o, true) < 0)
+        return NULL;
+    return gtpy_numpy_capi_array(o.dtype, result->ndim, shape, strides, gts_storage_data(&o),
+                                 o.readonly, out);
+}
+
+/* where= of a reduction, a storage: on the host, its axes along the
+ * reduced storage's dims (stride 0 where it broadcasts), as for a ufunc. */
+static PyObject *reduction_where_view(PyObject *where, PyObject *target)
+{
+    call c;
+    gts_error err;
+    gts_storage t;
+    call_init(&c, NULL);
+    c.nin = c.nops = 1;
+    gtpy_storage_load(target, &t);
+    PyObject *view = NULL;
+    if (load_operand(&c, 0, where) == 0) {
+        if (gts_broadcast_operands(1, c.operands, &t, &c.result, &err) != 0)
+            gtpy_raise(&err);
+        else
+            view = storage_view(&c, 0, false);
+    }
+    call_release(&c);
+    return view;
+}
+
+/* Replaces the storage kw[name] by `view` (a new reference); 0 where there
+ * is none. */
+static int replace_keyword(PyObject *kw, const char *name, PyObject *view)
+{
+    int rc = view ? PyDict_SetItemString(kw, name, view) : -1;
+    Py_XDECREF(view);
+    return rc;
+}
+
 static PyObject *reduce_with(PyObject *self, PyObject *function, const reduction *r,
                              PyObject *kw, bool default_all)
 {
     gts_storage g;
+    gts_broadcast result;
+    gts_error err;
     bool reduced[GTS_MAX_NDIM];
     gtpy_storage_load(self, &g);
     PyObject *axis = PyDict_GetItemString(kw, "axis");
     PyObject *keep = PyDict_GetItemString(kw, "keepdims");
     PyObject *out = PyDict_GetItemString(kw, "out");
+    PyObject *where = PyDict_GetItemString(kw, "where");
     int keepdims = keep ? PyObject_IsTrue(keep) : 0;
     if (keepdims < 0 || reduced_axes(&g, axis, default_all, reduced) < 0)
         return NULL;
     if (strcmp(r->name, "accumulate") == 0) /* along an axis, which stays */
         memset(reduced, 0, sizeof reduced);
+    if (gts_broadcast_reduce(&g, reduced, keepdims, &result, &err) != 0)
+        return gtpy_raise_null(&err);
     if (out && PyTuple_Check(out) && PyTuple_GET_SIZE(out) == 1)
         out = PyTuple_GET_ITEM(out, 0); /* ufunc.reduce's form */
+    Py_XINCREF(out);
+    int rc = 0;
+    if (out && gtpy_is_storage(out))
+        rc = replace_keyword(kw, "out", reduction_out_view(out, &result));
+    if (rc == 0 && where && gtpy_is_storage(where))
+        rc = replace_keyword(kw, "where", reduction_where_view(where, self));
     /* the host side, else (a GPUStorage) the device's memory as an array */
-    PyObject *view = gtpy_has_host_side(g.buffer) ? gtpy_storage_ndarray(self, false)
-                                                  : gtpy_storage_to_ndarray(self, NULL);
-    PyObject *out_view = out && gtpy_is_storage(out) ? gtpy_storage_ndarray(out, true) : NULL;
-    if (!view || (out && gtpy_is_storage(out) && !out_view) ||
-        (out_view && PyDict_SetItemString(kw, "out", out_view) < 0)) {
-        Py_XDECREF(view);
-        Py_XDECREF(out_view);
-        return NULL;
-    }
-    Py_XDECREF(out_view);
-    PyObject *args = PyTuple_Pack(1, view);
-    PyObject *result = args ? PyObject_Call(function, args, kw) : NULL;
+    PyObject *view = rc < 0 ? NULL
+                     : gtpy_has_host_side(g.buffer) ? gtpy_storage_ndarray(self, false)
+                                                    : gtpy_storage_to_ndarray(self, NULL);
+    PyObject *args = view ? PyTuple_Pack(1, view) : NULL;
+    PyObject *value = args ? PyObject_Call(function, args, kw) : NULL;
     Py_XDECREF(args);
-    Py_DECREF(view);
-    if (!result || (out && out != Py_None))
-        return result ? (Py_DECREF(result), Py_NewRef(out)) : NULL;
+    Py_XDECREF(view);
+    if (!value || (out && out != Py_None)) {
+        Py_XDECREF(value);
+        return value ? out : (Py_XDECREF(out), NULL);
+    }
+    Py_XDECREF(out);
     bool field = r->name[0] != 'a' || r->name[1] != 'r'; /* argmin, argmax: indices */
-    PyObject *ndim_obj = PyObject_GetAttrString(result, "ndim");
-    long ndim = ndim_obj ? PyLong_AsLong(ndim_obj) : 0;
-    Py_XDECREF(ndim_obj);
-    PyErr_Clear(); /* Python numbers have no ndim */
-    bool is_array = PyObject_TypeCheck(result, (PyTypeObject *)gtpy_numpy("ndarray"));
-    if (!field || !is_array || ndim == 0)
-        return result;
-    PyObject *storage = reduced_storage(&g, reduced, keepdims, result);
-    Py_DECREF(result);
+    bool is_array = PyObject_TypeCheck(value, (PyTypeObject *)gtpy_numpy("ndarray"));
+    if (!field || !is_array || result.ndim == 0)
+        return value;
+    PyObject *storage = reduced_storage(&g, &result, value);
+    Py_DECREF(value);
     return storage;
 }
 
@@ -804,20 +876,31 @@ static bool is_gufunc(PyObject *ufunc)
     return core;
 }
 
-/* A generalized ufunc (np.matmul, ...): its core dims are not fields, so
- * NumPy computes on host views and its result is NumPy's (out= storages
- * are written on the host and returned). */
-static PyObject *gufunc_call(PyObject *ufunc, PyObject *inputs, PyObject *kwargs)
+/* function(*inputs, **kwargs) with NumPy's semantics on host views: for a
+ * generalized ufunc (np.matmul, ...), whose core dims are not fields, and a
+ * reduction of an array that is no storage. Storages among the inputs and
+ * in where= are read, those in out= written on the host; the result is
+ * NumPy's, or the out= storages given. */
+static PyObject *numpy_on_host(PyObject *function, PyObject *inputs, PyObject *kwargs)
 {
     Py_ssize_t n = PyTuple_GET_SIZE(inputs);
     PyObject *args = PyTuple_New(n), *kw = kwargs ? PyDict_Copy(kwargs) : PyDict_New();
-    PyObject *out = kw ? PyDict_GetItemString(kw, "out") : NULL, *views = NULL, *result = NULL;
+    PyObject *out = keyword(kw, NAME_OUT), *where = keyword(kw, NAME_WHERE);
+    PyObject *views = NULL, *result = NULL;
     for (Py_ssize_t i = 0; args && i < n; ++i) {
         PyObject *obj = PyTuple_GET_ITEM(inputs, i);
         PyObject *item = gtpy_is_storage(obj) ? gtpy_storage_ndarray(obj, false) : Py_NewRef(obj);
         if (!item)
             goto done;
         PyTuple_SET_ITEM(args, i, item);
+    }
+    if (where && gtpy_is_storage(where)) {
+        PyObject *view = gtpy_storage_ndarray(where, false);
+        if (!view || PyDict_SetItem(kw, name(NAME_WHERE), view) < 0) {
+            Py_XDECREF(view);
+            goto done;
+        }
+        Py_DECREF(view);
     }
     if (out && PyTuple_Check(out)) {
         if (!(views = PyTuple_New(PyTuple_GET_SIZE(out))))
@@ -829,10 +912,10 @@ static PyObject *gufunc_call(PyObject *ufunc, PyObject *inputs, PyObject *kwargs
                 goto done;
             PyTuple_SET_ITEM(views, i, item);
         }
-        if (PyDict_SetItemString(kw, "out", views) < 0)
+        if (PyDict_SetItem(kw, name(NAME_OUT), views) < 0) /* `out` lives on in kwargs */
             goto done;
     }
-    result = args && kw ? PyObject_Call(ufunc, args, kw) : NULL;
+    result = args && kw ? PyObject_Call(function, args, kw) : NULL;
     if (result && out && PyTuple_Check(out)) { /* the storages given, not their views */
         Py_DECREF(result);
         result = PyTuple_GET_SIZE(out) == 1 ? Py_NewRef(PyTuple_GET_ITEM(out, 0)) : Py_NewRef(out);
@@ -875,12 +958,14 @@ static PyObject *ufunc_reduce(PyObject *ufunc, const char *method, PyObject *arg
     if (PyTuple_GET_SIZE(args) < 3)
         return PyErr_Format(PyExc_TypeError, "%S.%s: takes an array", ufunc, method);
     PyObject *array = PyTuple_GET_ITEM(args, 2);
-    if (!gtpy_is_storage(array))
-        return PyErr_Format(PyExc_TypeError,
-                            "%S.%s: out= may be a storage only where the array is one; "
-                            "pass np.asarray(out)",
-                            ufunc, method);
     PyObject *function = PyObject_GetAttrString(ufunc, method);
+    if (function && !gtpy_is_storage(array)) { /* a storage in out= or where=: NumPy's rules */
+        PyObject *inputs = PyTuple_GetSlice(args, 2, PyTuple_GET_SIZE(args));
+        PyObject *result = inputs ? numpy_on_host(function, inputs, kwargs) : NULL;
+        Py_XDECREF(inputs);
+        Py_DECREF(function);
+        return result;
+    }
     PyObject *kw = function ? keywords_of(r, args, 3, kwargs) : NULL;
     PyObject *result = kw ? reduce_with(array, function, r, kw, false) : NULL;
     Py_XDECREF(kw);
@@ -906,7 +991,7 @@ PyObject *gtpy_storage_array_ufunc(PyObject *self, PyObject *args, PyObject *kwa
     if (any_defers(inputs, kwargs))
         result = Py_NewRef(Py_NotImplemented);
     else if (strcmp(method, "__call__") == 0 && is_gufunc(ufunc))
-        result = gufunc_call(ufunc, inputs, kwargs);
+        result = numpy_on_host(ufunc, inputs, kwargs);
     else if (strcmp(method, "__call__") == 0)
         result = ufunc_call(ufunc, inputs, kwargs);
     else if (strcmp(method, "reduce") == 0 || strcmp(method, "accumulate") == 0)
