@@ -10,7 +10,11 @@
  * so that Python tries its reflected method: NEP 13's rule for binops. */
 static bool opts_out(PyObject *obj)
 {
-    if (gtpy_is_storage(obj))
+    /* the common operands first: a failed lookup on their type would cost
+     * an AttributeError each call */
+    if (gtpy_is_storage(obj) || PyFloat_CheckExact(obj) || PyLong_CheckExact(obj) ||
+        PyComplex_CheckExact(obj) || PyBool_Check(obj) ||
+        Py_TYPE(obj) == (PyTypeObject *)gtpy_numpy("ndarray"))
         return false;
     PyObject *attr = PyObject_GetAttrString((PyObject *)Py_TYPE(obj), "__array_ufunc__");
     PyErr_Clear();
