@@ -881,49 +881,45 @@ static bool is_gufunc(PyObject *ufunc)
  * reduction of an array that is no storage. Storages among the inputs and
  * in where= are read, those in out= written on the host; the result is
  * NumPy's, or the out= storages given. */
+/* A new tuple of `items` with each storage replaced by an ndarray of its
+ * host side, accessed for reading or for a `write`. */
+static PyObject *host_views(PyObject *items, bool write)
+{
+    Py_ssize_t n = PyTuple_GET_SIZE(items);
+    PyObject *views = PyTuple_New(n);
+    for (Py_ssize_t i = 0; views && i < n; ++i) {
+        PyObject *obj = PyTuple_GET_ITEM(items, i);
+        PyObject *view = gtpy_is_storage(obj) ? gtpy_storage_ndarray(obj, write) : Py_NewRef(obj);
+        if (!view)
+            Py_CLEAR(views);
+        else
+            PyTuple_SET_ITEM(views, i, view);
+    }
+    return views;
+}
+
 static PyObject *numpy_on_host(PyObject *function, PyObject *inputs, PyObject *kwargs)
 {
-    Py_ssize_t n = PyTuple_GET_SIZE(inputs);
-    PyObject *args = PyTuple_New(n), *kw = kwargs ? PyDict_Copy(kwargs) : PyDict_New();
+    PyObject *kw = kwargs ? PyDict_Copy(kwargs) : PyDict_New();
     PyObject *out = keyword(kw, NAME_OUT), *where = keyword(kw, NAME_WHERE);
-    PyObject *views = NULL, *result = NULL;
-    for (Py_ssize_t i = 0; args && i < n; ++i) {
-        PyObject *obj = PyTuple_GET_ITEM(inputs, i);
-        PyObject *item = gtpy_is_storage(obj) ? gtpy_storage_ndarray(obj, false) : Py_NewRef(obj);
-        if (!item)
-            goto done;
-        PyTuple_SET_ITEM(args, i, item);
-    }
-    if (where && gtpy_is_storage(where)) {
-        PyObject *view = gtpy_storage_ndarray(where, false);
-        if (!view || PyDict_SetItem(kw, name(NAME_WHERE), view) < 0) {
-            Py_XDECREF(view);
-            goto done;
-        }
-        Py_DECREF(view);
-    }
-    if (out && PyTuple_Check(out)) {
-        if (!(views = PyTuple_New(PyTuple_GET_SIZE(out))))
-            goto done;
-        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(out); ++i) {
-            PyObject *obj = PyTuple_GET_ITEM(out, i);
-            PyObject *item = gtpy_is_storage(obj) ? gtpy_storage_ndarray(obj, true) : Py_NewRef(obj);
-            if (!item)
-                goto done;
-            PyTuple_SET_ITEM(views, i, item);
-        }
-        if (PyDict_SetItem(kw, name(NAME_OUT), views) < 0) /* `out` lives on in kwargs */
-            goto done;
-    }
-    result = args && kw ? PyObject_Call(function, args, kw) : NULL;
-    if (result && out && PyTuple_Check(out)) { /* the storages given, not their views */
+    bool outs = out && PyTuple_Check(out);
+    PyObject *args = kw ? host_views(inputs, false) : NULL;
+    PyObject *where_view = where && gtpy_is_storage(where) ? gtpy_storage_ndarray(where, false)
+                                                           : NULL;
+    PyObject *out_views = outs ? host_views(out, true) : NULL, *result = NULL;
+    /* `out` lives on in kwargs when kw's entry is replaced */
+    if (args && (!where || !gtpy_is_storage(where) ||
+                 (where_view && PyDict_SetItem(kw, name(NAME_WHERE), where_view) == 0)) &&
+        (!outs || (out_views && PyDict_SetItem(kw, name(NAME_OUT), out_views) == 0)))
+        result = PyObject_Call(function, args, kw);
+    if (result && outs) { /* the storages given, not their views */
         Py_DECREF(result);
         result = PyTuple_GET_SIZE(out) == 1 ? Py_NewRef(PyTuple_GET_ITEM(out, 0)) : Py_NewRef(out);
     }
-done:
     Py_XDECREF(args);
+    Py_XDECREF(where_view);
+    Py_XDECREF(out_views);
     Py_XDECREF(kw);
-    Py_XDECREF(views);
     return result;
 }
 
