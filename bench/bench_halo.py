@@ -92,18 +92,23 @@ def ghex_exchanger(part, fields):
     return run, None
 
 
-def timed(comm, run, reps, batches):
-    for _ in range(3):
-        run()
-    means = []
-    for _ in range(batches):
-        comm.Barrier()
-        start = time.perf_counter()
-        for _ in range(reps):
+def timed(comm, methods, reps, batches):
+    """The slowest rank's mean time per call of each method, median over
+    batches. The batches of the methods alternate, so that a change of the
+    machine's load during the run weighs on every method alike."""
+    for run in methods.values():
+        for _ in range(3):
             run()
-        mean = (time.perf_counter() - start) / reps
-        means.append(comm.allreduce(mean, op=MPI.MAX))
-    return statistics.median(means)
+    means = {name: [] for name in methods}
+    for _ in range(batches):
+        for name, run in methods.items():
+            comm.Barrier()
+            start = time.perf_counter()
+            for _ in range(reps):
+                run()
+            mean = (time.perf_counter() - start) / reps
+            means[name].append(comm.allreduce(mean, op=MPI.MAX))
+    return {name: statistics.median(values) for name, values in means.items()}
 
 
 def pack_bandwidth(plan, reps):
@@ -124,7 +129,7 @@ def main():
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--preset", default="gt:cpu_kfirst")
     args = parser.parse_args()
-    reps, batches = (3, 3) if args.quick else (20, 7)
+    reps, batches = (3, 3) if args.quick else (10, 15)
     comm = MPI.COMM_WORLD
     # process grid first, then a global shape giving every rank 128 x 128
     grid = MPI.Compute_dims(comm.size, 2)
@@ -146,9 +151,7 @@ def main():
     ghex_run, ghex_note = ghex_exchanger(part, sets[2])
     if ghex_run:
         methods["GHEX"] = ghex_run
-    results = {}
-    for name, run in methods.items():
-        results[name] = timed(comm, run, reps, batches)
+    results = timed(comm, methods, reps, batches)
     # correctness: every method's halos equal gtstore's
     same = all(np.array_equal(np.asarray(a), np.asarray(b), equal_nan=True)
                for s in sets[1:] if s is not sets[2] or ghex_run for a, b in zip(sets[0], s))

@@ -309,7 +309,7 @@ class HaloExchange:
 
     Made once: the plan (libgtstore), one send and one receive buffer per
     neighbour, and persistent MPI requests on a duplicate communicator.
-    ``start()`` posts the receives, packs and posts the sends; ``wait()``
+    ``start()`` posts the receives, packs and posts each send; ``wait()``
     completes them and unpacks into the halos; compute on the interior may
     run in between. Fields that do not fit the partition, or differ between
     ranks, raise on every rank.
@@ -355,16 +355,18 @@ class HaloExchange:
         return self.plan.neighbors
 
     def start(self):
-        """Posts the receives, packs each message and posts the sends."""
+        """Posts the receives, then packs each message and posts its send at
+        once: a neighbour's receive can complete while the next message is
+        packed."""
         if self._started:
             raise RuntimeError("start: this exchange is already started (call wait first)")
         if self._comm is None:
             raise RuntimeError("start: this exchange is closed")
         Prequest = self._MPI.Prequest
         Prequest.Startall(self._recv_requests)
-        for index, buffer in self._sends:
+        for (index, buffer), request in zip(self._sends, self._send_requests):
             self.plan.pack(index, buffer)
-        Prequest.Startall(self._send_requests)
+            request.Start()
         self._started = True
 
     def wait(self):
