@@ -418,6 +418,146 @@ def test_two_outputs():
     np.testing.assert_array_equal(np.asarray(m) * 2.0 ** np.asarray(e), np.asarray(a))
 
 
+# ---- on a GPU: the engine (NumPy over the emulated device's memory) -------------------------
+
+DEVICE_KINDS = {None: "GPUStorage", "gt4py": "SoftwareManagedGPUStorage",
+                "cuda": "CudaManagedGPUStorage"}
+
+
+class emulated_gpu:
+    """The emulated device plays the GPU (a context manager: hypothesis
+    tests take no function-scoped fixtures)."""
+
+    def __enter__(self):
+        gts.use_gpu("emulated")
+
+    def __exit__(self, *exc):
+        gts.use_gpu(None)
+
+
+def to_device(operands, managed):
+    """The storages among `operands` copied to the GPU, as storages of one
+    managed kind (a software-managed one holds its values on the device,
+    so the device computes)."""
+    return [gts.storage(x, device="gpu", managed=managed) if isinstance(x, gts.Storage) else x
+            for x in operands]
+
+
+def on_host(result):
+    return np.asarray(gts.storage(result, device="cpu"))
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_ufunc_call_on_the_device_like_numpy(family, data):
+    """The engine's path: device views with the result's strides (0 where
+    they broadcast), arrays and host values copied to the device, an
+    output of the inputs' storage type with seed 001's dims."""
+    ufunc, ours, theirs, storages, rdims, rshape = data.draw(call_case(family), label="case")
+    managed = data.draw(st.sampled_from(list(DEVICE_KINDS)), label="managed")
+    with emulated_gpu():
+        operands = to_device(ours, managed)
+        expected, error = numpy_result(lambda: ufunc(*theirs))
+        if error is not None:
+            with pytest.raises(type(error)), np.errstate(all="ignore"):
+                ufunc(*operands)
+            return
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            result = ufunc(*operands)
+        assert type(result).__name__ == DEVICE_KINDS[managed] and result.dims == rdims
+        expected = np.broadcast_to(np.asarray(expected), rshape)
+        assert_values(on_host(result), np.ascontiguousarray(expected), exact=family in EXACT)
+
+
+@pytest.mark.parametrize("family", ["arithmetic", "math", "comparison"])
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_out_and_where_on_the_device_like_numpy(family, data):
+    """out= on the device or in host memory, with where=: the engine
+    computes whole, then copies where the mask holds; elsewhere out keeps
+    its values."""
+    ufunc, ours, theirs, storages, rdims, rshape = data.draw(call_case(family), label="case")
+    expected, error = numpy_result(lambda: ufunc(*theirs))
+    if error is not None or any(isinstance(x, np.ndarray) for x in ours):
+        return
+    expected = np.broadcast_to(np.asarray(expected), rshape)
+    mask = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1))).random(rshape) < 0.5
+    out_on = data.draw(st.sampled_from(["device", "host storage", "ndarray"]), label="out")
+    with emulated_gpu():
+        operands = to_device(ours, None)
+        if out_on == "ndarray":
+            out = np.full(rshape, 7, expected.dtype)
+        else:
+            out = gts.full(rshape, 7, expected.dtype, dims=rdims,
+                           device="gpu" if out_on == "device" else "cpu",
+                           managed=None if out_on == "device" else "gt4py")
+        with np.errstate(all="ignore"):
+            assert ufunc(*operands, out=out, where=gts.storage(mask, dims=rdims)) is out
+        got = np.asarray(out) if out_on == "ndarray" else on_host(out)
+    want = np.where(mask, expected, np.asarray(7).astype(expected.dtype))
+    assert_values(got, want, exact=family != "math")
+
+
+def test_device_compute_into_host_outputs():
+    """Inputs on the device, outputs in host memory: the device computes,
+    the outputs receive the result; the output keeps its type."""
+    with emulated_gpu():
+        g = gts.full((4, 5), 1.5, device="gpu", managed=None, dims="IJ")
+        h = gts.zeros((4, 5), dims="IJ")
+        assert np.add(g, g, out=h) is h and type(h) is gts.CPUStorage
+        np.testing.assert_array_equal(np.asarray(h), 3.0)
+        a = np.zeros((4, 5))
+        assert np.multiply(g, 2, out=a) is a
+        np.testing.assert_array_equal(a, 3.0)
+        q, r = np.divmod(g, 1.0, out=(gts.zeros((4, 5), dims="IJ"), None))
+        assert type(q) is gts.CPUStorage and type(r) is gts.GPUStorage
+        np.testing.assert_array_equal(np.asarray(q), 1.0)
+        np.testing.assert_array_equal(r.to_ndarray(), 0.5)
+
+
+def test_device_assignment_both_ways():
+    """s[...] = value by dims between host and device memory."""
+    with emulated_gpu():
+        g = gts.zeros((4, 5), device="gpu", managed=None, dims="IJ")
+        g[...] = gts.storage(np.arange(5.0), dims="J")  # host value, device target
+        np.testing.assert_array_equal(g.to_ndarray(), np.broadcast_to(np.arange(5.0), (4, 5)))
+        g[1:3] = np.float32(-1)
+        h = gts.zeros((5, 4), dims="JI")
+        h[...] = g  # device value, host target: by dims, transposed
+        np.testing.assert_array_equal(np.asarray(h), g.to_ndarray().T)
+
+
+def test_device_operands_of_other_shapes():
+    with emulated_gpu():
+        z = gts.zeros((0, 5), device="gpu", managed=None)
+        assert (z + 1).shape == (0, 5)
+        g = gts.full((3,), 2.0, device="gpu", managed=None, dims="K")
+        g += 1  # in place on device memory
+        np.testing.assert_array_equal(g.to_ndarray(), 3.0)
+        assert float(np.add.reduce(g)) == 9.0
+
+
+def test_cuda_array_without_cuda_is_refused():
+    """An operand that says it is CUDA memory cannot join storages on the
+    emulated device: a TypeError, and its address (0 here) is never read."""
+
+    class CudaArray:
+        __cuda_array_interface__ = {"shape": (4, 5), "typestr": "<f8", "data": (0, False),
+                                    "version": 3}
+        shape, dtype = (4, 5), np.dtype("f8")
+
+    with emulated_gpu():
+        g = gts.full((4, 5), 1.0, device="gpu", managed=None)
+        with pytest.raises(TypeError, match="CUDA array, but the storages' GPU is the emulated"):
+            g + CudaArray()
+        with pytest.raises(TypeError, match="CUDA array"):
+            np.add(CudaArray(), 1.0, out=g)
+        with pytest.raises(TypeError, match="CUDA array"):
+            g[...] = CudaArray()
+
+
 # ---- output parameters, case by case --------------------------------------------------------
 
 

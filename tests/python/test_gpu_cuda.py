@@ -100,3 +100,56 @@ def test_arrays_gpu_presets_give_cupy_arrays():
     assert isinstance(a, cupy.ndarray)
     assert a.strides == ga.plan((5, 4, 3), backend="gt:gpu", aligned_index=(1, 1, 0)).strides
     assert float(a.sum()) == 120.0
+
+
+# ---- computing with storages: CuPy is the engine (docs/storage.md) ----------------------------
+
+
+@pytest.mark.parametrize("managed, kind", [
+    ("gt4py", gtstore.SoftwareManagedGPUStorage),
+    (None, gtstore.GPUStorage),
+    ("cuda", gtstore.CudaManagedGPUStorage),
+])
+def test_cupy_computes_by_dims(managed, kind):
+    ij = gtstore.full((4, 5), 1.5, device="gpu", managed=managed, dims="IJ",
+                      halo=((1, 1), (0, 0)))
+    ij.to_cupy()  # the device side is current (a software-managed one computes there)
+    k = gtstore.storage(np.arange(3.0), dims="K", device="gpu", managed=managed)
+    r = ij * 2 + k  # IJ + K: an IJK storage, on the device
+    assert type(r) is kind and r.dims == ("I", "J", "K") and r.shape == (4, 5, 3)
+    np.testing.assert_array_equal(on_host(r.to_cupy()),
+                                  np.broadcast_to(3.0 + np.arange(3.0), (4, 5, 3)))
+    np.sqrt(r, out=r)  # in place
+    np.testing.assert_allclose(on_host(r.to_cupy()),
+                               np.sqrt(np.broadcast_to(3.0 + np.arange(3.0), (4, 5, 3))))
+
+
+def test_cupy_with_host_operands_outputs_and_where():
+    import cupy
+
+    g = gtstore.full((4, 5), 1.5, device="gpu", managed=None, dims="IJ")
+    h = gtstore.zeros((4, 5), dims="IJ")  # a host output: the result is copied to it
+    assert np.add(g, np.arange(5.0), out=h) is h
+    np.testing.assert_array_equal(np.asarray(h), 1.5 + np.broadcast_to(np.arange(5.0), (4, 5)))
+    out = gtstore.full((4, 5), 7.0, device="gpu", managed=None, dims="IJ")
+    mask = gtstore.storage(np.array([True, False, True, False, True]), dims="J")
+    np.add(g, cupy.ones((4, 5)), out=out, where=mask)  # a CuPy array operand, where=
+    expected = np.where(np.array([True, False, True, False, True]), 2.5, 7.0)
+    np.testing.assert_array_equal(on_host(out.to_cupy()), np.broadcast_to(expected, (4, 5)))
+    with pytest.raises(TypeError, match="not supported on a CUDA GPU"):
+        np.add(g, g, order="F")
+
+
+def test_cupy_reductions_and_assignment():
+    g = gtstore.storage(np.arange(20.0).reshape(4, 5), dims="IJ", device="gpu", managed=None)
+    column = g.sum(axis=0)
+    assert type(column) is gtstore.GPUStorage and column.dims == ("J",)
+    np.testing.assert_array_equal(on_host(column.to_cupy()), np.arange(20.0).reshape(4, 5).sum(0))
+    assert float(g.max()) == 19.0
+    t = gtstore.zeros((5, 4), dims="JI", device="gpu", managed=None)
+    t[...] = g  # by dims, on the device
+    np.testing.assert_array_equal(on_host(t.to_cupy()), np.arange(20.0).reshape(4, 5).T)
+    import cupy
+
+    t[1:3] = cupy.arange(4.0)  # a CuPy value, by position, broadcast
+    np.testing.assert_array_equal(on_host(t.to_cupy())[1:3], np.broadcast_to(np.arange(4.0), (2, 4)))

@@ -1,6 +1,7 @@
 /* Indexing a Storage: basic keys (ints, slices, None, Ellipsis) give views
  * made with libgtstore's view operations; advanced keys and every
  * assignment go to NumPy on an ndarray view. */
+#include "engine.h"
 #include "storage_object.h"
 #include "ufunc.h"
 
@@ -231,10 +232,13 @@ static int assign_through_host(PyObject *self, PyObject *key, PyObject *value)
 }
 
 /* A storage value whose dims differ from the selection's is assigned by
- * dims (seed 001), not by position: 1 when done, 0 when it does not apply. */
+ * dims (seed 001), not by position; so is another library's CUDA array,
+ * which only the GPU's engine can read (seed 001's rules for arrays
+ * without dims). 1 when done, 0 when it does not apply. */
 static int assign_by_dims(PyObject *self, PyObject *key, PyObject *value)
 {
-    if (!gtpy_is_storage(value))
+    bool cuda_array = gtpy_is_cuda_array(value);
+    if (!gtpy_is_storage(value) && !cuda_array)
         return 0;
     gts_storage view, source;
     key_result kind = apply_key(self, key, &view);
@@ -242,10 +246,12 @@ static int assign_by_dims(PyObject *self, PyObject *key, PyObject *value)
         return -1;
     if (kind == KEY_ADVANCED)
         return 0;
-    gtpy_storage_load(value, &source);
-    bool same = kind == KEY_SCALAR ||
-                (source.ndim == view.ndim &&
-                 memcmp(source.dims, view.dims, (size_t)view.ndim * sizeof *view.dims) == 0);
+    if (!cuda_array)
+        gtpy_storage_load(value, &source);
+    bool same = !cuda_array &&
+                (kind == KEY_SCALAR ||
+                 (source.ndim == view.ndim &&
+                  memcmp(source.dims, view.dims, (size_t)view.ndim * sizeof *view.dims) == 0));
     if (same) {
         gts_storage_release(&view);
         return 0;

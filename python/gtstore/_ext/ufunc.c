@@ -8,13 +8,17 @@
  *
  * The compute device (seed 001, "Mixing Devices"): the device when an
  * input is a GPU array (a storage without host side, a software-managed
- * storage whose host side was not written last, managed memory) or an
- * output has no host side, else the host. On the emulated device NumPy
- * computes on the device's memory, as a kernel there would; CUDA is not
- * done yet (NotImplementedError). Every operand's side is synced before it
- * is read and marked after it is written (gtstore/sync.h). */
+ * storage whose host side was not written last, managed memory, another
+ * library's CUDA array) or an output has no host side, else the host. On
+ * the device the engine computes (engine.h: CuPy on CUDA, NumPy over the
+ * emulated device's memory): storages there are viewed in place, other
+ * inputs are copied to the device, outputs in host memory receive the
+ * result after, and where= selects with the engine's copyto. Every
+ * operand's side is synced before it is read and marked after it is
+ * written (gtstore/sync.h). */
 #include "ufunc.h"
 
+#include "engine.h"
 #include "storage_object.h"
 
 #include "gtstore/broadcast.h"
@@ -33,7 +37,9 @@ typedef struct call {
     PyObject *objs[MAX_OPS];   /* borrowed: the operands as given; outputs NULL if absent */
     PyObject *arrays[MAX_OPS]; /* new: np.asarray of array-likes (NULL for others) */
     PyObject *made[MAX_OPS];   /* new: the outputs this call allocated */
-    PyObject *views[MAX_OPS];  /* new: what NumPy computes on */
+    PyObject *views[MAX_OPS];  /* new: what NumPy (or the engine) computes on */
+    PyObject *host_outs[MAX_OPS]; /* new: on the device, host outputs to copy the result to */
+    gtpy_engine engine;           /* on the device */
     gts_storage storages[MAX_OPS];
     gts_operand operands[MAX_OPS];
     int64_t shapes[MAX_OPS][GTS_MAX_NDIM];
@@ -68,15 +74,16 @@ static bool is_scalar(PyObject *obj)
            PyObject_TypeCheck(obj, (PyTypeObject *)gtpy_numpy("generic"));
 }
 
-/* An operand other than a storage: a scalar as it is, anything else as an
- * ndarray (its shape into `shape`). */
+/* An operand other than a storage: a scalar as it is, another library's
+ * CUDA array as it is, anything else as an ndarray (its shape into
+ * `shape`). */
 static int load_other(call *c, int k, PyObject *obj)
 {
     c->operands[k] = (gts_operand){NULL, 0, NULL};
     if (is_scalar(obj))
         return 0;
-    PyObject *asarray = gtpy_numpy_asarray();
-    PyObject *array = asarray ? PyObject_CallOneArg(asarray, obj) : NULL;
+    PyObject *asarray = gtpy_is_cuda_array(obj) ? NULL : gtpy_numpy_asarray();
+    PyObject *array = asarray ? PyObject_CallOneArg(asarray, obj) : Py_NewRef(obj);
     PyObject *shape = array ? PyObject_GetAttrString(array, "shape") : NULL;
     int ndim = 0;
     int rc = shape ? gtpy_shape(shape, "operand", &ndim, c->shapes[k]) : -1;
@@ -111,69 +118,66 @@ static bool gpu_array(const gts_storage *g)
            gts_buffer_sync_state(g->buffer) != GTS_SYNC_HOST_DIRTY;
 }
 
-static int choose_device(call *c)
+/* The GPU of the call and its engine. Another library's CUDA array needs
+ * a CUDA GPU: with the emulated device playing the GPU it cannot join. */
+static int use_device(call *c, bool cuda_input)
 {
-    c->on_device = false;
-    for (int k = 0; k < c->nops + c->nout; ++k) {
-        if (!c->objs[k] || !gtpy_is_storage(c->objs[k]))
-            continue;
-        const gts_storage *g = &c->storages[k];
-        bool input = k < c->nops;
-        c->on_device = c->on_device || (input ? gpu_array(g) : !gtpy_has_host_side(g->buffer));
-    }
-    if (!c->on_device)
-        return 0;
     const gts_device_ops *gpu;
     gts_error err;
     if (gts_device_gpu(&gpu, &err) != 0)
         return gtpy_raise(&err);
-    if (gpu != gts_device_emulated()) {
-        PyErr_Format(PyExc_NotImplementedError,
-                     "%S: computing on the %s GPU is not implemented yet; copy the storages to "
-                     "the host (gtstore.storage(s, device='cpu'))",
+    if (cuda_input && gpu->id.type != GTS_DL_CUDA) {
+        PyErr_Format(PyExc_TypeError,
+                     "%S: an operand is a CUDA array, but the storages' GPU is the %s device",
                      c->ufunc, gpu->name);
         return -1;
     }
-    return 0;
+    return gtpy_engine_get(gpu, &c->engine);
 }
 
-/* The address of element 0 of `g` on the compute side, synced there first
- * and, for an output, marked written. */
-static int element0(const call *c, const gts_storage *g, bool write, char **out)
+static int choose_device(call *c)
 {
-    gts_error err;
-    const gts_device_ops *device = gts_buffer_device(g->buffer);
-    if (!c->on_device || device->host_accessible) {
-        if (gtpy_storage_host_access(g, write) < 0)
-            return -1;
-        *out = gts_storage_data(g);
-        return 0;
+    bool cuda_input = false;
+    c->on_device = false;
+    for (int k = 0; k < c->nops + c->nout; ++k) {
+        if (!c->objs[k])
+            continue;
+        bool input = k < c->nops;
+        if (!gtpy_is_storage(c->objs[k])) {
+            cuda_input = cuda_input || (c->arrays[k] && gtpy_is_cuda_array(c->arrays[k]));
+            continue;
+        }
+        const gts_storage *g = &c->storages[k];
+        c->on_device = c->on_device || (input ? gpu_array(g) : !gtpy_has_host_side(g->buffer));
     }
-    int rc = write && !g->readonly
-                 ? gts_buffer_prepare_write(g->buffer, GTS_SIDE_DEVICE, NULL, &err)
-                 : gts_buffer_sync(g->buffer, GTS_SIDE_DEVICE, false, NULL, &err);
-    if (rc)
-        return gtpy_raise(&err);
-    char *base = gts_device_emulated_host_address(gts_buffer_data(g->buffer));
-    *out = base ? base + g->offset : NULL;
-    return 0;
+    c->on_device = c->on_device || cuda_input;
+    return c->on_device ? use_device(c, cuda_input) : 0;
 }
 
-/* An ndarray over `g` with the result's shape: operand k's axes along the
- * result's dims, stride 0 where it broadcasts. */
-static PyObject *storage_view(const call *c, int k, bool write)
+/* Operand k's shape and strides along the result's dims (stride 0 where
+ * it broadcasts). */
+static void result_strides(const call *c, int k, Py_ssize_t *shape, Py_ssize_t *strides)
 {
     const gts_storage *g = &c->storages[k];
     const gts_broadcast *r = &c->result;
-    Py_ssize_t shape[GTS_MAX_NDIM], strides[GTS_MAX_NDIM];
     for (int p = 0; p < r->ndim; ++p) {
         int a = r->axis[k][p];
         shape[p] = (Py_ssize_t)r->shape[p];
         strides[p] = a >= 0 ? (Py_ssize_t)g->strides[a] : 0;
     }
-    char *data = NULL;
-    if (element0(c, g, write, &data) < 0)
+}
+
+/* An ndarray over the host side of `g` with the result's shape (after host
+ * access: synced, and for an output marked written). */
+static PyObject *storage_view(const call *c, int k, bool write)
+{
+    const gts_storage *g = &c->storages[k];
+    const gts_broadcast *r = &c->result;
+    Py_ssize_t shape[GTS_MAX_NDIM], strides[GTS_MAX_NDIM];
+    result_strides(c, k, shape, strides);
+    if (gtpy_storage_host_access(g, write) < 0)
         return NULL;
+    char *data = gts_storage_data(g);
     if (!gtpy_numpy_capi()) {
         PyErr_SetString(PyExc_RuntimeError,
                         "ufuncs on storages need NumPy's C API, which is unavailable here "
@@ -226,6 +230,47 @@ static PyObject *operand_view(const call *c, int k)
     if (c->arrays[k])
         return array_view(c, k);
     return Py_NewRef(c->objs[k]); /* a scalar */
+}
+
+/* An array of the engine over `g`'s device side in place, with the
+ * result's shape: synced there first and, for a `write`, marked written. */
+static PyObject *device_storage_view(const call *c, int k, bool write)
+{
+    const gts_storage *g = &c->storages[k];
+    gts_error err;
+    int rc = write && !g->readonly
+                 ? gts_buffer_prepare_write(g->buffer, GTS_SIDE_DEVICE, NULL, &err)
+                 : gts_buffer_sync(g->buffer, GTS_SIDE_DEVICE, false, NULL, &err);
+    if (rc)
+        return gtpy_raise_null(&err);
+    char *base = gts_buffer_data(g->buffer);
+    if (gts_buffer_device(g->buffer) == gts_device_emulated())
+        base = gts_device_emulated_host_address(base);
+    Py_ssize_t shape[GTS_MAX_NDIM], strides[GTS_MAX_NDIM];
+    result_strides(c, k, shape, strides);
+    return gtpy_engine_view(&c->engine, base ? base + g->offset : NULL, g->dtype, c->result.ndim,
+                            shape, strides, !write || g->readonly, c->objs[k]);
+}
+
+/* Operand k as the engine computes on it: storages the engine reaches in
+ * place; inputs elsewhere copied to the device; outputs elsewhere as a
+ * device copy (its values kept for where=) whose result goes to the host
+ * view after the call (host_outs). */
+static int device_operand_view(call *c, int k)
+{
+    bool output = k >= c->nops;
+    const gts_storage *g = c->operands[k].storage;
+    if (g && gtpy_engine_reaches(&c->engine, gts_buffer_device(g->buffer)))
+        c->views[k] = device_storage_view(c, k, output);
+    else if (!g && !c->arrays[k])
+        c->views[k] = Py_NewRef(c->objs[k]); /* a scalar */
+    else if (!output) {
+        PyObject *host = operand_view(c, k);
+        c->views[k] = host ? gtpy_engine_asarray(&c->engine, host) : NULL;
+        Py_XDECREF(host);
+    } else if ((c->host_outs[k] = operand_view(c, k)))
+        c->views[k] = gtpy_engine_copy(&c->engine, c->host_outs[k]);
+    return c->views[k] ? 0 : -1;
 }
 
 /* ---- output dtypes ---------------------------------------------------------------------- */
@@ -386,6 +431,7 @@ static void call_init(call *c, PyObject *ufunc)
     memset(c->arrays, 0, sizeof c->arrays);
     memset(c->made, 0, sizeof c->made);
     memset(c->views, 0, sizeof c->views);
+    memset(c->host_outs, 0, sizeof c->host_outs);
     c->ufunc = ufunc;
     c->kwargs = NULL;
     c->nin = c->nout = c->nops = 0;
@@ -398,6 +444,7 @@ static void call_release(call *c)
         Py_CLEAR(c->arrays[k]);
         Py_CLEAR(c->made[k]);
         Py_CLEAR(c->views[k]);
+        Py_CLEAR(c->host_outs[k]);
     }
     Py_CLEAR(c->kwargs);
 }
@@ -406,7 +453,7 @@ static void call_release(call *c)
 static bool defers(PyObject *obj)
 {
     if (!obj || gtpy_is_storage(obj) || is_scalar(obj) || PyList_Check(obj) ||
-        PyTuple_Check(obj))
+        PyTuple_Check(obj) || gtpy_is_cuda_array(obj)) /* a CUDA array: an operand on the GPU */
         return false;
     PyObject *ndarray_ufunc = PyObject_GetAttr(gtpy_numpy("ndarray"), name(NAME_UFUNC));
     PyObject *own = PyObject_GetAttr((PyObject *)Py_TYPE(obj), name(NAME_UFUNC));
@@ -529,31 +576,104 @@ static int call_allocate(call *c)
     return rc;
 }
 
-/* ufunc(*views, out=views, where=view, **kwargs): NumPy computes. */
-static int call_run(call *c)
+/* function(*views, out=views[, where=view], **kwargs), or for an
+ * assignment (one input, the value; one output, the target)
+ * function(target, value, **kwargs): NumPy's copyto or the engine's. */
+static int invoke(call *c, PyObject *function, bool with_where, bool assign)
 {
-    for (int k = 0; k < c->nops + c->nout; ++k)
-        if (!(c->views[k] = operand_view(c, k)))
-            return -1;
-    PyObject *args = PyTuple_New(c->nin);
-    PyObject *outs = PyTuple_New(c->nout);
-    if (!args || !outs) {
+    int n = assign ? 2 : c->nin;
+    PyObject *args = PyTuple_New(n);
+    PyObject *outs = assign ? NULL : PyTuple_New(c->nout);
+    if (!args || (!assign && !outs)) {
         Py_XDECREF(args);
         Py_XDECREF(outs);
         return -1;
     }
-    for (int k = 0; k < c->nin; ++k)
+    if (assign) {
+        PyTuple_SET_ITEM(args, 0, Py_NewRef(c->views[1]));
+        PyTuple_SET_ITEM(args, 1, Py_NewRef(c->views[0]));
+    }
+    for (int k = 0; !assign && k < c->nin; ++k)
         PyTuple_SET_ITEM(args, k, Py_NewRef(c->views[k]));
-    for (int i = 0; i < c->nout; ++i)
+    for (int i = 0; !assign && i < c->nout; ++i)
         PyTuple_SET_ITEM(outs, i, Py_NewRef(c->views[c->nops + i]));
-    int rc = PyDict_SetItem(c->kwargs, name(NAME_OUT), outs);
-    if (rc == 0 && c->has_where)
+    int rc = assign ? 0 : PyDict_SetItem(c->kwargs, name(NAME_OUT), outs);
+    if (rc == 0 && with_where)
         rc = PyDict_SetItem(c->kwargs, name(NAME_WHERE), c->views[c->nin]);
-    PyObject *result = rc == 0 ? PyObject_Call(c->ufunc, args, c->kwargs) : NULL;
+    PyObject *result = rc == 0 ? PyObject_Call(function, args, c->kwargs) : NULL;
     Py_DECREF(args);
-    Py_DECREF(outs);
+    Py_XDECREF(outs);
     Py_XDECREF(result);
     return result ? 0 : -1;
+}
+
+/* On the host: NumPy computes on views of the operands' memory. */
+static int run_on_host(call *c, bool assign)
+{
+    for (int k = 0; k < c->nops + c->nout; ++k)
+        if (!(c->views[k] = operand_view(c, k)))
+            return -1;
+    return invoke(c, c->ufunc, c->has_where, assign);
+}
+
+/* where= on the device: each output computed whole into a new array, then
+ * copied where the mask holds (CuPy's ufuncs take no where=). */
+static int invoke_where(call *c, PyObject *function)
+{
+    PyObject *targets[MAX_OPS / 2] = {NULL};
+    int rc = 0;
+    for (int i = 0; rc == 0 && i < c->nout; ++i) {
+        PyObject *temporary = gtpy_engine_empty_like(&c->engine, c->views[c->nops + i]);
+        if (!temporary)
+            rc = -1;
+        else
+            targets[i] = c->views[c->nops + i], c->views[c->nops + i] = temporary;
+    }
+    rc = rc == 0 ? invoke(c, function, false, false) : rc;
+    PyObject *copyto = rc == 0 ? gtpy_engine_function(&c->engine, gtpy_numpy("copyto")) : NULL;
+    PyObject *mask = copyto ? PyDict_New() : NULL;
+    rc = mask && PyDict_SetItem(mask, name(NAME_WHERE), c->views[c->nin]) == 0 ? rc : -1;
+    for (int i = 0; rc == 0 && i < c->nout; ++i) {
+        PyObject *args = PyTuple_Pack(2, targets[i], c->views[c->nops + i]);
+        PyObject *done = args ? PyObject_Call(copyto, args, mask) : NULL;
+        rc = done ? 0 : -1;
+        Py_XDECREF(done);
+        Py_XDECREF(args);
+    }
+    Py_XDECREF(mask);
+    Py_XDECREF(copyto);
+    for (int i = 0; i < c->nout; ++i) /* the views again the outputs' */
+        if (targets[i])
+            Py_SETREF(c->views[c->nops + i], targets[i]);
+    return rc;
+}
+
+/* On the device: the engine computes (its function of the ufunc's name),
+ * then the outputs in host memory receive the result. */
+static int run_on_device(call *c, bool assign)
+{
+    for (int k = 0; k < c->nops + c->nout; ++k)
+        if (device_operand_view(c, k) < 0)
+            return -1;
+    PyObject *function = gtpy_engine_function(&c->engine, c->ufunc);
+    int rc = function && (assign || gtpy_engine_check_keywords(&c->engine, c->ufunc,
+                                                               c->kwargs) == 0)
+                 ? 0
+                 : -1;
+    if (rc == 0)
+        rc = c->has_where ? invoke_where(c, function) : invoke(c, function, false, assign);
+    Py_XDECREF(function);
+    if (gtpy_engine_finish(&c->engine) < 0)
+        rc = -1;
+    for (int k = c->nops; rc == 0 && k < c->nops + c->nout; ++k)
+        if (c->host_outs[k])
+            rc = gtpy_engine_to_host(&c->engine, c->host_outs[k], c->views[k]);
+    return rc;
+}
+
+static int call_run(call *c, bool assign)
+{
+    return c->on_device ? run_on_device(c, assign) : run_on_host(c, assign);
 }
 
 /* The outputs: one object, or a tuple of them. */
@@ -568,7 +688,7 @@ static PyObject *call_outputs(const call *c)
 }
 
 /* target[...] = value by dims: the same steps as a ufunc with out=target,
- * with np.copyto (NumPy's assignment casting) as the operation. */
+ * with copyto (NumPy's assignment casting) as the operation. */
 int gtpy_storage_assign_by_dims(PyObject *target, PyObject *value)
 {
     call c;
@@ -577,18 +697,11 @@ int gtpy_storage_assign_by_dims(PyObject *target, PyObject *value)
     c.kwargs = Py_BuildValue("{s:s}", "casting", "unsafe");
     int rc = c.ufunc && c.kwargs && load_operand(&c, 0, value) == 0 &&
                      load_operand(&c, 1, target) == 0 && choose_device(&c) == 0 &&
-                     call_broadcast(&c) == 0
+                     call_broadcast(&c) == 0 && call_run(&c, true) == 0
                  ? 0
                  : -1;
-    for (int k = 0; rc == 0 && k < 2; ++k)
-        if (!(c.views[k] = operand_view(&c, k)))
-            rc = -1;
-    PyObject *args = rc == 0 ? PyTuple_Pack(2, c.views[1], c.views[0]) : NULL;
-    PyObject *done = args ? PyObject_Call(c.ufunc, args, c.kwargs) : NULL;
-    Py_XDECREF(args);
     call_release(&c);
-    Py_XDECREF(done);
-    return done ? 0 : -1;
+    return rc;
 }
 
 static PyObject *ufunc_call(PyObject *ufunc, PyObject *inputs, PyObject *kwargs)
@@ -596,7 +709,7 @@ static PyObject *ufunc_call(PyObject *ufunc, PyObject *inputs, PyObject *kwargs)
     call c;
     PyObject *result = NULL;
     if (call_load(&c, ufunc, inputs, kwargs) == 0 && choose_device(&c) == 0 &&
-        call_broadcast(&c) == 0 && call_allocate(&c) == 0 && call_run(&c) == 0)
+        call_broadcast(&c) == 0 && call_allocate(&c) == 0 && call_run(&c, false) == 0)
         result = call_outputs(&c);
     call_release(&c);
     return result;
@@ -830,7 +943,8 @@ static PyObject *reduce_with(PyObject *self, PyObject *function, const reduction
     }
     Py_XDECREF(out);
     bool field = r->name[0] != 'a' || r->name[1] != 'r'; /* argmin, argmax: indices */
-    bool is_array = PyObject_TypeCheck(value, (PyTypeObject *)gtpy_numpy("ndarray"));
+    bool is_array = PyObject_TypeCheck(value, (PyTypeObject *)gtpy_numpy("ndarray")) ||
+                    gtpy_is_cuda_array(value); /* CuPy's, of a GPUStorage */
     if (!field || !is_array || result.ndim == 0)
         return value;
     PyObject *storage = reduced_storage(&g, &result, value);
