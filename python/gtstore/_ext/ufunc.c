@@ -800,11 +800,32 @@ static int reduced_axes(const gts_storage *g, PyObject *axis, bool default_all, 
     return rc;
 }
 
-/* A storage holding NumPy's result `array` of a reduction of `g`, of the
- * dims `result` gives (gts_broadcast_reduce) and the parameters
- * gtstore/broadcast.h infers from `g`. */
+/* The dtype of `function`'s result for the keywords `kw` (only dtype=
+ * matters) on elements of `g`'s dtype: NumPy's answer for one element. */
+static PyObject *reduction_dtype(PyObject *function, PyObject *kw, const gts_storage *g)
+{
+    PyObject *dtype = gtpy_dtype_object(g->dtype);
+    PyObject *probe = dtype ? PyObject_CallFunction(gtpy_numpy("zeros"), "iO", 1, dtype) : NULL;
+    PyObject *probe_kw = probe ? Py_BuildValue("{s:i}", "axis", 0) : NULL;
+    PyObject *wanted = PyDict_GetItemString(kw, "dtype");
+    PyObject *args = probe_kw && (!wanted || PyDict_SetItemString(probe_kw, "dtype", wanted) == 0)
+                         ? PyTuple_Pack(1, probe)
+                         : NULL;
+    PyObject *value = args ? PyObject_Call(function, args, probe_kw) : NULL;
+    PyObject *result = value ? PyObject_GetAttrString(value, "dtype") : NULL;
+    Py_XDECREF(value);
+    Py_XDECREF(args);
+    Py_XDECREF(probe_kw);
+    Py_XDECREF(probe);
+    Py_XDECREF(dtype);
+    return result;
+}
+
+/* A new storage for the result of a reduction of `g`, of the dims `result`
+ * gives (gts_broadcast_reduce), the parameters gtstore/broadcast.h infers
+ * from `g` and the dtype `dtype_obj`. */
 static PyObject *reduced_storage(const gts_storage *g, const gts_broadcast *result,
-                                 PyObject *array)
+                                 PyObject *dtype_obj)
 {
     gts_storage_spec spec;
     gts_storage out;
@@ -812,10 +833,7 @@ static PyObject *reduced_storage(const gts_storage *g, const gts_broadcast *resu
     gtpy_dtype dtype;
     gts_operand operand = {g, 0, NULL};
     const gts_device_ops *device = gts_buffer_device(g->buffer);
-    PyObject *dtype_obj = PyObject_GetAttrString(array, "dtype");
-    int rc = dtype_obj ? gtpy_dtype_parse(dtype_obj, &dtype) : -1;
-    Py_XDECREF(dtype_obj);
-    if (rc < 0)
+    if (gtpy_dtype_parse(dtype_obj, &dtype) < 0)
         return NULL;
     if (gts_broadcast_output_spec(1, &operand, result, dtype.base,
                                   device == gts_device_host() ? GTS_DEVICE_CPU : GTS_DEVICE_GPU,
@@ -824,16 +842,32 @@ static PyObject *reduced_storage(const gts_storage *g, const gts_broadcast *resu
     spec.managed = managed_mode(g->buffer);
     if (gts_storage_create_in_place(&spec, 0, &out, &err) != 0)
         return gtpy_raise_null(&err);
-    PyObject *storage = gtpy_storage_new(&out, NULL, NULL);
-    if (storage && PyObject_SetItem(storage, Py_Ellipsis, array) < 0)
+    return gtpy_storage_new(&out, NULL, NULL);
+}
+
+/* function(view, **kw) writing straight into a new storage of the result
+ * (no temporary): its memory on the side the reduction reads, as out=. */
+static PyObject *reduce_into_storage(const gts_storage *g, const gts_broadcast *result,
+                                     PyObject *function, PyObject *view, PyObject *kw)
+{
+    PyObject *dtype = reduction_dtype(function, kw, g);
+    PyObject *storage = dtype ? reduced_storage(g, result, dtype) : NULL;
+    Py_XDECREF(dtype);
+    PyObject *target = !storage                           ? NULL
+                       : gtpy_has_host_side(g->buffer) ? gtpy_storage_ndarray(storage, true)
+                                                        : gtpy_storage_to_ndarray(storage, NULL);
+    PyObject *args = target && PyDict_SetItemString(kw, "out", target) == 0
+                         ? PyTuple_Pack(1, view)
+                         : NULL;
+    PyObject *value = args ? PyObject_Call(function, args, kw) : NULL;
+    Py_XDECREF(args);
+    Py_XDECREF(target);
+    if (!value)
         Py_CLEAR(storage);
+    Py_XDECREF(value);
     return storage;
 }
 
-/* numpy_function(host view of self, **keywords): a reduction along axes of
- * a storage. Its result is a storage of the remaining dims, or NumPy's
- * result where none remain or no field results (argmin, argmax). out= may
- * be a storage (written on the host) or an ndarray. */
 /* out= of a reduction, a storage: its axes along the result's dims (by
  * name), written on the host; it must have exactly those dims and extents. */
 static PyObject *reduction_out_view(PyObject *out, const gts_broadcast *result)
@@ -902,6 +936,10 @@ static int replace_keyword(PyObject *kw, const char *name, PyObject *view)
     return rc;
 }
 
+/* numpy_function(view of self, **keywords): a reduction along axes of a
+ * storage. Its result is a storage of the remaining dims, or NumPy's
+ * result where none remain or no field results (argmin, argmax). out= may
+ * be a storage (written on the host) or an ndarray. */
 static PyObject *reduce_with(PyObject *self, PyObject *function, const reduction *r,
                              PyObject *kw, bool default_all)
 {
@@ -933,23 +971,23 @@ static PyObject *reduce_with(PyObject *self, PyObject *function, const reduction
     PyObject *view = rc < 0 ? NULL
                      : gtpy_has_host_side(g.buffer) ? gtpy_storage_ndarray(self, false)
                                                     : gtpy_storage_to_ndarray(self, NULL);
-    PyObject *args = view ? PyTuple_Pack(1, view) : NULL;
-    PyObject *value = args ? PyObject_Call(function, args, kw) : NULL;
-    Py_XDECREF(args);
+    bool given = out && out != Py_None;
+    bool field = r->name[0] != 'a' || r->name[1] != 'r'; /* argmin, argmax: indices */
+    PyObject *value = NULL;
+    if (view && !given && field && result.ndim > 0) {
+        value = reduce_into_storage(&g, &result, function, view, kw);
+    } else if (view) {
+        PyObject *args = PyTuple_Pack(1, view);
+        value = args ? PyObject_Call(function, args, kw) : NULL;
+        Py_XDECREF(args);
+    }
     Py_XDECREF(view);
-    if (!value || (out && out != Py_None)) {
-        Py_XDECREF(value);
-        return value ? out : (Py_XDECREF(out), NULL);
+    if (value && given) { /* the storage or array given, not NumPy's view of it */
+        Py_DECREF(value);
+        return out;
     }
     Py_XDECREF(out);
-    bool field = r->name[0] != 'a' || r->name[1] != 'r'; /* argmin, argmax: indices */
-    bool is_array = PyObject_TypeCheck(value, (PyTypeObject *)gtpy_numpy("ndarray")) ||
-                    gtpy_is_cuda_array(value); /* CuPy's, of a GPUStorage */
-    if (!field || !is_array || result.ndim == 0)
-        return value;
-    PyObject *storage = reduced_storage(&g, &result, value);
-    Py_DECREF(value);
-    return storage;
+    return value;
 }
 
 PyObject *gtpy_storage_reduction(PyObject *self, const char *name, PyObject *args,
