@@ -800,14 +800,12 @@ static int reduced_axes(const gts_storage *g, PyObject *axis, bool default_all, 
     return rc;
 }
 
-/* The dtype of `function`'s result for the keywords `kw` (only dtype=
- * matters) on elements of `g`'s dtype: NumPy's answer for one element. */
-static PyObject *reduction_dtype(PyObject *function, PyObject *kw, const gts_storage *g)
+/* NumPy's answer for one element of `dtype`: function(probe, axis=0[,
+ * dtype=wanted]).dtype. */
+static PyObject *probe_dtype(PyObject *function, PyObject *dtype, PyObject *wanted)
 {
-    PyObject *dtype = gtpy_dtype_object(g->dtype);
-    PyObject *probe = dtype ? PyObject_CallFunction(gtpy_numpy("zeros"), "iO", 1, dtype) : NULL;
+    PyObject *probe = PyObject_CallFunction(gtpy_numpy("zeros"), "iO", 1, dtype);
     PyObject *probe_kw = probe ? Py_BuildValue("{s:i}", "axis", 0) : NULL;
-    PyObject *wanted = PyDict_GetItemString(kw, "dtype");
     PyObject *args = probe_kw && (!wanted || PyDict_SetItemString(probe_kw, "dtype", wanted) == 0)
                          ? PyTuple_Pack(1, probe)
                          : NULL;
@@ -817,6 +815,30 @@ static PyObject *reduction_dtype(PyObject *function, PyObject *kw, const gts_sto
     Py_XDECREF(args);
     Py_XDECREF(probe_kw);
     Py_XDECREF(probe);
+    return result;
+}
+
+/* The dtype of `function`'s result for the keywords `kw` (only dtype=
+ * matters) on elements of `g`'s dtype, remembered per function and dtypes
+ * (asking NumPy costs microseconds). */
+static PyObject *reduction_dtype(PyObject *function, PyObject *kw, const gts_storage *g)
+{
+    static PyObject *cache;
+    PyObject *wanted = PyDict_GetItemString(kw, "dtype");
+    PyObject *dtype = gtpy_dtype_object(g->dtype);
+    PyObject *key = dtype ? PyTuple_Pack(3, function, dtype, wanted ? wanted : Py_None) : NULL;
+    if (!cache && key && !(cache = PyDict_New()))
+        Py_CLEAR(key);
+    PyObject *result = key ? PyDict_GetItemWithError(cache, key) : NULL; /* borrowed */
+    if (result)
+        Py_INCREF(result);
+    else if (key && !PyErr_Occurred() && (result = probe_dtype(function, dtype, wanted))) {
+        if (PyDict_GET_SIZE(cache) > 4096)
+            PyDict_Clear(cache); /* a bound, for programs that make dtypes */
+        if (PyDict_SetItem(cache, key, result) < 0)
+            Py_CLEAR(result);
+    }
+    Py_XDECREF(key);
     Py_XDECREF(dtype);
     return result;
 }
