@@ -370,13 +370,14 @@ class HaloExchange:
         self._started = True
 
     def wait(self):
-        """Waits for the messages and unpacks them into the halos."""
+        """Unpacks each message into the halos as it arrives, then waits for
+        the sends."""
         if not self._started:
             raise RuntimeError("wait: this exchange is not started")
         self._started = False
         Request = self._MPI.Request
-        Request.Waitall(self._recv_requests)
-        for index, buffer in self._recvs:
+        for _ in self._recvs:  # a completed persistent request is inactive: Waitany skips it
+            index, buffer = self._recvs[Request.Waitany(self._recv_requests)]
             self.plan.unpack(index, buffer)
         Request.Waitall(self._send_requests)
 
