@@ -376,10 +376,13 @@ class HaloExchange:
             raise RuntimeError("wait: this exchange is not started")
         self._started = False
         Request = self._MPI.Request
-        for _ in self._recvs:  # a completed persistent request is inactive: Waitany skips it
-            index, buffer = self._recvs[Request.Waitany(self._recv_requests)]
-            self.plan.unpack(index, buffer)
-        Request.Waitall(self._send_requests)
+        try:
+            for _ in self._recvs:  # a completed persistent request is inactive: skipped
+                index, buffer = self._recvs[Request.Waitany(self._recv_requests)]
+                self.plan.unpack(index, buffer)
+        finally:  # every request completed, even after an error: the next start needs it
+            Request.Waitall(self._recv_requests)
+            Request.Waitall(self._send_requests)
 
     def exchange(self):
         """start(), then wait()."""
