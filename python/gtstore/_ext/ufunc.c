@@ -1004,6 +1004,11 @@ static PyObject *reduce_with(PyObject *self, PyObject *function, const reduction
         Py_XDECREF(args);
     }
     Py_XDECREF(view);
+    gtpy_engine engine; /* device memory: CuPy's reduction has finished when this returns */
+    if (value && !gtpy_has_host_side(g.buffer) &&
+        (gtpy_engine_get(gts_buffer_device(g.buffer), &engine) < 0 ||
+         gtpy_engine_finish(&engine) < 0))
+        Py_CLEAR(value);
     if (value && given) { /* the storage or array given, not NumPy's view of it */
         Py_DECREF(value);
         return out;
