@@ -30,7 +30,7 @@
 #include "device_contract.h"
 #include "fake_cuda.h"
 
-#define BUILT_IN 3 /* host, emulated, emulated managed */
+#define BUILT_IN 4 /* host, emulated, emulated managed, emulated pinned */
 #include "random.h"
 #include "gtstore/buffer.h"
 #include "gtstore/device.h"
