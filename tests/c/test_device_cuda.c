@@ -77,7 +77,10 @@ static void check_absent(int code, const char *cause)
     const gts_device_ops *list[8] = {NULL};
     CHECK_INT_EQ(gts_device_list(list, 8), BUILT_IN);
     CHECK(list[0] == gts_device_host() && list[1] == gts_device_emulated() &&
-          gts_device_is_managed(list[2]) && !list[3]);
+          gts_device_is_managed(list[2]) && gts_device_is_pinned(list[3]) && !list[4]);
+    /* CUDA's pinned memory, which the pinned memory of a CUDA GPU would be,
+       fails alike */
+    CHECK_FAILS(gts_device_get((gts_device_id){GTS_DL_CUDA_HOST, 0}, &dev, ERR), code, cause);
     if (CHECK_OK(gts_device_get((gts_device_id){GTS_DL_EXT_DEV, 0}, &dev, ERR)))
         CHECK(dev == gts_device_emulated());
     test_contract(gts_device_emulated());
@@ -326,6 +329,11 @@ static void check_present(int expect_count, int expect_unmanaged)
         } else if (i == (size_t)(BUILT_IN + count)) {
             CHECK(d->id.type == GTS_DL_CUDA_HOST && d->id.id == 0 && d->host_accessible);
             CHECK_STR_EQ(d->name, "cuda_host:0");
+            const gts_device_ops *pinned = NULL; /* the pinned memory of every CUDA GPU */
+            for (int g = 0; g < count; ++g)
+                if (CHECK_OK(gts_device_pinned(list[BUILT_IN + g], &pinned, ERR)))
+                    CHECK(pinned == d);
+            CHECK(gts_device_is_pinned(d) && !gts_device_is_pinned(list[BUILT_IN]));
         } else {
             CHECK(d->id.type == GTS_DL_CUDA_MANAGED && d->host_accessible);
             CHECK(gts_device_is_managed(d));
