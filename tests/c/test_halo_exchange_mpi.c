@@ -1,6 +1,11 @@
 /* The halo exchange over MPI, run by tests/mpi/mpirun.sh on N ranks: the
  * scenarios of halo_helpers.h that have N ranks, exchanged twice (start,
- * then wait), and bad input failing on every rank alike, without a hang. */
+ * then wait), fields in device memory only through pinned and through
+ * device messages, and bad input failing on every rank alike, without a
+ * hang. */
+#define _POSIX_C_SOURCE 200809L /* setenv */
+#include <stdlib.h>
+
 #include <mpi.h>
 
 #include "halo_helpers.h"
@@ -22,7 +27,33 @@ static void release_fields(const scenario *sc, gts_storage *fields)
         gts_storage_release(&fields[f]);
 }
 
-static void run_scenario(const scenario *sc)
+/* What one exchange cost on the emulated device: nothing allocated; for
+ * fields all in device memory only, exactly the messages' bytes across
+ * with pinned messages, none with device messages; for a plan mixing
+ * device and host memory, the bytes of one kind of field either way. */
+static void check_costs(const scenario *sc, gts_halo_exchange *ex, gts_halo_device_aware aware)
+{
+    const gts_halo_messages *m = gts_halo_exchange_messages(ex);
+    const gts_halo_plan *plan = gts_halo_exchange_plan(ex);
+    gts_halo_memory expected = aware == GTS_HALO_AWARE_YES ? GTS_HALO_MEMORY_DEVICE
+                                                           : GTS_HALO_MEMORY_PINNED;
+    CHECK(gts_halo_messages_memory(m) == expected);
+    gts_transfer_counts c;
+    gts_pinned_counts pc;
+    gts_device_emulated_reset_counts();
+    CHECK_OK(gts_halo_exchange_run(ex, ERR));
+    gts_device_emulated_counts(&c);
+    gts_device_emulated_pinned_counts(&pc);
+    CHECK_INT_EQ(c.allocs + pc.allocs + c.frees + pc.frees, 0);
+    int64_t across = c.to_host_bytes + c.to_device_bytes;
+    int64_t messages = gts_halo_plan_send_bytes(plan) + gts_halo_plan_recv_bytes(plan);
+    if (sc->device == 1)
+        CHECK_INT_EQ(across, expected == GTS_HALO_MEMORY_DEVICE ? 0 : messages);
+    else
+        CHECK(across > 0 && across < messages);
+}
+
+static void run_scenario(const scenario *sc, gts_halo_device_aware aware)
 {
     gts_partition p;
     if (!CHECK_OK(gts_partition_init(&p, sc->pdim, NULL, sc->global, sc->nprocs, sc->periodic,
@@ -31,8 +62,12 @@ static void run_scenario(const scenario *sc)
     gts_storage fields[MAX_FIELDS];
     make_fields(sc, &p, fields);
     gts_halo_exchange *ex = NULL;
-    if (!CHECK_OK(gts_halo_exchange_create(&p, MPI_COMM_WORLD, sc->nfields, fields, &ex, ERR)))
+    if (!CHECK_OK(gts_halo_exchange_create_aware(&p, MPI_COMM_WORLD, sc->nfields, fields, aware,
+                                                 &ex, ERR)))
         return;
+    bool on_device = sc->device == 1 || sc->device == 3;
+    if (!on_device)
+        CHECK(gts_halo_messages_memory(gts_halo_exchange_messages(ex)) == GTS_HALO_MEMORY_HOST);
     for (int round = 0; round < 2; ++round) {
         for (int f = 0; f < sc->nfields; ++f) /* halos back to UNSET: filled anew */
             visit(sc, &p, rank, f, &fields[f], false);
@@ -47,6 +82,8 @@ static void run_scenario(const scenario *sc)
     }
     CHECK_FAILS(gts_halo_exchange_wait(ex, ERR), GTS_EINVAL, "not started");
     CHECK_OK(gts_halo_exchange_run(ex, ERR));
+    if (on_device)
+        check_costs(sc, ex, aware);
     gts_halo_exchange_destroy(ex);
     release_fields(sc, fields);
 }
@@ -78,6 +115,17 @@ static void test_bad_input(void)
                     GTS_EINVAL, rank == 0 ? "a field of another partition" : "rank 0 could not");
         gts_storage_release(&field);
     }
+    /* device messages asked for by the environment, badly, on rank 0 only */
+    sc.device = 1;
+    if (CHECK_OK(make_field(&sc, &p, rank, 0, &field))) {
+        if (rank == 0)
+            setenv("GTSTORE_DEVICE_AWARE_MPI", "true", 1);
+        CHECK_FAILS(gts_halo_exchange_create(&p, MPI_COMM_WORLD, 1, &field, &ex, ERR),
+                    GTS_EINVAL, rank == 0 ? "GTSTORE_DEVICE_AWARE_MPI" : "rank 0 could not");
+        unsetenv("GTSTORE_DEVICE_AWARE_MPI");
+        gts_storage_release(&field);
+    }
+    sc.device = 0;
     gts_partition wrong;
     CHECK_OK(gts_partition_init(&wrong, 2, NULL, sc.global, NULL, NULL, size + 1, ERR));
     if (CHECK_OK(make_field(&sc, &p, rank, 0, &field))) {
@@ -96,11 +144,22 @@ int main(int argc, char **argv)
     int ran = 0;
     for (size_t i = 0; i < NSCENARIOS; ++i)
         if (scenario_ranks(&scenarios[i]) == size) {
-            run_scenario(&scenarios[i]);
+            const scenario *sc = &scenarios[i];
+            run_scenario(sc, GTS_HALO_AWARE_AUTO);
+            if (sc->device == 1 || sc->device == 3) { /* device memory only: both ways */
+                run_scenario(sc, GTS_HALO_AWARE_NO);
+                run_scenario(sc, GTS_HALO_AWARE_YES);
+            }
             ++ran;
         }
     CHECK(ran > 0); /* every rank count the tests run on has scenarios */
     test_bad_input();
+    /* this Open MPI (the wheel's) reads no device memory; a CUDA-aware one
+       would say GTS_DL_CUDA */
+    int32_t reads = gts_halo_exchange_mpi_reads();
+    CHECK(reads == 0 || reads == GTS_DL_CUDA);
+    if (rank == 0)
+        printf("this MPI reads device memory of type %d (0: none)\n", (int)reads);
     int failures = check_failures, total;
     MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0)
