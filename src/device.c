@@ -57,12 +57,13 @@ static int host_synchronize(const gts_device_ops *dev, gts_stream stream, gts_er
     return GTS_OK;
 }
 
-/* The host's operations, shared by the devices whose memory is host memory. */
-#define HOST_OPERATIONS                                                                         \
-    .host_accessible = true, .ctx = NULL, .alloc = host_alloc, .free = host_free,               \
-    .copy_to_device = host_move, .copy_to_host = host_move, .copy_within = host_move,           \
-    .fill = host_fill, .copy = host_copy, .synchronize = host_synchronize,                      \
-    .stream_create = NULL, .stream_destroy = NULL
+/* The host's operations but allocation, shared by the devices whose memory
+ * is host memory. */
+#define HOST_KERNELS                                                                            \
+    .host_accessible = true, .ctx = NULL, .copy_to_device = host_move,                          \
+    .copy_to_host = host_move, .copy_within = host_move, .fill = host_fill, .copy = host_copy,  \
+    .synchronize = host_synchronize, .stream_create = NULL, .stream_destroy = NULL
+#define HOST_OPERATIONS .alloc = host_alloc, .free = host_free, HOST_KERNELS
 
 const gts_device_ops gts__device_host = {.id = {GTS_DL_CPU, 0}, .name = "cpu", HOST_OPERATIONS};
 
@@ -75,13 +76,38 @@ const gts_device_ops gts__device_host = {.id = {GTS_DL_CPU, 0}, .name = "cpu", H
 static const gts_device_ops emulated_managed = {
     .id = {GTS_DL_EXT_DEV, 1}, .name = "emulated_managed", HOST_OPERATIONS};
 
+/* The emulated device's pinned host memory, (GTS_DL_EXT_DEV, 2): host
+ * memory, as CUDA's pinned memory is, from the host allocator; its blocks
+ * are counted with the emulated device's, so that tests see which buffers
+ * are pinned and that they are made once. */
+static int pinned_alloc(const gts_device_ops *dev, int64_t size, unsigned flags, void **out,
+                        gts_error *err)
+{
+    (void)dev;
+    int rc = gts__host_alloc(size, flags, out, err);
+    if (!rc)
+        gts__emulated_count_pinned(size, false);
+    return rc;
+}
+
+static void pinned_free(const gts_device_ops *dev, void *block, int64_t size)
+{
+    (void)dev;
+    gts__host_free(block, size);
+    gts__emulated_count_pinned(size, true);
+}
+
+static const gts_device_ops emulated_pinned = {
+    .id = {GTS_DL_EXT_DEV, 2}, .name = "emulated_pinned", .alloc = pinned_alloc,
+    .free = pinned_free, HOST_KERNELS};
+
 
 /* ---- the registry ------------------------------------------------------------ */
 
 extern const gts_device_ops gts__device_emulated; /* device_emulated.c */
 
 static const gts_device_ops *const devices[] = {&gts__device_host, &gts__device_emulated,
-                                                 &emulated_managed};
+                                                 &emulated_managed, &emulated_pinned};
 #define DEVICE_COUNT (sizeof devices / sizeof devices[0])
 
 const gts_device_ops *gts_device_host(void)
@@ -111,6 +137,25 @@ int gts_device_managed(const gts_device_ops *gpu, const gts_device_ops **out, gt
 bool gts_device_is_managed(const gts_device_ops *device)
 {
     return device == &emulated_managed || (device && device->id.type == GTS_DL_CUDA_MANAGED);
+}
+
+int gts_device_pinned(const gts_device_ops *gpu, const gts_device_ops **out, gts_error *err)
+{
+    if (!out)
+        return gts_error_set(err, GTS_EINVAL, "out: NULL");
+    if (gpu == &gts__device_emulated) {
+        *out = &emulated_pinned;
+        return GTS_OK;
+    }
+    if (gpu && gpu->id.type == GTS_DL_CUDA)
+        return gts_device_get((gts_device_id){GTS_DL_CUDA_HOST, 0}, out, err);
+    return gts_error_set(err, GTS_ENOTSUP, "pinned: the %s device has no pinned host memory",
+                         gpu ? gpu->name : "(NULL)");
+}
+
+bool gts_device_is_pinned(const gts_device_ops *device)
+{
+    return device == &emulated_pinned || (device && device->id.type == GTS_DL_CUDA_HOST);
 }
 
 /* ---- for device implementations ------------------------------------------------ */

@@ -49,6 +49,8 @@ static int64_t live_blocks, live_bytes;
 
 static atomic_llong to_device, to_device_bytes, to_host, to_host_bytes, within, within_bytes;
 static atomic_llong fills, copies, allocs, frees;
+/* its pinned host memory (device.c) */
+static atomic_llong pinned_allocs, pinned_frees, pinned_live_blocks, pinned_live_bytes;
 
 static void count(atomic_llong *calls, atomic_llong *bytes, int64_t n)
 {
@@ -361,9 +363,25 @@ void gts_device_emulated_counts(gts_transfer_counts *out)
 void gts_device_emulated_reset_counts(void)
 {
     atomic_llong *all[] = {&to_device, &to_device_bytes, &to_host, &to_host_bytes, &within,
-                           &within_bytes, &fills, &copies, &allocs, &frees};
+                           &within_bytes, &fills, &copies, &allocs, &frees, &pinned_allocs,
+                           &pinned_frees};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i)
         atomic_store_explicit(all[i], 0, memory_order_relaxed);
+}
+
+void gts__emulated_count_pinned(int64_t size, bool freed)
+{
+    count(freed ? &pinned_frees : &pinned_allocs, NULL, 0);
+    atomic_fetch_add_explicit(&pinned_live_blocks, freed ? -1 : 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&pinned_live_bytes, freed ? -size : size, memory_order_relaxed);
+}
+
+void gts_device_emulated_pinned_counts(gts_pinned_counts *out)
+{
+    out->allocs = load(&pinned_allocs);
+    out->frees = load(&pinned_frees);
+    out->live_blocks = load(&pinned_live_blocks);
+    out->live_bytes = load(&pinned_live_bytes);
 }
 
 void *gts_device_emulated_host_address(const void *address)

@@ -5,12 +5,15 @@
 #include <limits.h>
 #include <stdlib.h>
 
+#ifdef GTS_HAVE_MPI_EXT_H
+#include <mpi-ext.h> /* Open MPI's extensions: MPIX_Query_cuda_support */
+#endif
+
 struct gts_halo_exchange {
     gts_halo_plan *plan;
+    gts_halo_messages *messages; /* the buffers, in the memory chosen for the plan */
     MPI_Comm comm; /* a duplicate: its own tag space */
     int n;         /* neighbours */
-    char *send_memory, *recv_memory;
-    char **send_buffers, **recv_buffers;
     /* MPI_REQUEST_NULL where there is no message that way; persistent
        requests stay allocated between exchanges */
     MPI_Request *sends, *recvs;
@@ -56,30 +59,40 @@ static int agree(MPI_Comm comm, int rank, const gts_halo_plan *plan, int failed_
 
 static int allocate(gts_halo_exchange *ex, gts_error *err)
 {
-    int n = ex->n;
-    size_t slots = (size_t)(n ? n : 1);
-    ex->send_buffers = calloc(slots, sizeof *ex->send_buffers);
-    ex->recv_buffers = calloc(slots, sizeof *ex->recv_buffers);
+    size_t slots = (size_t)(ex->n ? ex->n : 1);
     ex->sends = malloc(slots * sizeof *ex->sends);
     ex->recvs = malloc(slots * sizeof *ex->recvs);
-    for (int i = 0; ex->sends && ex->recvs && i < n; ++i) /* before any way out: destroy frees */
+    if (!ex->sends || !ex->recvs)
+        return gts_error_set(err, GTS_ENOMEM, "out of memory for halo requests");
+    for (int i = 0; i < ex->n; ++i) /* before any way out: destroy frees */
         ex->sends[i] = ex->recvs[i] = MPI_REQUEST_NULL;
-    int64_t send_total = gts_halo_plan_send_bytes(ex->plan);
-    int64_t recv_total = gts_halo_plan_recv_bytes(ex->plan);
-    ex->send_memory = malloc((size_t)send_total + 1);
-    ex->recv_memory = malloc((size_t)recv_total + 1);
-    if (!ex->send_buffers || !ex->recv_buffers || !ex->sends || !ex->recvs || !ex->send_memory ||
-        !ex->recv_memory)
-        return gts_error_set(err, GTS_ENOMEM, "out of memory for halo messages");
-    char *send = ex->send_memory, *recv = ex->recv_memory;
-    for (int i = 0; i < n; ++i) {
-        const gts_halo_neighbor *nb = gts_halo_plan_neighbor(ex->plan, i);
-        ex->send_buffers[i] = send;
-        ex->recv_buffers[i] = recv;
-        send += nb->send_bytes;
-        recv += nb->recv_bytes;
-    }
     return 0;
+}
+
+int32_t gts_halo_exchange_mpi_reads(void)
+{
+#if defined(OMPI_HAVE_MPI_EXT_CUDA) && OMPI_HAVE_MPI_EXT_CUDA
+    if (MPIX_Query_cuda_support()) /* Open MPI: built with CUDA and running with it */
+        return GTS_DL_CUDA;
+#elif defined(GTS_HAVE_MPIX_GPU_QUERY_SUPPORT)
+    int supported = 0; /* MPICH 4 */
+    if (MPIX_GPU_query_support(MPIX_GPU_SUPPORT_CUDA, &supported) == MPI_SUCCESS && supported)
+        return GTS_DL_CUDA;
+#endif
+    return 0;
+}
+
+/* This rank's plan and its message buffers, before the ranks agree. */
+static int make_plan(gts_halo_exchange *ex, const gts_partition *partition, int rank,
+                     int nfields, const gts_storage *fields, gts_halo_device_aware aware,
+                     gts_error *err)
+{
+    gts_halo_memory memory;
+    int rc = gts_halo_plan_create(partition, rank, nfields, fields, &ex->plan, err);
+    if (!rc)
+        rc = gts_halo_memory_choose(ex->plan, aware, gts_halo_exchange_mpi_reads(), &memory,
+                                    err);
+    return rc ? rc : gts_halo_messages_create(ex->plan, memory, &ex->messages, err);
 }
 
 static int make_requests(gts_halo_exchange *ex, gts_error *err)
@@ -92,12 +105,15 @@ static int make_requests(gts_halo_exchange *ex, gts_error *err)
                                  (long long)(nb->send_bytes > nb->recv_bytes ? nb->send_bytes
                                                                              : nb->recv_bytes));
         int rc = MPI_SUCCESS;
+        /* host memory, or device memory for an MPI that reads it */
+        void *recv = gts_halo_messages_recv(ex->messages, i)->mpi;
+        void *send = gts_halo_messages_send(ex->messages, i)->mpi;
         if (nb->recv_bytes > 0)
-            rc = MPI_Recv_init(ex->recv_buffers[i], (int)nb->recv_bytes, MPI_BYTE, nb->rank,
-                               nb->recv_tag, ex->comm, &ex->recvs[i]);
+            rc = MPI_Recv_init(recv, (int)nb->recv_bytes, MPI_BYTE, nb->rank, nb->recv_tag,
+                               ex->comm, &ex->recvs[i]);
         if (rc == MPI_SUCCESS && nb->send_bytes > 0)
-            rc = MPI_Send_init(ex->send_buffers[i], (int)nb->send_bytes, MPI_BYTE, nb->rank,
-                               nb->send_tag, ex->comm, &ex->sends[i]);
+            rc = MPI_Send_init(send, (int)nb->send_bytes, MPI_BYTE, nb->rank, nb->send_tag,
+                               ex->comm, &ex->sends[i]);
         if (rc != MPI_SUCCESS)
             return mpi_error(err, rc, "MPI_Send_init/MPI_Recv_init");
     }
@@ -116,18 +132,23 @@ void gts_halo_exchange_destroy(gts_halo_exchange *ex)
     }
     if (ex->comm != MPI_COMM_NULL)
         MPI_Comm_free(&ex->comm);
+    gts_halo_messages_destroy(ex->messages);
     gts_halo_plan_destroy(ex->plan);
-    free(ex->send_buffers);
-    free(ex->recv_buffers);
     free(ex->sends);
     free(ex->recvs);
-    free(ex->send_memory);
-    free(ex->recv_memory);
     free(ex);
 }
 
 int gts_halo_exchange_create(const gts_partition *partition, MPI_Comm comm, int nfields,
                              const gts_storage *fields, gts_halo_exchange **out, gts_error *err)
+{
+    return gts_halo_exchange_create_aware(partition, comm, nfields, fields, GTS_HALO_AWARE_AUTO,
+                                          out, err);
+}
+
+int gts_halo_exchange_create_aware(const gts_partition *partition, MPI_Comm comm, int nfields,
+                                   const gts_storage *fields, gts_halo_device_aware aware,
+                                   gts_halo_exchange **out, gts_error *err)
 {
     int size, rank, rc;
     if ((rc = MPI_Comm_size(comm, &size)) != MPI_SUCCESS ||
@@ -140,7 +161,7 @@ int gts_halo_exchange_create(const gts_partition *partition, MPI_Comm comm, int 
     if (!ex)
         return gts_error_set(err, GTS_ENOMEM, "out of memory for a halo exchange");
     ex->comm = MPI_COMM_NULL;
-    int failed = gts_halo_plan_create(partition, rank, nfields, fields, &ex->plan, err);
+    int failed = make_plan(ex, partition, rank, nfields, fields, aware, err);
     rc = agree(comm, rank, ex->plan, failed, err);
     if (!rc && (rc = MPI_Comm_dup(comm, &ex->comm)) != MPI_SUCCESS) {
         ex->comm = MPI_COMM_NULL;
@@ -178,9 +199,8 @@ int gts_halo_exchange_start(gts_halo_exchange *ex, gts_error *err)
     for (int i = 0; i < ex->n; ++i) {
         if (ex->sends[i] == MPI_REQUEST_NULL)
             continue;
-        const gts_halo_neighbor *nb = gts_halo_plan_neighbor(ex->plan, i);
         gts_error pack_err;
-        int rc = gts_halo_plan_pack(ex->plan, i, ex->send_buffers[i], nb->send_bytes, &pack_err);
+        int rc = gts_halo_messages_pack(ex->messages, i, &pack_err);
         if (rc && !first_error)
             first_error = gts_error_set(err, rc, "%s", pack_err.message);
         rc = MPI_Start(&ex->sends[i]);
@@ -205,10 +225,8 @@ int gts_halo_exchange_wait(gts_halo_exchange *ex, gts_error *err)
         }
         if (index == MPI_UNDEFINED)
             break;
-        const gts_halo_neighbor *nb = gts_halo_plan_neighbor(ex->plan, index);
         gts_error unpack_err;
-        rc = gts_halo_plan_unpack(ex->plan, index, ex->recv_buffers[index], nb->recv_bytes,
-                                  &unpack_err);
+        rc = gts_halo_messages_unpack(ex->messages, index, &unpack_err);
         if (rc && !first_error)
             first_error = gts_error_set(err, rc, "%s", unpack_err.message);
     }
@@ -230,4 +248,9 @@ int gts_halo_exchange_run(gts_halo_exchange *ex, gts_error *err)
 const gts_halo_plan *gts_halo_exchange_plan(const gts_halo_exchange *ex)
 {
     return ex->plan;
+}
+
+const gts_halo_messages *gts_halo_exchange_messages(const gts_halo_exchange *ex)
+{
+    return ex->messages;
 }

@@ -18,13 +18,16 @@ typedef struct region {
     int64_t *packed_strides;
 } region;
 
-/* A field in memory without a host side is packed on its device, into a
- * block of device memory made with the plan, then copied to the host
- * message (and the reverse for unpacking). */
+/* Where a field's region is packed before its bytes cross between host
+ * and device memory: a field in device memory only is packed on its device
+ * for messages in host memory; a field with a host side, in a plan that
+ * also has fields in device memory only, is packed on the host for
+ * messages in device memory (gtstore/halo_messages.h). Each block holds the
+ * field's largest region and is made once, with the plan. */
 typedef struct staging {
-    const gts_device_ops *device; /* NULL: the field is packed on the host */
+    const gts_device_ops *device; /* where the block is; NULL: no staging */
     void *block;
-    int64_t size; /* bytes: the field's largest region */
+    int64_t size;
 } staging;
 
 struct gts_halo_plan {
@@ -287,27 +290,44 @@ static void layout_regions(gts_halo_plan *plan, const gts_partition *p, const gt
         }
 }
 
-/* Device memory for the fields without a host side: each field's largest
- * region, made once. */
+/* The device of a field in device memory only; NULL for a field with a
+ * host side (host memory, or a mirrored buffer's host side, synced). */
+static const gts_device_ops *field_gpu(const gts_storage *field)
+{
+    const gts_buffer *buffer = field->buffer;
+    if (gts_buffer_device(buffer)->host_accessible || gts_buffer_mirrored(buffer))
+        return NULL;
+    return gts_buffer_device(buffer);
+}
+
+static int64_t largest_region(const gts_halo_plan *plan, int f)
+{
+    int64_t size = 0;
+    for (int i = 0; i < plan->nneighbors; ++i) {
+        int64_t send = plan->send[i * plan->nfields + f].bytes;
+        int64_t recv = plan->recv[i * plan->nfields + f].bytes;
+        size = send > size ? send : size;
+        size = recv > size ? recv : size;
+    }
+    return size;
+}
+
+/* The staging blocks (see `staging`). */
 static int allocate_staging(gts_halo_plan *plan, gts_error *err)
 {
+    bool any_on_device = false;
+    for (int f = 0; f < plan->nfields; ++f)
+        any_on_device = any_on_device || field_gpu(&plan->fields[f]);
+    if (!any_on_device)
+        return 0; /* messages in host memory only: every field packs straight into them */
     for (int f = 0; f < plan->nfields; ++f) {
-        const gts_buffer *buffer = plan->fields[f].buffer;
-        if (gts_buffer_device(buffer)->host_accessible || gts_buffer_mirrored(buffer))
-            continue; /* packed on the host (a mirrored buffer's host side, synced) */
-        int64_t size = 0;
-        for (int i = 0; i < plan->nneighbors; ++i) {
-            int64_t send = plan->send[i * plan->nfields + f].bytes;
-            int64_t recv = plan->recv[i * plan->nfields + f].bytes;
-            size = send > size ? send : size;
-            size = recv > size ? recv : size;
-        }
+        const gts_device_ops *gpu = field_gpu(&plan->fields[f]);
         staging *st = &plan->stage[f];
-        int rc = gts_device_alloc(gts_buffer_device(buffer), size, 0, &st->block, err);
+        st->size = largest_region(plan, f);
+        int rc = gts_device_alloc(gpu ? gpu : gts_device_host(), st->size, 0, &st->block, err);
         if (rc)
             return rc;
-        st->device = gts_buffer_device(buffer);
-        st->size = size;
+        st->device = gpu ? gpu : gts_device_host();
     }
     return 0;
 }
@@ -410,74 +430,160 @@ static int check_message(const gts_halo_plan *plan, int index, const void *buffe
     return 0;
 }
 
-/* One field's region packed on its device into the staging block, then
- * copied to the message on the host; or the reverse. Completed on return. */
-static int transfer_on_device(const gts_storage *g, const staging *st, const region *r,
-                              char *message, bool send, gts_error *err)
+/* Between a field with a host side and host memory at `packed`. */
+static int copy_on_host(const gts_storage *g, const region *r, char *packed, bool send,
+                        gts_error *err)
+{
+    /* a mirrored buffer: read its host side current, or mark it written */
+    int rc = send ? gts_buffer_sync(g->buffer, GTS_SIDE_HOST, false, NULL, err)
+                  : gts_buffer_prepare_write(g->buffer, GTS_SIDE_HOST, NULL, err);
+    if (rc)
+        return rc;
+    char *field = (char *)gts_storage_data(g) + r->offset;
+    return send ? gts_copy(packed, r->packed_strides, field, g->strides, g->ndim, r->shape,
+                           g->dtype.itemsize, err)
+                : gts_copy(field, g->strides, packed, r->packed_strides, g->ndim, r->shape,
+                           g->dtype.itemsize, err);
+}
+
+/* Between a field in device memory only and memory of its device at
+ * `packed`: the device's strided copy. */
+static int copy_on_device(const gts_storage *g, const gts_device_ops *gpu, const region *r,
+                          char *packed, bool send, gts_error *err)
 {
     char *field = (char *)gts_buffer_data(g->buffer) + g->offset + r->offset;
-    int64_t itemsize = g->dtype.itemsize;
-    int rc;
-    if (send) {
-        rc = gts_device_copy(st->device, st->block, r->packed_strides, field, g->strides,
-                             g->ndim, r->shape, itemsize, NULL, err);
-        if (!rc)
-            rc = gts_device_copy_to_host(st->device, message, st->block, r->bytes, NULL, err);
-    } else {
-        rc = gts_device_copy_to_device(st->device, st->block, message, r->bytes, NULL, err);
-        if (!rc)
-            rc = gts_device_copy(st->device, field, g->strides, st->block, r->packed_strides,
-                                 g->ndim, r->shape, itemsize, NULL, err);
+    return send ? gts_device_copy(gpu, packed, r->packed_strides, field, g->strides, g->ndim,
+                                  r->shape, g->dtype.itemsize, NULL, err)
+                : gts_device_copy(gpu, field, g->strides, packed, r->packed_strides, g->ndim,
+                                  r->shape, g->dtype.itemsize, NULL, err);
+}
+
+/* Contiguous bytes between memory of `gpu` and host memory. */
+static int cross(const gts_device_ops *gpu, char *device_memory, char *host_memory,
+                 int64_t bytes, bool to_host, gts_error *err)
+{
+    return to_host ? gts_device_copy_to_host(gpu, host_memory, device_memory, bytes, NULL, err)
+                   : gts_device_copy_to_device(gpu, device_memory, host_memory, bytes, NULL, err);
+}
+
+/* One field's part of a message in memory of `message_gpu` (NULL: host
+ * memory): packed straight into it where the field's memory is on the same
+ * side, else packed on the field's side into its staging block and the
+ * bytes copied across (the reverse for unpacking). */
+static int transfer_field(const gts_halo_plan *plan, int f, const region *r,
+                          const gts_device_ops *message_gpu, char *message, bool send,
+                          gts_error *err)
+{
+    const gts_storage *g = &plan->fields[f];
+    const gts_device_ops *gpu = field_gpu(g);
+    if (!gpu && !message_gpu)
+        return copy_on_host(g, r, message, send, err);
+    if (gpu && message_gpu) {
+        if (gpu != message_gpu) /* checked by the callers; kept for memory safety */
+            return gts_error_set(err, GTS_EINVAL,
+                                 "device: messages in %s memory, but fields[%d] is on %s",
+                                 message_gpu->name, f, gpu->name);
+        int rc = copy_on_device(g, gpu, r, message, send, err);
+        return rc ? rc : gts_device_synchronize(gpu, NULL, err);
     }
-    return rc ? rc : gts_device_synchronize(st->device, NULL, err);
+    const staging *st = &plan->stage[f];
+    const gts_device_ops *across = gpu ? gpu : message_gpu;
+    char *device_memory = gpu ? st->block : message, *host_memory = gpu ? message : st->block;
+    bool to_host = gpu ? send : !send;
+    int rc = 0;
+    if (send)
+        rc = gpu ? copy_on_device(g, gpu, r, st->block, true, err)
+                 : copy_on_host(g, r, st->block, true, err);
+    if (!rc)
+        rc = cross(across, device_memory, host_memory, r->bytes, to_host, err);
+    if (!rc && !send)
+        rc = gpu ? copy_on_device(g, gpu, r, st->block, false, err)
+                 : copy_on_host(g, r, st->block, false, err);
+    return rc ? rc : gts_device_synchronize(across, NULL, err); /* completed on return */
 }
 
 /* Copies between the fields and the message: pack (`send`) or unpack. */
-static int transfer(const gts_halo_plan *plan, int index, char *message, bool send,
-                    gts_error *err)
+static int transfer(const gts_halo_plan *plan, int index, const gts_device_ops *message_gpu,
+                    char *message, bool send, gts_error *err)
 {
     const region *regions = (send ? plan->send : plan->recv) + (size_t)index * plan->nfields;
     for (int f = 0; f < plan->nfields; ++f) {
-        const gts_storage *g = &plan->fields[f];
-        const region *r = &regions[f];
-        if (r->bytes == 0)
+        if (regions[f].bytes == 0)
             continue;
-        int rc;
-        if (plan->stage[f].block) {
-            rc = transfer_on_device(g, &plan->stage[f], r, message, send, err);
-            if (rc)
-                return rc;
-            message += r->bytes;
-            continue;
-        }
-        /* a mirrored buffer: read its host side current, or mark it written */
-        rc = send ? gts_buffer_sync(g->buffer, GTS_SIDE_HOST, false, NULL, err)
-                  : gts_buffer_prepare_write(g->buffer, GTS_SIDE_HOST, NULL, err);
-        if (!rc) {
-            char *field = (char *)gts_storage_data(g) + r->offset;
-            rc = send ? gts_copy(message, r->packed_strides, field, g->strides, g->ndim,
-                                 r->shape, g->dtype.itemsize, err)
-                      : gts_copy(field, g->strides, message, r->packed_strides, g->ndim,
-                                 r->shape, g->dtype.itemsize, err);
-        }
+        int rc = transfer_field(plan, f, &regions[f], message_gpu, message, send, err);
         if (rc)
             return rc;
-        message += r->bytes;
+        message += regions[f].bytes;
     }
     return 0;
+}
+
+/* The GPU of a message in memory of `device`: NULL for host memory. Device
+ * memory must be where the plan's fields in device memory only are. */
+static int find_message_gpu(const gts_halo_plan *plan, const gts_device_ops *device,
+                       const gts_device_ops **out, gts_error *err)
+{
+    *out = NULL;
+    if (!device || device->host_accessible)
+        return 0;
+    const gts_device_ops *gpus[2];
+    int n = gts_halo_plan_devices(plan, gpus, 2);
+    if (n != 1 || gpus[0] != device)
+        return gts_error_set(err, GTS_EINVAL,
+                             "device: messages in %s memory need every field in device memory "
+                             "only on that device (the plan has %d such device%s%s%s)",
+                             device->name, n, n == 1 ? "" : "s", n == 1 ? ": " : "",
+                             n == 1 ? gpus[0]->name : "");
+    *out = device;
+    return 0;
+}
+
+int gts_halo_plan_devices(const gts_halo_plan *plan, const gts_device_ops **out, int capacity)
+{
+    int count = 0;
+    for (int f = 0; f < plan->nfields; ++f) {
+        const gts_device_ops *gpu = field_gpu(&plan->fields[f]);
+        bool seen = !gpu;
+        for (int g = 0; !seen && g < count && g < capacity; ++g)
+            seen = out[g] == gpu;
+        if (seen)
+            continue;
+        if (count < capacity)
+            out[count] = gpu;
+        ++count;
+    }
+    return count;
+}
+
+int gts_halo_plan_pack_on(const gts_halo_plan *plan, int index, const gts_device_ops *device,
+                          void *buffer, int64_t nbytes, gts_error *err)
+{
+    const gts_device_ops *gpu = NULL;
+    int rc = check_message(plan, index, buffer, nbytes, true, err);
+    if (!rc)
+        rc = find_message_gpu(plan, device, &gpu, err);
+    return rc ? rc : transfer(plan, index, gpu, buffer, true, err);
+}
+
+int gts_halo_plan_unpack_on(const gts_halo_plan *plan, int index, const gts_device_ops *device,
+                            const void *buffer, int64_t nbytes, gts_error *err)
+{
+    const gts_device_ops *gpu = NULL;
+    int rc = check_message(plan, index, buffer, nbytes, false, err);
+    if (!rc)
+        rc = find_message_gpu(plan, device, &gpu, err);
+    /* transfer only reads the message when unpacking */
+    return rc ? rc : transfer(plan, index, gpu, (char *)(uintptr_t)buffer, false, err);
 }
 
 int gts_halo_plan_pack(const gts_halo_plan *plan, int index, void *buffer, int64_t nbytes,
                        gts_error *err)
 {
-    int rc = check_message(plan, index, buffer, nbytes, true, err);
-    return rc ? rc : transfer(plan, index, buffer, true, err);
+    return gts_halo_plan_pack_on(plan, index, NULL, buffer, nbytes, err);
 }
 
 int gts_halo_plan_unpack(const gts_halo_plan *plan, int index, const void *buffer,
                          int64_t nbytes, gts_error *err)
 {
-    int rc = check_message(plan, index, buffer, nbytes, false, err);
-    /* transfer only reads the message when unpacking */
-    return rc ? rc : transfer(plan, index, (char *)(uintptr_t)buffer, false, err);
+    return gts_halo_plan_unpack_on(plan, index, NULL, buffer, nbytes, err);
 }

@@ -21,6 +21,11 @@ extern const gts_device_ops gts__device_host;
 int gts__cuda_get(gts_device_id id, const gts_device_ops **out, gts_error *err);
 size_t gts__cuda_list(const gts_device_ops **out, size_t capacity);
 
+/* Counts a block of the emulated device's pinned host memory (device.c) in
+ * the emulated device's counts (device_emulated.c): `size` bytes allocated,
+ * or freed where `freed`. */
+void gts__emulated_count_pinned(int64_t size, bool freed);
+
 /* The bytes a strided array touches, [element 0 + *low, element 0 +
  * *high), for devices that move or check them (device.c). Arguments the
  * kernels refuse before touching memory (ndim, shape, itemsize, NULL

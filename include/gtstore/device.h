@@ -21,6 +21,10 @@
  * - the emulated device's managed memory (GTS_DL_EXT_DEV, 1): host memory
  *   with the host's operations under a device id that is not the CPU's,
  *   playing CUDA managed memory for tests (gts_device_managed).
+ * - the emulated device's pinned host memory (GTS_DL_EXT_DEV, 2): host
+ *   memory with the host's operations, whose blocks the emulated device
+ *   counts (gts_device_emulated_pinned_counts), playing CUDA's pinned host
+ *   memory for tests (gts_device_pinned).
  * - the CUDA devices, where an NVIDIA driver and GPU are present: the driver
  *   library (libcuda.so.1, or the path in the environment variable
  *   GTSTORE_LIBCUDA) is loaded with dlopen on first use, so one build runs
@@ -144,6 +148,17 @@ int gts_device_managed(const gts_device_ops *gpu, const gts_device_ops **out, gt
 /* Whether `device` is the managed memory of a GPU. */
 bool gts_device_is_managed(const gts_device_ops *device);
 
+/* The pinned (page-locked) host memory of `gpu`: host memory that `gpu`
+ * copies to and from directly, without an extra staging copy, which is
+ * what message buffers between device memory and a network should be. For
+ * a CUDA device (GTS_DL_CUDA_HOST, 0), shared by every CUDA GPU; for the
+ * emulated device (GTS_DL_EXT_DEV, 2), host memory whose blocks it counts.
+ * Its addresses are host addresses. GTS_ENOTSUP for a device without one
+ * (the host, managed memory); CUDA's errors where the driver is missing. */
+int gts_device_pinned(const gts_device_ops *gpu, const gts_device_ops **out, gts_error *err);
+/* Whether `device` is the pinned host memory of a GPU. */
+bool gts_device_is_pinned(const gts_device_ops *device);
+
 /* The devices available, host first: writes up to `capacity` of them to
  * `out` (may be NULL when capacity is 0) and returns how many there are. */
 size_t gts_device_list(const gts_device_ops **out, size_t capacity);
@@ -214,6 +229,16 @@ typedef struct gts_transfer_counts {
 void gts_device_emulated_counts(gts_transfer_counts *out);
 /* Zeroes the counts (live_blocks and live_bytes stay). */
 void gts_device_emulated_reset_counts(void);
+
+/* The blocks of the emulated device's pinned host memory (GTS_DL_EXT_DEV,
+ * 2): allocations and frees since the last gts_device_emulated_reset_counts,
+ * and what is allocated now (not reset). */
+typedef struct gts_pinned_counts {
+    int64_t allocs, frees;
+    int64_t live_blocks, live_bytes;
+} gts_pinned_counts;
+
+void gts_device_emulated_pinned_counts(gts_pinned_counts *out);
 
 /* The host address behind an emulated device address (NULL if `address` is
  * not inside a live block of the emulated device): for tests that read or

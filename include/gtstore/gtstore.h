@@ -11,6 +11,7 @@
 #include "gtstore/dtype.h"
 #include "gtstore/error.h"
 #include "gtstore/geometry.h"
+#include "gtstore/halo_messages.h"
 #include "gtstore/halo_plan.h"
 #include "gtstore/kernels.h"
 #include "gtstore/layout.h"

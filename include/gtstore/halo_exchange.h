@@ -8,8 +8,11 @@
  *
  * One exchange object serves a fixed set of fields for as long as they
  * live: it makes the plan, its message buffers (one per neighbour and
- * direction) and persistent requests once, so that an exchange allocates
- * nothing. It duplicates the communicator, so that its tags never meet the
+ * direction, gtstore/halo_messages.h) and persistent requests once, so that
+ * an exchange allocates nothing. The buffers are host memory for fields
+ * with a host side; for fields in device memory only, pinned host memory
+ * of their GPU, or the GPU's memory itself where the MPI reads it
+ * (CUDA-aware MPI) or the caller asks for it (gts_halo_exchange_create_aware). It duplicates the communicator, so that its tags never meet the
  * caller's messages. Errors of MPI itself are returned (the duplicate has
  * MPI_ERRORS_RETURN) as GTS_EINVAL with MPI's message. */
 #ifndef GTSTORE_HALO_EXCHANGE_H
@@ -17,6 +20,7 @@
 
 #include <mpi.h>
 
+#include "gtstore/halo_messages.h"
 #include "gtstore/halo_plan.h"
 
 #ifdef __cplusplus
@@ -34,6 +38,20 @@ typedef struct gts_halo_exchange gts_halo_exchange;
  * that no rank waits for a message that never comes. */
 int gts_halo_exchange_create(const gts_partition *partition, MPI_Comm comm, int nfields,
                              const gts_storage *fields, gts_halo_exchange **out, gts_error *err);
+
+/* As gts_halo_exchange_create, with the caller's say on messages in device
+ * memory (gts_halo_memory_choose; gts_halo_exchange_create passes
+ * GTS_HALO_AWARE_AUTO): detection is gts_halo_exchange_mpi_reads. Asking
+ * for device memory where it is impossible fails on every rank alike. */
+int gts_halo_exchange_create_aware(const gts_partition *partition, MPI_Comm comm, int nfields,
+                                   const gts_storage *fields, gts_halo_device_aware aware,
+                                   gts_halo_exchange **out, gts_error *err);
+
+/* The type of device memory this MPI reads (GTS_DL_CUDA where it is
+ * CUDA-aware), or 0: Open MPI's MPIX_Query_cuda_support (<mpi-ext.h>) or
+ * MPICH's MPIX_GPU_query_support where the MPI has one, asked at run time;
+ * 0 for an MPI with neither. */
+int32_t gts_halo_exchange_mpi_reads(void);
 
 /* Frees everything; the caller's communicator stays. Not during an
  * exchange (between start and wait). NULL is ignored. Collective (it frees
@@ -55,6 +73,10 @@ int gts_halo_exchange_run(gts_halo_exchange *exchange, gts_error *err);
 
 /* The plan it runs (neighbours, message sizes). */
 const gts_halo_plan *gts_halo_exchange_plan(const gts_halo_exchange *exchange);
+
+/* Its message buffers: their memory (gts_halo_messages_memory), device and
+ * addresses. */
+const gts_halo_messages *gts_halo_exchange_messages(const gts_halo_exchange *exchange);
 
 #ifdef __cplusplus
 }

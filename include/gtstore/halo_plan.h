@@ -33,14 +33,21 @@
  * made. Storages of a mirrored buffer (a GPU storage with a host side) are
  * packed from and unpacked into the host side, synced as gtstore/sync.h
  * says. Memory without a host side (device memory only) is packed on its
- * device (its strided copy) into device memory the plan makes once, and
- * only the message's bytes cross to the host buffer (the reverse for
- * unpacking); each call has completed on the device when it returns. */
+ * device (its strided copy). A message is in host memory
+ * (gts_halo_plan_pack) or in the memory of the GPU that holds the plan's
+ * fields in device memory only (gts_halo_plan_pack_on; for an MPI that
+ * reads device memory, gtstore/halo_messages.h). Where a field and the
+ * message are on the same side, the field's region is copied straight
+ * into the message; where not, it is packed on the field's side into a
+ * staging block the plan makes once, and only the region's bytes cross
+ * (the reverse for unpacking). Each call has completed on the device when
+ * it returns. */
 #ifndef GTSTORE_HALO_PLAN_H
 #define GTSTORE_HALO_PLAN_H
 
 #include <stdint.h>
 
+#include "gtstore/device.h"
 #include "gtstore/error.h"
 #include "gtstore/partition.h"
 #include "gtstore/storage.h"
@@ -69,7 +76,9 @@ typedef struct gts_halo_plan gts_halo_plan;
  * than the smallest subdomain along its dimension (no neighbour could fill
  * it: every rank reports it alike, since all know every subdomain);
  * GTS_EREADONLY for a read-only field; a device's errors (its staging
- * memory); GTS_ENOMEM, GTS_EOVERFLOW. */
+ * memory); GTS_ENOMEM, GTS_EOVERFLOW. Staging blocks are made only where a
+ * plan has fields in device memory only: one per such field on its device,
+ * and one per field with a host side on the host. */
 int gts_halo_plan_create(const gts_partition *partition, int rank, int nfields,
                          const gts_storage *fields, gts_halo_plan **out, gts_error *err);
 
@@ -100,6 +109,25 @@ int gts_halo_plan_pack(const gts_halo_plan *plan, int index, void *buffer, int64
  * recv_bytes) into the fields' halos. */
 int gts_halo_plan_unpack(const gts_halo_plan *plan, int index, const void *buffer,
                          int64_t nbytes, gts_error *err);
+
+/* The devices of the plan's fields in device memory only (neither host
+ * memory nor a mirrored buffer), in field order without repeats: writes up
+ * to `capacity` of them to `out` (may be NULL when capacity is 0) and
+ * returns how many there are (0: every field has a host side). */
+int gts_halo_plan_devices(const gts_halo_plan *plan, const gts_device_ops **out, int capacity);
+
+/* As gts_halo_plan_pack and gts_halo_plan_unpack, with the message in
+ * memory of `device`. NULL or a host-accessible device (host, pinned or
+ * managed memory): host memory, as gts_halo_plan_pack. Device memory: it
+ * must be the one device of gts_halo_plan_devices (GTS_EINVAL otherwise);
+ * fields in device memory only are then packed straight into the message
+ * by the device's strided copy, with no staging and no byte to or from
+ * the host, and fields with a host side are packed on the host and their
+ * bytes copied to the device (the reverse for unpacking). */
+int gts_halo_plan_pack_on(const gts_halo_plan *plan, int index, const gts_device_ops *device,
+                          void *buffer, int64_t nbytes, gts_error *err);
+int gts_halo_plan_unpack_on(const gts_halo_plan *plan, int index, const gts_device_ops *device,
+                            const void *buffer, int64_t nbytes, gts_error *err);
 
 #ifdef __cplusplus
 }

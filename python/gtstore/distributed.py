@@ -9,9 +9,12 @@ fields between one rank and all (``scatter``, ``gather``).
 The numbers (process grid, subdomains, neighbours, message regions) are
 libgtstore's (``Partition`` and ``HaloPlan``, gtstore/partition.h and
 gtstore/halo_plan.h); libgtstore's strided copy packs each neighbour's
-message into a buffer allocated once, and mpi4py moves it with persistent
-requests. mpi4py is imported when first needed, so that this module
-imports without it. See docs/distributed.md.
+message into a buffer allocated once (``HaloMessages``,
+gtstore/halo_messages.h: host memory, or for fields in device memory only
+the GPU's pinned host memory or, for an MPI that reads it, its device
+memory), and mpi4py moves it with persistent requests. mpi4py is imported
+when first needed, so that this module imports without it. See
+docs/distributed.md.
 """
 
 from __future__ import annotations
@@ -25,8 +28,12 @@ from . import _gtstore
 
 Partition = _gtstore.Partition
 HaloPlan = _gtstore.HaloPlan
+HaloMessages = _gtstore.HaloMessages
 
-__all__ = ["CartesianPartitioner", "HaloExchange", "HaloPlan", "Partition"]
+__all__ = ["CartesianPartitioner", "HaloExchange", "HaloMessages", "HaloPlan", "Partition",
+           "mpi_reads_device"]
+
+_DL_CUDA = 2  # DLPack's device type of CUDA device memory
 
 # Whatever a rank raises before a collective step is caught, shared with the
 # other ranks and raised on every rank: an exception escaping on one rank
@@ -43,6 +50,49 @@ def _mpi():
             "(or a system MPI, e.g. Debian's libopenmpi-dev, then pip install mpi4py)"
         ) from error
     return MPI
+
+
+_mpi_reads = None  # the answer of mpi_reads_device, once asked
+
+
+def mpi_reads_device():
+    """The DLPack device type whose memory the MPI under mpi4py reads (2:
+    CUDA, a CUDA-aware MPI), or 0. mpi4py has no binding for it, so the MPI
+    library mpi4py loaded is asked directly: Open MPI's
+    ``MPIX_Query_cuda_support()``, else MPICH's ``MPIX_GPU_query_support``,
+    looked up with ctypes among the libraries mpi4py's extension module
+    loaded (dlsym searches a module's dependencies). 0 where it has neither
+    or they cannot be reached (an MPI loaded otherwise): messages then go
+    through pinned host memory unless asked otherwise
+    (``halo_exchange(..., device_aware=True)`` or
+    ``GTSTORE_DEVICE_AWARE_MPI=1``). Asked once per process."""
+    global _mpi_reads
+    if _mpi_reads is None:
+        _mpi_reads = _query_mpi_reads(_mpi())
+    return _mpi_reads
+
+
+def _query_mpi_reads(MPI):
+    import ctypes
+    import os
+
+    try:  # already loaded: a handle to it and its dependencies, nothing loaded anew
+        library = ctypes.CDLL(MPI.__file__, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
+    except (OSError, AttributeError):
+        return 0
+    query = getattr(library, "MPIX_Query_cuda_support", None)  # Open MPI
+    if query is not None:
+        query.restype, query.argtypes = ctypes.c_int, []
+        return _DL_CUDA if query() else 0
+    query = getattr(library, "MPIX_GPU_query_support", None)  # MPICH >= 4
+    if query is not None:
+        query.restype = ctypes.c_int
+        query.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_int)]
+        supported = ctypes.c_int(0)
+        mpix_gpu_support_cuda = 0
+        if query(mpix_gpu_support_cuda, ctypes.byref(supported)) == 0 and supported.value:
+            return _DL_CUDA
+    return 0
 
 
 def _raise_agreed(comm, error, what, info=None, mismatch=None):
@@ -222,10 +272,15 @@ class CartesianPartitioner:
 
     # ---- communication -----------------------------------------------------
 
-    def halo_exchange(self, fields):
+    def halo_exchange(self, fields, device_aware=None):
         """The exchange of these storages' halos (collective): planned once,
-        run with ``start()``/``wait()`` or ``exchange()``."""
-        return HaloExchange(self, fields)
+        run with ``start()``/``wait()`` or ``exchange()``. ``device_aware``
+        (for storages in device memory only, e.g. ``GPUStorage``): None
+        (default) lets ``GTSTORE_DEVICE_AWARE_MPI`` or the MPI decide
+        (:func:`mpi_reads_device`), True hands MPI device memory (an error
+        on every rank where it cannot), False goes through pinned host
+        memory. See :class:`HaloExchange`."""
+        return HaloExchange(self, fields, device_aware=device_aware)
 
     def _check_local(self, local):
         view = local.domain_view
@@ -308,25 +363,44 @@ class HaloExchange:
     """The halo exchange of a fixed set of storages (collective to make).
 
     Made once: the plan (libgtstore), one send and one receive buffer per
-    neighbour, and persistent MPI requests on a duplicate communicator.
-    ``start()`` posts the receives, packs and posts each send; ``wait()``
-    completes them and unpacks into the halos; compute on the interior may
-    run in between. Fields that do not fit the partition, or differ between
-    ranks, raise on every rank.
+    neighbour (:class:`HaloMessages`, owned by the exchange), and persistent
+    MPI requests on a duplicate communicator. ``start()`` posts the
+    receives, packs and posts each send; ``wait()`` unpacks each message as
+    it arrives and completes the sends; compute on the interior may run in
+    between.
+    Fields that do not fit the partition, or differ between ranks, raise on
+    every rank.
+
+    Where the buffers live (``memory``): ``"host"`` for fields with a host
+    side; for fields in device memory only, ``"pinned"`` (the GPU's pinned
+    host memory: packed on the device, the packed bytes copied over) or
+    ``"device"`` (the GPU's memory, handed to MPI as it is: for a CUDA-aware
+    MPI). ``device_aware`` chooses: None (default) lets the environment
+    variable ``GTSTORE_DEVICE_AWARE_MPI`` ("1"/"0") or else the MPI
+    (:func:`mpi_reads_device`) decide; True asks for device memory, and
+    raises on every rank where that is impossible (fields on several
+    devices, an MPI that does not read the GPU's memory); False: pinned.
     """
 
-    def __init__(self, partitioner, fields):
+    def __init__(self, partitioner, fields, device_aware=None):
         MPI = _mpi()
         fields = tuple(fields)
-        plan = error = None
+        plan = messages = error = None
         try:
+            if device_aware is not None and not isinstance(device_aware, bool):
+                raise TypeError(f"device_aware: expected None, True or False, got "
+                                f"{device_aware!r}")
             plan = HaloPlan(partitioner.partition, partitioner.rank, fields)
+            messages = HaloMessages(plan, device_aware=device_aware,
+                                    mpi_reads=mpi_reads_device())
         except _INPUT_ERRORS as e:
             error = e
         _raise_agreed(partitioner.comm, error, "fields", None if error else plan.signature,
                       "fields: differ between ranks (dtype, halo, layout or undivided "
                       "extents): their messages would not match")
         self.plan = plan
+        self._messages = messages
+        self._memory = messages.memory
         self._comm = partitioner.comm.Dup()
         self._started = False
         self._sends, self._recvs = [], []
@@ -334,15 +408,13 @@ class HaloExchange:
         for index, (rank, _, send_tag, recv_tag, send_bytes, recv_bytes) in enumerate(
                 plan.neighbors):
             if recv_bytes:
-                buffer = np.empty(recv_bytes, dtype=np.uint8)
-                self._recvs.append((index, buffer))
-                self._recv_requests.append(
-                    self._comm.Recv_init([buffer, MPI.BYTE], source=rank, tag=recv_tag))
+                self._recvs.append(index)
+                self._recv_requests.append(self._comm.Recv_init(
+                    [messages.recv_buffer(index), MPI.BYTE], source=rank, tag=recv_tag))
             if send_bytes:
-                buffer = np.empty(send_bytes, dtype=np.uint8)
-                self._sends.append((index, buffer))
-                self._send_requests.append(
-                    self._comm.Send_init([buffer, MPI.BYTE], dest=rank, tag=send_tag))
+                self._sends.append(index)
+                self._send_requests.append(self._comm.Send_init(
+                    [messages.send_buffer(index), MPI.BYTE], dest=rank, tag=send_tag))
         self._MPI = MPI
 
     @property
@@ -354,6 +426,16 @@ class HaloExchange:
         """(rank, offset, send_tag, recv_tag, send_bytes, recv_bytes) each."""
         return self.plan.neighbors
 
+    @property
+    def memory(self):
+        """Where the message buffers are: "host", "pinned" or "device"."""
+        return self._memory
+
+    @property
+    def device_aware(self):
+        """Whether MPI is handed device memory."""
+        return self._memory == "device"
+
     def start(self):
         """Posts the receives, then packs each message and posts its send at
         once: a neighbour's receive can complete while the next message is
@@ -364,8 +446,9 @@ class HaloExchange:
             raise RuntimeError("start: this exchange is closed")
         Prequest = self._MPI.Prequest
         Prequest.Startall(self._recv_requests)
-        for (index, buffer), request in zip(self._sends, self._send_requests):
-            self.plan.pack(index, buffer)
+        pack = self._messages.pack
+        for index, request in zip(self._sends, self._send_requests):
+            pack(index)
             request.Start()
         self._started = True
 
@@ -376,10 +459,10 @@ class HaloExchange:
             raise RuntimeError("wait: this exchange is not started")
         self._started = False
         Request = self._MPI.Request
+        unpack = self._messages.unpack
         try:
             for _ in self._recvs:  # a completed persistent request is inactive: skipped
-                index, buffer = self._recvs[Request.Waitany(self._recv_requests)]
-                self.plan.unpack(index, buffer)
+                unpack(self._recvs[Request.Waitany(self._recv_requests)])
         finally:  # every request completed, even after an error: the next start needs it
             Request.Waitall(self._recv_requests)
             Request.Waitall(self._send_requests)
@@ -400,6 +483,7 @@ class HaloExchange:
         self._send_requests, self._recv_requests = [], []
         self._comm.Free()
         self._comm = None
+        self._messages = None  # the buffers go (MPI no longer refers to them)
 
     def __enter__(self):
         return self

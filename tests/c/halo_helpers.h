@@ -25,7 +25,8 @@ typedef struct scenario {
     gts_halo khalo;
     bool fortran;              /* I contiguous rather than K */
     int device;                /* 0: host memory; on the emulated device: 1 device memory
-                                  only, 2 with a host side (mirrored) */
+                                  only, 2 with a host side (mirrored); 3: field 0 in
+                                  device memory only, the others in host memory */
 } scenario;
 
 /* The global field's value: a different number per field and point. */
@@ -67,8 +68,11 @@ static inline int make_field(const scenario *sc, const gts_partition *p, int ran
         gts_layout_f(ndim, spec.layout);
     else
         gts_layout_c(ndim, spec.layout);
-    spec.managed = sc->device == 1 ? GTS_MANAGED_NONE : GTS_MANAGED_GT4PY;
-    return gts_storage_create_on(sc->device ? gts_device_emulated() : NULL, &spec, 0, out, ERR);
+    int device = sc->device == 3 ? (f == 0 ? 1 : 0) : sc->device;
+    spec.managed = device == 1 ? GTS_MANAGED_NONE : GTS_MANAGED_GT4PY;
+    /* a device given wins over the spec's kind: the host side is asked for */
+    return gts_storage_create_on(device ? gts_device_emulated() : NULL, &spec,
+                                 device == 2 ? GTS_ALLOC_MIRRORED : 0, out, ERR);
 }
 
 /* The global index of a local point along split dimension d, wrapped where
@@ -146,6 +150,11 @@ static const scenario scenarios[] = {
     /* a device buffer with a host side: packed on the host side, synced */
     {"2x2 open, mirrored", 2, {8, 6}, {2, 2}, {false, false}, 1, {{{1, 1}, {2, 2}}}, 2,
      {0, 0}, false, 2},
+    /* device memory and host memory in one plan */
+    {"2x1 periodic, uneven, device and host memory", 2, {7, 5}, {2, 1}, {true, false}, 3,
+     {{{1, 2}, {1, 1}}, {{2, 1}, {0, 2}}, {{1, 1}, {1, 1}}}, 2, {0, 0}, false, 3},
+    {"4 in I, open, device and host memory", 1, {11, 4}, {4, 1}, {false, false}, 2,
+     {{{2, 1}, {1, 0}}, {{1, 2}, {0, 0}}}, 3, {1, 1}, true, 3},
 };
 
 #define NSCENARIOS (sizeof scenarios / sizeof scenarios[0])

@@ -62,13 +62,13 @@ static void test_registry(void)
     CHECK(dev == NULL); /* failures write nothing */
     CHECK_FAILS(gts_device_get((gts_device_id){GTS_DL_CPU, 0}, NULL, ERR), GTS_EINVAL, "out");
 
-    const gts_device_ops *list[5] = {NULL};
-    size_t listed = gts_device_list(NULL, 0); /* with CUDA: its devices after these three */
-    CHECK(cuda_rc ? listed == 3 : listed > 3);
+    const gts_device_ops *list[6] = {NULL};
+    size_t listed = gts_device_list(NULL, 0); /* with CUDA: its devices after these four */
+    CHECK(cuda_rc ? listed == 4 : listed > 4);
     CHECK_INT_EQ(gts_device_list(list, 1), listed);
     CHECK(list[0] == host && list[1] == NULL);
-    CHECK_INT_EQ(gts_device_list(list, 3), listed);
-    CHECK(list[0] == host && list[1] == emu && list[3] == NULL);
+    CHECK_INT_EQ(gts_device_list(list, 4), listed);
+    CHECK(list[0] == host && list[1] == emu && list[4] == NULL);
     /* the third: the emulated device's managed memory, host memory under
      * an id of its own */
     const gts_device_ops *managed = list[2];
@@ -83,6 +83,39 @@ static void test_registry(void)
     CHECK_FAILS(gts_device_managed(host, &dev, ERR), GTS_ENOTSUP, "cpu device has no managed");
     CHECK_FAILS(gts_device_managed(emu, NULL, ERR), GTS_EINVAL, "out");
     CHECK_FAILS(gts_device_use_gpu(managed, ERR), GTS_EINVAL, "host memory");
+    /* the fourth: its pinned host memory, host memory whose blocks the
+     * emulated device counts */
+    const gts_device_ops *pinned = list[3];
+    CHECK(gts_device_id_equal(pinned->id, (gts_device_id){GTS_DL_EXT_DEV, 2}));
+    CHECK(pinned->host_accessible && gts_device_is_pinned(pinned) && !gts_device_is_managed(pinned));
+    CHECK(!gts_device_is_pinned(host) && !gts_device_is_pinned(emu) &&
+          !gts_device_is_pinned(managed) && !gts_device_is_pinned(NULL));
+    if (CHECK_OK(gts_device_pinned(emu, &dev, ERR)))
+        CHECK(dev == pinned);
+    if (CHECK_OK(gts_device_get(pinned->id, &dev, ERR)))
+        CHECK(dev == pinned);
+    CHECK_FAILS(gts_device_pinned(host, &dev, ERR), GTS_ENOTSUP, "cpu device has no pinned");
+    CHECK_FAILS(gts_device_pinned(managed, &dev, ERR), GTS_ENOTSUP, "no pinned");
+    CHECK_FAILS(gts_device_pinned(emu, NULL, ERR), GTS_EINVAL, "out");
+    CHECK_FAILS(gts_device_use_gpu(pinned, ERR), GTS_EINVAL, "host memory");
+    gts_pinned_counts before, after;
+    gts_device_emulated_pinned_counts(&before);
+    char *block = NULL;
+    if (CHECK_OK(gts_device_alloc(pinned, 100, GTS_ALLOC_ZERO, (void **)&block, ERR))) {
+        block[99] = 1; /* a host address */
+        gts_device_emulated_pinned_counts(&after);
+        CHECK_INT_EQ(after.allocs, before.allocs + 1);
+        CHECK_INT_EQ(after.live_blocks, before.live_blocks + 1);
+        CHECK_INT_EQ(after.live_bytes, before.live_bytes + 100);
+        gts_device_free(pinned, block, 100);
+    }
+    gts_device_emulated_pinned_counts(&after);
+    CHECK_INT_EQ(after.frees, before.frees + 1);
+    CHECK_INT_EQ(after.live_blocks, before.live_blocks);
+    CHECK_INT_EQ(after.live_bytes, before.live_bytes);
+    gts_device_emulated_reset_counts();
+    gts_device_emulated_pinned_counts(&after);
+    CHECK(after.allocs == 0 && after.frees == 0 && after.live_blocks == before.live_blocks);
     CHECK(gts_device_id_equal(host->id, (gts_device_id){1, 0}));
     CHECK(!gts_device_id_equal(host->id, emu->id));
     /* DLPack's device struct and the id have one layout */
@@ -423,6 +456,9 @@ int main(void)
     const gts_device_ops *managed;
     if (CHECK_OK(gts_device_managed(gts_device_emulated(), &managed, ERR)))
         test_contract(managed);
+    const gts_device_ops *pinned;
+    if (CHECK_OK(gts_device_pinned(gts_device_emulated(), &pinned, ERR)))
+        test_contract(pinned);
     test_bad_input(gts_device_host());
     test_bad_input(gts_device_emulated());
     test_streams();

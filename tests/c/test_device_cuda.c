@@ -30,11 +30,13 @@
 #include "device_contract.h"
 #include "fake_cuda.h"
 
-#define BUILT_IN 3 /* host, emulated, emulated managed */
+#define BUILT_IN 4 /* host, emulated, emulated managed, emulated pinned */
 #include "random.h"
 #include "gtstore/buffer.h"
 #include "gtstore/device.h"
+#include "gtstore/halo_messages.h"
 #include "gtstore/kernels.h"
+#include "storage_helpers.h"
 
 static fake_cuda_stats_fn fake_stats; /* NULL unless the fake driver runs */
 
@@ -77,7 +79,10 @@ static void check_absent(int code, const char *cause)
     const gts_device_ops *list[8] = {NULL};
     CHECK_INT_EQ(gts_device_list(list, 8), BUILT_IN);
     CHECK(list[0] == gts_device_host() && list[1] == gts_device_emulated() &&
-          gts_device_is_managed(list[2]) && !list[3]);
+          gts_device_is_managed(list[2]) && gts_device_is_pinned(list[3]) && !list[4]);
+    /* CUDA's pinned memory, which the pinned memory of a CUDA GPU would be,
+       fails alike */
+    CHECK_FAILS(gts_device_get((gts_device_id){GTS_DL_CUDA_HOST, 0}, &dev, ERR), code, cause);
     if (CHECK_OK(gts_device_get((gts_device_id){GTS_DL_EXT_DEV, 0}, &dev, ERR)))
         CHECK(dev == gts_device_emulated());
     test_contract(gts_device_emulated());
@@ -326,6 +331,11 @@ static void check_present(int expect_count, int expect_unmanaged)
         } else if (i == (size_t)(BUILT_IN + count)) {
             CHECK(d->id.type == GTS_DL_CUDA_HOST && d->id.id == 0 && d->host_accessible);
             CHECK_STR_EQ(d->name, "cuda_host:0");
+            const gts_device_ops *pinned = NULL; /* the pinned memory of every CUDA GPU */
+            for (int g = 0; g < count; ++g)
+                if (CHECK_OK(gts_device_pinned(list[BUILT_IN + g], &pinned, ERR)))
+                    CHECK(pinned == d);
+            CHECK(gts_device_is_pinned(d) && !gts_device_is_pinned(list[BUILT_IN]));
         } else {
             CHECK(d->id.type == GTS_DL_CUDA_MANAGED && d->host_accessible);
             CHECK(gts_device_is_managed(d));
@@ -429,6 +439,142 @@ static const char *find_toolkit_stub(void)
     return NULL;
 }
 
+/* ---- halo messages of CUDA device memory ---------------------------------------------- */
+
+enum { NI = 4, NJ = 3 }; /* the domain; a halo of 1 all round */
+
+/* A field of device memory only on `device`, its domain set to
+ * 100 i + j and its halo to -1 (through a host twin: device memory is not
+ * the host's to write). */
+static int make_cuda_field(const gts_device_ops *device, gts_storage *out)
+{
+    gts_storage_spec spec;
+    int rc = gts_storage_spec_init(&spec, 2, (int64_t[]){NI + 2, NJ + 2}, F8, ERR);
+    if (rc)
+        return rc;
+    spec.has_dims = spec.has_halo = true;
+    spec.dims[0] = GTS_DIM_I;
+    spec.dims[1] = GTS_DIM_J;
+    spec.halo[0] = spec.halo[1] = (gts_halo){1, 1};
+    spec.managed = GTS_MANAGED_NONE;
+    gts_storage host;
+    if ((rc = gts_storage_create_on(gts_device_host(), &spec, 0, &host, ERR)))
+        return rc;
+    for (int64_t i = 0; i < NI + 2; ++i)
+        for (int64_t j = 0; j < NJ + 2; ++j) {
+            bool domain = i >= 1 && i <= NI && j >= 1 && j <= NJ;
+            double v = domain ? (double)(100 * i + j) : -1.0;
+            memcpy((void *)address(&host, (int64_t[]){i, j}), &v, sizeof v);
+        }
+    rc = gts_storage_create_on(device, &spec, 0, out, ERR);
+    if (!rc && (rc = gts_storage_assign(out, &host, ERR)))
+        gts_storage_release(out);
+    gts_storage_release(&host);
+    return rc;
+}
+
+/* Whether every point holds the periodic wrap of the domain. */
+static bool wrapped(const gts_storage *field)
+{
+    gts_storage host;
+    if (!CHECK_OK(gts_storage_copy_to(gts_device_host(), field, &host, ERR)))
+        return false;
+    bool ok = true;
+    for (int64_t i = 0; i < NI + 2; ++i)
+        for (int64_t j = 0; j < NJ + 2; ++j) {
+            int64_t wi = (i - 1 + NI) % NI + 1, wj = (j - 1 + NJ) % NJ + 1;
+            ok = ok && get(&host, (int64_t[]){i, j}) == (double)(100 * wi + wj);
+        }
+    gts_storage_release(&host);
+    return ok;
+}
+
+/* One rank, periodic: every neighbour is the rank itself, so each message
+ * goes from a send buffer to the receive buffer its tag names, as MPI
+ * would move it: host bytes for pinned messages, a copy within the GPU for
+ * device messages (what a CUDA-aware MPI does). */
+static void exchange_with_self(const gts_halo_plan *plan, const gts_halo_messages *m)
+{
+    const gts_device_ops *device = gts_halo_messages_device(m);
+    for (int i = 0; i < gts_halo_plan_neighbor_count(plan); ++i) {
+        const gts_halo_neighbor *n = gts_halo_plan_neighbor(plan, i);
+        int j = 0;
+        while (gts_halo_plan_neighbor(plan, j)->recv_tag != n->send_tag)
+            ++j;
+        const gts_halo_message *send = gts_halo_messages_send(m, i);
+        const gts_halo_message *recv = gts_halo_messages_recv(m, j);
+        CHECK_OK(gts_halo_messages_pack(m, i, ERR));
+        if (device->host_accessible)
+            memcpy(recv->mpi, send->mpi, (size_t)send->bytes);
+        else
+            CHECK_OK(gts_device_copy_within(device, recv->data, send->data, send->bytes, NULL,
+                                            ERR));
+        CHECK_OK(gts_halo_messages_unpack(m, j, ERR));
+    }
+}
+
+/* Fields of CUDA device memory: pinned messages in cuda_host:0, device
+ * messages where the MPI reads CUDA memory (detected or asked for), and
+ * device messages refused where it does not or the fields are on two
+ * GPUs. */
+static void test_halo_messages(void)
+{
+    const gts_device_ops *gpu0, *gpu1, *pinned;
+    if (!CHECK_OK(gts_device_get((gts_device_id){GTS_DL_CUDA, 0}, &gpu0, ERR)) ||
+        !CHECK_OK(gts_device_get((gts_device_id){GTS_DL_CUDA, 1}, &gpu1, ERR)) ||
+        !CHECK_OK(gts_device_get((gts_device_id){GTS_DL_CUDA_HOST, 0}, &pinned, ERR)))
+        return;
+    gts_partition p;
+    if (!CHECK_OK(gts_partition_init(&p, 2, NULL, (int64_t[]){NI, NJ}, (int[]){1, 1},
+                                     (bool[]){true, true}, 1, ERR)))
+        return;
+    gts_storage fields[2];
+    gts_halo_plan *plan = NULL, *two = NULL;
+    if (!CHECK_OK(make_cuda_field(gpu0, &fields[0])) ||
+        !CHECK_OK(make_cuda_field(gpu1, &fields[1])))
+        return;
+    CHECK_OK(gts_halo_plan_create(&p, 0, 1, fields, &plan, ERR));
+    CHECK_OK(gts_halo_plan_create(&p, 0, 2, fields, &two, ERR));
+    if (!plan || !two)
+        return;
+    unsetenv("GTSTORE_DEVICE_AWARE_MPI");
+    gts_halo_memory memory;
+    if (CHECK_OK(gts_halo_memory_choose(plan, GTS_HALO_AWARE_AUTO, 0, &memory, ERR)))
+        CHECK(memory == GTS_HALO_MEMORY_PINNED);
+    if (CHECK_OK(gts_halo_memory_choose(plan, GTS_HALO_AWARE_AUTO, GTS_DL_CUDA, &memory, ERR)))
+        CHECK(memory == GTS_HALO_MEMORY_DEVICE);
+    CHECK_FAILS(gts_halo_memory_choose(plan, GTS_HALO_AWARE_YES, 0, &memory, ERR), GTS_EINVAL,
+                "device_aware: asked for, but this MPI cannot read cuda:0 memory");
+    CHECK_FAILS(gts_halo_memory_choose(two, GTS_HALO_AWARE_YES, GTS_DL_CUDA, &memory, ERR),
+                GTS_EINVAL, "on cuda:0 and cuda:1");
+    if (CHECK_OK(gts_halo_memory_choose(two, GTS_HALO_AWARE_AUTO, GTS_DL_CUDA, &memory, ERR)))
+        CHECK(memory == GTS_HALO_MEMORY_PINNED);
+    /* both ways give the wrapped halo; pinned messages are CUDA's pinned memory */
+    const gts_halo_memory memories[] = {GTS_HALO_MEMORY_PINNED, GTS_HALO_MEMORY_DEVICE};
+    for (int k = 0; k < 2; ++k) {
+        gts_halo_messages *m = NULL;
+        if (!CHECK_OK(gts_halo_messages_create(plan, memories[k], &m, ERR)))
+            continue;
+        CHECK(gts_halo_messages_device(m) == (k == 0 ? pinned : gpu0));
+        CHECK(gts_halo_messages_send(m, 0)->mpi == gts_halo_messages_send(m, 0)->data);
+        exchange_with_self(plan, m);
+        CHECK(wrapped(&fields[0]));
+        gts_halo_messages_destroy(m);
+    }
+    gts_halo_messages *m = NULL; /* two GPUs: pinned messages serve both */
+    if (CHECK_OK(gts_halo_messages_create(two, GTS_HALO_MEMORY_PINNED, &m, ERR))) {
+        exchange_with_self(two, m);
+        CHECK(wrapped(&fields[0]) && wrapped(&fields[1]));
+        gts_halo_messages_destroy(m);
+    }
+    CHECK_FAILS(gts_halo_messages_create(two, GTS_HALO_MEMORY_DEVICE, &m, ERR), GTS_EINVAL,
+                "on cuda:0 and cuda:1");
+    gts_halo_plan_destroy(plan);
+    gts_halo_plan_destroy(two);
+    gts_storage_release(&fields[0]);
+    gts_storage_release(&fields[1]);
+}
+
 int main(int argc, char **argv)
 {
     const char *scenario = argc > 1 ? argv[1] : "system";
@@ -476,6 +622,7 @@ int main(int argc, char **argv)
     } else if (!strcmp(scenario, "fake")) {
         use_fake(library, "devices=2,nomanaged=1");
         check_present(2, 1);
+        test_halo_messages();
         check_fake_totals(12000, true);
     } else if (!strcmp(scenario, "fake-v1")) { /* cuGetProcAddress of drivers before 12.5 */
         use_fake(library, "devices=1,version=11040");

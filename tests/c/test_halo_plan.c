@@ -1,11 +1,17 @@
 /* Halo plans, checked by running a whole exchange in one process: every
  * rank's fields are made (halo_helpers.h), each message packed by its
  * sender and unpacked by the receiver that the tags name. */
+#define _POSIX_C_SOURCE 200809L /* setenv */
 #include <stdlib.h>
 
 #include "halo_helpers.h"
 
+#include "gtstore/halo_messages.h"
 #include "gtstore/halo_plan.h"
+
+/* How run_exchange moves messages: buffers of the test's own, or the
+ * plan's message buffers (gtstore/halo_messages.h) in one memory. */
+enum { OWN_BUFFERS = -1 };
 
 static int find_receiver(gts_halo_plan *const *plans, const gts_halo_neighbor *sent, int sender)
 {
@@ -18,7 +24,30 @@ static int find_receiver(gts_halo_plan *const *plans, const gts_halo_neighbor *s
     return -1;
 }
 
-static void run_exchange(const scenario *sc)
+/* One message from rank r's neighbour i to its receiver: through a buffer
+ * of the test's own, or from the sender's message buffer to the
+ * receiver's, by their MPI addresses, as MPI would. */
+static void deliver(gts_halo_plan *const *plans, gts_halo_messages *const *messages, int r, int i,
+                    int j, int64_t bytes)
+{
+    const gts_halo_neighbor *n = gts_halo_plan_neighbor(plans[r], i);
+    if (!messages[r]) {
+        char *message = malloc((size_t)bytes);
+        CHECK_OK(gts_halo_plan_pack(plans[r], i, message, bytes, ERR));
+        CHECK_OK(gts_halo_plan_unpack(plans[n->rank], j, message, bytes, ERR));
+        free(message);
+        return;
+    }
+    const gts_halo_message *send = gts_halo_messages_send(messages[r], i);
+    const gts_halo_message *recv = gts_halo_messages_recv(messages[n->rank], j);
+    CHECK_INT_EQ(send->bytes, bytes);
+    CHECK_INT_EQ(recv->bytes, bytes);
+    CHECK_OK(gts_halo_messages_pack(messages[r], i, ERR));
+    memcpy(recv->mpi, send->mpi, (size_t)bytes);
+    CHECK_OK(gts_halo_messages_unpack(messages[n->rank], j, ERR));
+}
+
+static void run_exchange(const scenario *sc, int memory)
 {
     gts_partition p;
     int nranks = scenario_ranks(sc);
@@ -27,11 +56,15 @@ static void run_exchange(const scenario *sc)
         return;
     gts_storage fields[MAX_RANKS][MAX_FIELDS];
     gts_halo_plan *plans[MAX_RANKS] = {0};
+    gts_halo_messages *messages[MAX_RANKS] = {0};
     for (int r = 0; r < nranks; ++r) {
         for (int f = 0; f < sc->nfields; ++f)
             if (CHECK_OK(make_field(sc, &p, r, f, &fields[r][f])))
                 visit(sc, &p, r, f, &fields[r][f], false);
         CHECK_OK(gts_halo_plan_create(&p, r, sc->nfields, fields[r], &plans[r], ERR));
+        if (memory != OWN_BUFFERS &&
+            CHECK_OK(gts_halo_messages_create(plans[r], memory, &messages[r], ERR)))
+            CHECK((int)gts_halo_messages_memory(messages[r]) == memory);
     }
     for (int r = 0; r < nranks; ++r)
         CHECK(gts_halo_plan_signature(plans[r]) == gts_halo_plan_signature(plans[0]));
@@ -46,19 +79,17 @@ static void run_exchange(const scenario *sc)
                 if (!CHECK(j >= 0))
                     continue;
                 CHECK_INT_EQ(gts_halo_plan_neighbor(plans[n->rank], j)->recv_bytes, n->send_bytes);
-                char *message = malloc((size_t)n->send_bytes);
-                CHECK_OK(gts_halo_plan_pack(plans[r], i, message, n->send_bytes, ERR));
-                CHECK_OK(gts_halo_plan_unpack(plans[n->rank], j, message, n->send_bytes, ERR));
-                free(message);
+                deliver(plans, messages, r, i, j, n->send_bytes);
             }
     int bad = 0;
     for (int r = 0; r < nranks; ++r)
         for (int f = 0; f < sc->nfields; ++f)
             bad += visit(sc, &p, r, f, &fields[r][f], true);
     if (bad)
-        fprintf(stderr, "%s: %d points wrong\n", sc->name, bad);
+        fprintf(stderr, "%s (messages: %d): %d points wrong\n", sc->name, memory, bad);
     CHECK(bad == 0);
     for (int r = 0; r < nranks; ++r) {
+        gts_halo_messages_destroy(messages[r]);
         gts_halo_plan_destroy(plans[r]);
         for (int f = 0; f < sc->nfields; ++f)
             gts_storage_release(&fields[r][f]);
@@ -209,10 +240,180 @@ static void test_device_packing_moves_only_the_message(void)
     CHECK_INT_EQ(after.live_blocks, before.live_blocks);
 }
 
+/* Which memory a plan's messages get, as asked and as detected. */
+static void test_message_memory_choice(void)
+{
+    gts_partition p;
+    int64_t global[2] = {8, 8};
+    if (!CHECK_OK(gts_partition_init(&p, 2, NULL, global, (int[]){2, 2}, (bool[]){true, true},
+                                     4, ERR)))
+        return;
+    scenario host_sc = {"host", 2, {8, 8}, {2, 2}, {true, true}, 1, {{{1, 1}, {1, 1}}}, 2,
+                        {0, 0}, false, 0};
+    scenario device_sc = host_sc, mirrored_sc = host_sc;
+    device_sc.device = 1;
+    mirrored_sc.device = 2;
+    gts_storage host, device, mirrored;
+    gts_halo_plan *hp = NULL, *dp = NULL, *mp = NULL;
+    if (!CHECK_OK(make_field(&host_sc, &p, 0, 0, &host)) ||
+        !CHECK_OK(make_field(&device_sc, &p, 0, 0, &device)) ||
+        !CHECK_OK(make_field(&mirrored_sc, &p, 0, 0, &mirrored)))
+        return;
+    CHECK_OK(gts_halo_plan_create(&p, 0, 1, &host, &hp, ERR));
+    CHECK_OK(gts_halo_plan_create(&p, 0, 1, &device, &dp, ERR));
+    CHECK_OK(gts_halo_plan_create(&p, 0, 1, &mirrored, &mp, ERR));
+    if (!hp || !dp || !mp)
+        return;
+    const gts_device_ops *gpus[2] = {NULL, NULL};
+    CHECK_INT_EQ(gts_halo_plan_devices(hp, gpus, 2), 0);
+    CHECK_INT_EQ(gts_halo_plan_devices(mp, gpus, 2), 0); /* a host side: packed there */
+    CHECK_INT_EQ(gts_halo_plan_devices(dp, NULL, 0), 1);
+    CHECK_INT_EQ(gts_halo_plan_devices(dp, gpus, 2), 1);
+    CHECK(gpus[0] == gts_device_emulated() && gpus[1] == NULL);
+    unsetenv("GTSTORE_DEVICE_AWARE_MPI");
+    gts_halo_memory m;
+    /* fields with a host side: host messages, whatever is asked */
+    const gts_halo_device_aware all[] = {GTS_HALO_AWARE_AUTO, GTS_HALO_AWARE_NO,
+                                         GTS_HALO_AWARE_YES};
+    for (size_t a = 0; a < 3; ++a) {
+        if (CHECK_OK(gts_halo_memory_choose(hp, all[a], GTS_DL_CUDA, &m, ERR)))
+            CHECK(m == GTS_HALO_MEMORY_HOST);
+        if (CHECK_OK(gts_halo_memory_choose(mp, all[a], 0, &m, ERR)))
+            CHECK(m == GTS_HALO_MEMORY_HOST);
+    }
+    /* device memory only: detection never picks the emulated device */
+    if (CHECK_OK(gts_halo_memory_choose(dp, GTS_HALO_AWARE_AUTO, GTS_DL_CUDA, &m, ERR)))
+        CHECK(m == GTS_HALO_MEMORY_PINNED);
+    if (CHECK_OK(gts_halo_memory_choose(dp, GTS_HALO_AWARE_AUTO, 0, &m, ERR)))
+        CHECK(m == GTS_HALO_MEMORY_PINNED);
+    if (CHECK_OK(gts_halo_memory_choose(dp, GTS_HALO_AWARE_NO, GTS_DL_EXT_DEV, &m, ERR)))
+        CHECK(m == GTS_HALO_MEMORY_PINNED);
+    if (CHECK_OK(gts_halo_memory_choose(dp, GTS_HALO_AWARE_YES, 0, &m, ERR)))
+        CHECK(m == GTS_HALO_MEMORY_DEVICE);
+    /* the environment decides for AUTO, not against an explicit choice */
+    setenv("GTSTORE_DEVICE_AWARE_MPI", "1", 1);
+    if (CHECK_OK(gts_halo_memory_choose(dp, GTS_HALO_AWARE_AUTO, 0, &m, ERR)))
+        CHECK(m == GTS_HALO_MEMORY_DEVICE);
+    if (CHECK_OK(gts_halo_memory_choose(dp, GTS_HALO_AWARE_NO, 0, &m, ERR)))
+        CHECK(m == GTS_HALO_MEMORY_PINNED);
+    setenv("GTSTORE_DEVICE_AWARE_MPI", "0", 1);
+    if (CHECK_OK(gts_halo_memory_choose(dp, GTS_HALO_AWARE_AUTO, 0, &m, ERR)))
+        CHECK(m == GTS_HALO_MEMORY_PINNED);
+    setenv("GTSTORE_DEVICE_AWARE_MPI", "auto", 1);
+    if (CHECK_OK(gts_halo_memory_choose(dp, GTS_HALO_AWARE_AUTO, 0, &m, ERR)))
+        CHECK(m == GTS_HALO_MEMORY_PINNED);
+    setenv("GTSTORE_DEVICE_AWARE_MPI", "yes", 1);
+    CHECK_FAILS(gts_halo_memory_choose(dp, GTS_HALO_AWARE_AUTO, 0, &m, ERR), GTS_EINVAL,
+                "GTSTORE_DEVICE_AWARE_MPI: expected '1', '0' or 'auto', got 'yes'");
+    unsetenv("GTSTORE_DEVICE_AWARE_MPI");
+    CHECK_FAILS(gts_halo_memory_choose(dp, (gts_halo_device_aware)2, 0, &m, ERR), GTS_EINVAL,
+                "device_aware: 2");
+    CHECK_FAILS(gts_halo_memory_choose(NULL, GTS_HALO_AWARE_NO, 0, &m, ERR), GTS_EINVAL, "plan");
+    /* buffers in a memory the plan cannot use */
+    gts_halo_messages *msgs = NULL;
+    CHECK_FAILS(gts_halo_messages_create(hp, GTS_HALO_MEMORY_PINNED, &msgs, ERR), GTS_EINVAL,
+                "pinned messages, but no field of the plan is in device memory only");
+    CHECK_FAILS(gts_halo_messages_create(hp, GTS_HALO_MEMORY_DEVICE, &msgs, ERR), GTS_EINVAL,
+                "device messages");
+    CHECK_FAILS(gts_halo_messages_create(hp, (gts_halo_memory)7, &msgs, ERR), GTS_EINVAL,
+                "memory: 7");
+    CHECK(msgs == NULL);
+    /* a message in device memory for a plan without device fields */
+    char buffer[64];
+    const gts_halo_neighbor *n = gts_halo_plan_neighbor(hp, 0);
+    CHECK_FAILS(gts_halo_plan_pack_on(hp, 0, gts_device_emulated(), buffer, n->send_bytes, ERR),
+                GTS_EINVAL, "messages in emulated memory need every field");
+    CHECK_STR_EQ(gts_halo_memory_name(GTS_HALO_MEMORY_PINNED), "pinned");
+    gts_halo_plan_destroy(hp);
+    gts_halo_plan_destroy(dp);
+    gts_halo_plan_destroy(mp);
+    gts_storage_release(&host);
+    gts_storage_release(&device);
+    gts_storage_release(&mirrored);
+}
+
+/* The two ways of device memory only: pinned messages cost the message's
+ * bytes across, once per field and message, in pinned buffers made once;
+ * device messages cost no byte across, and no staging copy. */
+static void test_message_memory_costs(void)
+{
+    gts_partition p;
+    int64_t global[2] = {8, 8};
+    if (!CHECK_OK(gts_partition_init(&p, 2, NULL, global, (int[]){2, 2}, (bool[]){true, true},
+                                     4, ERR)))
+        return;
+    scenario sc = {"costs", 2, {8, 8}, {2, 2}, {true, true}, 2,
+                   {{{2, 2}, {2, 2}}, {{1, 1}, {1, 1}}}, 5, {0, 0}, false, 1};
+    gts_storage fields[2];
+    gts_halo_plan *plan = NULL;
+    if (!CHECK_OK(make_field(&sc, &p, 0, 0, &fields[0])) ||
+        !CHECK_OK(make_field(&sc, &p, 0, 1, &fields[1])) ||
+        !CHECK_OK(gts_halo_plan_create(&p, 0, 2, fields, &plan, ERR)))
+        return;
+    const gts_halo_neighbor *n = gts_halo_plan_neighbor(plan, 1); /* an edge */
+    for (int memory = GTS_HALO_MEMORY_PINNED; memory <= GTS_HALO_MEMORY_DEVICE; ++memory) {
+        gts_transfer_counts c;
+        gts_pinned_counts pc, before;
+        gts_device_emulated_counts(&c);
+        gts_device_emulated_pinned_counts(&before);
+        int64_t blocks = c.live_blocks;
+        gts_halo_messages *m = NULL;
+        if (!CHECK_OK(gts_halo_messages_create(plan, memory, &m, ERR)))
+            continue;
+        bool pinned = memory == GTS_HALO_MEMORY_PINNED;
+        const gts_device_ops *pinned_memory = NULL;
+        CHECK_OK(gts_device_pinned(gts_device_emulated(), &pinned_memory, ERR));
+        CHECK(gts_halo_messages_device(m) == (pinned ? pinned_memory : gts_device_emulated()));
+        gts_device_emulated_counts(&c);
+        gts_device_emulated_pinned_counts(&pc);
+        /* a send block and a receive block, in the chosen memory */
+        CHECK_INT_EQ(pc.live_blocks - before.live_blocks, pinned ? 2 : 0);
+        CHECK_INT_EQ(pc.live_bytes - before.live_bytes,
+                     pinned ? gts_halo_plan_send_bytes(plan) + gts_halo_plan_recv_bytes(plan) : 0);
+        CHECK_INT_EQ(c.live_blocks - blocks, pinned ? 0 : 2);
+        const gts_halo_message *send = gts_halo_messages_send(m, 1);
+        if (pinned)
+            CHECK(send->mpi == send->data);
+        else
+            CHECK(send->mpi == gts_device_emulated_host_address(send->data));
+        CHECK(gts_halo_messages_send(m, -1) == NULL && gts_halo_messages_recv(m, 99) == NULL);
+        CHECK_FAILS(gts_halo_messages_pack(m, 99, ERR), GTS_EINVAL, "index: 99");
+        CHECK_FAILS(gts_halo_messages_unpack(m, -1, ERR), GTS_EINVAL, "index: -1");
+        gts_device_emulated_reset_counts();
+        CHECK_OK(gts_halo_messages_pack(m, 1, ERR));
+        CHECK_OK(gts_halo_messages_unpack(m, 1, ERR));
+        gts_device_emulated_counts(&c);
+        gts_device_emulated_pinned_counts(&pc);
+        CHECK_INT_EQ(c.to_host_bytes, pinned ? n->send_bytes : 0);
+        CHECK_INT_EQ(c.to_device_bytes, pinned ? n->recv_bytes : 0);
+        CHECK_INT_EQ(c.to_host + c.to_device, pinned ? 4 : 0); /* per field and direction */
+        CHECK_INT_EQ(c.copies, 4); /* one strided copy per field and direction */
+        CHECK_INT_EQ(c.allocs + pc.allocs, 0); /* nothing made per message */
+        gts_halo_messages_destroy(m);
+        gts_device_emulated_counts(&c);
+        gts_device_emulated_pinned_counts(&pc);
+        CHECK_INT_EQ(c.live_blocks, blocks);
+        CHECK_INT_EQ(pc.live_blocks, before.live_blocks);
+    }
+    gts_halo_plan_destroy(plan);
+    gts_storage_release(&fields[0]);
+    gts_storage_release(&fields[1]);
+}
+
 int main(void)
 {
-    for (size_t i = 0; i < NSCENARIOS; ++i)
-        run_exchange(&scenarios[i]);
+    for (size_t i = 0; i < NSCENARIOS; ++i) {
+        const scenario *sc = &scenarios[i];
+        run_exchange(sc, OWN_BUFFERS);
+        if (sc->device == 1 || sc->device == 3) { /* fields in device memory only */
+            run_exchange(sc, GTS_HALO_MEMORY_PINNED);
+            run_exchange(sc, GTS_HALO_MEMORY_DEVICE);
+        } else {
+            run_exchange(sc, GTS_HALO_MEMORY_HOST);
+        }
+    }
+    test_message_memory_choice();
+    test_message_memory_costs();
     test_plan_shape();
     test_bad_fields();
     test_device_packing_moves_only_the_message();

@@ -70,13 +70,17 @@ static PyObject *api_transfer_counts(PyObject *self, PyObject *unused)
     (void)self;
     (void)unused;
     gts_transfer_counts c;
+    gts_pinned_counts p;
     gts_device_emulated_counts(&c);
-    return Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L}", "to_device",
+    gts_device_emulated_pinned_counts(&p);
+    return Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L}", "to_device",
                          (long long)c.to_device, "to_device_bytes", (long long)c.to_device_bytes,
                          "to_host", (long long)c.to_host, "to_host_bytes",
                          (long long)c.to_host_bytes, "within", (long long)c.within, "fills",
                          (long long)c.fills, "copies", (long long)c.copies, "live_blocks",
-                         (long long)c.live_blocks);
+                         (long long)c.live_blocks, "allocs", (long long)c.allocs,
+                         "pinned_allocs", (long long)p.allocs, "pinned_live_blocks",
+                         (long long)p.live_blocks, "pinned_live_bytes", (long long)p.live_bytes);
 }
 
 static PyObject *api_reset_transfer_counts(PyObject *self, PyObject *unused)
@@ -102,7 +106,8 @@ PyMethodDef gtpy_devices_methods[] = {
     {"transfer_counts", api_transfer_counts, METH_NOARGS,
      "transfer_counts()\n--\n\nWhat the emulated device has done since the last reset: "
      "host-to-device and device-to-host transfers (calls and bytes), copies within it, fills "
-     "and strided copies, and its live blocks."},
+     "and strided copies, its allocations and live blocks, and those of its pinned host "
+     "memory (pinned_allocs, pinned_live_blocks, pinned_live_bytes)."},
     {"reset_transfer_counts", api_reset_transfer_counts, METH_NOARGS,
      "reset_transfer_counts()\n--\n\nZeroes the emulated device's counts."},
     {NULL, NULL, 0, NULL},

@@ -387,6 +387,11 @@ static PyObject *halo_plan_new(PyTypeObject *type, PyObject *args, PyObject *kwa
     return (PyObject *)self;
 }
 
+const gts_halo_plan *gtpy_halo_plan_of(PyObject *plan)
+{
+    return ((HaloPlan *)plan)->plan;
+}
+
 static void halo_plan_dealloc(PyObject *self)
 {
     HaloPlan *h = (HaloPlan *)self;

@@ -176,6 +176,8 @@ static int add_types(PyObject *module)
         {"SyncState", &gtpy_SyncState_Type},
         {"Partition", &gtpy_Partition_Type},
         {"HaloPlan", &gtpy_HaloPlan_Type},
+        {"HaloMessages", &gtpy_HaloMessages_Type},
+        {"HaloMessage", &gtpy_HaloMessage_Type},
     };
     for (size_t i = 0; i < sizeof types / sizeof types[0]; ++i)
         if (PyType_Ready(types[i].type) < 0 ||

@@ -303,8 +303,12 @@ extern PyMethodDef gtpy_memory_methods[];
 extern PyMethodDef gtpy_devices_methods[];
 extern PyMethodDef gtpy_storage_api_methods[];
 extern PyTypeObject gtpy_Plan_Type;
-/* gtstore.distributed's Partition and HaloPlan (distributed.c). */
+/* gtstore.distributed's Partition and HaloPlan (distributed.c), and the
+ * plan's message buffers (halo_messages.c). */
 extern PyTypeObject gtpy_Partition_Type, gtpy_HaloPlan_Type;
+extern PyTypeObject gtpy_HaloMessages_Type, gtpy_HaloMessage_Type;
+/* The plan of a HaloPlan (the caller checked the type). */
+const gts_halo_plan *gtpy_halo_plan_of(PyObject *plan);
 
 /* The call side (binding.c): Signature, Binding, FieldWarning, stencils. */
 int gtpy_binding_init(PyObject *module);

@@ -1,0 +1,108 @@
+/* The message buffers of a halo plan (gtstore/halo_plan.h): one send and
+ * one receive buffer per neighbour, made once, and the memory they live in,
+ * which decides how messages cross between ranks.
+ *
+ * - GTS_HALO_MEMORY_HOST: ordinary host memory. The plans whose fields all
+ *   have a host side (host storages, GPU storages with a host side) use it.
+ * - GTS_HALO_MEMORY_PINNED: the pinned host memory of the GPU that holds
+ *   the plan's fields in device memory only (gts_device_pinned: CUDA's
+ *   page-locked memory). Each such field is packed on its device into the
+ *   plan's staging block, and the GPU copies the packed bytes straight into
+ *   the message (no bounce through pageable memory); MPI reads host memory.
+ * - GTS_HALO_MEMORY_DEVICE: the GPU's own memory, for an MPI that reads it
+ *   (a CUDA-aware MPI). The device's strided copy packs each field's region
+ *   straight into the message, MPI is handed the device buffer, and
+ *   unpacking reads from it: no byte crosses to the host (fields with a
+ *   host side, where a plan has some, are packed on the host and copied
+ *   over).
+ *
+ * gts_halo_memory_choose says which one a plan gets. Nothing here
+ * communicates (gtstore/halo_exchange.h runs the messages over MPI; the
+ * Python package over mpi4py). */
+#ifndef GTSTORE_HALO_MESSAGES_H
+#define GTSTORE_HALO_MESSAGES_H
+
+#include <stdint.h>
+
+#include "gtstore/device.h"
+#include "gtstore/error.h"
+#include "gtstore/halo_plan.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum gts_halo_memory {
+    GTS_HALO_MEMORY_HOST = 0,
+    GTS_HALO_MEMORY_PINNED = 1,
+    GTS_HALO_MEMORY_DEVICE = 2
+} gts_halo_memory;
+
+/* Whether messages may live in device memory, as the caller asks. */
+typedef enum gts_halo_device_aware {
+    GTS_HALO_AWARE_AUTO = -1, /* the environment variable, else detection */
+    GTS_HALO_AWARE_NO = 0,    /* never: pinned host memory */
+    GTS_HALO_AWARE_YES = 1    /* always: an error where impossible */
+} gts_halo_device_aware;
+
+/* The memory of `plan`'s messages:
+ * - a plan without fields in device memory only: HOST, whatever is asked;
+ * - else `aware` decides; GTS_HALO_AWARE_AUTO takes the environment
+ *   variable GTSTORE_DEVICE_AWARE_MPI where it is set ("1" yes, "0" no,
+ *   "auto" or empty: as unset; anything else GTS_EINVAL naming it), else
+ *   detection: DEVICE where those fields are on one GPU whose DLPack device
+ *   type is `mpi_reads` (the type of memory the MPI reads: GTS_DL_CUDA for
+ *   a CUDA-aware MPI; 0 for none), PINNED otherwise;
+ * - NO: PINNED;
+ * - YES: DEVICE, or GTS_EINVAL where impossible: the fields in device
+ *   memory only are on several devices, or their GPU's type is not
+ *   `mpi_reads`. The emulated device is the exception: its memory is host
+ *   memory behind addresses of its own, which any MPI reads once
+ *   translated (gts_halo_message.mpi), so YES reaches it; detection never
+ *   does, so only tests that ask for it do. */
+int gts_halo_memory_choose(const gts_halo_plan *plan, gts_halo_device_aware aware,
+                           int32_t mpi_reads, gts_halo_memory *out, gts_error *err);
+
+/* "host", "pinned" or "device". */
+const char *gts_halo_memory_name(gts_halo_memory memory);
+
+/* One message buffer. */
+typedef struct gts_halo_message {
+    void *data;    /* the buffer: an address of gts_halo_messages_device */
+    void *mpi;     /* the address to give MPI: `data`, except on the emulated
+                      device, the host memory behind it (what a device-aware
+                      MPI reads of device memory) */
+    int64_t bytes; /* 0: no message that way */
+} gts_halo_message;
+
+typedef struct gts_halo_messages gts_halo_messages;
+
+/* The buffers of `plan` in `memory` (for DEVICE and PINNED, memory of the
+ * one GPU, or the first one, of gts_halo_plan_devices): two blocks, one
+ * for the sends and one for the receives, cut into one buffer per
+ * neighbour. The plan must outlive them. GTS_EINVAL for a memory the plan
+ * cannot use (PINNED or DEVICE without fields in device memory only; DEVICE
+ * with them on several devices); the device's errors. */
+int gts_halo_messages_create(const gts_halo_plan *plan, gts_halo_memory memory,
+                             gts_halo_messages **out, gts_error *err);
+
+/* Frees the buffers. NULL is ignored. */
+void gts_halo_messages_destroy(gts_halo_messages *messages);
+
+gts_halo_memory gts_halo_messages_memory(const gts_halo_messages *messages);
+/* Where the buffers are: the host, the GPU's pinned memory or the GPU. */
+const gts_device_ops *gts_halo_messages_device(const gts_halo_messages *messages);
+
+/* Neighbour `index`'s buffers (NULL for an index out of range). */
+const gts_halo_message *gts_halo_messages_send(const gts_halo_messages *messages, int index);
+const gts_halo_message *gts_halo_messages_recv(const gts_halo_messages *messages, int index);
+
+/* Packs neighbour `index`'s send buffer from the fields; unpacks its
+ * receive buffer into their halos (gts_halo_plan_pack_on). */
+int gts_halo_messages_pack(const gts_halo_messages *messages, int index, gts_error *err);
+int gts_halo_messages_unpack(const gts_halo_messages *messages, int index, gts_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

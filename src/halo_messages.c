@@ -1,0 +1,223 @@
+/* The message buffers of a halo plan (gtstore/halo_messages.h): which
+ * memory they live in, chosen once, and the buffers, made once. */
+#include "gtstore/halo_messages.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* One direction's buffers: a block cut into one buffer per neighbour. */
+typedef struct direction {
+    void *block;
+    int64_t size;
+    gts_halo_message *messages; /* per neighbour */
+} direction;
+
+struct gts_halo_messages {
+    const gts_halo_plan *plan;
+    gts_halo_memory memory;
+    const gts_device_ops *device; /* where the blocks are */
+    const gts_device_ops *gpu;    /* DEVICE: the plan's GPU, which packing is told; else NULL */
+    int n;                        /* neighbours */
+    direction send, recv;
+};
+
+/* ---- the choice ---------------------------------------------------------------- */
+
+/* GTSTORE_DEVICE_AWARE_MPI, where it says yes or no: AUTO where unset. */
+static int aware_from_environment(gts_halo_device_aware *out, gts_error *err)
+{
+    const char *value = getenv("GTSTORE_DEVICE_AWARE_MPI");
+    *out = GTS_HALO_AWARE_AUTO;
+    if (!value || !value[0] || strcmp(value, "auto") == 0)
+        return 0;
+    if (strcmp(value, "1") == 0 || strcmp(value, "0") == 0) {
+        *out = value[0] == '1' ? GTS_HALO_AWARE_YES : GTS_HALO_AWARE_NO;
+        return 0;
+    }
+    return gts_error_set(err, GTS_EINVAL,
+                         "GTSTORE_DEVICE_AWARE_MPI: expected '1', '0' or 'auto', got '%.60s'",
+                         value);
+}
+
+/* Why messages cannot live in the memory of the plan's GPU; 0 where they
+ * can. */
+static int device_impossible(const gts_device_ops *const *gpus, int n, int32_t mpi_reads,
+                             gts_error *err)
+{
+    if (n > 1)
+        return gts_error_set(err, GTS_EINVAL,
+                             "device_aware: the fields in device memory only are on %s and %s; "
+                             "messages in device memory need them on one device",
+                             gpus[0]->name, gpus[1]->name);
+    if (gpus[0] == gts_device_emulated() || gpus[0]->id.type == mpi_reads)
+        return 0;
+    return gts_error_set(err, GTS_EINVAL,
+                         "device_aware: asked for, but this MPI cannot read %s memory (it did "
+                         "not report support for it, e.g. MPIX_Query_cuda_support() is 0 "
+                         "for CUDA): use pinned host messages (device_aware off)",
+                         gpus[0]->name);
+}
+
+int gts_halo_memory_choose(const gts_halo_plan *plan, gts_halo_device_aware aware,
+                           int32_t mpi_reads, gts_halo_memory *out, gts_error *err)
+{
+    if (!plan || !out)
+        return gts_error_set(err, GTS_EINVAL, "%s: NULL", plan ? "out" : "plan");
+    if (aware != GTS_HALO_AWARE_AUTO && aware != GTS_HALO_AWARE_NO && aware != GTS_HALO_AWARE_YES)
+        return gts_error_set(err, GTS_EINVAL, "device_aware: %d is none of -1 (auto), 0, 1",
+                             (int)aware);
+    const gts_device_ops *gpus[2];
+    int n = gts_halo_plan_devices(plan, gpus, 2);
+    if (n == 0) {
+        *out = GTS_HALO_MEMORY_HOST; /* nothing in device memory: nothing to be aware of */
+        return 0;
+    }
+    int rc = aware == GTS_HALO_AWARE_AUTO ? aware_from_environment(&aware, err) : 0;
+    if (rc)
+        return rc;
+    if (aware == GTS_HALO_AWARE_AUTO) /* detection: never the emulated device */
+        aware = n == 1 && gpus[0]->id.type == mpi_reads && mpi_reads != 0 ? GTS_HALO_AWARE_YES
+                                                                          : GTS_HALO_AWARE_NO;
+    if (aware == GTS_HALO_AWARE_YES && (rc = device_impossible(gpus, n, mpi_reads, err)))
+        return rc;
+    *out = aware == GTS_HALO_AWARE_YES ? GTS_HALO_MEMORY_DEVICE : GTS_HALO_MEMORY_PINNED;
+    return 0;
+}
+
+const char *gts_halo_memory_name(gts_halo_memory memory)
+{
+    switch (memory) {
+    case GTS_HALO_MEMORY_HOST: return "host";
+    case GTS_HALO_MEMORY_PINNED: return "pinned";
+    case GTS_HALO_MEMORY_DEVICE: return "device";
+    }
+    return "unknown";
+}
+
+/* ---- the buffers --------------------------------------------------------------- */
+
+/* The device whose memory holds the buffers. */
+static int buffer_device(const gts_halo_plan *plan, gts_halo_memory memory,
+                         const gts_device_ops **out, gts_error *err)
+{
+    const gts_device_ops *gpus[2];
+    int n = gts_halo_plan_devices(plan, gpus, 2);
+    switch (memory) {
+    case GTS_HALO_MEMORY_HOST:
+        *out = gts_device_host();
+        return 0;
+    case GTS_HALO_MEMORY_PINNED:
+        if (n == 0)
+            break;
+        return gts_device_pinned(gpus[0], out, err);
+    case GTS_HALO_MEMORY_DEVICE:
+        if (n == 0)
+            break;
+        if (n > 1)
+            return device_impossible(gpus, n, 0, err);
+        *out = gpus[0];
+        return 0;
+    default:
+        return gts_error_set(err, GTS_EINVAL, "memory: %d is no gts_halo_memory", (int)memory);
+    }
+    return gts_error_set(err, GTS_EINVAL,
+                         "memory: %s messages, but no field of the plan is in device memory only",
+                         gts_halo_memory_name(memory));
+}
+
+void gts_halo_messages_destroy(gts_halo_messages *m)
+{
+    if (!m)
+        return;
+    gts_device_free(m->device, m->send.block, m->send.size);
+    gts_device_free(m->device, m->recv.block, m->recv.size);
+    free(m->send.messages);
+    free(m->recv.messages);
+    free(m);
+}
+
+/* One direction's block, cut into the neighbours' buffers. */
+static int allocate(gts_halo_messages *m, direction *dir, bool send, gts_error *err)
+{
+    dir->size = send ? gts_halo_plan_send_bytes(m->plan) : gts_halo_plan_recv_bytes(m->plan);
+    dir->messages = calloc((size_t)(m->n ? m->n : 1), sizeof *dir->messages);
+    if (!dir->messages)
+        return gts_error_set(err, GTS_ENOMEM, "out of memory for halo messages");
+    int rc = gts_device_alloc(m->device, dir->size, 0, &dir->block, err);
+    if (rc)
+        return rc;
+    /* a device-aware MPI reads the emulated device's memory where it is */
+    char *data = dir->block;
+    char *mpi = m->device == gts_device_emulated() ? gts_device_emulated_host_address(data) : data;
+    for (int i = 0; i < m->n; ++i) {
+        const gts_halo_neighbor *nb = gts_halo_plan_neighbor(m->plan, i);
+        int64_t bytes = send ? nb->send_bytes : nb->recv_bytes;
+        dir->messages[i] = (gts_halo_message){.data = data, .mpi = mpi, .bytes = bytes};
+        data += bytes; /* within the block: the plan's totals are these sums */
+        mpi += bytes;
+    }
+    return 0;
+}
+
+int gts_halo_messages_create(const gts_halo_plan *plan, gts_halo_memory memory,
+                             gts_halo_messages **out, gts_error *err)
+{
+    if (!plan || !out)
+        return gts_error_set(err, GTS_EINVAL, "%s: NULL", plan ? "out" : "plan");
+    const gts_device_ops *device;
+    int rc = buffer_device(plan, memory, &device, err);
+    if (rc)
+        return rc;
+    gts_halo_messages *m = calloc(1, sizeof *m);
+    if (!m)
+        return gts_error_set(err, GTS_ENOMEM, "out of memory for halo messages");
+    m->plan = plan;
+    m->memory = memory;
+    m->device = device;
+    m->gpu = memory == GTS_HALO_MEMORY_DEVICE ? device : NULL;
+    m->n = gts_halo_plan_neighbor_count(plan);
+    if ((rc = allocate(m, &m->send, true, err)) || (rc = allocate(m, &m->recv, false, err))) {
+        gts_halo_messages_destroy(m);
+        return rc;
+    }
+    *out = m;
+    return 0;
+}
+
+/* ---- use ------------------------------------------------------------------------- */
+
+gts_halo_memory gts_halo_messages_memory(const gts_halo_messages *m)
+{
+    return m->memory;
+}
+
+const gts_device_ops *gts_halo_messages_device(const gts_halo_messages *m)
+{
+    return m->device;
+}
+
+const gts_halo_message *gts_halo_messages_send(const gts_halo_messages *m, int index)
+{
+    return index >= 0 && index < m->n ? &m->send.messages[index] : NULL;
+}
+
+const gts_halo_message *gts_halo_messages_recv(const gts_halo_messages *m, int index)
+{
+    return index >= 0 && index < m->n ? &m->recv.messages[index] : NULL;
+}
+
+int gts_halo_messages_pack(const gts_halo_messages *m, int index, gts_error *err)
+{
+    const gts_halo_message *message = gts_halo_messages_send(m, index);
+    if (!message)
+        return gts_error_set(err, GTS_EINVAL, "index: %d is outside [0, %d)", index, m->n);
+    return gts_halo_plan_pack_on(m->plan, index, m->gpu, message->data, message->bytes, err);
+}
+
+int gts_halo_messages_unpack(const gts_halo_messages *m, int index, gts_error *err)
+{
+    const gts_halo_message *message = gts_halo_messages_recv(m, index);
+    if (!message)
+        return gts_error_set(err, GTS_EINVAL, "index: %d is outside [0, %d)", index, m->n);
+    return gts_halo_plan_unpack_on(m->plan, index, m->gpu, message->data, message->bytes, err);
+}
