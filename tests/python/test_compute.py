@@ -517,6 +517,19 @@ def test_device_compute_into_host_outputs():
         np.testing.assert_array_equal(r.to_ndarray(), 0.5)
 
 
+def test_device_where_scalar():
+    """where= a scalar on the device: False writes nothing, NumPy's True
+    everything (the mask reaches the engine's copyto as an array)."""
+    with emulated_gpu():
+        g = gts.full((3, 4), 1.0, device="gpu", managed=None)
+        out = gts.full((3, 4), 7.0, device="gpu", managed=None)
+        for where in (False, np.False_):
+            np.add(g, 1, out=out, where=where)
+            np.testing.assert_array_equal(out.to_ndarray(), 7.0)
+        np.add(g, 1, out=out, where=np.True_)
+        np.testing.assert_array_equal(out.to_ndarray(), 2.0)
+
+
 def test_device_assignment_both_ways():
     """s[...] = value by dims between host and device memory."""
     with emulated_gpu():

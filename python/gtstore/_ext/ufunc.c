@@ -631,8 +631,11 @@ static int invoke_where(call *c, PyObject *function)
     }
     rc = rc == 0 ? invoke(c, function, false, false) : rc;
     PyObject *copyto = rc == 0 ? gtpy_engine_function(&c->engine, gtpy_numpy("copyto")) : NULL;
-    PyObject *mask = copyto ? PyDict_New() : NULL;
-    rc = mask && PyDict_SetItem(mask, name(NAME_WHERE), c->views[c->nin]) == 0 ? rc : -1;
+    /* an array of the engine even for a scalar mask (where=np.True_) */
+    PyObject *where = copyto ? gtpy_engine_asarray(&c->engine, c->views[c->nin]) : NULL;
+    PyObject *mask = where ? PyDict_New() : NULL;
+    rc = mask && PyDict_SetItem(mask, name(NAME_WHERE), where) == 0 ? rc : -1;
+    Py_XDECREF(where);
     for (int i = 0; rc == 0 && i < c->nout; ++i) {
         PyObject *args = PyTuple_Pack(2, targets[i], c->views[c->nops + i]);
         PyObject *done = args ? PyObject_Call(copyto, args, mask) : NULL;
