@@ -47,25 +47,24 @@
  * must stay valid until the stream is synchronised. A stream is not checked
  * to belong to the device (the driver cannot tell cheaply).
  *
- * Fill and strided copy of device memory: no kernel runs on the GPU yet.
+ * Fill and strided copy of device memory run on the GPU, never through the
+ * host:
  * - a fill of a dense target (its elements cover the bytes [low, high) of
  *   gts_strided_extent exactly once, in any order and direction) with an
  *   item that repeats a 1-, 2- or 4-byte pattern is one cuMemsetD8/D16/D32;
  * - a copy between two dense arrays with the same strides is one device to
  *   device copy of their span;
- * - everything else stages through host memory: the span [low, high) of the
- *   source (and of the destination, unless it is dense) is copied to the
- *   host, the host kernels of kernels.h (gts_fill, gts_copy) run there, and
- *   the destination's span is copied back. That is correct for any strides
- *   and overlap (the source is read in full before anything is written) but
- *   costs a round trip over the bus and rewrites the bytes between the
- *   destination's elements with the values read before (work queued on
- *   other streams must not write them meanwhile). The staging memory is
- *   pinned (a cached buffer of up to STAGING_PINNED_MAX bytes) where
- *   available, else pageable host memory; a staged operation waits for its
- *   stream before it returns. A PTX kernel loaded with cuModuleLoadData is
- *   the planned replacement; it is not written yet because no GPU was
- *   available to measure it against staging.
+ * - everything else is a kernel (device_kernels.h, .cu): the PTX embedded in
+ *   the library is loaded into each device's primary context with
+ *   cuModuleLoadData on the first kernel, and one cuLaunchKernel fills or
+ *   copies the whole array (kernel_args.h describes it; an array of more
+ *   than GTS_KERNEL_NDIM dimensions that cannot be merged is a launch per
+ *   index of the dimensions beyond). A copy whose source and destination
+ *   bytes meet reads the source from a temporary copy of its span, as the
+ *   host kernels do. Nothing outside the operation's elements is written.
+ * - a batch of copies (gtstore/copy_batch.h) is a table of kernel arrays in
+ *   device memory, uploaded once, and one launch per run: row y of the grid
+ *   copies array y.
  * - pinned and managed memory are host-accessible: their fill and copy run
  *   the host kernels directly (managed memory after cuCtxSynchronize, so
  *   that no GPU work touches it meanwhile; pinned memory after synchronising
@@ -86,6 +85,7 @@
 #include "gtstore/geometry.h"
 #include "gtstore/kernels.h"
 #include "internal.h"
+#include "kernel_args.h"
 
 /* ---- the driver API, declared here ------------------------------------------
  * The few types, constants and prototypes used, as cuda.h declares them for
@@ -95,6 +95,8 @@ typedef int CUresult;
 typedef int CUdevice;
 typedef struct CUctx_st *CUcontext;
 typedef struct CUstream_st *CUstream;
+typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
 #if UINTPTR_MAX > 0xffffffffu
 typedef unsigned long long CUdeviceptr;
 #else
@@ -157,6 +159,12 @@ typedef struct cuda_api {
     CUresult (*StreamCreate)(CUstream *out, unsigned int flags);
     CUresult (*StreamDestroy)(CUstream stream);
     CUresult (*StreamSynchronize)(CUstream stream);
+    CUresult (*ModuleLoadData)(CUmodule *module, const void *image);
+    CUresult (*ModuleGetFunction)(CUfunction *function, CUmodule module, const char *name);
+    CUresult (*LaunchKernel)(CUfunction f, unsigned int grid_x, unsigned int grid_y,
+                             unsigned int grid_z, unsigned int block_x, unsigned int block_y,
+                             unsigned int block_z, unsigned int shared_bytes, CUstream stream,
+                             void **params, void **extra);
 } cuda_api;
 
 /* Every entry point, by its base name (cuGetProcAddress picks the _v2 that
@@ -201,6 +209,9 @@ static const struct entry {
     ENTRY("cuStreamCreate", StreamCreate),
     ENTRY("cuStreamDestroy", StreamDestroy),
     ENTRY("cuStreamSynchronize", StreamSynchronize),
+    ENTRY("cuModuleLoadData", ModuleLoadData),
+    ENTRY("cuModuleGetFunction", ModuleGetFunction),
+    ENTRY("cuLaunchKernel", LaunchKernel),
 };
 #undef ENTRY
 #define BOOTSTRAP_ENTRIES 3
@@ -214,7 +225,6 @@ _Static_assert(sizeof(void (*)(void)) == sizeof(void *), "function and data poin
 
 #define MAX_DEVICES 64
 #define NAME_SIZE 24
-#define STAGING_PINNED_MAX ((int64_t)64 << 20)
 
 typedef struct cuda_device {
     int ordinal;
@@ -222,6 +232,8 @@ typedef struct cuda_device {
     bool managed; /* supports managed memory */
     _Atomic(CUcontext) context; /* the retained primary context; NULL until first use */
     char names[3][NAME_SIZE];   /* of its memory, managed and (device 0) pinned devices */
+    _Atomic(bool) loaded;       /* the kernels below are loaded in the context */
+    CUfunction copy, fill, batch;
 } cuda_device;
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
@@ -234,11 +246,8 @@ static cuda_device devices[MAX_DEVICES];
 static gts_device_ops memory_ops[MAX_DEVICES], managed_ops[MAX_DEVICES], pinned_ops;
 static pthread_mutex_t context_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* The pinned staging buffer: one, grown on demand, used by one operation at
- * a time (others stage through pageable memory meanwhile). */
-static pthread_mutex_t staging_lock = PTHREAD_MUTEX_INITIALIZER;
-static char *staging_pinned;
-static int64_t staging_pinned_size;
+/* The kernels' PTX (generated by the build from device_kernels.cu). */
+extern const unsigned char gts__device_kernels_ptx[];
 
 /* ---- errors ------------------------------------------------------------------- */
 
@@ -581,78 +590,89 @@ static bool same_strides(int ndim, const int64_t *shape, const int64_t *a, const
     return true;
 }
 
-/* ---- staging through the host ----------------------------------------------------------- */
+/* ---- kernels ---------------------------------------------------------------------------- */
 
-typedef struct staging {
-    char *memory;
-    int64_t size;
-    bool pinned;
-} staging;
-
-/* Host memory for spans of `a` and `b` bytes placed by staging_place; the
- * caller is in a context (cuMemHostAlloc needs one). */
-static int staging_get(staging *st, int64_t a, int64_t b, gts_error *err)
+/* Loads the kernels into the context of `d` once (the caller is in it). A
+ * failure is returned each time, never remembered: it names the cause. */
+static int load_kernels(cuda_device *d, gts_error *err)
 {
-    int64_t size;
-    st->pinned = false;
-    st->memory = NULL;
-    st->size = 0;
-    if (a > INT64_MAX / 4 || b > INT64_MAX / 4 || gts_add_overflow(a + 128, b + 128, &size))
-        return gts_error_set(err, GTS_EOVERFLOW,
-                             "the %lld + %lld bytes to stage through the host do not fit in "
-                             "64 bits",
-                             (long long)a, (long long)b);
-    if (size <= STAGING_PINNED_MAX && pthread_mutex_trylock(&staging_lock) == 0) {
-        if (staging_pinned_size < size) {
-            int64_t grown = (int64_t)1 << 20;
-            while (grown < size)
-                grown *= 2;
-            void *memory = NULL;
-            if (api.MemHostAlloc(&memory, (size_t)grown, CU_MEMHOSTALLOC_PORTABLE) ==
-                CUDA_SUCCESS) {
-                if (staging_pinned)
-                    api.MemFreeHost(staging_pinned);
-                staging_pinned = memory;
-                staging_pinned_size = grown;
-            }
-        }
-        if (staging_pinned_size >= size) {
-            st->memory = staging_pinned;
-            st->size = size;
-            st->pinned = true;
-            return GTS_OK;
-        }
-        pthread_mutex_unlock(&staging_lock);
+    if (atomic_load_explicit(&d->loaded, memory_order_acquire))
+        return GTS_OK;
+    pthread_mutex_lock(&context_lock);
+    int rc = GTS_OK;
+    if (!atomic_load_explicit(&d->loaded, memory_order_relaxed)) {
+        CUmodule module = NULL;
+        rc = check(d, "cuModuleLoadData (gtstore's kernels)",
+                   api.ModuleLoadData(&module, gts__device_kernels_ptx), err);
+        struct {
+            CUfunction *out;
+            const char *name;
+        } kernels[] = {{&d->copy, "gts_copy_kernel"},
+                       {&d->fill, "gts_fill_kernel"},
+                       {&d->batch, "gts_copy_batch_kernel"}};
+        for (size_t k = 0; !rc && k < sizeof kernels / sizeof kernels[0]; ++k)
+            rc = check(d, kernels[k].name,
+                       api.ModuleGetFunction(kernels[k].out, module, kernels[k].name), err);
+        /* the module stays loaded for the life of the context (the process) */
+        if (!rc)
+            atomic_store_explicit(&d->loaded, true, memory_order_release);
     }
-    void *memory;
-    int rc = gts__host_alloc(size, 0, &memory, err);
-    st->memory = memory;
-    st->size = size;
+    pthread_mutex_unlock(&context_lock);
     return rc;
 }
 
-static void staging_put(staging *st)
+/* One launch of `f` with a grid of blocks_x * blocks_y blocks. */
+static int launch(const cuda_device *d, CUfunction f, const char *name, unsigned blocks_x,
+                  unsigned blocks_y, void **params, gts_stream s, gts_error *err)
 {
-    if (st->pinned)
-        pthread_mutex_unlock(&staging_lock);
-    else
-        gts__host_free(st->memory, st->size);
+    return check(d, name,
+                 api.LaunchKernel(f, blocks_x, blocks_y, 1, GTS_KERNEL_THREADS, 1, 1, 0,
+                                  (CUstream)s, params, NULL),
+                 err);
 }
 
-/* Where in staging memory a device span starting at `first` goes: at the
- * same address modulo 64 as on the device, so that the host kernels see the
- * elements with the alignment they have there. `offset` advances past it. */
-static char *staging_place(const staging *st, int64_t *offset, CUdeviceptr first, int64_t span)
+typedef struct kernel_call {
+    const cuda_device *d;
+    gts_stream stream;
+    const void *item; /* a fill's */
+    int64_t itemsize;
+    gts_error *err;
+} kernel_call;
+
+static int launch_copy(const gts_kernel_array *array, void *ctx)
 {
-    char *place = st->memory + *offset + (int64_t)(first % 64);
-    *offset += 64 + (span + 63) / 64 * 64;
-    return place;
+    const kernel_call *call = ctx;
+    gts_kernel_array a = *array;
+    void *params[] = {&a};
+    return launch(call->d, call->d->copy, "cuLaunchKernel (gts_copy_kernel)",
+                  gts__kernel_blocks(a.count), 1, params, call->stream, call->err);
 }
 
-/* Waits for the stream of a staged operation: its host memory is reused. */
-static int stage_wait(const cuda_device *d, gts_stream s, gts_error *err)
+static int launch_fill(const gts_kernel_array *array, void *ctx)
 {
-    return check(d, "cuStreamSynchronize", api.StreamSynchronize((CUstream)s), err);
+    const kernel_call *call = ctx;
+    gts_kernel_fill f;
+    gts__kernel_fill_init(&f, array, call->item, call->itemsize);
+    void *params[] = {&f};
+    return launch(call->d, call->d->fill, "cuLaunchKernel (gts_fill_kernel)",
+                  gts__kernel_blocks(array->count), 1, params, call->stream, call->err);
+}
+
+/* A fill (src NULL) or copy as kernels, on the stream; the caller is in
+ * the context and finishes the stream. */
+static int run_kernels(cuda_device *d, void *dst, const int64_t *dst_strides, const void *src,
+                       const int64_t *src_strides, int ndim, const int64_t *shape,
+                       int64_t itemsize, const void *item, gts_stream s, gts_error *err)
+{
+    gts_kernel_plan plan;
+    int rc = load_kernels(d, err);
+    if (!rc)
+        rc = gts__kernel_plan_init(&plan, dst, dst_strides, src, src_strides, ndim, shape,
+                                   itemsize, err);
+    if (rc)
+        return rc;
+    kernel_call call = {d, s, item, itemsize, err};
+    return gts__kernel_plan_each(&plan, src ? launch_copy : launch_fill, &call);
 }
 
 /* ---- the operations of device memory ------------------------------------------------------ */
@@ -819,23 +839,35 @@ static int memory_fill(const gts_device_ops *dev, void *data, int ndim, const in
     if ((rc = enter(d, err)))
         return rc;
     int period = is_dense ? memset_period(item, itemsize, first) : 0;
-    if (period) {
-        rc = memset_span(d, first, span, period, item, s, err);
-    } else {
-        staging st;
-        int64_t offset = 0;
-        if (!(rc = staging_get(&st, span, 0, err))) {
-            char *host = staging_place(&st, &offset, first, span);
-            if (!is_dense && !(rc = dtoh(d, host, first, span, s, err)) && s)
-                rc = stage_wait(d, s, err);
-            if (!rc)
-                rc = gts_fill(host - low, ndim, shape, strides, itemsize, item, err);
-            if (!rc && !(rc = htod(d, first, host, span, s, err)) && s)
-                rc = stage_wait(d, s, err);
-            staging_put(&st);
-        }
-    }
+    rc = period ? memset_span(d, first, span, period, item, s, err)
+                : run_kernels(d, data, strides, NULL, NULL, ndim, shape, itemsize, item, s, err);
+    if (!rc && !period)
+        rc = finish(d, s, err);
     leave();
+    return rc;
+}
+
+/* A copy whose source and destination bytes meet: the source's span is
+ * copied to a temporary block first, and the kernel reads it there, so
+ * that every element is read before any is written (as gts_copy does). */
+static int copy_overlapping(cuda_device *d, void *dst, const int64_t *dst_strides,
+                            const void *src, const int64_t *src_strides, int ndim,
+                            const int64_t *shape, int64_t itemsize, int64_t slow, int64_t sspan,
+                            gts_stream s, gts_error *err)
+{
+    CUdeviceptr temp = 0, src_first = dptr(src) + (CUdeviceptr)slow;
+    int rc = check(d, "cuMemAlloc", api.MemAlloc(&temp, (size_t)sspan), err);
+    if (rc)
+        return rc;
+    rc = dtod(d, temp, src_first, sspan, s, false, err);
+    if (!rc) /* element 0 of the copy: the same offset from the temporary */
+        rc = run_kernels(d, dst, dst_strides, (const void *)(uintptr_t)(temp - (CUdeviceptr)slow),
+                         src_strides, ndim, shape, itemsize, NULL, s, err);
+    /* the temporary must outlive the kernel: on the stream, and on return */
+    CUresult synced = api.StreamSynchronize((CUstream)s);
+    if (!rc)
+        rc = check(d, "cuStreamSynchronize", synced, err);
+    api.MemFree(temp);
     return rc;
 }
 
@@ -865,25 +897,142 @@ static int memory_copy(const gts_device_ops *dev, void *dst, const int64_t *dst_
         return rc;
     if (dst_dense && same_strides(ndim, shape, dst_strides, src_strides)) {
         rc = dtod(d, dst_first, src_first, dspan, s, false, err); /* one layout: a memmove */
+    } else if (dst == src && same_strides(ndim, shape, dst_strides, src_strides)) {
+        rc = GTS_OK; /* every element onto itself */
+    } else if (dst_first < src_first + (CUdeviceptr)sspan &&
+               src_first < dst_first + (CUdeviceptr)dspan) {
+        rc = copy_overlapping(d, dst, dst_strides, src, src_strides, ndim, shape, itemsize, slow,
+                              sspan, s, err);
     } else {
-        staging st;
-        int64_t offset = 0;
-        if (!(rc = staging_get(&st, dspan, sspan, err))) {
-            char *host_dst = staging_place(&st, &offset, dst_first, dspan);
-            char *host_src = staging_place(&st, &offset, src_first, sspan);
-            rc = dtoh(d, host_src, src_first, sspan, s, err);
-            if (!rc && !dst_dense)
-                rc = dtoh(d, host_dst, dst_first, dspan, s, err);
-            if (!rc && s)
-                rc = stage_wait(d, s, err);
-            if (!rc)
-                rc = gts_copy(host_dst - dlow, dst_strides, host_src - slow, src_strides, ndim,
-                              shape, itemsize, err);
-            if (!rc && !(rc = htod(d, dst_first, host_dst, dspan, s, err)) && s)
-                rc = stage_wait(d, s, err);
-            staging_put(&st);
+        rc = run_kernels(d, dst, dst_strides, src, src_strides, ndim, shape, itemsize, NULL, s,
+                         err);
+        if (!rc)
+            rc = finish(d, s, err);
+    }
+    leave();
+    return rc;
+}
+
+/* ---- batches of copies --------------------------------------------------------------------- */
+
+/* A prepared batch: its kernel arrays in device memory, one row of the
+ * grid each. */
+typedef struct cuda_batch {
+    CUdeviceptr table;
+    unsigned count;
+    unsigned blocks; /* along x: for the largest array */
+} cuda_batch;
+
+typedef struct table_builder {
+    gts_kernel_array *arrays;
+    int64_t count, capacity;
+} table_builder;
+
+static int table_append(const gts_kernel_array *array, void *ctx)
+{
+    table_builder *t = ctx;
+    if (t->count == t->capacity) {
+        int64_t grown = t->capacity ? 2 * t->capacity : 16;
+        void *arrays = grown <= INT32_MAX ? realloc(t->arrays, (size_t)grown * sizeof *array)
+                                          : NULL;
+        if (!arrays)
+            return GTS_ENOMEM;
+        t->arrays = arrays;
+        t->capacity = grown;
+    }
+    t->arrays[t->count++] = *array;
+    return GTS_OK;
+}
+
+/* The kernel arrays of every copy, on the host. */
+static int build_table(int count, const gts_strided_copy *copies, table_builder *t,
+                       gts_error *err)
+{
+    for (int i = 0; i < count; ++i) {
+        const gts_strided_copy *c = &copies[i];
+        gts_kernel_plan plan;
+        int rc = gts__kernel_plan_init(&plan, c->dst, c->dst_strides, c->src, c->src_strides,
+                                       c->ndim, c->shape, c->itemsize, err);
+        if (rc)
+            return rc;
+        if (gts__kernel_plan_each(&plan, table_append, t))
+            return gts_error_set(err, GTS_ENOMEM, "out of memory for a batch of %d copies",
+                                 count);
+    }
+    return GTS_OK;
+}
+
+static void memory_batch_release(const gts_device_ops *dev, void *state)
+{
+    cuda_batch *b = state;
+    if (!b)
+        return;
+    if (b->table) {
+        cuda_device *d = device_of(dev);
+        if (!enter(d, NULL)) {
+            CUresult rc = api.MemFree(b->table);
+            leave();
+            if (rc != CUDA_SUCCESS)
+                free_failed(d, "cuMemFree", rc, (void *)(uintptr_t)b->table);
         }
     }
+    free(b);
+}
+
+static int memory_batch_prepare(const gts_device_ops *dev, int count,
+                                const gts_strided_copy *copies, void **out, gts_error *err)
+{
+    cuda_device *d = device_of(dev);
+    table_builder t = {0};
+    cuda_batch *b = calloc(1, sizeof *b);
+    int rc = b ? build_table(count, copies, &t, err)
+               : gts_error_set(err, GTS_ENOMEM, "out of memory for a batch of copies");
+    if (!rc && t.count > UINT32_MAX)
+        rc = gts_error_set(err, GTS_EOVERFLOW, "a batch of %lld kernel arrays is too large",
+                           (long long)t.count);
+    for (int64_t i = 0; !rc && i < t.count; ++i) {
+        unsigned blocks = gts__kernel_blocks(t.arrays[i].count);
+        b->blocks = blocks > b->blocks ? blocks : b->blocks;
+    }
+    size_t bytes = (size_t)t.count * sizeof *t.arrays;
+    if (!rc && t.count > 0 && !(rc = enter(d, err))) {
+        rc = load_kernels(d, err);
+        if (!rc)
+            rc = check(d, "cuMemAlloc", api.MemAlloc(&b->table, bytes), err);
+        if (!rc)
+            rc = htod(d, b->table, t.arrays, (int64_t)bytes, NULL, err);
+        leave();
+    }
+    free(t.arrays);
+    if (rc) {
+        memory_batch_release(dev, b);
+        return rc;
+    }
+    b->count = (unsigned)t.count;
+    *out = b;
+    return GTS_OK;
+}
+
+static int memory_batch_run(const gts_device_ops *dev, void *state, gts_stream s,
+                            gts_error *err)
+{
+    cuda_device *d = device_of(dev);
+    const cuda_batch *b = state;
+    if (b->count == 0)
+        return GTS_OK;
+    int rc = enter(d, err);
+    if (rc)
+        return rc;
+    for (unsigned first = 0; !rc && first < b->count; first += GTS_KERNEL_MAX_BATCH) {
+        unsigned rows = b->count - first < GTS_KERNEL_MAX_BATCH ? b->count - first
+                                                                 : GTS_KERNEL_MAX_BATCH;
+        CUdeviceptr table = b->table;
+        void *params[] = {&table, &first};
+        rc = launch(d, d->batch, "cuLaunchKernel (gts_copy_batch_kernel)", b->blocks, rows,
+                    params, s, err);
+    }
+    if (!rc)
+        rc = finish(d, s, err);
     leave();
     return rc;
 }
@@ -932,7 +1081,7 @@ static void any_stream_destroy(const gts_device_ops *dev, gts_stream s)
  * has completed. */
 static int pinned_wait(const cuda_device *d, gts_stream s, gts_error *err)
 {
-    return s ? stage_wait(d, s, err) : GTS_OK;
+    return s ? check(d, "cuStreamSynchronize", api.StreamSynchronize((CUstream)s), err) : GTS_OK;
 }
 
 /* Before the host touches managed memory: no GPU work runs in the context
@@ -1057,6 +1206,9 @@ static void build_ops(void)
             .synchronize = any_synchronize,
             .stream_create = any_stream_create,
             .stream_destroy = any_stream_destroy,
+            .batch_prepare = memory_batch_prepare,
+            .batch_run = memory_batch_run,
+            .batch_release = memory_batch_release,
         };
         managed_ops[n] = (gts_device_ops){
             .id = {GTS_DL_CUDA_MANAGED, n},

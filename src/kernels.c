@@ -6,6 +6,7 @@
 #include "gtstore/geometry.h"
 #include "gtstore/layout.h"
 #include "internal.h"
+#include "strided_plan.h"
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -24,18 +25,7 @@
  * unit of work (copy_short_rows). */
 #define SHORT_ROW_BYTES 256
 
-/* An N-d iteration over one or two arrays, reduced to its simplest form:
- * no dims of extent 1, destination strides positive and decreasing, and
- * dims merged where both arrays are contiguous across them. */
-typedef struct plan {
-    int ndim;
-    int64_t itemsize;
-    int64_t shape[GTS_MAX_NDIM];
-    int64_t dst_strides[GTS_MAX_NDIM];
-    int64_t src_strides[GTS_MAX_NDIM];
-    char *dst;
-    const char *src; /* NULL for a fill */
-} plan;
+typedef gts__strided_plan plan; /* strided_plan.h */
 
 /* The checks every entry point makes before touching memory: a valid ndim
  * and itemsize, no negative extent, an element count that fits in 64 bits
@@ -79,57 +69,6 @@ static int check_memory(const char *name, const void *data, int ndim, const int6
     return gts_strided_extent(ndim, shape, strides, itemsize, &low, &high, err);
 }
 
-/* Returns false if the iteration is empty. */
-static bool plan_init(plan *p, char *dst, const int64_t *dst_strides, const char *src,
-                      const int64_t *src_strides, int ndim, const int64_t *shape, int64_t itemsize)
-{
-    p->itemsize = itemsize;
-    p->dst = dst;
-    p->src = src;
-    p->ndim = 0;
-    /* Empty before any pointer arithmetic: an empty array may sit at NULL. */
-    for (int d = 0; d < ndim; ++d)
-        if (shape[d] == 0)
-            return false;
-    for (int d = 0; d < ndim; ++d) {
-        int64_t n = shape[d], ds = dst_strides[d], ss = src ? src_strides[d] : 0;
-        /* extent 1 adds nothing, nor does a fill of one element again */
-        if (n == 1 || (!src && ds == 0))
-            continue;
-        if (ds < 0) { /* walk this dim backwards: same pairs, positive stride */
-            p->dst += (n - 1) * ds;
-            if (src) /* a fill has no src: NULL + 0 is undefined too */
-                p->src += (n - 1) * ss;
-            ds = -ds;
-            ss = -ss;
-        }
-        /* insertion by decreasing destination stride, stable */
-        int k = p->ndim++;
-        for (; k > 0 && p->dst_strides[k - 1] < ds; --k) {
-            p->shape[k] = p->shape[k - 1];
-            p->dst_strides[k] = p->dst_strides[k - 1];
-            p->src_strides[k] = p->src_strides[k - 1];
-        }
-        p->shape[k] = n;
-        p->dst_strides[k] = ds;
-        p->src_strides[k] = ss;
-    }
-    /* merge dim k into k + 1 where both arrays continue seamlessly */
-    for (int k = p->ndim - 2; k >= 0; --k) {
-        int64_t n = p->shape[k + 1];
-        if (p->dst_strides[k] == p->dst_strides[k + 1] * n &&
-            p->src_strides[k] == p->src_strides[k + 1] * n) {
-            p->shape[k + 1] *= p->shape[k];
-            for (int j = k; j < p->ndim - 1; ++j) {
-                p->shape[j] = p->shape[j + 1];
-                p->dst_strides[j] = p->dst_strides[j + 1];
-                p->src_strides[j] = p->src_strides[j + 1];
-            }
-            --p->ndim;
-        }
-    }
-    return true;
-}
 
 /* ---- the parallel walk over units ------------------------------------
  * The outer dims of a plan (all but its last `inner` dims) times `parts`
@@ -301,7 +240,7 @@ int gts_fill(void *data, int ndim, const int64_t *shape, const int64_t *strides,
     if (rc)
         return rc;
     fill_plan f;
-    if (!plan_init(&f.p, data, strides, NULL, NULL, ndim, shape, itemsize))
+    if (!gts__strided_plan_init(&f.p, data, strides, NULL, NULL, ndim, shape, itemsize))
         return GTS_OK;
     memcpy(f.item, item, (size_t)itemsize);
     f.bytes_equal = true;
@@ -618,7 +557,7 @@ int gts_copy(void *dst, const int64_t *dst_strides, const void *src, const int64
         return rc;
     transpose_plan t; /* the plan, and a kernel if the copy changes layout */
     plan *p = &t.p;
-    if (!plan_init(p, dst, dst_strides, src, src_strides, ndim, shape, itemsize))
+    if (!gts__strided_plan_init(p, dst, dst_strides, src, src_strides, ndim, shape, itemsize))
         return GTS_OK;
     uintptr_t dst_low, dst_high, src_low, src_high;
     extent(p->dst, p->ndim, p->shape, p->dst_strides, itemsize, &dst_low, &dst_high);

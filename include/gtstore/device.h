@@ -89,6 +89,19 @@ typedef void *gts_stream;
 
 typedef struct gts_device_ops gts_device_ops;
 
+/* One strided copy of a batch (gtstore/copy_batch.h): dst = src over
+ * `shape`, byte strides, elements of `itemsize` bytes, addresses of the
+ * device's memory. */
+typedef struct gts_strided_copy {
+    void *dst;
+    const int64_t *dst_strides;
+    const void *src;
+    const int64_t *src_strides;
+    int ndim;
+    const int64_t *shape;
+    int64_t itemsize;
+} gts_strided_copy;
+
 /* The operations of a device. The gts_device_* functions below check their
  * arguments and then call these, so an implementation may assume: sizes
  * >= 0, no NULL address for a non-empty transfer, a stream that is NULL or
@@ -125,6 +138,15 @@ struct gts_device_ops {
     /* Optional (NULL: the device has its default stream only). */
     int (*stream_create)(const gts_device_ops *dev, gts_stream *out, gts_error *err);
     void (*stream_destroy)(const gts_device_ops *dev, gts_stream stream);
+    /* Optional (NULL: gtstore/copy_batch.h runs a batch's copies one by one
+     * with `copy`): a batch of strided copies prepared once and run as one
+     * unit of device work (on a GPU, one kernel launch). prepare gets
+     * copies already checked (copy_batch.h), and returns the device's own
+     * state of the batch, which run and release take. */
+    int (*batch_prepare)(const gts_device_ops *dev, int count, const gts_strided_copy *copies,
+                         void **out, gts_error *err);
+    int (*batch_run)(const gts_device_ops *dev, void *batch, gts_stream stream, gts_error *err);
+    void (*batch_release)(const gts_device_ops *dev, void *batch);
 };
 
 /* ---- the registry -------------------------------------------------------- */

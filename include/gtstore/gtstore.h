@@ -6,6 +6,7 @@
 #include "gtstore/binding.h"
 #include "gtstore/broadcast.h"
 #include "gtstore/buffer.h"
+#include "gtstore/copy_batch.h"
 #include "gtstore/device.h"
 #include "gtstore/dlpack.h"
 #include "gtstore/dtype.h"

@@ -14,6 +14,14 @@
  * faults), cuMemcpyDtoD must not overlap, cuMemsetD16/D32 need aligned
  * targets, streams must be live. Managed and pinned memory are host memory.
  *
+ * It loads gtstore's kernels (cuModuleLoadData of PTX that defines them,
+ * cuModuleGetFunction of their names) and runs a launch by calling the
+ * kernels' own per-thread code (src/device_kernels.h) for every block and
+ * thread of the grid, over the host memory behind the device addresses,
+ * after checking the launch: a live function and stream, the block shape
+ * the kernels are built for, a grid inside CUDA's limits, and every word the
+ * arguments reach inside one live block of device or managed memory.
+ *
  * The environment variable FAKE_CUDA configures it, comma-separated:
  *   devices=N          GPUs (default 2)
  *   version=V          cuDriverGetVersion (default 12040)
@@ -31,6 +39,11 @@
 #include <string.h>
 
 #include "fake_cuda.h"
+
+/* The kernels' device addresses, as this driver hands them out. */
+static char *kernel_address(unsigned long long address);
+#define GTS_KERNEL_ADDRESS(address) kernel_address(address)
+#include "device_kernels.h"
 
 typedef int CUresult;
 typedef int CUdevice;
@@ -51,6 +64,7 @@ enum {
 #define BIAS ((uintptr_t)1 << 52)
 #define MAX_FAKE_DEVICES 8
 #define STREAM_MAGIC 0x5354524du
+#define MODULE_MAGIC 0x4d4f444cu
 
 /* ---- configuration and state ---------------------------------------------------- */
 
@@ -514,6 +528,177 @@ static CUresult StreamSynchronize(CUstream s)
     return OK;
 }
 
+/* ---- modules and launches ---------------------------------------------------------------- */
+
+struct fake_module {
+    unsigned magic;
+    int device;
+};
+
+/* The functions of gtstore's kernels; a handle is one of these. */
+enum { COPY_KERNEL, FILL_KERNEL, BATCH_KERNEL, KERNELS };
+static const char *const kernel_names[KERNELS] = {"gts_copy_kernel", "gts_fill_kernel",
+                                                   "gts_copy_batch_kernel"};
+struct fake_function {
+    int kernel;
+    int device;
+};
+static struct fake_function functions[MAX_FAKE_DEVICES][KERNELS];
+static const char *module_image; /* the PTX loaded, to find the names in */
+
+static char *kernel_address(unsigned long long address)
+{
+    return find((uintptr_t)address, 0, NULL);
+}
+
+static CUresult ModuleLoadData(struct fake_module **out, const void *image)
+{
+    if (current() < 0)
+        return fail(INVALID_CONTEXT);
+    const char *text = image;
+    /* PTX: text with a version and a target, as nvcc writes it */
+    if (!text || !strstr(text, "\n.version ") || !strstr(text, "\n.target sm_"))
+        return fail(218); /* CUDA_ERROR_INVALID_PTX */
+    struct fake_module *m = malloc(sizeof *m);
+    if (!m)
+        return fail(OUT_OF_MEMORY);
+    m->magic = MODULE_MAGIC;
+    m->device = current();
+    pthread_mutex_lock(&lock);
+    module_image = text;
+    ++stats.modules;
+    pthread_mutex_unlock(&lock);
+    *out = m; /* never unloaded by the library: lives as long as the process */
+    return OK;
+}
+
+static CUresult ModuleGetFunction(struct fake_function **out, struct fake_module *m,
+                                  const char *name)
+{
+    if (!m || m->magic != MODULE_MAGIC)
+        return fail(INVALID_HANDLE);
+    char entry[64];
+    snprintf(entry, sizeof entry, ".entry %s(", name);
+    for (int k = 0; k < KERNELS; ++k)
+        if (!strcmp(name, kernel_names[k]) && strstr(module_image, entry)) {
+            functions[m->device][k] = (struct fake_function){k, m->device};
+            *out = &functions[m->device][k];
+            return OK;
+        }
+    return fail(500); /* CUDA_ERROR_NOT_FOUND */
+}
+
+/* The bytes [low, high) of one side of a kernel array, from its first word. */
+static void side_range(const gts_kernel_array *a, const long long *strides, long long *low,
+                       long long *high)
+{
+    *low = 0;
+    *high = a->unit;
+    for (int k = 0; k < a->ndim; ++k) {
+        long long far = (a->shape[k] - 1) * strides[k];
+        *low += far < 0 ? far : 0;
+        *high += far > 0 ? far : 0;
+    }
+}
+
+/* A kernel array the kernels may run: a word size they know, a count that
+ * is its shape's product, and every word of each side in one live block. */
+static int valid_array(const gts_kernel_array *a, int fill)
+{
+    if ((a->unit != 1 && a->unit != 2 && a->unit != 4 && a->unit != 8) || a->ndim < 0 ||
+        a->ndim > GTS_KERNEL_NDIM)
+        return 0;
+    long long count = 1;
+    for (int k = 0; k < a->ndim; ++k) {
+        if (a->shape[k] < 1 || __builtin_mul_overflow(count, a->shape[k], &count))
+            return 0;
+        if (a->dst_strides[k] % a->unit || a->src_strides[k] % a->unit)
+            return 0; /* the kernels' words would be misaligned */
+    }
+    long long low, high;
+    side_range(a, a->dst_strides, &low, &high);
+    if (count != a->count || a->dst % (unsigned)a->unit ||
+        !find((uintptr_t)(a->dst + (unsigned long long)low), (size_t)(high - low), NULL))
+        return 0;
+    if (fill)
+        return a->src == 0;
+    side_range(a, a->src_strides, &low, &high);
+    return a->src % (unsigned)a->unit == 0 &&
+           find((uintptr_t)(a->src + (unsigned long long)low), (size_t)(high - low), NULL);
+}
+
+/* Every thread of blocks_x blocks of one array, as the GPU would run them. */
+static void run_threads(int kernel, const void *args, unsigned blocks_x)
+{
+    gts_kernel_thread t = {0, (unsigned long long)blocks_x * GTS_KERNEL_THREADS};
+    for (unsigned long long b = 0; b < blocks_x; ++b)
+        for (unsigned x = 0; x < GTS_KERNEL_THREADS; ++x) {
+            t.first = b * GTS_KERNEL_THREADS + x;
+            if (kernel == FILL_KERNEL)
+                gts_kernel_fill_thread(args, t);
+            else
+                gts_kernel_copy_thread(args, t);
+        }
+}
+
+static CUresult launch_batch(void **params, unsigned gx, unsigned gy)
+{
+    unsigned long long table = *(unsigned long long *)params[0];
+    unsigned first = *(unsigned *)params[1];
+    for (unsigned y = 0; y < gy; ++y) {
+        unsigned long long row = table + (unsigned long long)(first + y) * sizeof(gts_kernel_array);
+        const char *entry = find((uintptr_t)row, sizeof(gts_kernel_array), NULL);
+        gts_kernel_array a;
+        if (!entry)
+            return fail(700); /* CUDA_ERROR_ILLEGAL_ADDRESS */
+        memcpy(&a, entry, sizeof a);
+        if (!valid_array(&a, 0))
+            return fail(700);
+        run_threads(BATCH_KERNEL, &a, gx);
+    }
+    return OK;
+}
+
+static CUresult LaunchKernel(struct fake_function *f, unsigned gx, unsigned gy, unsigned gz,
+                             unsigned bx, unsigned by, unsigned bz, unsigned shared, CUstream s,
+                             void **params, void **extra)
+{
+    if (current() < 0 || !f || f->device != current())
+        return fail(!f ? INVALID_HANDLE : INVALID_CONTEXT);
+    if (check_stream(s))
+        return INVALID_HANDLE;
+    /* the kernels are built for blocks of GTS_KERNEL_THREADS; CUDA's grid limits */
+    if (bx != GTS_KERNEL_THREADS || by != 1 || bz != 1 || shared != 0 || extra || !params ||
+        gx == 0 || gx > 0x7fffffffu || gy == 0 || gy > GTS_KERNEL_MAX_BATCH || gz != 1 ||
+        (f->kernel != BATCH_KERNEL && gy != 1))
+        return fail(INVALID_VALUE);
+    CUresult rc = OK;
+    if (f->kernel == BATCH_KERNEL) {
+        rc = launch_batch(params, gx, gy);
+    } else {
+        const gts_kernel_fill *fill = params[0];
+        const gts_kernel_array *a = f->kernel == FILL_KERNEL ? &fill->array : params[0];
+        int fill_ok = f->kernel == COPY_KERNEL ||
+                      (fill->words >= 1 && fill->words * a->unit <= 16 &&
+                       (fill->words == 1 || (a->ndim > 0 && a->shape[0] % fill->words == 0 &&
+                                              a->dst_strides[0] == a->unit)));
+        if (!fill_ok || !valid_array(a, f->kernel == FILL_KERNEL))
+            return fail(700);
+        run_threads(f->kernel, params[0], gx);
+    }
+    if (rc != OK)
+        return rc;
+    pthread_mutex_lock(&lock);
+    ++stats.launches[f->kernel];
+    stats.kernel_arrays += gy;
+    stats.last_grid[0] = gx;
+    stats.last_grid[1] = gy;
+    if (s)
+        ++stats.async_calls;
+    pthread_mutex_unlock(&lock);
+    return OK;
+}
+
 /* ---- cuGetProcAddress ------------------------------------------------------------------- */
 
 typedef void (*function)(void);
@@ -555,6 +740,9 @@ static const struct {
     FN("cuStreamCreate", StreamCreate),
     FN("cuStreamDestroy", StreamDestroy),
     FN("cuStreamSynchronize", StreamSynchronize),
+    FN("cuModuleLoadData", ModuleLoadData),
+    FN("cuModuleGetFunction", ModuleGetFunction),
+    FN("cuLaunchKernel", LaunchKernel),
 };
 
 static CUresult get_proc_address(const char *symbol, void **pfn, int version,

@@ -16,6 +16,10 @@ typedef struct fake_cuda_stats {
     long long allocs[3], live[3]; /* device, pinned, managed blocks */
     long long htod, dtoh, dtod, generic, memsets[3], async_calls;
     long long live_streams, errors;
+    long long modules;              /* cuModuleLoadData */
+    long long launches[3];          /* of gts_copy_kernel, gts_fill_kernel, gts_copy_batch_kernel */
+    long long kernel_arrays;        /* arrays the launches ran (a batch: one per row) */
+    long long last_grid[2];         /* the last launch's gridDim.x and gridDim.y */
 } fake_cuda_stats;
 
 FAKE_CUDA_EXPORT void fake_cuda_stats_get(fake_cuda_stats *out);

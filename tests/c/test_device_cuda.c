@@ -33,6 +33,7 @@
 #define BUILT_IN 4 /* host, emulated, emulated managed, emulated pinned */
 #include "random.h"
 #include "gtstore/buffer.h"
+#include "gtstore/copy_batch.h"
 #include "gtstore/device.h"
 #include "gtstore/halo_messages.h"
 #include "gtstore/kernels.h"
@@ -125,7 +126,7 @@ typedef struct fill_case {
     int64_t shape[3], strides[3];
     int64_t itemsize;
     unsigned char item[16];
-    int path; /* the fake driver's expected path: 1, 2, 4 memset; 8 staged; 9 staged + read */
+    int path; /* the fake driver's expected path: 1, 2, 4 memset; 8 the fill kernel */
 } fill_case;
 
 static void run_fill(arena *a, const fill_case *c, gts_stream stream)
@@ -144,14 +145,16 @@ static void run_fill(arena *a, const fill_case *c, gts_stream stream)
         long long memsets[3] = {s1.memsets[0] - s0.memsets[0], s1.memsets[1] - s0.memsets[1],
                                 s1.memsets[2] - s0.memsets[2]};
         long long htod = s1.htod - s0.htod, dtoh = s1.dtoh - s0.dtoh;
-        bool ok = c->path == 1   ? memsets[0] == 1 && htod == 0
-                  : c->path == 2 ? memsets[1] == 1 && htod == 0
-                  : c->path == 4 ? memsets[2] == 1 && htod == 0
-                  : c->path == 8 ? htod == 1 && dtoh == 0
-                                 : htod == 1 && dtoh == 1;
+        long long fills = s1.launches[1] - s0.launches[1];
+        /* nothing crosses the bus: a memset or one launch of the fill kernel */
+        bool ok = htod == 0 && dtoh == 0 &&
+                  (c->path == 1   ? memsets[0] == 1 && fills == 0
+                   : c->path == 2 ? memsets[1] == 1 && fills == 0
+                   : c->path == 4 ? memsets[2] == 1 && fills == 0
+                                  : fills == 1 && memsets[0] + memsets[1] + memsets[2] == 0);
         if (!ok)
-            fprintf(stderr, "fill %s: memsets %lld/%lld/%lld, htod %lld, dtoh %lld\n", c->what,
-                    memsets[0], memsets[1], memsets[2], htod, dtoh);
+            fprintf(stderr, "fill %s: memsets %lld/%lld/%lld, fill launches %lld, htod %lld, "
+                    "dtoh %lld\n", c->what, memsets[0], memsets[1], memsets[2], fills, htod, dtoh);
         CHECK(ok);
         CHECK_INT_EQ(s1.pushes - s1.pops, 0);
     }
@@ -163,7 +166,8 @@ typedef struct copy_case {
     int ndim;
     int64_t shape[3], dst_strides[3], src_strides[3];
     int64_t itemsize;
-    int path; /* fake: 1 one device copy; 2 through a temporary; 8 staged; 9 staged + dst read */
+    int path; /* fake: 1 one device copy; 2 through a temporary; 8 the copy kernel; 3 the
+                 kernel from a temporary copy of the source */
 } copy_case;
 
 static void run_copy(arena *a, const copy_case *c, gts_stream stream)
@@ -182,13 +186,15 @@ static void run_copy(arena *a, const copy_case *c, gts_stream stream)
     if (fake_stats && !a->dev->host_accessible) {
         long long dtod = s1.dtod - s0.dtod, htod = s1.htod - s0.htod, dtoh = s1.dtoh - s0.dtoh;
         long long temps = s1.allocs[0] - s0.allocs[0];
-        bool ok = c->path == 1   ? dtod == 1 && htod == 0 && temps == 0
-                  : c->path == 2 ? dtod == 2 && temps == 1
-                  : c->path == 8 ? htod == 1 && dtoh == 1 && dtod == 0
-                                 : htod == 1 && dtoh == 2 && dtod == 0;
+        long long copies = s1.launches[0] - s0.launches[0];
+        bool ok = htod == 0 && dtoh == 0 &&
+                  (c->path == 1   ? dtod == 1 && temps == 0 && copies == 0
+                   : c->path == 2 ? dtod == 2 && temps == 1 && copies == 0
+                   : c->path == 3 ? dtod == 1 && temps == 1 && copies == 1
+                                  : dtod == 0 && temps == 0 && copies == 1);
         if (!ok)
-            fprintf(stderr, "copy %s: dtod %lld, htod %lld, dtoh %lld, temporaries %lld\n",
-                    c->what, dtod, htod, dtoh, temps);
+            fprintf(stderr, "copy %s: dtod %lld, copy launches %lld, htod %lld, dtoh %lld, "
+                    "temporaries %lld\n", c->what, dtod, copies, htod, dtoh, temps);
         CHECK(ok);
         CHECK_INT_EQ(s1.pushes - s1.pops, 0);
         CHECK_INT_EQ(s1.live[0], s0.live[0]); /* temporaries freed */
@@ -210,13 +216,13 @@ static void test_strided(const gts_device_ops *dev, gts_stream stream)
         {"4-byte pattern, F order", 8, 2, {10, 30}, {8, 80}, 8, {1, 2, 3, 4, 1, 2, 3, 4}, 4},
         {"doubles, dense", 0, 2, {20, 40}, {320, 8}, 8, {0, 0, 0, 0, 0, 0, 0xf8, 0x3f}, 8},
         {"negative strides, dense", 4000, 2, {8, 10}, {-40, -4}, 4, {7, 7, 7, 7}, 1},
-        {"every other element", 16, 1, {400}, {16}, 8, {1, 2, 3, 4, 5, 6, 7, 8}, 9},
-        {"stride 0", 100, 2, {3, 16}, {0, 8}, 8, {9, 8, 7, 6, 5, 4, 3, 2}, 9},
+        {"every other element", 16, 1, {400}, {16}, 8, {1, 2, 3, 4, 5, 6, 7, 8}, 8},
+        {"stride 0", 100, 2, {3, 16}, {0, 8}, 8, {9, 8, 7, 6, 5, 4, 3, 2}, 8},
         {"16-byte items, 3-d transposed", 128, 3, {4, 5, 6}, {16, 64, 320}, 16,
          {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}, 8},
         {"2-byte items, odd address", 1, 1, {1000}, {2}, 2, {0xee, 0xff}, 8},
         {"one element, ndim 0", 40, 0, {0}, {0}, 4, {1, 2, 3, 4}, 4},
-        {"overlapping elements", 8, 2, {10, 10}, {4, 40}, 8, {1, 1, 2, 2, 3, 3, 4, 4}, 9},
+        {"overlapping elements", 8, 2, {10, 10}, {4, 40}, 8, {1, 1, 2, 2, 3, 3, 4, 4}, 8},
     };
     for (size_t i = 0; i < sizeof fills / sizeof fills[0]; ++i)
         run_fill(&a, &fills[i], stream);
@@ -224,8 +230,8 @@ static void test_strided(const gts_device_ops *dev, gts_stream stream)
         {"one layout", 4096, 0, 2, {16, 32}, {256, 8}, {256, 8}, 8, 1},
         {"one layout, overlapping", 8, 0, 2, {16, 32}, {256, 8}, {256, 8}, 8, 2},
         {"transpose into dense", 4096, 0, 2, {16, 32}, {8, 128}, {256, 8}, 8, 8},
-        {"into every other element", 0, 6000, 1, {200}, {16}, {4}, 4, 9},
-        {"transpose, overlapping", 512, 0, 2, {32, 32}, {4, 128}, {128, 4}, 4, 8},
+        {"into every other element", 0, 6000, 1, {200}, {16}, {4}, 4, 8},
+        {"transpose, overlapping", 512, 0, 2, {32, 32}, {4, 128}, {128, 4}, 4, 3},
         {"negative source strides", 4096, 2048, 2, {16, 16}, {128, 8}, {-128, -8}, 8, 8},
         {"16-byte items", 4096, 0, 2, {8, 8}, {16, 128}, {128, 16}, 16, 8},
         {"bytes, odd offsets", 3001, 17, 3, {5, 6, 7}, {1, 5, 30}, {42, 7, 1}, 1, 8},
@@ -247,6 +253,179 @@ static void test_strided(const gts_device_ops *dev, gts_stream stream)
                                 "abc", stream, ERR),
                 GTS_EINVAL, "itemsize");
     matches(&a, "refused calls");
+    gts_device_free(dev, a.device, BLOCK);
+    free(a.mirror);
+    free(a.back);
+}
+
+/* A random strided array of `itemsize` bytes within [base, base + room):
+ * 1 to 4 dimensions (or, now and then, 10 of extent 2, more than a kernel
+ * array holds), padded, permuted, flipped, and at any byte offset. */
+typedef struct random_array {
+    int ndim;
+    int64_t shape[10], strides[10], offset;
+} random_array;
+
+static void random_shape(int *ndim, int64_t *shape, int64_t itemsize, int64_t room)
+{
+    *ndim = rnd(8) == 0 ? 10 : 1 + (int)rnd(4);
+    for (int d = 0; d < *ndim; ++d)
+        shape[d] = *ndim == 10 ? 2 : 1 + rnd(7);
+    for (;;) { /* small enough for `room` with every dimension padded by one */
+        int64_t bytes = itemsize;
+        int largest = 0;
+        for (int d = 0; d < *ndim; ++d) {
+            bytes *= shape[d] + 1;
+            largest = shape[d] > shape[largest] ? d : largest;
+        }
+        if (bytes <= room || shape[largest] == 1)
+            return;
+        --shape[largest];
+    }
+}
+
+static void random_layout(random_array *a, int ndim, const int64_t *shape, int64_t itemsize,
+                          int64_t room)
+{
+    int order[10];
+    a->ndim = ndim;
+    random_permutation(ndim, order);
+    int64_t stride = itemsize, low = 0, high = itemsize;
+    for (int k = 0; k < ndim; ++k) {
+        int d = order[k];
+        a->shape[d] = shape[d];
+        a->strides[d] = rnd(3) == 0 ? -stride : stride;
+        int64_t far = (shape[d] - 1) * a->strides[d];
+        low += far < 0 ? far : 0;
+        high += far > 0 ? far : 0;
+        stride *= shape[d] + rnd(2); /* padding now and then */
+    }
+    int64_t slack = room - (high - low);
+    a->offset = -low + (slack > 0 ? rnd(slack + 1) : 0);
+    if (rnd(4) && a->offset % itemsize) /* mostly aligned, sometimes not */
+        a->offset -= a->offset % itemsize;
+}
+
+/* Random fills and copies, each against the host kernels. */
+static void test_random_strided(const gts_device_ops *dev)
+{
+    arena a = {dev, NULL, malloc(BLOCK), malloc(BLOCK)};
+    if (!CHECK(a.mirror && a.back) ||
+        !CHECK_OK(gts_device_alloc(dev, BLOCK, 0, (void **)&a.device, ERR))) {
+        free(a.mirror);
+        free(a.back);
+        return;
+    }
+    static const int64_t itemsizes[] = {1, 2, 4, 8, 16};
+    for (int round = 0; round < 300; ++round) {
+        int64_t itemsize = itemsizes[rnd(5)];
+        int ndim;
+        int64_t shape[10];
+        random_shape(&ndim, shape, itemsize, BLOCK / 2);
+        random_array dst, src;
+        random_layout(&dst, ndim, shape, itemsize, BLOCK / 2);
+        random_layout(&src, ndim, shape, itemsize, BLOCK / 2);
+        src.offset += BLOCK / 2;
+        scramble(&a);
+        char what[64];
+        snprintf(what, sizeof what, "random case %d (%d-d, itemsize %lld)", round, ndim,
+                 (long long)itemsize);
+        if (round % 3 == 0) {
+            unsigned char item[16];
+            for (int i = 0; i < 16; ++i)
+                item[i] = (unsigned char)xorshift64();
+            CHECK_OK(gts_device_fill(dev, a.device + dst.offset, ndim, shape, dst.strides,
+                                     itemsize, item, NULL, ERR));
+            CHECK_OK(gts_fill(a.mirror + dst.offset, ndim, shape, dst.strides, itemsize, item,
+                              ERR));
+        } else {
+            CHECK_OK(gts_device_copy(dev, a.device + dst.offset, dst.strides,
+                                     a.device + src.offset, src.strides, ndim, shape, itemsize,
+                                     NULL, ERR));
+            CHECK_OK(gts_copy(a.mirror + dst.offset, dst.strides, a.mirror + src.offset,
+                              src.strides, ndim, shape, itemsize, ERR));
+        }
+        if (!matches(&a, what))
+            break;
+    }
+    gts_device_free(dev, a.device, BLOCK);
+    free(a.mirror);
+    free(a.back);
+}
+
+/* A batch: random copies from one half of the block into disjoint pieces
+ * of the other, run twice, against the host kernels; the fake driver runs
+ * it as one launch. */
+static void test_batch(const gts_device_ops *dev)
+{
+    arena a = {dev, NULL, malloc(BLOCK), malloc(BLOCK)};
+    if (!CHECK(a.mirror && a.back) ||
+        !CHECK_OK(gts_device_alloc(dev, BLOCK, 0, (void **)&a.device, ERR))) {
+        free(a.mirror);
+        free(a.back);
+        return;
+    }
+    enum { COPIES = 12, PIECE = BLOCK / 2 / COPIES };
+    random_array dst[COPIES], src[COPIES];
+    int64_t shapes[COPIES][10];
+    gts_strided_copy copies[COPIES + 1];
+    for (int i = 0; i < COPIES; ++i) {
+        int64_t itemsize = 8;
+        int ndim;
+        do
+            random_shape(&ndim, shapes[i], itemsize, PIECE);
+        while (ndim == 10); /* 10 dims of 2 elements do not fit a piece */
+        random_layout(&dst[i], ndim, shapes[i], itemsize, PIECE);
+        dst[i].offset += i * PIECE;
+        random_layout(&src[i], ndim, shapes[i], itemsize, BLOCK / 2);
+        src[i].offset += BLOCK / 2;
+        copies[i] = (gts_strided_copy){a.device + dst[i].offset, dst[i].strides,
+                                       a.device + src[i].offset, src[i].strides, ndim, shapes[i],
+                                       itemsize};
+    }
+    gts_copy_batch *batch = NULL;
+    if (CHECK_OK(gts_copy_batch_create(dev, COPIES, copies, &batch, ERR))) {
+        CHECK_INT_EQ(gts_copy_batch_count(batch), COPIES);
+        for (int run = 0; run < 2; ++run) {
+            scramble(&a);
+            fake_cuda_stats s0 = stats_now();
+            CHECK_OK(gts_copy_batch_run(batch, NULL, ERR));
+            fake_cuda_stats s1 = stats_now();
+            for (int i = 0; i < COPIES; ++i)
+                CHECK_OK(gts_copy(a.mirror + dst[i].offset, dst[i].strides,
+                                  a.mirror + src[i].offset, src[i].strides, copies[i].ndim,
+                                  shapes[i], 8, ERR));
+            matches(&a, "a batch of copies");
+            if (fake_stats && !dev->host_accessible) {
+                CHECK_INT_EQ(s1.launches[2] - s0.launches[2], 1); /* one launch for all */
+                CHECK_INT_EQ(s1.launches[0] - s0.launches[0], 0);
+                CHECK_INT_EQ(s1.last_grid[1], COPIES);
+                CHECK_INT_EQ(s1.htod + s1.dtoh - s0.htod - s0.dtoh, 0);
+            }
+        }
+        gts_copy_batch_destroy(batch);
+    }
+    /* a destination that meets a source is refused, naming both */
+    copies[COPIES] = copies[0];
+    copies[COPIES].dst = a.device + src[3].offset;
+    copies[COPIES].dst_strides = src[3].strides;
+    copies[COPIES].shape = shapes[3];
+    copies[COPIES].ndim = copies[3].ndim;
+    copies[COPIES].src = a.device + src[3].offset;
+    copies[COPIES].src_strides = src[3].strides;
+    CHECK_FAILS(gts_copy_batch_create(dev, COPIES + 1, copies, &batch, ERR), GTS_EINVAL,
+                "copies[12]: writes bytes that copies[");
+    /* each copy is checked as gts_device_copy checks one */
+    gts_strided_copy bad = copies[1];
+    bad.itemsize = 3;
+    CHECK_FAILS(gts_copy_batch_create(dev, 1, &bad, &batch, ERR), GTS_EINVAL, "copies[0]: ");
+    CHECK(strstr(check_error.message, "itemsize") != NULL);
+    CHECK_FAILS(gts_copy_batch_create(dev, -1, copies, &batch, ERR), GTS_EINVAL, "count");
+    /* empty: nothing to do */
+    if (CHECK_OK(gts_copy_batch_create(dev, 0, NULL, &batch, ERR))) {
+        CHECK_OK(gts_copy_batch_run(batch, NULL, ERR));
+        gts_copy_batch_destroy(batch);
+    }
     gts_device_free(dev, a.device, BLOCK);
     free(a.mirror);
     free(a.back);
@@ -365,6 +544,8 @@ static void check_present(int expect_count, int expect_unmanaged)
         test_contract(d);
         test_bad_input(d);
         test_strided(d, NULL);
+        test_random_strided(d);
+        test_batch(d);
         test_streams(d);
         if (d->host_accessible) {
             test_host_accessible(d);
