@@ -132,6 +132,12 @@ static int prepare(gts_copy_batch *b, const gts_strided_copy *copies, const bool
 int gts_copy_batch_create(const gts_device_ops *dev, int count, const gts_strided_copy *copies,
                           gts_copy_batch **out, gts_error *err)
 {
+    return gts__copy_batch_create(dev, count, copies, true, out, err);
+}
+
+int gts__copy_batch_create(const gts_device_ops *dev, int count, const gts_strided_copy *copies,
+                           bool sides, gts_copy_batch **out, gts_error *err)
+{
     if (!dev || !out)
         return gts_error_set(err, GTS_EINVAL, "%s: NULL", dev ? "out" : "dev");
     if (count < 0 || (count > 0 && !copies))
@@ -154,7 +160,7 @@ int gts_copy_batch_create(const gts_device_ops *dev, int count, const gts_stride
             src[touching++] = s;
         }
     }
-    if (!rc)
+    if (!rc && sides)
         rc = check_sides(touching, dst, src, err);
     if (!rc) {
         b->dev = dev;

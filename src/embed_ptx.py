@@ -1,6 +1,7 @@
 """Embeds the GPU kernels' PTX in libgtstore (run by the build).
 
 usage: embed_ptx.py KERNELS.ptx OUT.ptx OUT.c
+       embed_ptx.py --check BUILT.ptx COMMITTED.ptx
 
 nvcc writes the newest PTX ISA version it knows into the `.version`
 directive, which drivers older than that compiler refuse to load. The
@@ -10,6 +11,10 @@ assembles the result with ptxas, which refuses instructions the declared
 version lacks. OUT.ptx is the PTX as embedded (for that test); OUT.c
 defines it as a NUL-terminated byte array, since ISO C limits string
 literals to 4095 characters.
+
+--check (a test where nvcc built the PTX): the PTX committed beside the
+source, which builds without nvcc use, must be what this nvcc makes of the
+source, unless it came from another release of nvcc.
 """
 import re
 import sys
@@ -39,5 +44,26 @@ def main(source, ptx_out, c_out):
         f.write(f"const size_t gts__device_kernels_ptx_size = {len(data)};\n")
 
 
+def release(text):
+    found = re.search(r"^// Cuda compilation tools, release (\S+)", text, flags=re.M)
+    return found.group(1) if found else None
+
+
+def check(built, committed):
+    with open(built, encoding="ascii") as f:
+        new = f.read()
+    with open(committed, encoding="ascii") as f:
+        old = f.read()
+    if new == old:
+        print(f"{committed} is current")
+    elif release(new) != release(old):
+        print(f"skipped: {committed} comes from nvcc {release(old)}, this is {release(new)}")
+    else:
+        sys.exit(f"{committed} is out of date: copy {built} there (the kernels changed)")
+
+
 if __name__ == "__main__":
-    main(*sys.argv[1:])
+    if sys.argv[1] == "--check":
+        check(*sys.argv[2:])
+    else:
+        main(*sys.argv[1:])

@@ -105,6 +105,8 @@ static int make_requests(gts_halo_exchange *ex, gts_error *err)
                                  (long long)(nb->send_bytes > nb->recv_bytes ? nb->send_bytes
                                                                              : nb->recv_bytes));
         int rc = MPI_SUCCESS;
+        if (gts_halo_messages_local(ex->messages, i))
+            continue; /* this rank itself: packing fills those halos */
         /* host memory, or device memory for an MPI that reads it */
         void *recv = gts_halo_messages_recv(ex->messages, i)->mpi;
         void *send = gts_halo_messages_send(ex->messages, i)->mpi;
@@ -194,15 +196,17 @@ int gts_halo_exchange_start(gts_halo_exchange *ex, gts_error *err)
             if (rc != MPI_SUCCESS && !first_error)
                 first_error = mpi_error(err, rc, "MPI_Start");
         }
-    /* Every send is started even after an error, so that no neighbour
-       waits for ever; the error is returned, and wait completes them. */
+    /* Every message packed at once (one launch per GPU), the halos of this
+       rank's own messages filled; every send is then started even after an
+       error, so that no neighbour waits for ever; the error is returned,
+       and wait completes them. */
+    gts_error pack_err;
+    int rc = gts_halo_messages_pack_all(ex->messages, &pack_err);
+    if (rc && !first_error)
+        first_error = gts_error_set(err, rc, "%s", pack_err.message);
     for (int i = 0; i < ex->n; ++i) {
         if (ex->sends[i] == MPI_REQUEST_NULL)
             continue;
-        gts_error pack_err;
-        int rc = gts_halo_messages_pack(ex->messages, i, &pack_err);
-        if (rc && !first_error)
-            first_error = gts_error_set(err, rc, "%s", pack_err.message);
         rc = MPI_Start(&ex->sends[i]);
         if (rc != MPI_SUCCESS && !first_error)
             first_error = mpi_error(err, rc, "MPI_Start");
@@ -210,13 +214,20 @@ int gts_halo_exchange_start(gts_halo_exchange *ex, gts_error *err)
     return first_error;
 }
 
-int gts_halo_exchange_wait(gts_halo_exchange *ex, gts_error *err)
+/* Every message once all have arrived (one launch per GPU). */
+static int unpack_at_once(gts_halo_exchange *ex, gts_error *err)
 {
-    if (!ex->started)
-        return gts_error_set(err, GTS_EINVAL, "exchange: not started");
-    ex->started = false;
+    int rc = MPI_Waitall(ex->n, ex->recvs, MPI_STATUSES_IGNORE);
+    if (rc != MPI_SUCCESS)
+        return mpi_error(err, rc, "MPI_Waitall");
+    return gts_halo_messages_unpack_all(ex->messages, err);
+}
+
+/* Each message as it arrives, so that host work overlaps the rest. */
+static int unpack_each(gts_halo_exchange *ex, gts_error *err)
+{
     int first_error = 0;
-    for (;;) { /* unpack each message as it arrives */
+    for (;;) {
         int index, rc = MPI_Waitany(ex->n, ex->recvs, &index, MPI_STATUS_IGNORE);
         if (rc != MPI_SUCCESS) {
             if (!first_error)
@@ -230,6 +241,17 @@ int gts_halo_exchange_wait(gts_halo_exchange *ex, gts_error *err)
         if (rc && !first_error)
             first_error = gts_error_set(err, rc, "%s", unpack_err.message);
     }
+    return first_error;
+}
+
+int gts_halo_exchange_wait(gts_halo_exchange *ex, gts_error *err)
+{
+    if (!ex->started)
+        return gts_error_set(err, GTS_EINVAL, "exchange: not started");
+    ex->started = false;
+    int first_error = gts_halo_messages_unpacks_at_once(ex->messages)
+                          ? unpack_at_once(ex, err)
+                          : unpack_each(ex, err);
     int rc = MPI_Waitall(ex->n, ex->sends, MPI_STATUSES_IGNORE);
     if (rc != MPI_SUCCESS && !first_error)
         first_error = mpi_error(err, rc, "MPI_Waitall");

@@ -5,6 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "halo_region.h"
+#include "halo_transfer.h"
+
 /* One direction's buffers: a block cut into one buffer per neighbour. */
 typedef struct direction {
     void *block;
@@ -19,6 +22,8 @@ struct gts_halo_messages {
     const gts_device_ops *gpu;    /* DEVICE: the plan's GPU, which packing is told; else NULL */
     int n;                        /* neighbours */
     direction send, recv;
+    int *pair;                    /* per neighbour: see pair_local */
+    gts__halo_transfer *pack_all, *unpack_all;
 };
 
 /* ---- the choice ---------------------------------------------------------------- */
@@ -131,6 +136,9 @@ void gts_halo_messages_destroy(gts_halo_messages *m)
         return;
     gts_device_free(m->device, m->send.block, m->send.size);
     gts_device_free(m->device, m->recv.block, m->recv.size);
+    gts__halo_transfer_destroy(m->pack_all);
+    gts__halo_transfer_destroy(m->unpack_all);
+    free(m->pair);
     free(m->send.messages);
     free(m->recv.messages);
     free(m);
@@ -159,6 +167,56 @@ static int allocate(gts_halo_messages *m, direction *dir, bool send, gts_error *
     return 0;
 }
 
+/* Whether neighbour i's send regions and neighbour j's receive regions
+ * have the same shapes, field by field. */
+static bool same_regions(const gts_halo_plan *plan, int i, int j)
+{
+    int nfields = gts__halo_plan_nfields(plan);
+    for (int f = 0; f < nfields; ++f) {
+        const gts__halo_region *a = gts__halo_plan_region(plan, true, i, f);
+        const gts__halo_region *b = gts__halo_plan_region(plan, false, j, f);
+        int ndim = gts__halo_plan_field(plan, f)->ndim;
+        if (a->bytes != b->bytes ||
+            memcmp(a->shape, b->shape, (size_t)ndim * sizeof *a->shape) != 0)
+            return false;
+    }
+    return true;
+}
+
+/* The neighbours that are this rank itself: pair[i] = j where neighbour
+ * i's send message would be neighbour j's receive message on this rank
+ * (the tag that a receive expects is the send's), so the regions are
+ * copied straight from the domain into the halo and no message travels;
+ * -1 elsewhere. All or nothing: if any of this rank's own messages has no
+ * match, none is paired, and every message travels. */
+static void pair_local(gts_halo_messages *m)
+{
+    int rank = gts_halo_plan_rank(m->plan);
+    bool all = true;
+    for (int i = 0; i < m->n; ++i)
+        m->pair[i] = -1;
+    for (int i = 0; i < m->n; ++i) {
+        const gts_halo_neighbor *a = gts_halo_plan_neighbor(m->plan, i);
+        if (a->rank != rank || a->send_bytes == 0)
+            continue;
+        for (int j = 0; j < m->n && m->pair[i] < 0; ++j) {
+            const gts_halo_neighbor *b = gts_halo_plan_neighbor(m->plan, j);
+            if (b->rank == rank && b->recv_tag == a->send_tag && same_regions(m->plan, i, j))
+                m->pair[i] = j;
+        }
+        all = all && m->pair[i] >= 0;
+    }
+    for (int j = 0; j < m->n && all; ++j) { /* every receive from this rank is a target */
+        const gts_halo_neighbor *b = gts_halo_plan_neighbor(m->plan, j);
+        bool target = b->rank != rank || b->recv_bytes == 0;
+        for (int i = 0; i < m->n && !target; ++i)
+            target = m->pair[i] == j;
+        all = all && target;
+    }
+    for (int i = 0; i < m->n && !all; ++i)
+        m->pair[i] = -1;
+}
+
 int gts_halo_messages_create(const gts_halo_plan *plan, gts_halo_memory memory,
                              gts_halo_messages **out, gts_error *err)
 {
@@ -176,7 +234,17 @@ int gts_halo_messages_create(const gts_halo_plan *plan, gts_halo_memory memory,
     m->device = device;
     m->gpu = memory == GTS_HALO_MEMORY_DEVICE ? device : NULL;
     m->n = gts_halo_plan_neighbor_count(plan);
-    if ((rc = allocate(m, &m->send, true, err)) || (rc = allocate(m, &m->recv, false, err))) {
+    m->pair = calloc((size_t)m->n + 1, sizeof *m->pair);
+    rc = m->pair ? GTS_OK : gts_error_set(err, GTS_ENOMEM, "out of memory for halo messages");
+    if (!rc)
+        pair_local(m);
+    if (!rc && !(rc = allocate(m, &m->send, true, err)) &&
+        !(rc = allocate(m, &m->recv, false, err)) &&
+        !(rc = gts__halo_transfer_create(plan, true, device, m->send.block, m->pair,
+                                         &m->pack_all, err)))
+        rc = gts__halo_transfer_create(plan, false, device, m->recv.block, m->pair,
+                                       &m->unpack_all, err);
+    if (rc) {
         gts_halo_messages_destroy(m);
         return rc;
     }
@@ -220,4 +288,32 @@ int gts_halo_messages_unpack(const gts_halo_messages *m, int index, gts_error *e
     if (!message)
         return gts_error_set(err, GTS_EINVAL, "index: %d is outside [0, %d)", index, m->n);
     return gts_halo_plan_unpack_on(m->plan, index, m->gpu, message->data, message->bytes, err);
+}
+
+bool gts_halo_messages_local(const gts_halo_messages *m, int index)
+{
+    if (index < 0 || index >= m->n)
+        return false;
+    if (m->pair[index] >= 0)
+        return true;
+    for (int i = 0; i < m->n; ++i)
+        if (m->pair[i] == index)
+            return true;
+    return false;
+}
+
+bool gts_halo_messages_unpacks_at_once(const gts_halo_messages *m)
+{
+    const gts_device_ops *gpu;
+    return gts_halo_plan_devices(m->plan, &gpu, 1) > 0;
+}
+
+int gts_halo_messages_pack_all(const gts_halo_messages *m, gts_error *err)
+{
+    return gts__halo_transfer_run(m->pack_all, err);
+}
+
+int gts_halo_messages_unpack_all(const gts_halo_messages *m, gts_error *err)
+{
+    return gts__halo_transfer_run(m->unpack_all, err);
 }

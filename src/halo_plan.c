@@ -9,14 +9,9 @@
 #include "gtstore/device.h"
 #include "gtstore/kernels.h"
 #include "gtstore/sync.h"
+#include "halo_region.h"
 
-/* One field's part of one message. */
-typedef struct region {
-    int64_t offset; /* bytes from the field's element 0 to the region's first */
-    int64_t bytes;  /* 0: nothing of this field travels */
-    int64_t *shape; /* the field's ndim entries, in the plan's pool */
-    int64_t *packed_strides;
-} region;
+typedef gts__halo_region region;
 
 /* Where a field's region is packed before its bytes cross between host
  * and device memory: a field in device memory only is packed on its device
@@ -31,6 +26,7 @@ typedef struct staging {
 } staging;
 
 struct gts_halo_plan {
+    int rank;
     int nfields;
     gts_storage *fields; /* views: one buffer reference each */
     staging *stage;      /* per field */
@@ -290,9 +286,7 @@ static void layout_regions(gts_halo_plan *plan, const gts_partition *p, const gt
         }
 }
 
-/* The device of a field in device memory only; NULL for a field with a
- * host side (host memory, or a mirrored buffer's host side, synced). */
-static const gts_device_ops *field_gpu(const gts_storage *field)
+const gts_device_ops *gts__halo_field_gpu(const gts_storage *field)
 {
     const gts_buffer *buffer = field->buffer;
     if (gts_buffer_device(buffer)->host_accessible || gts_buffer_mirrored(buffer))
@@ -317,11 +311,11 @@ static int allocate_staging(gts_halo_plan *plan, gts_error *err)
 {
     bool any_on_device = false;
     for (int f = 0; f < plan->nfields; ++f)
-        any_on_device = any_on_device || field_gpu(&plan->fields[f]);
+        any_on_device = any_on_device || gts__halo_field_gpu(&plan->fields[f]);
     if (!any_on_device)
         return 0; /* messages in host memory only: every field packs straight into them */
     for (int f = 0; f < plan->nfields; ++f) {
-        const gts_device_ops *gpu = field_gpu(&plan->fields[f]);
+        const gts_device_ops *gpu = gts__halo_field_gpu(&plan->fields[f]);
         staging *st = &plan->stage[f];
         st->size = largest_region(plan, f);
         int rc = gts_device_alloc(gpu ? gpu : gts_device_host(), st->size, 0, &st->block, err);
@@ -366,6 +360,7 @@ int gts_halo_plan_create(const gts_partition *partition, int rank, int nfields,
         return rc;
     }
     memcpy(plan->neighbors, neighbors, (size_t)plan->nneighbors * sizeof *neighbors);
+    plan->rank = rank;
     plan->nfields = nfields;
     for (int f = 0; f < nfields; ++f)
         gts_storage_view(&fields[f], &plan->fields[f]);
@@ -410,6 +405,27 @@ int64_t gts_halo_plan_recv_bytes(const gts_halo_plan *plan)
 uint64_t gts_halo_plan_signature(const gts_halo_plan *plan)
 {
     return plan->signature;
+}
+
+int gts_halo_plan_rank(const gts_halo_plan *plan)
+{
+    return plan->rank;
+}
+
+const gts__halo_region *gts__halo_plan_region(const gts_halo_plan *plan, bool send,
+                                              int neighbor, int field)
+{
+    return (send ? plan->send : plan->recv) + (size_t)neighbor * plan->nfields + field;
+}
+
+int gts__halo_plan_nfields(const gts_halo_plan *plan)
+{
+    return plan->nfields;
+}
+
+const gts_storage *gts__halo_plan_field(const gts_halo_plan *plan, int field)
+{
+    return &plan->fields[field];
 }
 
 /* ---- packing -------------------------------------------------------------- */
@@ -475,7 +491,7 @@ static int transfer_field(const gts_halo_plan *plan, int f, const region *r,
                           gts_error *err)
 {
     const gts_storage *g = &plan->fields[f];
-    const gts_device_ops *gpu = field_gpu(g);
+    const gts_device_ops *gpu = gts__halo_field_gpu(g);
     if (!gpu && !message_gpu)
         return copy_on_host(g, r, message, send, err);
     if (gpu && message_gpu) {
@@ -542,7 +558,7 @@ int gts_halo_plan_devices(const gts_halo_plan *plan, const gts_device_ops **out,
 {
     int count = 0;
     for (int f = 0; f < plan->nfields; ++f) {
-        const gts_device_ops *gpu = field_gpu(&plan->fields[f]);
+        const gts_device_ops *gpu = gts__halo_field_gpu(&plan->fields[f]);
         bool seen = !gpu;
         for (int g = 0; !seen && g < count && g < capacity; ++g)
             seen = out[g] == gpu;

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "gtstore/buffer.h"
+#include "gtstore/copy_batch.h"
 #include "gtstore/device.h"
 #include "gtstore/spec.h"
 
@@ -39,6 +40,12 @@ int gts__strided_range(int ndim, const int64_t *shape, const int64_t *strides, i
  * at free is the size allocated. */
 int gts__host_alloc(int64_t size, unsigned flags, void **out, gts_error *err);
 void gts__host_free(void *block, int64_t size);
+
+/* gts_copy_batch_create (gtstore/copy_batch.h), where `check_sides` may be
+ * false for callers that know their copies independent (a halo plan's
+ * regions never share an element, though their byte ranges interleave). */
+int gts__copy_batch_create(const gts_device_ops *dev, int count, const gts_strided_copy *copies,
+                           bool check_sides, gts_copy_batch **out, gts_error *err);
 
 /* Sets `size` bytes to zero, in parallel when large. */
 void gts__zero(void *data, int64_t size);

@@ -22,6 +22,7 @@
 #ifndef GTSTORE_HALO_MESSAGES_H
 #define GTSTORE_HALO_MESSAGES_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "gtstore/device.h"
@@ -101,6 +102,33 @@ const gts_halo_message *gts_halo_messages_recv(const gts_halo_messages *messages
  * receive buffer into their halos (gts_halo_plan_pack_on). */
 int gts_halo_messages_pack(const gts_halo_messages *messages, int index, gts_error *err);
 int gts_halo_messages_unpack(const gts_halo_messages *messages, int index, gts_error *err);
+
+/* Every message at once, which is how an exchange moves them:
+ * - gts_halo_messages_pack_all packs the send buffer of every neighbour
+ *   that is not local, and copies the regions of local neighbours straight
+ *   from the fields' domains into their halos;
+ * - gts_halo_messages_unpack_all unpacks the receive buffer of every
+ *   neighbour that is not local.
+ * Each is one batch of device copies per GPU (gtstore/copy_batch.h: one
+ * kernel launch on CUDA) for the fields in device memory only, the host
+ * copies of the fields with a host side, and one transfer across the bus
+ * per run of contiguous bytes; they are prepared when the messages are
+ * made. Completed on return. */
+int gts_halo_messages_pack_all(const gts_halo_messages *messages, gts_error *err);
+int gts_halo_messages_unpack_all(const gts_halo_messages *messages, gts_error *err);
+
+/* Whether neighbour `index` is this rank itself, whose messages
+ * pack_all has already delivered: an exchange sends and receives nothing
+ * for it. (A rank is its own neighbour along a periodic dimension it does
+ * not share; where one of its own messages would have no match, none is
+ * local and all travel.) false for an index out of range. */
+bool gts_halo_messages_local(const gts_halo_messages *messages, int index);
+
+/* Whether an exchange should unpack all messages at once, once all have
+ * arrived (the plan has fields in device memory only, whose unpacking is
+ * one launch), rather than each as it arrives (host work that overlaps
+ * the communication). */
+bool gts_halo_messages_unpacks_at_once(const gts_halo_messages *messages);
 
 #ifdef __cplusplus
 }

@@ -99,6 +99,9 @@ int64_t gts_halo_plan_recv_bytes(const gts_halo_plan *plan);
  * Equal on all ranks of a consistent exchange. */
 uint64_t gts_halo_plan_signature(const gts_halo_plan *plan);
 
+/* The rank the plan was made for. */
+int gts_halo_plan_rank(const gts_halo_plan *plan);
+
 /* Packs the message for neighbour `index` into `buffer`, which holds
  * `nbytes` (it must be the neighbour's send_bytes: GTS_EINVAL otherwise,
  * as for an index out of range). */

@@ -627,7 +627,9 @@ enum { NI = 4, NJ = 3 }; /* the domain; a halo of 1 all round */
 /* A field of device memory only on `device`, its domain set to
  * 100 i + j and its halo to -1 (through a host twin: device memory is not
  * the host's to write). */
-static int make_cuda_field(const gts_device_ops *device, gts_storage *out)
+/* A field of rank `rank` of `nranks` along I (NI points each): its domain
+ * holds 100 * i + j at global (i, j) from 1, its halo -1. */
+static int make_rank_field(const gts_device_ops *device, int rank, gts_storage *out)
 {
     gts_storage_spec spec;
     int rc = gts_storage_spec_init(&spec, 2, (int64_t[]){NI + 2, NJ + 2}, F8, ERR);
@@ -644,7 +646,7 @@ static int make_cuda_field(const gts_device_ops *device, gts_storage *out)
     for (int64_t i = 0; i < NI + 2; ++i)
         for (int64_t j = 0; j < NJ + 2; ++j) {
             bool domain = i >= 1 && i <= NI && j >= 1 && j <= NJ;
-            double v = domain ? (double)(100 * i + j) : -1.0;
+            double v = domain ? (double)(100 * (i + rank * NI) + j) : -1.0;
             memcpy((void *)address(&host, (int64_t[]){i, j}), &v, sizeof v);
         }
     rc = gts_storage_create_on(device, &spec, 0, out, ERR);
@@ -654,8 +656,14 @@ static int make_cuda_field(const gts_device_ops *device, gts_storage *out)
     return rc;
 }
 
-/* Whether every point holds the periodic wrap of the domain. */
-static bool wrapped(const gts_storage *field)
+static int make_cuda_field(const gts_device_ops *device, gts_storage *out)
+{
+    return make_rank_field(device, 0, out);
+}
+
+/* Whether every point of rank `rank`'s field holds the periodic wrap of
+ * the domain of `nranks` along I. */
+static bool wrapped_rank(const gts_storage *field, int rank, int nranks)
 {
     gts_storage host;
     if (!CHECK_OK(gts_storage_copy_to(gts_device_host(), field, &host, ERR)))
@@ -663,11 +671,17 @@ static bool wrapped(const gts_storage *field)
     bool ok = true;
     for (int64_t i = 0; i < NI + 2; ++i)
         for (int64_t j = 0; j < NJ + 2; ++j) {
-            int64_t wi = (i - 1 + NI) % NI + 1, wj = (j - 1 + NJ) % NJ + 1;
+            int64_t all = nranks * NI, gi = i + rank * NI;
+            int64_t wi = (gi - 1 + all) % all + 1, wj = (j - 1 + NJ) % NJ + 1;
             ok = ok && get(&host, (int64_t[]){i, j}) == (double)(100 * wi + wj);
         }
     gts_storage_release(&host);
     return ok;
+}
+
+static bool wrapped(const gts_storage *field)
+{
+    return wrapped_rank(field, 0, 1);
 }
 
 /* One rank, periodic: every neighbour is the rank itself, so each message
@@ -691,6 +705,84 @@ static void exchange_with_self(const gts_halo_plan *plan, const gts_halo_message
             CHECK_OK(gts_device_copy_within(device, recv->data, send->data, send->bytes, NULL,
                                             ERR));
         CHECK_OK(gts_halo_messages_unpack(m, j, ERR));
+    }
+}
+
+/* What pack_all and unpack_all cost on a GPU: on one rank, periodic, every
+ * halo is the rank's own, filled by one launch and nothing crossing the
+ * bus; on two ranks (both in this process) of fields in device memory with
+ * pinned messages, each rank packs with one launch and one transfer to the
+ * host, and unpacks with one transfer and one launch. */
+static void test_halo_at_once(const gts_device_ops *gpu)
+{
+    gts_partition one, two;
+    if (!CHECK_OK(gts_partition_init(&one, 2, NULL, (int64_t[]){NI, NJ}, (int[]){1, 1},
+                                     (bool[]){true, true}, 1, ERR)) ||
+        !CHECK_OK(gts_partition_init(&two, 2, NULL, (int64_t[]){2 * NI, NJ}, (int[]){2, 1},
+                                     (bool[]){true, true}, 2, ERR)))
+        return;
+    gts_storage f[2];
+    gts_halo_plan *plans[2] = {NULL, NULL};
+    gts_halo_messages *m[2] = {NULL, NULL};
+    if (!CHECK_OK(make_rank_field(gpu, 0, &f[0])))
+        return;
+    if (CHECK_OK(gts_halo_plan_create(&one, 0, 1, f, &plans[0], ERR)) &&
+        CHECK_OK(gts_halo_messages_create(plans[0], GTS_HALO_MEMORY_PINNED, &m[0], ERR))) {
+        for (int i = 0; i < gts_halo_plan_neighbor_count(plans[0]); ++i)
+            CHECK(gts_halo_messages_local(m[0], i));
+        fake_cuda_stats s0 = stats_now();
+        CHECK_OK(gts_halo_messages_pack_all(m[0], ERR));
+        CHECK_OK(gts_halo_messages_unpack_all(m[0], ERR));
+        fake_cuda_stats s1 = stats_now();
+        CHECK(wrapped(&f[0]));
+        if (fake_stats) {
+            CHECK_INT_EQ(s1.launches[2] - s0.launches[2], 1);
+            CHECK_INT_EQ(s1.last_grid[1], 8); /* the 8 neighbours' regions, one row each */
+            CHECK_INT_EQ(s1.htod + s1.dtoh - s0.htod - s0.dtoh, 0);
+        }
+    }
+    gts_halo_messages_destroy(m[0]);
+    gts_halo_plan_destroy(plans[0]);
+    gts_storage_release(&f[0]);
+    for (int r = 0; r < 2; ++r)
+        if (!CHECK_OK(make_rank_field(gpu, r, &f[r])) ||
+            !CHECK_OK(gts_halo_plan_create(&two, r, 1, &f[r], &plans[r], ERR)) ||
+            !CHECK_OK(gts_halo_messages_create(plans[r], GTS_HALO_MEMORY_PINNED, &m[r], ERR)))
+            return;
+    fake_cuda_stats s0 = stats_now();
+    for (int r = 0; r < 2; ++r)
+        CHECK_OK(gts_halo_messages_pack_all(m[r], ERR));
+    fake_cuda_stats s1 = stats_now();
+    for (int r = 0; r < 2; ++r) /* MPI's part: rank r's message to offset o is rank 1-r's */
+        for (int i = 0; i < gts_halo_plan_neighbor_count(plans[r]); ++i) {
+            const gts_halo_neighbor *n = gts_halo_plan_neighbor(plans[r], i);
+            if (gts_halo_messages_local(m[r], i) || n->send_bytes == 0)
+                continue;
+            for (int j = 0; j < gts_halo_plan_neighbor_count(plans[1 - r]); ++j) {
+                const gts_halo_neighbor *b = gts_halo_plan_neighbor(plans[1 - r], j);
+                if (b->rank == r && b->recv_tag == n->send_tag)
+                    memcpy(gts_halo_messages_recv(m[1 - r], j)->mpi,
+                           gts_halo_messages_send(m[r], i)->mpi, (size_t)n->send_bytes);
+            }
+        }
+    fake_cuda_stats s2 = stats_now();
+    for (int r = 0; r < 2; ++r)
+        CHECK_OK(gts_halo_messages_unpack_all(m[r], ERR));
+    fake_cuda_stats s3 = stats_now();
+    for (int r = 0; r < 2; ++r)
+        CHECK(wrapped_rank(&f[r], r, 2));
+    if (fake_stats) { /* per rank: one launch and one transfer each way */
+        CHECK_INT_EQ(s1.launches[2] - s0.launches[2], 2);
+        CHECK_INT_EQ(s1.dtoh - s0.dtoh, 2);
+        CHECK_INT_EQ(s1.htod - s0.htod, 0);
+        CHECK_INT_EQ(s3.launches[2] - s2.launches[2], 2);
+        CHECK_INT_EQ(s3.htod - s2.htod, 2);
+        CHECK_INT_EQ(s3.dtoh - s2.dtoh, 0);
+    }
+    for (int r = 0; r < 2; ++r) {
+        gts_halo_messages_destroy(m[r]);
+        gts_halo_plan_destroy(plans[r]);
+        gts_storage_release(&f[r]);
     }
 }
 
@@ -752,6 +844,7 @@ static void test_halo_messages(void)
                 "on cuda:0 and cuda:1");
     gts_halo_plan_destroy(plan);
     gts_halo_plan_destroy(two);
+    test_halo_at_once(gpu0);
     gts_storage_release(&fields[0]);
     gts_storage_release(&fields[1]);
 }

@@ -1,0 +1,371 @@
+/* Every message of a halo exchange moved at once (halo_transfer.h).
+ *
+ * Each region (one field's part of one message) is a copy between the
+ * field and the message, run where the field is:
+ * - a field with a host side is copied on the host (its host side synced
+ *   first), into the message where the message is host memory, else into
+ *   a host staging block that crosses to the device;
+ * - a field in device memory only is copied by its GPU, into the message
+ *   where the message is that GPU's memory, else into a staging block on
+ *   the GPU that crosses to the host.
+ * The copies of each GPU form one batch (gtstore/copy_batch.h: one kernel
+ * launch), and the crossings of contiguous regions merge: where every field
+ * is on one GPU and the messages are pinned host memory, an exchange packs
+ * with one launch and one transfer, and unpacks with one transfer and one
+ * launch. Staging blocks mirror the whole message block, so a region sits
+ * at the same offset on both sides. */
+#include "halo_transfer.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "gtstore/copy_batch.h"
+#include "gtstore/kernels.h"
+#include "gtstore/sync.h"
+#include "halo_region.h"
+#include "internal.h"
+
+/* Contiguous bytes between a GPU's memory and host memory. */
+typedef struct crossing {
+    const gts_device_ops *gpu;
+    char *device_memory, *host_memory;
+    int64_t bytes;
+    bool field_on_gpu; /* packing crosses to the host; else to the device */
+} crossing;
+
+/* The copies one GPU runs, and its staging block (NULL where none). */
+typedef struct group {
+    const gts_device_ops *gpu;
+    gts_strided_copy *copies;
+    int ncopies, capacity;
+    gts_copy_batch *batch;
+    char *staging;
+} group;
+
+struct gts__halo_transfer {
+    const gts_halo_plan *plan;
+    bool send;
+    int64_t block_size;
+    gts_strided_copy *host; /* copies on the host */
+    int nhost, host_capacity;
+    char *host_staging;     /* where the messages are device memory */
+    crossing *cross;
+    int ncross, cross_capacity;
+    bool extendable;        /* since the last crossing, only unused bytes */
+    group *groups;          /* one per GPU of the plan */
+    int ngroups;
+    bool *host_fields;      /* fields copied on the host, synced once per run */
+};
+
+/* ---- building ------------------------------------------------------------------ */
+
+/* Grows an array of `size`-byte items to hold one more. */
+static int reserve(void **items, int *capacity, int count, size_t size, gts_error *err)
+{
+    if (count < *capacity)
+        return GTS_OK;
+    int grown = *capacity ? 2 * *capacity : 8;
+    void *more = grown > 0 ? realloc(*items, (size_t)grown * size) : NULL;
+    if (!more)
+        return gts_error_set(err, GTS_ENOMEM, "out of memory for a halo exchange's copies");
+    *items = more;
+    *capacity = grown;
+    return GTS_OK;
+}
+
+static int add_copy(gts_strided_copy **copies, int *count, int *capacity, gts_strided_copy c,
+                    gts_error *err)
+{
+    int rc = reserve((void **)copies, capacity, *count, sizeof c, err);
+    if (!rc)
+        (*copies)[(*count)++] = c;
+    return rc;
+}
+
+/* A crossing, merged into the last where both sides continue it at the
+ * same distance and nothing between them is used (the places of local
+ * neighbours' messages are not), so that moving the bytes between loses
+ * nothing. */
+static int add_crossing(gts__halo_transfer *t, crossing c, gts_error *err)
+{
+    crossing *last = t->ncross ? &t->cross[t->ncross - 1] : NULL;
+    if (last && t->extendable && last->gpu == c.gpu && last->field_on_gpu == c.field_on_gpu &&
+        c.device_memory - last->device_memory == c.host_memory - last->host_memory &&
+        c.device_memory >= last->device_memory + last->bytes) {
+        last->bytes = c.device_memory + c.bytes - last->device_memory;
+        return GTS_OK;
+    }
+    t->extendable = true;
+    int rc = reserve((void **)&t->cross, &t->cross_capacity, t->ncross, sizeof c, err);
+    if (!rc)
+        t->cross[t->ncross++] = c;
+    return rc;
+}
+
+static group *group_of(gts__halo_transfer *t, const gts_device_ops *gpu)
+{
+    for (int g = 0; g < t->ngroups; ++g)
+        if (t->groups[g].gpu == gpu)
+            return &t->groups[g];
+    return NULL;
+}
+
+/* A staging block the size of the message block, made on first use. */
+static int staging(const gts_device_ops *device, int64_t size, char **block, gts_error *err)
+{
+    return *block ? GTS_OK : gts_device_alloc(device, size, 0, (void **)block, err);
+}
+
+/* Where field f's element 0 is for the side that copies it. */
+static char *field_memory(const gts_storage *g, const gts_device_ops *gpu)
+{
+    return gpu ? (char *)gts_buffer_data(g->buffer) + g->offset : gts_storage_data(g);
+}
+
+/* The copy between a field's region and `packed`, in the transfer's
+ * direction. */
+static gts_strided_copy region_copy(const gts__halo_transfer *t, const gts_storage *g,
+                                    const gts__halo_region *r, char *field, char *packed)
+{
+    gts_strided_copy c = {.ndim = g->ndim, .shape = r->shape, .itemsize = g->dtype.itemsize};
+    if (t->send) {
+        c.dst = packed;
+        c.dst_strides = r->packed_strides;
+        c.src = field + r->offset;
+        c.src_strides = g->strides;
+    } else {
+        c.dst = field + r->offset;
+        c.dst_strides = g->strides;
+        c.src = packed;
+        c.src_strides = r->packed_strides;
+    }
+    return c;
+}
+
+/* The copy of field f's region at `offset` of the message block. */
+static int add_region(gts__halo_transfer *t, int f, const gts__halo_region *r, int64_t offset,
+                      const gts_device_ops *message_gpu, char *block, gts_error *err)
+{
+    const gts_storage *g = gts__halo_plan_field(t->plan, f);
+    const gts_device_ops *gpu = gts__halo_field_gpu(g);
+    char *field = field_memory(g, gpu);
+    int rc = GTS_OK;
+    if (!gpu) {
+        t->host_fields[f] = true;
+        char *packed = block + offset;
+        if (message_gpu) { /* through host staging, then across */
+            rc = staging(gts_device_host(), t->block_size, &t->host_staging, err);
+            packed = t->host_staging + offset;
+            if (!rc)
+                rc = add_crossing(
+                    t, (crossing){message_gpu, block + offset, packed, r->bytes, false}, err);
+        }
+        t->extendable = t->extendable && message_gpu; /* else the bytes are used */
+        return rc ? rc
+                  : add_copy(&t->host, &t->nhost, &t->host_capacity,
+                             region_copy(t, g, r, field, packed), err);
+    }
+    if (message_gpu && message_gpu != gpu) /* refused when the messages were made */
+        return gts_error_set(err, GTS_EINVAL,
+                             "device: messages in %s memory, but fields[%d] is on %s",
+                             message_gpu->name, f, gpu->name);
+    group *gr = group_of(t, gpu);
+    char *packed = block + offset;
+    if (!message_gpu) { /* through the GPU's staging, then across */
+        rc = staging(gpu, t->block_size, &gr->staging, err);
+        packed = gr->staging + offset;
+        if (!rc)
+            rc = add_crossing(t, (crossing){gpu, packed, block + offset, r->bytes, true}, err);
+    }
+    t->extendable = t->extendable && !message_gpu;
+    return rc ? rc
+              : add_copy(&gr->copies, &gr->ncopies, &gr->capacity,
+                         region_copy(t, g, r, field, packed), err);
+}
+
+/* Field f's domain region of neighbour i straight into its halo region of
+ * neighbour j: this rank is its own neighbour. */
+static int add_local(gts__halo_transfer *t, int f, int i, int j, gts_error *err)
+{
+    const gts__halo_region *from = gts__halo_plan_region(t->plan, true, i, f);
+    const gts__halo_region *to = gts__halo_plan_region(t->plan, false, j, f);
+    const gts_storage *g = gts__halo_plan_field(t->plan, f);
+    const gts_device_ops *gpu = gts__halo_field_gpu(g);
+    char *field = field_memory(g, gpu);
+    gts_strided_copy c = {field + to->offset, g->strides,   field + from->offset, g->strides,
+                          g->ndim,            from->shape, g->dtype.itemsize};
+    if (!gpu) {
+        t->host_fields[f] = true;
+        return add_copy(&t->host, &t->nhost, &t->host_capacity, c, err);
+    }
+    group *gr = group_of(t, gpu);
+    return add_copy(&gr->copies, &gr->ncopies, &gr->capacity, c, err);
+}
+
+static int add_neighbor(gts__halo_transfer *t, int i, const int *pair,
+                        const gts_device_ops *message_gpu, char *block, int64_t *offset,
+                        gts_error *err)
+{
+    int nfields = gts__halo_plan_nfields(t->plan);
+    for (int f = 0; f < nfields; ++f) {
+        const gts__halo_region *r = gts__halo_plan_region(t->plan, t->send, i, f);
+        if (r->bytes == 0)
+            continue;
+        int rc = t->send && pair[i] >= 0 ? add_local(t, f, i, pair[i], err)
+                                         : add_region(t, f, r, *offset, message_gpu, block, err);
+        if (rc)
+            return rc;
+        *offset += r->bytes; /* the block keeps every neighbour's place */
+    }
+    return GTS_OK;
+}
+
+/* Whether neighbour j receives from a pair (nothing arrives by message). */
+static bool paired_target(const int *pair, int n, int j)
+{
+    for (int i = 0; i < n; ++i)
+        if (pair[i] == j)
+            return true;
+    return false;
+}
+
+static int make_groups(gts__halo_transfer *t, gts_error *err)
+{
+    int nfields = gts__halo_plan_nfields(t->plan);
+    const gts_device_ops **gpus = calloc((size_t)nfields, sizeof *gpus);
+    t->groups = calloc((size_t)nfields, sizeof *t->groups);
+    t->host_fields = calloc((size_t)nfields, sizeof *t->host_fields);
+    if (!gpus || !t->groups || !t->host_fields) {
+        free(gpus);
+        return gts_error_set(err, GTS_ENOMEM, "out of memory for a halo exchange");
+    }
+    t->ngroups = gts_halo_plan_devices(t->plan, gpus, nfields); /* at most one per field */
+    for (int g = 0; g < t->ngroups; ++g)
+        t->groups[g].gpu = gpus[g];
+    free(gpus);
+    return GTS_OK;
+}
+
+int gts__halo_transfer_create(const gts_halo_plan *plan, bool send, const gts_device_ops *device,
+                              char *block, const int *pair, gts__halo_transfer **out,
+                              gts_error *err)
+{
+    gts__halo_transfer *t = calloc(1, sizeof *t);
+    if (!t)
+        return gts_error_set(err, GTS_ENOMEM, "out of memory for a halo exchange");
+    t->plan = plan;
+    t->send = send;
+    t->block_size = send ? gts_halo_plan_send_bytes(plan) : gts_halo_plan_recv_bytes(plan);
+    const gts_device_ops *message_gpu = device->host_accessible ? NULL : device;
+    int n = gts_halo_plan_neighbor_count(plan), rc = make_groups(t, err);
+    int64_t offset = 0;
+    for (int i = 0; !rc && i < n; ++i) {
+        if (!send && paired_target(pair, n, i)) { /* keeps its place, unused */
+            const gts_halo_neighbor *nb = gts_halo_plan_neighbor(plan, i);
+            offset += nb->recv_bytes;
+            continue;
+        }
+        rc = add_neighbor(t, i, pair, message_gpu, block, &offset, err);
+    }
+    /* the plan's regions never share an element: the sides need no check */
+    for (int g = 0; !rc && g < t->ngroups; ++g)
+        rc = gts__copy_batch_create(t->groups[g].gpu, t->groups[g].ncopies, t->groups[g].copies,
+                                    false, &t->groups[g].batch, err);
+    if (rc) {
+        gts__halo_transfer_destroy(t);
+        return rc;
+    }
+    *out = t;
+    return GTS_OK;
+}
+
+void gts__halo_transfer_destroy(gts__halo_transfer *t)
+{
+    if (!t)
+        return;
+    for (int g = 0; g < t->ngroups; ++g) {
+        gts_copy_batch_destroy(t->groups[g].batch);
+        gts_device_free(t->groups[g].gpu, t->groups[g].staging, t->block_size);
+        free(t->groups[g].copies);
+    }
+    gts_device_free(gts_device_host(), t->host_staging, t->block_size);
+    free(t->groups);
+    free(t->host);
+    free(t->cross);
+    free(t->host_fields);
+    free(t);
+}
+
+/* ---- running ---------------------------------------------------------------------- */
+
+/* The host sides of the fields copied on the host: read current before
+ * packing (and, for local pairs, written), marked written by unpacking. */
+static int sync_host_fields(const gts__halo_transfer *t, gts_error *err)
+{
+    int nfields = gts__halo_plan_nfields(t->plan);
+    for (int f = 0; f < nfields; ++f) {
+        if (!t->host_fields[f])
+            continue;
+        gts_buffer *buffer = gts__halo_plan_field(t->plan, f)->buffer;
+        int rc = t->send ? gts_buffer_sync(buffer, GTS_SIDE_HOST, false, NULL, err) : GTS_OK;
+        if (!rc)
+            rc = gts_buffer_prepare_write(buffer, GTS_SIDE_HOST, NULL, err);
+        if (rc)
+            return rc;
+    }
+    return GTS_OK;
+}
+
+static int run_host(const gts__halo_transfer *t, gts_error *err)
+{
+    for (int i = 0; i < t->nhost; ++i) {
+        const gts_strided_copy *c = &t->host[i];
+        int rc = gts_copy(c->dst, c->dst_strides, c->src, c->src_strides, c->ndim, c->shape,
+                          c->itemsize, err);
+        if (rc)
+            return rc;
+    }
+    return GTS_OK;
+}
+
+static int run_devices(const gts__halo_transfer *t, gts_error *err)
+{
+    for (int g = 0; g < t->ngroups; ++g) {
+        int rc = gts_copy_batch_run(t->groups[g].batch, NULL, err);
+        if (rc)
+            return rc;
+    }
+    return GTS_OK;
+}
+
+/* Packing moves the packed bytes to the messages' side, unpacking from
+ * it. */
+static int run_crossings(const gts__halo_transfer *t, gts_error *err)
+{
+    for (int k = 0; k < t->ncross; ++k) {
+        const crossing *c = &t->cross[k];
+        int rc = c->field_on_gpu == t->send
+                     ? gts_device_copy_to_host(c->gpu, c->host_memory, c->device_memory,
+                                               c->bytes, NULL, err)
+                     : gts_device_copy_to_device(c->gpu, c->device_memory, c->host_memory,
+                                                 c->bytes, NULL, err);
+        if (rc)
+            return rc;
+    }
+    return GTS_OK;
+}
+
+int gts__halo_transfer_run(const gts__halo_transfer *t, gts_error *err)
+{
+    int rc = sync_host_fields(t, err);
+    if (rc)
+        return rc;
+    if (t->send) { /* fields -> (staging) -> messages */
+        if (!(rc = run_host(t, err)) && !(rc = run_devices(t, err)))
+            rc = run_crossings(t, err);
+    } else { /* messages -> (staging) -> fields */
+        if (!(rc = run_crossings(t, err)) && !(rc = run_devices(t, err)))
+            rc = run_host(t, err);
+    }
+    return rc;
+}
