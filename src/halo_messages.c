@@ -144,8 +144,13 @@ void gts_halo_messages_destroy(gts_halo_messages *m)
     free(m);
 }
 
-/* One direction's block, cut into the neighbours' buffers. */
-static int allocate(gts_halo_messages *m, direction *dir, bool send, gts_error *err)
+/* One direction's block, cut into the neighbours' buffers: those that
+ * travel first, in neighbour order, so that their bytes are one run (one
+ * transfer across the bus where they are packed on a GPU), then the local
+ * ones (used only by gts_halo_messages_pack/unpack of their index).
+ * offset[i]: where neighbour i's buffer starts. */
+static int allocate(gts_halo_messages *m, direction *dir, bool send, int64_t *offset,
+                    gts_error *err)
 {
     dir->size = send ? gts_halo_plan_send_bytes(m->plan) : gts_halo_plan_recv_bytes(m->plan);
     dir->messages = calloc((size_t)(m->n ? m->n : 1), sizeof *dir->messages);
@@ -157,13 +162,17 @@ static int allocate(gts_halo_messages *m, direction *dir, bool send, gts_error *
     /* a device-aware MPI reads the emulated device's memory where it is */
     char *data = dir->block;
     char *mpi = m->device == gts_device_emulated() ? gts_device_emulated_host_address(data) : data;
-    for (int i = 0; i < m->n; ++i) {
-        const gts_halo_neighbor *nb = gts_halo_plan_neighbor(m->plan, i);
-        int64_t bytes = send ? nb->send_bytes : nb->recv_bytes;
-        dir->messages[i] = (gts_halo_message){.data = data, .mpi = mpi, .bytes = bytes};
-        data += bytes; /* within the block: the plan's totals are these sums */
-        mpi += bytes;
-    }
+    int64_t next = 0; /* within the block: the plan's totals are the sums */
+    for (int local = 0; local < 2; ++local)
+        for (int i = 0; i < m->n; ++i) {
+            if (gts_halo_messages_local(m, i) != (local == 1))
+                continue;
+            const gts_halo_neighbor *nb = gts_halo_plan_neighbor(m->plan, i);
+            int64_t bytes = send ? nb->send_bytes : nb->recv_bytes;
+            dir->messages[i] = (gts_halo_message){data + next, mpi + next, bytes};
+            offset[i] = next;
+            next += bytes;
+        }
     return 0;
 }
 
@@ -235,15 +244,19 @@ int gts_halo_messages_create(const gts_halo_plan *plan, gts_halo_memory memory,
     m->gpu = memory == GTS_HALO_MEMORY_DEVICE ? device : NULL;
     m->n = gts_halo_plan_neighbor_count(plan);
     m->pair = calloc((size_t)m->n + 1, sizeof *m->pair);
-    rc = m->pair ? GTS_OK : gts_error_set(err, GTS_ENOMEM, "out of memory for halo messages");
+    int64_t *offsets = calloc(2 * (size_t)m->n + 1, sizeof *offsets);
+    rc = m->pair && offsets ? GTS_OK
+                            : gts_error_set(err, GTS_ENOMEM, "out of memory for halo messages");
     if (!rc)
         pair_local(m);
-    if (!rc && !(rc = allocate(m, &m->send, true, err)) &&
-        !(rc = allocate(m, &m->recv, false, err)) &&
-        !(rc = gts__halo_transfer_create(plan, true, device, m->send.block, m->pair,
+    int64_t *send_at = offsets, *recv_at = offsets + m->n;
+    if (!rc && !(rc = allocate(m, &m->send, true, send_at, err)) &&
+        !(rc = allocate(m, &m->recv, false, recv_at, err)) &&
+        !(rc = gts__halo_transfer_create(plan, true, device, m->send.block, send_at, m->pair,
                                          &m->pack_all, err)))
-        rc = gts__halo_transfer_create(plan, false, device, m->recv.block, m->pair,
+        rc = gts__halo_transfer_create(plan, false, device, m->recv.block, recv_at, m->pair,
                                        &m->unpack_all, err);
+    free(offsets);
     if (rc) {
         gts_halo_messages_destroy(m);
         return rc;

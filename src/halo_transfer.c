@@ -51,7 +51,6 @@ struct gts__halo_transfer {
     char *host_staging;     /* where the messages are device memory */
     crossing *cross;
     int ncross, cross_capacity;
-    bool extendable;        /* since the last crossing, only unused bytes */
     group *groups;          /* one per GPU of the plan */
     int ngroups;
     bool *host_fields;      /* fields copied on the host, synced once per run */
@@ -82,20 +81,16 @@ static int add_copy(gts_strided_copy **copies, int *count, int *capacity, gts_st
     return rc;
 }
 
-/* A crossing, merged into the last where both sides continue it at the
- * same distance and nothing between them is used (the places of local
- * neighbours' messages are not), so that moving the bytes between loses
- * nothing. */
+/* A crossing, merged into the last where both sides continue it. */
 static int add_crossing(gts__halo_transfer *t, crossing c, gts_error *err)
 {
     crossing *last = t->ncross ? &t->cross[t->ncross - 1] : NULL;
-    if (last && t->extendable && last->gpu == c.gpu && last->field_on_gpu == c.field_on_gpu &&
-        c.device_memory - last->device_memory == c.host_memory - last->host_memory &&
-        c.device_memory >= last->device_memory + last->bytes) {
-        last->bytes = c.device_memory + c.bytes - last->device_memory;
+    if (last && last->gpu == c.gpu && last->field_on_gpu == c.field_on_gpu &&
+        last->device_memory + last->bytes == c.device_memory &&
+        last->host_memory + last->bytes == c.host_memory) {
+        last->bytes += c.bytes;
         return GTS_OK;
     }
-    t->extendable = true;
     int rc = reserve((void **)&t->cross, &t->cross_capacity, t->ncross, sizeof c, err);
     if (!rc)
         t->cross[t->ncross++] = c;
@@ -160,7 +155,6 @@ static int add_region(gts__halo_transfer *t, int f, const gts__halo_region *r, i
                 rc = add_crossing(
                     t, (crossing){message_gpu, block + offset, packed, r->bytes, false}, err);
         }
-        t->extendable = t->extendable && message_gpu; /* else the bytes are used */
         return rc ? rc
                   : add_copy(&t->host, &t->nhost, &t->host_capacity,
                              region_copy(t, g, r, field, packed), err);
@@ -177,7 +171,6 @@ static int add_region(gts__halo_transfer *t, int f, const gts__halo_region *r, i
         if (!rc)
             rc = add_crossing(t, (crossing){gpu, packed, block + offset, r->bytes, true}, err);
     }
-    t->extendable = t->extendable && !message_gpu;
     return rc ? rc
               : add_copy(&gr->copies, &gr->ncopies, &gr->capacity,
                          region_copy(t, g, r, field, packed), err);
@@ -202,8 +195,9 @@ static int add_local(gts__halo_transfer *t, int f, int i, int j, gts_error *err)
     return add_copy(&gr->copies, &gr->ncopies, &gr->capacity, c, err);
 }
 
+/* Neighbour i's regions, its message at `offset` of the block. */
 static int add_neighbor(gts__halo_transfer *t, int i, const int *pair,
-                        const gts_device_ops *message_gpu, char *block, int64_t *offset,
+                        const gts_device_ops *message_gpu, char *block, int64_t offset,
                         gts_error *err)
 {
     int nfields = gts__halo_plan_nfields(t->plan);
@@ -212,10 +206,10 @@ static int add_neighbor(gts__halo_transfer *t, int i, const int *pair,
         if (r->bytes == 0)
             continue;
         int rc = t->send && pair[i] >= 0 ? add_local(t, f, i, pair[i], err)
-                                         : add_region(t, f, r, *offset, message_gpu, block, err);
+                                         : add_region(t, f, r, offset, message_gpu, block, err);
         if (rc)
             return rc;
-        *offset += r->bytes; /* the block keeps every neighbour's place */
+        offset += r->bytes;
     }
     return GTS_OK;
 }
@@ -247,8 +241,8 @@ static int make_groups(gts__halo_transfer *t, gts_error *err)
 }
 
 int gts__halo_transfer_create(const gts_halo_plan *plan, bool send, const gts_device_ops *device,
-                              char *block, const int *pair, gts__halo_transfer **out,
-                              gts_error *err)
+                              char *block, const int64_t *offset, const int *pair,
+                              gts__halo_transfer **out, gts_error *err)
 {
     gts__halo_transfer *t = calloc(1, sizeof *t);
     if (!t)
@@ -258,15 +252,9 @@ int gts__halo_transfer_create(const gts_halo_plan *plan, bool send, const gts_de
     t->block_size = send ? gts_halo_plan_send_bytes(plan) : gts_halo_plan_recv_bytes(plan);
     const gts_device_ops *message_gpu = device->host_accessible ? NULL : device;
     int n = gts_halo_plan_neighbor_count(plan), rc = make_groups(t, err);
-    int64_t offset = 0;
-    for (int i = 0; !rc && i < n; ++i) {
-        if (!send && paired_target(pair, n, i)) { /* keeps its place, unused */
-            const gts_halo_neighbor *nb = gts_halo_plan_neighbor(plan, i);
-            offset += nb->recv_bytes;
-            continue;
-        }
-        rc = add_neighbor(t, i, pair, message_gpu, block, &offset, err);
-    }
+    for (int i = 0; !rc && i < n; ++i)
+        if (send || !paired_target(pair, n, i))
+            rc = add_neighbor(t, i, pair, message_gpu, block, offset[i], err);
     /* the plan's regions never share an element: the sides need no check */
     for (int g = 0; !rc && g < t->ngroups; ++g)
         rc = gts__copy_batch_create(t->groups[g].gpu, t->groups[g].ncopies, t->groups[g].copies,

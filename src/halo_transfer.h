@@ -19,12 +19,12 @@ typedef struct gts__halo_transfer gts__halo_transfer;
  * neighbour there, and no message is needed. !send: unpacks the receive
  * message of every neighbour that is no pair's target from `block`.
  * `block` is memory of `device` (host, pinned or the plan's GPU) holding
- * the direction's messages one after the other in neighbour order, as
+ * the direction's messages, neighbour i's at block + offset[i], as
  * gts_halo_messages cuts them. The plan and the block must outlive the
  * transfer. */
 int gts__halo_transfer_create(const gts_halo_plan *plan, bool send, const gts_device_ops *device,
-                              char *block, const int *pair, gts__halo_transfer **out,
-                              gts_error *err);
+                              char *block, const int64_t *offset, const int *pair,
+                              gts__halo_transfer **out, gts_error *err);
 /* Runs it; completed on return. */
 int gts__halo_transfer_run(const gts__halo_transfer *transfer, gts_error *err);
 void gts__halo_transfer_destroy(gts__halo_transfer *transfer); /* NULL ignored */

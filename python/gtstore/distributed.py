@@ -407,6 +407,8 @@ class HaloExchange:
         self._send_requests, self._recv_requests = [], []
         for index, (rank, _, send_tag, recv_tag, send_bytes, recv_bytes) in enumerate(
                 plan.neighbors):
+            if messages.local(index):  # this rank itself: pack_all fills those halos
+                continue
             if recv_bytes:
                 self._recvs.append(index)
                 self._recv_requests.append(self._comm.Recv_init(
@@ -427,6 +429,14 @@ class HaloExchange:
         return self.plan.neighbors
 
     @property
+    def local_neighbors(self):
+        """The indices (into ``neighbors``) of the neighbours that are this
+        rank itself, along a periodic dimension it does not share: their
+        halos are copied straight from the domain when the exchange starts,
+        and no message travels."""
+        return tuple(i for i in range(len(self.plan.neighbors)) if self._messages.local(i))
+
+    @property
     def memory(self):
         """Where the message buffers are: "host", "pinned" or "device"."""
         return self._memory
@@ -437,32 +447,37 @@ class HaloExchange:
         return self._memory == "device"
 
     def start(self):
-        """Posts the receives, then packs each message and posts its send at
-        once: a neighbour's receive can complete while the next message is
-        packed."""
+        """Posts the receives, packs every message at once (one launch per
+        GPU; the rank's own halos are filled in passing, with no message),
+        then posts the sends."""
         if self._started:
             raise RuntimeError("start: this exchange is already started (call wait first)")
         if self._comm is None:
             raise RuntimeError("start: this exchange is closed")
         Prequest = self._MPI.Prequest
         Prequest.Startall(self._recv_requests)
-        pack = self._messages.pack
-        for index, request in zip(self._sends, self._send_requests):
-            pack(index)
-            request.Start()
         self._started = True
+        try:
+            self._messages.pack_all()
+        finally:  # every send posted, even after an error: no neighbour waits for ever
+            Prequest.Startall(self._send_requests)
 
     def wait(self):
-        """Unpacks each message into the halos as it arrives, then waits for
-        the sends."""
+        """Unpacks the messages into the halos, then waits for the sends:
+        each as it arrives for fields with a host side, all at once (one
+        launch per GPU) for fields in device memory only."""
         if not self._started:
             raise RuntimeError("wait: this exchange is not started")
         self._started = False
         Request = self._MPI.Request
-        unpack = self._messages.unpack
+        messages = self._messages
         try:
-            for _ in self._recvs:  # a completed persistent request is inactive: skipped
-                unpack(self._recvs[Request.Waitany(self._recv_requests)])
+            if messages.unpacks_at_once:
+                Request.Waitall(self._recv_requests)
+                messages.unpack_all()
+            else:
+                for _ in self._recvs:  # a completed persistent request is inactive: skipped
+                    messages.unpack(self._recvs[Request.Waitany(self._recv_requests)])
         finally:  # every request completed, even after an error: the next start needs it
             Request.Waitall(self._recv_requests)
             Request.Waitall(self._send_requests)

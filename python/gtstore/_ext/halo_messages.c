@@ -201,7 +201,47 @@ static PyObject *messages_unpack(PyObject *self, PyObject *index)
     return messages_transfer(self, index, false);
 }
 
+static PyObject *messages_all(PyObject *self, bool pack)
+{
+    const gts_halo_messages *messages = ((HaloMessages *)self)->messages;
+    gts_error err;
+    int rc = pack ? gts_halo_messages_pack_all(messages, &err)
+                  : gts_halo_messages_unpack_all(messages, &err);
+    if (rc)
+        return gtpy_raise_null(&err);
+    Py_RETURN_NONE;
+}
+
+static PyObject *messages_pack_all(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    return messages_all(self, true);
+}
+
+static PyObject *messages_unpack_all(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    return messages_all(self, false);
+}
+
+static PyObject *messages_local(PyObject *self, PyObject *index_obj)
+{
+    HaloMessages *m = (HaloMessages *)self;
+    int index;
+    if (index_of(m, index_obj, &index) < 0)
+        return NULL;
+    return PyBool_FromLong(gts_halo_messages_local(m->messages, index));
+}
+
 static PyMethodDef messages_methods[] = {
+    {"pack_all", messages_pack_all, METH_NOARGS,
+     "pack_all(): packs every message that travels and fills the halos of the rank's own "
+     "(local) messages straight from its domain: one launch per GPU."},
+    {"unpack_all", messages_unpack_all, METH_NOARGS,
+     "unpack_all(): writes every received message that travelled into the halos."},
+    {"local", messages_local, METH_O,
+     "local(index): whether neighbour `index` is this rank itself, whose halos pack_all fills "
+     "(no message travels)."},
     {"send_buffer", messages_send_buffer, METH_O,
      "send_buffer(index): neighbour `index`'s send buffer, a HaloMessage for MPI."},
     {"recv_buffer", messages_recv_buffer, METH_O,
@@ -226,7 +266,17 @@ static PyObject *messages_device(PyObject *self, void *unused)
     return PyUnicode_FromString(gts_halo_messages_device(((HaloMessages *)self)->messages)->name);
 }
 
+static PyObject *messages_unpacks_at_once(PyObject *self, void *unused)
+{
+    (void)unused;
+    return PyBool_FromLong(gts_halo_messages_unpacks_at_once(((HaloMessages *)self)->messages));
+}
+
 static PyGetSetDef messages_getset[] = {
+    {"unpacks_at_once", messages_unpacks_at_once, NULL,
+     "Whether an exchange unpacks all messages once all have arrived (fields in device memory "
+     "only: one launch), rather than each as it arrives.",
+     NULL},
     {"memory", messages_memory, NULL,
      "Where the buffers are: 'host', 'pinned' (the GPU's pinned host memory) or 'device' (the "
      "GPU's memory, for an MPI that reads it).",
