@@ -1,7 +1,13 @@
 """Halo exchange: gtstore against NDSL-style NumPy packing with mpi4py, and
 GHEX, side by side in one run on several ranks:
 
-    tests/mpi/mpirun.sh 4 600 .venv/bin/python bench/bench_halo.py [--quick]
+    tests/mpi/mpirun.sh 4 600 .venv/bin/python bench/bench_halo.py [--quick] [--device gpu]
+
+With --device gpu (a CUDA GPU and CuPy) the fields are gt:gpu storages in
+device memory only, against the same exchange of host fields and an
+NDSL-style update with CuPy (slices packed on the GPU into device buffers,
+copied to pinned host buffers for an MPI that does not read device memory,
+and back); GHEX is not run there.
 
 Per rank three float64 fields of 128 x 128 x 80 with a halo of 3 in I and J,
 periodic (every rank has 8 neighbours). Each method's halos are checked
@@ -28,10 +34,11 @@ SHAPE, HALO, NFIELDS = (128, 128, 80), 3, 3
 class NumpyHaloUpdater:
     """NDSL's HaloUpdater pattern: per neighbour one cached contiguous
     buffer, packed and unpacked with NumPy slices, moved by mpi4py
-    Irecv/Isend (new requests every exchange)."""
+    Irecv/Isend (new requests every exchange). With `xp` CuPy: the buffers
+    are packed on the GPU and cross through pinned host buffers."""
 
-    def __init__(self, part, arrays, halo):
-        self.comm, self.arrays = part.comm, arrays
+    def __init__(self, part, arrays, halo, xp=np):
+        self.comm, self.arrays, self.xp = part.comm, arrays, xp
         self.messages = []
         for offset in [(i, j) for i in (-1, 0, 1) for j in (-1, 0, 1) if (i, j) != (0, 0)]:
             rank = part.partition.neighbor(part.rank, offset)
@@ -46,26 +53,45 @@ class NumpyHaloUpdater:
             size = sum(a[send_slices].size for a in arrays)
             tag = 3 * (offset[0] + 1) + offset[1] + 1
             self.messages.append((rank, tag, 8 - tag, send_slices, recv_slices,
-                                  np.empty(size), np.empty(size)))
+                                  *self.buffers(size)))
+
+    def buffers(self, size):
+        """send, recv, and the host memory MPI moves them through."""
+        send, recv = self.xp.empty(size), self.xp.empty(size)
+        if self.xp is np:
+            return send, recv, send, recv
+        return send, recv, host_buffer(self.xp, size), host_buffer(self.xp, size)
 
     def exchange(self):
         requests = []
-        for rank, _, recv_tag, _, _, _, recv in self.messages:
-            requests.append(self.comm.Irecv(recv, source=rank, tag=recv_tag))
-        for rank, send_tag, _, send_slices, _, send, _ in self.messages:
+        for rank, _, recv_tag, _, _, _, _, _, host_recv in self.messages:
+            requests.append(self.comm.Irecv(host_recv, source=rank, tag=recv_tag))
+        for rank, send_tag, _, send_slices, _, send, _, host_send, _ in self.messages:
             offset = 0
             for a in self.arrays:
                 part = a[send_slices]
                 send[offset:offset + part.size].reshape(part.shape)[...] = part
                 offset += part.size
-            requests.append(self.comm.Isend(send, dest=rank, tag=send_tag))
+            if send is not host_send:
+                send.get(out=host_send)  # synchronises CuPy's stream
+            requests.append(self.comm.Isend(host_send, dest=rank, tag=send_tag))
         MPI.Request.Waitall(requests)
-        for _, _, _, _, recv_slices, _, recv in self.messages:
+        for _, _, _, _, recv_slices, _, recv, _, host_recv in self.messages:
+            if recv is not host_recv:
+                recv.set(host_recv)
             offset = 0
             for a in self.arrays:
                 target = a[recv_slices]
                 target[...] = recv[offset:offset + target.size].reshape(target.shape)
                 offset += target.size
+        if self.xp is not np:
+            self.xp.cuda.get_current_stream().synchronize()
+
+
+def host_buffer(xp, size):
+    """Pinned host memory of `size` float64 for CuPy's buffers."""
+    memory = xp.cuda.alloc_pinned_memory(size * 8)
+    return np.frombuffer(memory, np.float64, size)
 
 
 def ghex_exchanger(part, fields):
@@ -127,8 +153,12 @@ def pack_bandwidth(plan, reps):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--preset", default="gt:cpu_kfirst")
+    parser.add_argument("--preset", default=None,
+                        help="the fields' preset (default gt:cpu_kfirst, on a GPU gt:gpu)")
+    parser.add_argument("--device", choices=("cpu", "gpu"), default="cpu")
     args = parser.parse_args()
+    gpu = args.device == "gpu"
+    args.preset = args.preset or ("gt:gpu" if gpu else "gt:cpu_kfirst")
     reps, batches = (3, 3) if args.quick else (10, 15)
     comm = MPI.COMM_WORLD
     # process grid first, then a global shape giving every rank 128 x 128
@@ -139,22 +169,39 @@ def main():
     G = np.random.default_rng(0).random(global_shape)
     methods = {}
     sets = []
-    for _ in range(3):  # one set of fields per method, with equal values
-        fields = [part.full(np.nan, "f8", defaults=args.preset) for _ in range(NFIELDS)]
+    extra = {"managed": None} if gpu else {}
+    for k in range(3):  # one set of fields per method, with equal values
+        preset = "gt:cpu_ifirst" if gpu and k == 2 else args.preset  # host fields beside
+        fields = [part.full(np.nan, "f8", defaults=preset, **(extra if preset == args.preset
+                                                                 else {}))
+                  for _ in range(NFIELDS)]
         for f in fields:
             part.scatter(G if part.rank == 0 else None, f)
         sets.append(fields)
     ours = part.halo_exchange(sets[0])
     methods["gtstore (HaloExchange)"] = ours.exchange
-    arrays = [np.asarray(f) for f in sets[1]]
-    methods["NDSL-style (NumPy slices + mpi4py)"] = NumpyHaloUpdater(part, arrays, HALO).exchange
-    ghex_run, ghex_note = ghex_exchanger(part, sets[2])
-    if ghex_run:
-        methods["GHEX"] = ghex_run
+    if gpu:
+        import cupy
+        arrays = [f.to_cupy() for f in sets[1]]
+        methods["NDSL-style (CuPy slices, pinned buffers, mpi4py)"] = NumpyHaloUpdater(
+            part, arrays, HALO, cupy).exchange
+        methods["gtstore, host fields (gt:cpu_ifirst)"] = part.halo_exchange(sets[2]).exchange
+        ghex_run, ghex_note = None, "not run for device fields"
+    else:
+        arrays = [np.asarray(f) for f in sets[1]]
+        methods["NDSL-style (NumPy slices + mpi4py)"] = NumpyHaloUpdater(part, arrays,
+                                                                         HALO).exchange
+        ghex_run, ghex_note = ghex_exchanger(part, sets[2])
+        if ghex_run:
+            methods["GHEX"] = ghex_run
     results = timed(comm, methods, reps, batches)
     # correctness: every method's halos equal gtstore's
-    same = all(np.array_equal(np.asarray(a), np.asarray(b), equal_nan=True)
-               for s in sets[1:] if s is not sets[2] or ghex_run for a, b in zip(sets[0], s))
+
+    def values(f):
+        return f.to_cupy().get() if gpu and f.device != "cpu" else np.asarray(f)
+    same = all(np.array_equal(values(a), values(b), equal_nan=True)
+               for s in sets[1:] if s is not sets[2] or ghex_run or gpu
+               for a, b in zip(sets[0], s))
     same = comm.allreduce(same, op=MPI.LAND)
     # rank 0 alone, so that it has a core to itself: the others sleep
     # (a blocking barrier would poll and take the cores)

@@ -1,6 +1,6 @@
 """Run gtstore's benchmarks side by side with NumPy and GT4Py.
 
-    python bench/run.py [--quick] [alloc] [zeros] [from_array] [storage] [sync] [calls] [compute]
+    python bench/run.py [--quick] [alloc] [zeros] [from_array] [storage] [sync] [calls] [compute] [gpu]
 
 Prints the machine, then one Markdown table per benchmark with its ratios
 and targets, and the load average before and after each. See bench/README.md.
@@ -19,6 +19,7 @@ import bench_alloc  # noqa: E402
 import bench_calls  # noqa: E402
 import bench_compute  # noqa: E402
 import bench_from_array  # noqa: E402
+import bench_gpu  # noqa: E402
 import bench_storage  # noqa: E402
 import bench_sync  # noqa: E402
 import bench_zeros  # noqa: E402
@@ -26,7 +27,7 @@ from _common import OtherLoad, load, machine, render  # noqa: E402
 
 BENCHMARKS = {"alloc": bench_alloc, "zeros": bench_zeros, "from_array": bench_from_array,
               "storage": bench_storage, "sync": bench_sync, "calls": bench_calls,
-              "compute": bench_compute}
+              "compute": bench_compute, "gpu": bench_gpu}
 
 
 def main() -> int:
