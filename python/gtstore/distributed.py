@@ -115,12 +115,12 @@ def _raise_agreed(comm, error, what, info=None, mismatch=None):
 
 def _host_values(view):
     """The values of a storage as a NumPy array: its host side, or for a
-    storage without one (a GPUStorage) a copy of its device side."""
+    storage without one (a GPUStorage) a copy of its device side, made by
+    gtstore itself (no CuPy needed)."""
     try:
         return np.asarray(view)
     except BufferError:  # GTNoSuchBufferError: device memory only
-        values = view.to_ndarray()
-        return values.get() if hasattr(values, "get") else np.asarray(values)  # CuPy or NumPy
+        return np.asarray(_gtstore.storage(view, device="cpu"))
 
 
 def _dims(dims, ndim):

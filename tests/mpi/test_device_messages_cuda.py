@@ -4,11 +4,13 @@ CUDA-aware, through device messages handed to MPI by their CUDA array
 interface. The same checks as test_device_messages.py on the emulated
 device, run on a real GPU.
 
-Skipped, with the reason, where there is no CUDA GPU. (No GPU was lent to
-the work that wrote it: until a session with one runs it, the CUDA paths
-are tested only on the emulated device and against the fake driver of
-tests/c; see docs/distributed.md.)
+Skipped, with the reason, where there is no CUDA GPU; with the fake driver
+of tests/c as the GPU (GTSTORE_LIBCUDA), as ./dev test runs it, the pinned
+path runs on host memory. ./dev gpu-check runs it with
+GTSTORE_REQUIRE_CUDA=1, under which a missing GPU is an error, not a skip.
 """
+
+import os
 
 import numpy as np
 import pytest
@@ -25,6 +27,8 @@ def cuda_reason():
     try:
         gts.use_gpu("cuda")
     except Exception as error:  # noqa: BLE001 - the reason is the message
+        if os.environ.get("GTSTORE_REQUIRE_CUDA"):  # ./dev gpu-check: a skip would hide it
+            raise RuntimeError(f"GTSTORE_REQUIRE_CUDA is set, but there is no CUDA GPU: {error}")
         return f"no CUDA GPU: {error}"
     finally:
         gts.use_gpu(None)

@@ -2,10 +2,13 @@
 device (test_gpu_emulated.py), checked through CuPy, plus what only CUDA
 has (managed memory, the CUDA array interface, CuPy and DLPack exchange).
 
-Skipped, with the reason, where there is no CUDA GPU or no CuPy. (Until a
-session with a GPU runs it, the CUDA path is untested on hardware; see
-docs/storage.md.)
+Skipped, with the reason, where there is no CUDA GPU, no CuPy, or where
+gtstore's driver is another library than CuPy's (GTSTORE_LIBCUDA: CI runs
+the suite on the fake driver of tests/c). ./dev gpu-check runs it with
+GTSTORE_REQUIRE_CUDA=1, under which a missing GPU is an error, not a skip.
 """
+
+import os
 
 import numpy as np
 import pytest
@@ -14,17 +17,30 @@ import gtstore
 
 
 def cuda_reason():
+    """Why these tests cannot run here, or None."""
     gtstore.use_gpu(None)
     try:
         gtstore.use_gpu("cuda")
     except Exception as error:  # noqa: BLE001 - the reason is the message
-        return f"no CUDA GPU: {error}"
+        reason = f"no CUDA GPU: {error}"
+        if os.environ.get("GTSTORE_REQUIRE_CUDA"):  # ./dev gpu-check: a skip would hide it
+            raise RuntimeError(f"GTSTORE_REQUIRE_CUDA is set, but there is {reason}") from error
+        return reason
     finally:
         gtstore.use_gpu(None)
+    if os.environ.get("GTSTORE_LIBCUDA"):
+        # CuPy talks to the machine's driver: its memory and gtstore's are
+        # not the same GPU's (CI loads the fake driver of tests/c this way)
+        return (f"gtstore's CUDA driver is GTSTORE_LIBCUDA={os.environ['GTSTORE_LIBCUDA']}, "
+                "not the one CuPy uses")
     try:
-        import cupy  # noqa: F401
+        import cupy
     except ImportError:
         return "CuPy is not installed"
+    try:
+        cupy.cuda.runtime.getDeviceCount()
+    except Exception as error:  # noqa: BLE001 - CuPy's CUDA error, whatever its version
+        return f"CuPy finds no GPU: {error}"
     return None
 
 
@@ -129,7 +145,9 @@ def test_cupy_with_host_operands_outputs_and_where():
 
     g = gtstore.full((4, 5), 1.5, device="gpu", managed=None, dims="IJ")
     h = gtstore.zeros((4, 5), dims="IJ")  # a host output: the result is copied to it
-    assert np.add(g, np.arange(5.0), out=h) is h
+    with pytest.raises(ValueError, match="operand 1 is an array without dims of shape"):
+        np.add(g, np.arange(5.0), out=h)  # 1-d against a 2-d result (the broadcasting rule)
+    assert np.add(g, np.arange(5.0).reshape(1, 5), out=h) is h
     np.testing.assert_array_equal(np.asarray(h), 1.5 + np.broadcast_to(np.arange(5.0), (4, 5)))
     out = gtstore.full((4, 5), 7.0, device="gpu", managed=None, dims="IJ")
     mask = gtstore.storage(np.array([True, False, True, False, True]), dims="J")
@@ -151,5 +169,7 @@ def test_cupy_reductions_and_assignment():
     np.testing.assert_array_equal(on_host(t.to_cupy()), np.arange(20.0).reshape(4, 5).T)
     import cupy
 
-    t[1:3] = cupy.arange(4.0)  # a CuPy value, by position, broadcast
+    with pytest.raises(ValueError, match=r"\(4,\)"):
+        t[1:3] = cupy.arange(4.0)  # 1-d into a 2-d selection (the broadcasting rule)
+    t[1:3] = cupy.arange(4.0).reshape(1, 4)  # a CuPy value, by position, broadcast
     np.testing.assert_array_equal(on_host(t.to_cupy())[1:3], np.broadcast_to(np.arange(4.0), (2, 4)))
