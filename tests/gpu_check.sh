@@ -279,6 +279,11 @@ benchmarks() {
         ran=1
     done
     [ "$ran" = 1 ] || skip "no gpu benchmarks in bench/ (none named gpu* in bench/run.py)"
+    # the exchange of device fields on 4 ranks, against host fields and CuPy
+    if command -v mpirun >/dev/null && "$PY" -c 'import mpi4py, cupy' 2>/dev/null; then
+        echo "-- bench/bench_halo.py --quick --device gpu on 4 ranks"
+        tests/mpi/mpirun.sh 4 120 "$PY" bench/bench_halo.py --quick --device gpu || return 1
+    fi
 }
 
 # ---- the summary ----------------------------------------------------------------------
