@@ -7,6 +7,7 @@
 
 #include "gtstore/kernels.h"
 #include "internal.h"
+#include "strided_plan.h"
 
 struct gts_copy_batch {
     const gts_device_ops *dev;
@@ -47,6 +48,15 @@ static int check_copy(const gts_strided_copy *c, int i, bool *empty, span *dst, 
     if (rc)
         return gts_error_set(err, rc, "copies[%d]: %s", i, why.message);
     *empty = !dst_valid || !src_valid;
+    gts__strided_plan p;
+    if (!*empty && gts__strided_plan_init(&p, c->dst, c->dst_strides, c->src, c->src_strides,
+                                          c->ndim, c->shape, c->itemsize) &&
+        !gts__strided_plan_distinct(&p))
+        return gts_error_set(err, GTS_EINVAL,
+                             "copies[%d]: dst_strides: the destination's elements may overlap; "
+                             "the copies of a batch run at once (copy it alone with "
+                             "gts_device_copy)",
+                             i);
     *dst = (span){(uintptr_t)c->dst + (uintptr_t)dlow, (uintptr_t)c->dst + (uintptr_t)dhigh, i};
     *src = (span){(uintptr_t)c->src + (uintptr_t)slow, (uintptr_t)c->src + (uintptr_t)shigh, i};
     return GTS_OK;

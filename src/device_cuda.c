@@ -621,18 +621,21 @@ static int load_kernels(cuda_device *d, gts_error *err)
     return rc;
 }
 
-/* One launch of `f` with a grid of blocks_x * blocks_y blocks. */
+/* One launch of `f` with a grid of blocks_x * blocks_y blocks;
+ * blocks_x 0: one block of one thread, a serial walk. */
 static int launch(const cuda_device *d, CUfunction f, const char *name, unsigned blocks_x,
                   unsigned blocks_y, void **params, gts_stream s, gts_error *err)
 {
+    unsigned threads = blocks_x ? GTS_KERNEL_THREADS : 1;
     return check(d, name,
-                 api.LaunchKernel(f, blocks_x, blocks_y, 1, GTS_KERNEL_THREADS, 1, 1, 0,
+                 api.LaunchKernel(f, blocks_x ? blocks_x : 1, blocks_y, 1, threads, 1, 1, 0,
                                   (CUstream)s, params, NULL),
                  err);
 }
 
 typedef struct kernel_call {
     const cuda_device *d;
+    bool serial;
     gts_stream stream;
     const void *item; /* a fill's */
     int64_t itemsize;
@@ -645,7 +648,8 @@ static int launch_copy(const gts_kernel_array *array, void *ctx)
     gts_kernel_array a = *array;
     void *params[] = {&a};
     return launch(call->d, call->d->copy, "cuLaunchKernel (gts_copy_kernel)",
-                  gts__kernel_blocks(a.count), 1, params, call->stream, call->err);
+                  call->serial ? 0 : gts__kernel_blocks(a.count), 1, params, call->stream,
+                  call->err);
 }
 
 static int launch_fill(const gts_kernel_array *array, void *ctx)
@@ -655,7 +659,8 @@ static int launch_fill(const gts_kernel_array *array, void *ctx)
     gts__kernel_fill_init(&f, array, call->item, call->itemsize);
     void *params[] = {&f};
     return launch(call->d, call->d->fill, "cuLaunchKernel (gts_fill_kernel)",
-                  gts__kernel_blocks(array->count), 1, params, call->stream, call->err);
+                  call->serial ? 0 : gts__kernel_blocks(array->count), 1, params, call->stream,
+                  call->err);
 }
 
 /* A fill (src NULL) or copy as kernels, on the stream; the caller is in
@@ -671,7 +676,7 @@ static int run_kernels(cuda_device *d, void *dst, const int64_t *dst_strides, co
                                    itemsize, err);
     if (rc)
         return rc;
-    kernel_call call = {d, s, item, itemsize, err};
+    kernel_call call = {d, plan.serial, s, item, itemsize, err};
     return gts__kernel_plan_each(&plan, src ? launch_copy : launch_fill, &call);
 }
 
@@ -955,6 +960,8 @@ static int build_table(int count, const gts_strided_copy *copies, table_builder 
                                        c->ndim, c->shape, c->itemsize, err);
         if (rc)
             return rc;
+        if (plan.serial) /* refused by copy_batch.c first; kept for memory safety */
+            return gts_error_set(err, GTS_EINVAL, "copies[%d]: elements that may overlap", i);
         if (gts__kernel_plan_each(&plan, table_append, t))
             return gts_error_set(err, GTS_ENOMEM, "out of memory for a batch of %d copies",
                                  count);

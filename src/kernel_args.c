@@ -66,6 +66,7 @@ int gts__kernel_plan_init(gts_kernel_plan *plan, void *dst, const int64_t *dst_s
     gts__strided_plan p;
     memset(plan, 0, sizeof *plan);
     gts__strided_plan_init(&p, dst, dst_strides, src, src_strides, ndim, shape, itemsize);
+    plan->serial = !gts__strided_plan_distinct(&p);
     int unit = choose_unit(&p);
     int64_t words = itemsize / unit;
     int inner = p.ndim - 1; /* the plan's innermost dimension */

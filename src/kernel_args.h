@@ -4,6 +4,7 @@
 #ifndef GTSTORE_KERNEL_ARGS_H
 #define GTSTORE_KERNEL_ARGS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "device_kernels.h"
@@ -15,6 +16,8 @@
  * GTS_KERNEL_NDIM that cannot be merged), which the caller loops over. */
 typedef struct gts_kernel_plan {
     gts_kernel_array inner;
+    bool serial; /* the destination's elements may overlap: one thread, in
+                    the host kernels' order, gives the host's result */
     int outer_ndim;
     int64_t outer_shape[GTS_MAX_NDIM + 1];
     int64_t outer_dst[GTS_MAX_NDIM + 1], outer_src[GTS_MAX_NDIM + 1];

@@ -52,3 +52,14 @@ bool gts__strided_plan_init(gts__strided_plan *p, char *dst, const int64_t *dst_
     }
     return true;
 }
+
+bool gts__strided_plan_distinct(const gts__strided_plan *p)
+{
+    int64_t reach = p->itemsize; /* bytes the dimensions inside span */
+    for (int k = p->ndim - 1; k >= 0; --k) {
+        if (p->dst_strides[k] < reach)
+            return false;
+        reach += p->dst_strides[k] * (p->shape[k] - 1); /* no overflow: the span fits */
+    }
+    return true;
+}

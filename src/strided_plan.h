@@ -31,4 +31,10 @@ bool gts__strided_plan_init(gts__strided_plan *p, char *dst, const int64_t *dst_
                             const char *src, const int64_t *src_strides, int ndim,
                             const int64_t *shape, int64_t itemsize);
 
+/* Whether the destination's elements are certainly distinct: each
+ * dimension's stride at least the extent of the ones inside it (so no two
+ * elements share a byte). False can also mean an interleaving without
+ * overlap; callers then take the safe way (a serial walk, a refusal). */
+bool gts__strided_plan_distinct(const gts__strided_plan *p);
+
 #endif

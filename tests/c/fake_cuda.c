@@ -33,6 +33,7 @@
  * fake_cuda_stats() returns what it has done, for the test's checks. */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -627,13 +628,40 @@ static int valid_array(const gts_kernel_array *a, int fill)
            find((uintptr_t)(a->src + (unsigned long long)low), (size_t)(high - low), NULL);
 }
 
-/* Every thread of blocks_x blocks of one array, as the GPU would run them. */
-static void run_threads(int kernel, const void *args, unsigned blocks_x)
+/* Whether no two words of the destination share a byte (dimensions nested
+ * by stride). A parallel launch over words that do would race on the GPU. */
+static bool distinct_words(const gts_kernel_array *a)
 {
-    gts_kernel_thread t = {0, (unsigned long long)blocks_x * GTS_KERNEL_THREADS};
+    long long strides[GTS_KERNEL_NDIM], extents[GTS_KERNEL_NDIM];
+    int n = 0;
+    for (int k = 0; k < a->ndim; ++k) { /* insertion by |stride| */
+        long long m = a->dst_strides[k] < 0 ? -a->dst_strides[k] : a->dst_strides[k];
+        int j = n++;
+        for (; j > 0 && strides[j - 1] > m; --j) {
+            strides[j] = strides[j - 1];
+            extents[j] = extents[j - 1];
+        }
+        strides[j] = m;
+        extents[j] = a->shape[k];
+    }
+    long long reach = a->unit;
+    for (int j = 0; j < n; ++j) {
+        if (extents[j] > 1 && strides[j] < reach)
+            return false;
+        reach += strides[j] * (extents[j] - 1);
+    }
+    return true;
+}
+
+/* Every thread of blocks_x blocks of `threads` of one array, as the GPU
+ * would run them (one after the other: where they write the same bytes,
+ * the GPU's result may differ, which is why such arrays run serially). */
+static void run_threads(int kernel, const void *args, unsigned blocks_x, unsigned threads)
+{
+    gts_kernel_thread t = {0, (unsigned long long)blocks_x * threads};
     for (unsigned long long b = 0; b < blocks_x; ++b)
-        for (unsigned x = 0; x < GTS_KERNEL_THREADS; ++x) {
-            t.first = b * GTS_KERNEL_THREADS + x;
+        for (unsigned x = 0; x < threads; ++x) {
+            t.first = b * threads + x;
             if (kernel == FILL_KERNEL)
                 gts_kernel_fill_thread(args, t);
             else
@@ -652,9 +680,9 @@ static CUresult launch_batch(void **params, unsigned gx, unsigned gy)
         if (!entry)
             return fail(700); /* CUDA_ERROR_ILLEGAL_ADDRESS */
         memcpy(&a, entry, sizeof a);
-        if (!valid_array(&a, 0))
+        if (!valid_array(&a, 0) || !distinct_words(&a))
             return fail(700);
-        run_threads(BATCH_KERNEL, &a, gx);
+        run_threads(BATCH_KERNEL, &a, gx, GTS_KERNEL_THREADS);
     }
     return OK;
 }
@@ -667,8 +695,11 @@ static CUresult LaunchKernel(struct fake_function *f, unsigned gx, unsigned gy, 
         return fail(!f ? INVALID_HANDLE : INVALID_CONTEXT);
     if (check_stream(s))
         return INVALID_HANDLE;
-    /* the kernels are built for blocks of GTS_KERNEL_THREADS; CUDA's grid limits */
-    if (bx != GTS_KERNEL_THREADS || by != 1 || bz != 1 || shared != 0 || extra || !params ||
+    /* the kernels are built for blocks of GTS_KERNEL_THREADS, or one thread
+       alone (a serial walk); CUDA's grid limits */
+    bool serial = bx == 1 && gx == 1 && f->kernel != BATCH_KERNEL;
+    if ((bx != GTS_KERNEL_THREADS && !serial) || by != 1 || bz != 1 || shared != 0 || extra ||
+        !params ||
         gx == 0 || gx > 0x7fffffffu || gy == 0 || gy > GTS_KERNEL_MAX_BATCH || gz != 1 ||
         (f->kernel != BATCH_KERNEL && gy != 1))
         return fail(INVALID_VALUE);
@@ -682,14 +713,16 @@ static CUresult LaunchKernel(struct fake_function *f, unsigned gx, unsigned gy, 
                       (fill->words >= 1 && fill->words * a->unit <= 16 &&
                        (fill->words == 1 || (a->ndim > 0 && a->shape[0] % fill->words == 0 &&
                                               a->dst_strides[0] == a->unit)));
-        if (!fill_ok || !valid_array(a, f->kernel == FILL_KERNEL))
-            return fail(700);
-        run_threads(f->kernel, params[0], gx);
+        if (!fill_ok || !valid_array(a, f->kernel == FILL_KERNEL) ||
+            (!serial && !distinct_words(a)))
+            return fail(700); /* the last: a race */
+        run_threads(f->kernel, params[0], gx, bx);
     }
     if (rc != OK)
         return rc;
     pthread_mutex_lock(&lock);
     ++stats.launches[f->kernel];
+    stats.serial_launches += bx == 1;
     stats.kernel_arrays += gy;
     stats.last_grid[0] = gx;
     stats.last_grid[1] = gy;

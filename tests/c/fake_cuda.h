@@ -20,6 +20,7 @@ typedef struct fake_cuda_stats {
     long long launches[3];          /* of gts_copy_kernel, gts_fill_kernel, gts_copy_batch_kernel */
     long long kernel_arrays;        /* arrays the launches ran (a batch: one per row) */
     long long last_grid[2];         /* the last launch's gridDim.x and gridDim.y */
+    long long serial_launches;      /* of one thread: elements that may overlap */
 } fake_cuda_stats;
 
 FAKE_CUDA_EXPORT void fake_cuda_stats_get(fake_cuda_stats *out);

@@ -126,7 +126,8 @@ typedef struct fill_case {
     int64_t shape[3], strides[3];
     int64_t itemsize;
     unsigned char item[16];
-    int path; /* the fake driver's expected path: 1, 2, 4 memset; 8 the fill kernel */
+    int path; /* the fake driver's expected path: 1, 2, 4 memset; 8 the fill kernel; 9 the
+                 fill kernel on one thread (elements that overlap) */
 } fill_case;
 
 static void run_fill(arena *a, const fill_case *c, gts_stream stream)
@@ -148,7 +149,8 @@ static void run_fill(arena *a, const fill_case *c, gts_stream stream)
         long long fills = s1.launches[1] - s0.launches[1];
         /* nothing crosses the bus: a memset or one launch of the fill kernel */
         bool ok = htod == 0 && dtoh == 0 &&
-                  (c->path == 1   ? memsets[0] == 1 && fills == 0
+                  (c->path == 9 ? fills == 1 && s1.serial_launches - s0.serial_launches == 1
+                   : c->path == 1 ? memsets[0] == 1 && fills == 0
                    : c->path == 2 ? memsets[1] == 1 && fills == 0
                    : c->path == 4 ? memsets[2] == 1 && fills == 0
                                   : fills == 1 && memsets[0] + memsets[1] + memsets[2] == 0);
@@ -222,7 +224,7 @@ static void test_strided(const gts_device_ops *dev, gts_stream stream)
          {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}, 8},
         {"2-byte items, odd address", 1, 1, {1000}, {2}, 2, {0xee, 0xff}, 8},
         {"one element, ndim 0", 40, 0, {0}, {0}, 4, {1, 2, 3, 4}, 4},
-        {"overlapping elements", 8, 2, {10, 10}, {4, 40}, 8, {1, 1, 2, 2, 3, 3, 4, 4}, 8},
+        {"overlapping elements", 8, 2, {10, 10}, {4, 40}, 8, {1, 1, 2, 2, 3, 3, 4, 4}, 9},
     };
     for (size_t i = 0; i < sizeof fills / sizeof fills[0]; ++i)
         run_fill(&a, &fills[i], stream);
@@ -421,6 +423,13 @@ static void test_batch(const gts_device_ops *dev)
     CHECK_FAILS(gts_copy_batch_create(dev, 1, &bad, &batch, ERR), GTS_EINVAL, "copies[0]: ");
     CHECK(strstr(check_error.message, "itemsize") != NULL);
     CHECK_FAILS(gts_copy_batch_create(dev, -1, copies, &batch, ERR), GTS_EINVAL, "count");
+    bad = copies[1]; /* elements that share bytes: 8-byte items 4 bytes apart */
+    bad.ndim = 1;
+    bad.shape = (const int64_t[]){10};
+    bad.dst_strides = (const int64_t[]){4};
+    bad.src_strides = (const int64_t[]){8};
+    CHECK_FAILS(gts_copy_batch_create(dev, 1, &bad, &batch, ERR), GTS_EINVAL,
+                "copies[0]: dst_strides: the destination's elements may overlap");
     /* empty: nothing to do */
     if (CHECK_OK(gts_copy_batch_create(dev, 0, NULL, &batch, ERR))) {
         CHECK_OK(gts_copy_batch_run(batch, NULL, ERR));

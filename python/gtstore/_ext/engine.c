@@ -200,12 +200,21 @@ int gtpy_engine_finish(const gtpy_engine *e)
 {
     if (!e->cuda)
         return 0;
+    /* Also after a failure, whose exception must survive the calls below
+     * (Python code must not run with one pending: it would be lost). */
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
     PyObject *cuda = PyObject_GetAttrString(e->module, "cuda");
     PyObject *stream = cuda ? PyObject_CallMethod(cuda, "get_current_stream", NULL) : NULL;
     PyObject *done = stream ? PyObject_CallMethod(stream, "synchronize", NULL) : NULL;
     Py_XDECREF(done);
     Py_XDECREF(stream);
     Py_XDECREF(cuda);
+    if (type) { /* the first failure is the one raised */
+        PyErr_Clear();
+        PyErr_Restore(type, value, traceback);
+        return -1;
+    }
     return done ? 0 : -1;
 }
 

@@ -56,7 +56,9 @@ PyObject *gtpy_engine_function(const gtpy_engine *e, PyObject *numpy_function);
  * TypeError naming the first other one. */
 int gtpy_engine_check_keywords(const gtpy_engine *e, PyObject *ufunc, PyObject *kwargs);
 
-/* Waits for the work queued by the engine (CuPy's current stream). */
+/* Waits for the work queued by the engine (CuPy's current stream). May be
+ * called with an exception pending (after a failure): it is kept and -1
+ * returned. */
 int gtpy_engine_finish(const gtpy_engine *e);
 
 /* Whether `obj` is an array in CUDA memory of another library (it has
