@@ -68,11 +68,24 @@ static const int64_t *operand_shape(const gts_operand *op)
     return op->storage ? op->storage->shape : op->shape;
 }
 
-/* Adds `dim` to the sorted union of `r` (no-op if present). */
-static void add_dim(gts_broadcast *r, gts_dim dim)
+/* Adds `dim` to the union of `r` (no-op if present); false where the
+ * union is full, which the caller reports. */
+static bool add_dim(gts_broadcast *r, gts_dim dim)
 {
-    if (find_dim(r->ndim, r->dims, dim) < 0)
-        r->dims[r->ndim++] = dim;
+    if (find_dim(r->ndim, r->dims, dim) >= 0)
+        return true;
+    if (r->ndim == GTS_MAX_NDIM)
+        return false;
+    r->dims[r->ndim++] = dim;
+    return true;
+}
+
+static int too_many_dims(gts_error *err)
+{
+    return gts_error_set(err, GTS_EINVAL,
+                         "operands: the result would have more than %d dims (the union of the "
+                         "operands' dims)",
+                         GTS_MAX_NDIM);
 }
 
 static bool same_dims(const gts_storage *a, const gts_storage *b)
@@ -83,8 +96,9 @@ static bool same_dims(const gts_storage *a, const gts_storage *b)
 /* The result's dims without a given output: the storages' if they agree,
  * else their union, sorted; that is the base. 3-d arrays that do not fit it
  * by position are I, J, K and join the union with their dims of extent
- * other than 1. */
-static void result_dims(int n, const gts_operand *ops, gts_broadcast *r, base_dims *base)
+ * other than 1. GTS_EINVAL where the union has more than GTS_MAX_NDIM. */
+static int result_dims(int n, const gts_operand *ops, gts_broadcast *r, base_dims *base,
+                       gts_error *err)
 {
     const gts_storage *first = NULL;
     bool agree = true;
@@ -99,7 +113,8 @@ static void result_dims(int n, const gts_operand *ops, gts_broadcast *r, base_di
     for (int k = 0; k < n; ++k) {
         const gts_storage *s = ops[k].storage;
         for (int d = 0; s && d < s->ndim; ++d)
-            add_dim(r, s->dims[d]);
+            if (!add_dim(r, s->dims[d]))
+                return too_many_dims(err);
     }
     if (!agree)
         qsort(r->dims, (size_t)r->ndim, sizeof *r->dims, compare_dims);
@@ -119,13 +134,14 @@ static void result_dims(int n, const gts_operand *ops, gts_broadcast *r, base_di
         bool ijk = read_as_ijk(&ops[k], base);
         for (int d = 0; ijk && d < 3; ++d) {
             int before = r->ndim;
-            if (ops[k].shape[d] != 1)
-                add_dim(r, IJK[d]);
+            if (ops[k].shape[d] != 1 && !add_dim(r, IJK[d]))
+                return too_many_dims(err);
             grown = grown || r->ndim != before;
         }
     }
     if (grown)
         qsort(r->dims, (size_t)r->ndim, sizeof *r->dims, compare_dims);
+    return GTS_OK;
 }
 
 /* What every storage the library makes satisfies, checked for storages a
@@ -255,8 +271,8 @@ int gts_broadcast_operands(int n, const gts_operand *operands, const gts_storage
         memcpy(result->dims, out->dims, (size_t)out->ndim * sizeof *out->dims);
         memcpy(base.dims, out->dims, (size_t)out->ndim * sizeof *out->dims);
         memcpy(base.shape, out->shape, (size_t)out->ndim * sizeof *out->shape);
-    } else {
-        result_dims(n, operands, result, &base);
+    } else if ((rc = result_dims(n, operands, result, &base, err))) {
+        return rc;
     }
     for (int p = 0; p < result->ndim; ++p) {
         result->shape[p] = out ? out->shape[p] : 1;
