@@ -124,6 +124,15 @@ void gts_halo_exchange_destroy(gts_halo_exchange *ex)
 {
     if (!ex)
         return;
+    /* Started and not waited for: MPI writes into the receive buffers (and
+     * reads the send buffers) until the requests complete, so they complete
+     * before the buffers go. Cancelling instead would strand the
+     * neighbours' matching messages, and their wait with them. */
+    if (ex->started) {
+        MPI_Waitall(ex->n, ex->recvs, MPI_STATUSES_IGNORE);
+        MPI_Waitall(ex->n, ex->sends, MPI_STATUSES_IGNORE);
+        ex->started = false;
+    }
     for (int i = 0; ex->sends && ex->recvs && i < ex->n; ++i) { /* both made, or none */
         if (ex->sends[i] != MPI_REQUEST_NULL)
             MPI_Request_free(&ex->sends[i]);
