@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "internal.h"
+
 static int find_dim(int ndim, const gts_dim *dims, gts_dim dim)
 {
     for (int d = 0; d < ndim; ++d)
@@ -144,34 +146,13 @@ static int result_dims(int n, const gts_operand *ops, gts_broadcast *r, base_dim
     return GTS_OK;
 }
 
-/* What every storage the library makes satisfies, checked for storages a
- * C caller describes: valid unrepeated dims, extents >= 0, halo and aligned
- * point inside them. `k` < 0 is the output. */
+/* gts__storage_check for operand k (k < 0: the output). */
 static int check_storage(int k, const gts_storage *s, gts_error *err)
 {
-    bool dims_ok = s->ndim >= 0 && s->ndim <= GTS_MAX_NDIM &&
-                   gts_dims_check(s->ndim, s->dims, NULL) == GTS_OK;
-    int bad = -1; /* the first dimension whose placement does not fit */
-    for (int d = 0; dims_ok && bad < 0 && d < s->ndim; ++d) {
-        gts_halo h = s->halo[d];
-        if (s->shape[d] < 0 || h.lower < 0 || h.upper < 0 || h.lower > s->shape[d] ||
-            h.upper > s->shape[d] - h.lower || s->aligned_index[d] < 0 ||
-            (s->aligned_index[d] >= s->shape[d] && s->aligned_index[d] != 0))
-            bad = d;
-    }
-    if (dims_ok && bad < 0)
-        return GTS_OK;
     char who[32] = "out";
     if (k >= 0)
         snprintf(who, sizeof who, "operands: operand %d", k);
-    if (!dims_ok)
-        return gts_error_set(err, GTS_EINVAL, "%s: its dims are not valid, unrepeated labels",
-                             who);
-    return gts_error_set(err, GTS_EINVAL,
-                         "%s: dimension %d has extent %lld with halo (%lld, %lld) and aligned "
-                         "index %lld, which do not fit",
-                         who, bad, (long long)s->shape[bad], (long long)s->halo[bad].lower,
-                         (long long)s->halo[bad].upper, (long long)s->aligned_index[bad]);
+    return gts__storage_check(s, who, false, err);
 }
 
 static int mapping_of(int k, const gts_operand *op, const base_dims *base, mapping *how,

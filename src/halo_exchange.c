@@ -160,6 +160,10 @@ int gts_halo_exchange_create_aware(const gts_partition *partition, MPI_Comm comm
                                    gts_halo_exchange **out, gts_error *err)
 {
     int size, rank, rc;
+    if (!out)
+        return gts_error_set(err, GTS_EINVAL, "out: NULL");
+    if ((rc = gts_partition_check(partition, err))) /* alike on every rank: no need to agree */
+        return rc;
     if ((rc = MPI_Comm_size(comm, &size)) != MPI_SUCCESS ||
         (rc = MPI_Comm_rank(comm, &rank)) != MPI_SUCCESS)
         return mpi_error(err, rc, "MPI_Comm_size/MPI_Comm_rank");

@@ -134,6 +134,12 @@ static void test_bad_input(void)
     if (CHECK_OK(make_field(&sc, &p, rank, 0, &field))) {
         CHECK_FAILS(gts_halo_exchange_create(&wrong, MPI_COMM_WORLD, 1, &field, &ex, ERR),
                     GTS_EINVAL, "comm");
+        wrong = p; /* hand-made: no blocks along J (it divided by zero) */
+        wrong.nprocs[1] = 0;
+        CHECK_FAILS(gts_halo_exchange_create(&wrong, MPI_COMM_WORLD, 1, &field, &ex, ERR),
+                    GTS_EINVAL, "nprocs[1] is 0");
+        CHECK_FAILS(gts_halo_exchange_create(NULL, MPI_COMM_WORLD, 1, &field, &ex, ERR),
+                    GTS_EINVAL, "partition: NULL");
         gts_storage_release(&field);
     }
     CHECK(ex == NULL);
