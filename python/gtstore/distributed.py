@@ -388,6 +388,9 @@ class HaloExchange:
     between.
     Fields that do not fit the partition, or differ between ranks, raise on
     every rank.
+    Dropped between ``start()`` and ``wait()`` (an exception in between),
+    it completes its messages before its buffers go, without unpacking
+    them; ``close()`` there waits (unpacks) first.
 
     Where the buffers live (``memory``): ``"host"`` for fields with a host
     side; for fields in device memory only, ``"pinned"`` (the GPU's pinned
