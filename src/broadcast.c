@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "internal.h"
+
 static int find_dim(int ndim, const gts_dim *dims, gts_dim dim)
 {
     for (int d = 0; d < ndim; ++d)
@@ -68,11 +70,24 @@ static const int64_t *operand_shape(const gts_operand *op)
     return op->storage ? op->storage->shape : op->shape;
 }
 
-/* Adds `dim` to the sorted union of `r` (no-op if present). */
-static void add_dim(gts_broadcast *r, gts_dim dim)
+/* Adds `dim` to the union of `r` (no-op if present); false where the
+ * union is full, which the caller reports. */
+static bool add_dim(gts_broadcast *r, gts_dim dim)
 {
-    if (find_dim(r->ndim, r->dims, dim) < 0)
-        r->dims[r->ndim++] = dim;
+    if (find_dim(r->ndim, r->dims, dim) >= 0)
+        return true;
+    if (r->ndim == GTS_MAX_NDIM)
+        return false;
+    r->dims[r->ndim++] = dim;
+    return true;
+}
+
+static int too_many_dims(gts_error *err)
+{
+    return gts_error_set(err, GTS_EINVAL,
+                         "operands: the result would have more than %d dims (the union of the "
+                         "operands' dims)",
+                         GTS_MAX_NDIM);
 }
 
 static bool same_dims(const gts_storage *a, const gts_storage *b)
@@ -83,8 +98,9 @@ static bool same_dims(const gts_storage *a, const gts_storage *b)
 /* The result's dims without a given output: the storages' if they agree,
  * else their union, sorted; that is the base. 3-d arrays that do not fit it
  * by position are I, J, K and join the union with their dims of extent
- * other than 1. */
-static void result_dims(int n, const gts_operand *ops, gts_broadcast *r, base_dims *base)
+ * other than 1. GTS_EINVAL where the union has more than GTS_MAX_NDIM. */
+static int result_dims(int n, const gts_operand *ops, gts_broadcast *r, base_dims *base,
+                       gts_error *err)
 {
     const gts_storage *first = NULL;
     bool agree = true;
@@ -99,7 +115,8 @@ static void result_dims(int n, const gts_operand *ops, gts_broadcast *r, base_di
     for (int k = 0; k < n; ++k) {
         const gts_storage *s = ops[k].storage;
         for (int d = 0; s && d < s->ndim; ++d)
-            add_dim(r, s->dims[d]);
+            if (!add_dim(r, s->dims[d]))
+                return too_many_dims(err);
     }
     if (!agree)
         qsort(r->dims, (size_t)r->ndim, sizeof *r->dims, compare_dims);
@@ -119,43 +136,23 @@ static void result_dims(int n, const gts_operand *ops, gts_broadcast *r, base_di
         bool ijk = read_as_ijk(&ops[k], base);
         for (int d = 0; ijk && d < 3; ++d) {
             int before = r->ndim;
-            if (ops[k].shape[d] != 1)
-                add_dim(r, IJK[d]);
+            if (ops[k].shape[d] != 1 && !add_dim(r, IJK[d]))
+                return too_many_dims(err);
             grown = grown || r->ndim != before;
         }
     }
     if (grown)
         qsort(r->dims, (size_t)r->ndim, sizeof *r->dims, compare_dims);
+    return GTS_OK;
 }
 
-/* What every storage the library makes satisfies, checked for storages a
- * C caller describes: valid unrepeated dims, extents >= 0, halo and aligned
- * point inside them. `k` < 0 is the output. */
+/* gts__storage_check for operand k (k < 0: the output). */
 static int check_storage(int k, const gts_storage *s, gts_error *err)
 {
-    bool dims_ok = s->ndim >= 0 && s->ndim <= GTS_MAX_NDIM &&
-                   gts_dims_check(s->ndim, s->dims, NULL) == GTS_OK;
-    int bad = -1; /* the first dimension whose placement does not fit */
-    for (int d = 0; dims_ok && bad < 0 && d < s->ndim; ++d) {
-        gts_halo h = s->halo[d];
-        if (s->shape[d] < 0 || h.lower < 0 || h.upper < 0 || h.lower > s->shape[d] ||
-            h.upper > s->shape[d] - h.lower || s->aligned_index[d] < 0 ||
-            (s->aligned_index[d] >= s->shape[d] && s->aligned_index[d] != 0))
-            bad = d;
-    }
-    if (dims_ok && bad < 0)
-        return GTS_OK;
     char who[32] = "out";
     if (k >= 0)
         snprintf(who, sizeof who, "operands: operand %d", k);
-    if (!dims_ok)
-        return gts_error_set(err, GTS_EINVAL, "%s: its dims are not valid, unrepeated labels",
-                             who);
-    return gts_error_set(err, GTS_EINVAL,
-                         "%s: dimension %d has extent %lld with halo (%lld, %lld) and aligned "
-                         "index %lld, which do not fit",
-                         who, bad, (long long)s->shape[bad], (long long)s->halo[bad].lower,
-                         (long long)s->halo[bad].upper, (long long)s->aligned_index[bad]);
+    return gts__storage_check(s, who, false, err);
 }
 
 static int mapping_of(int k, const gts_operand *op, const base_dims *base, mapping *how,
@@ -255,8 +252,8 @@ int gts_broadcast_operands(int n, const gts_operand *operands, const gts_storage
         memcpy(result->dims, out->dims, (size_t)out->ndim * sizeof *out->dims);
         memcpy(base.dims, out->dims, (size_t)out->ndim * sizeof *out->dims);
         memcpy(base.shape, out->shape, (size_t)out->ndim * sizeof *out->shape);
-    } else {
-        result_dims(n, operands, result, &base);
+    } else if ((rc = result_dims(n, operands, result, &base, err))) {
+        return rc;
     }
     for (int p = 0; p < result->ndim; ++p) {
         result->shape[p] = out ? out->shape[p] : 1;

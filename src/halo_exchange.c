@@ -126,6 +126,15 @@ void gts_halo_exchange_destroy(gts_halo_exchange *ex)
 {
     if (!ex)
         return;
+    /* Started and not waited for: MPI writes into the receive buffers (and
+     * reads the send buffers) until the requests complete, so they complete
+     * before the buffers go. Cancelling instead would strand the
+     * neighbours' matching messages, and their wait with them. */
+    if (ex->started) {
+        MPI_Waitall(ex->n, ex->recvs, MPI_STATUSES_IGNORE);
+        MPI_Waitall(ex->n, ex->sends, MPI_STATUSES_IGNORE);
+        ex->started = false;
+    }
     for (int i = 0; ex->sends && ex->recvs && i < ex->n; ++i) { /* both made, or none */
         if (ex->sends[i] != MPI_REQUEST_NULL)
             MPI_Request_free(&ex->sends[i]);
@@ -153,6 +162,10 @@ int gts_halo_exchange_create_aware(const gts_partition *partition, MPI_Comm comm
                                    gts_halo_exchange **out, gts_error *err)
 {
     int size, rank, rc;
+    if (!out)
+        return gts_error_set(err, GTS_EINVAL, "out: NULL");
+    if ((rc = gts_partition_check(partition, err))) /* alike on every rank: no need to agree */
+        return rc;
     if ((rc = MPI_Comm_size(comm, &size)) != MPI_SUCCESS ||
         (rc = MPI_Comm_rank(comm, &rank)) != MPI_SUCCESS)
         return mpi_error(err, rc, "MPI_Comm_size/MPI_Comm_rank");

@@ -3,6 +3,7 @@
  * between the fields and a caller's contiguous buffer. */
 #include "gtstore/halo_plan.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,6 +11,7 @@
 #include "gtstore/kernels.h"
 #include "gtstore/sync.h"
 #include "halo_region.h"
+#include "internal.h"
 
 typedef gts__halo_region region;
 
@@ -330,17 +332,27 @@ int gts_halo_plan_create(const gts_partition *partition, int rank, int nfields,
                          const gts_storage *fields, gts_halo_plan **out, gts_error *err)
 {
     const gts_partition *p = partition;
+    if (!fields || !out)
+        return gts_error_set(err, GTS_EINVAL, "%s: NULL", fields ? "out" : "fields");
+    int rc = gts_partition_check(p, err);
+    if (rc)
+        return rc;
     if (rank < 0 || rank >= p->nranks)
         return gts_error_set(err, GTS_EINVAL, "rank: %d is outside [0, %d)", rank, p->nranks);
     if (nfields < 1)
         return gts_error_set(err, GTS_EINVAL, "nfields: %d is not positive", nfields);
+    for (int f = 0; f < nfields; ++f) { /* public value structs: checked before use */
+        char who[32];
+        snprintf(who, sizeof who, "fields[%d]", f);
+        if ((rc = gts__storage_check(&fields[f], who, true, err)))
+            return rc;
+    }
     int64_t start[GTS_PARTITION_MAX_NDIM], subdomain[GTS_PARTITION_MAX_NDIM];
     gts_partition_subdomain(p, rank, start, subdomain);
     int (*dims)[GTS_PARTITION_MAX_NDIM] = calloc((size_t)nfields, sizeof *dims);
     if (!dims)
         return gts_error_set(err, GTS_ENOMEM, "out of memory for a halo plan of %d fields",
                              nfields);
-    int rc = 0;
     for (int f = 0; f < nfields && !rc; ++f)
         if (!(rc = find_split_dims(p, &fields[f], f, dims[f], err)))
             rc = check_field(p, subdomain, &fields[f], f, dims[f], err);

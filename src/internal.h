@@ -10,6 +10,7 @@
 #include "gtstore/copy_batch.h"
 #include "gtstore/device.h"
 #include "gtstore/spec.h"
+#include "gtstore/storage.h"
 
 /* The host device (device.c); buffers compare against it. */
 extern const gts_device_ops gts__device_host;
@@ -59,6 +60,12 @@ void gts__buffer_set_release(gts_buffer *buffer, gts_release_fn release, void *c
  * checked: callers know what it may hold. */
 int gts__layout_call(gts_layout_fn fn, void *ctx, const char *owner, int ndim,
                      const gts_dim *dims, int *layout, gts_error *err);
+
+/* What every storage the library makes satisfies, checked for a storage a
+ * C caller describes (a public value struct): valid unrepeated dims,
+ * extents >= 0, halo and aligned point inside them; with `memory`, also a
+ * buffer, and every element inside it. `who` names it in the message. */
+int gts__storage_check(const gts_storage *s, const char *who, bool memory, gts_error *err);
 
 /* Each side of each dimension's halo >= 0, their sum at most the extent. */
 int gts__halo_check(int ndim, const int64_t *shape, const gts_halo *halo, gts_error *err);

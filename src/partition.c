@@ -123,6 +123,34 @@ int gts_partition_init(gts_partition *partition, int ndim, const gts_dim *labels
     return 0;
 }
 
+int gts_partition_check(const gts_partition *p, gts_error *err)
+{
+    if (!p)
+        return gts_error_set(err, GTS_EINVAL, "partition: NULL");
+    int rc = check_ndim(p->ndim, err);
+    if (rc || (rc = check_labels(p->ndim, p->labels, err)))
+        return rc;
+    int64_t ranks = 1; /* at most nranks before each step: no overflow */
+    for (int d = 0; d < p->ndim; ++d) {
+        if (p->nprocs[d] < 1 || p->nprocs[d] > p->nranks / ranks)
+            return gts_error_set(err, GTS_EINVAL,
+                                 "partition: nprocs[%d] is %d: the blocks per dimension must be "
+                                 ">= 1, with their product nranks (%d)",
+                                 d, p->nprocs[d], p->nranks);
+        ranks *= p->nprocs[d];
+        if (p->global_shape[d] < p->nprocs[d])
+            return gts_error_set(err, GTS_EINVAL,
+                                 "partition: global_shape[%d] is %lld, fewer points than its %d "
+                                 "blocks",
+                                 d, (long long)p->global_shape[d], p->nprocs[d]);
+    }
+    if (ranks != p->nranks)
+        return gts_error_set(err, GTS_EINVAL,
+                             "partition: nranks is %d, the product of nprocs %lld", p->nranks,
+                             (long long)ranks);
+    return 0;
+}
+
 void gts_partition_coords(const gts_partition *partition, int rank, int *coords)
 {
     for (int d = partition->ndim - 1; d >= 0; --d) {

@@ -3,6 +3,7 @@
 #include "gtstore/stencils.h"
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "gtstore/geometry.h"
@@ -220,10 +221,25 @@ typedef struct hdiff_rows {
     double *block;
 } hdiff_rows;
 
-static bool hdiff_rows_alloc(hdiff_rows *r, int64_t n)
+/* The bytes of `count` rows of `length` doubles: GTS_EOVERFLOW where they
+ * do not fit in 64 bits (or a size_t), so that no malloc gets a wrapped
+ * size. Fields of zero strides describe any extent in little memory. */
+static int scratch_bytes(const char *stencil, int64_t count, int64_t length, int64_t *bytes,
+                         gts_error *err)
+{
+    if (gts_mul_overflow(count, length, bytes) ||
+        gts_mul_overflow(*bytes, (int64_t)sizeof(double), bytes) || (uint64_t)*bytes > SIZE_MAX)
+        return gts_error_set(err, GTS_EOVERFLOW,
+                             "%s: its scratch memory, %lld rows of %lld points, overflows 64 bits",
+                             stencil, (long long)count, (long long)length);
+    return GTS_OK;
+}
+
+/* `bytes` from scratch_bytes for 6 rows of n + 2 points. */
+static bool hdiff_rows_alloc(hdiff_rows *r, int64_t n, int64_t bytes)
 {
     size_t row = (size_t)n + 2;
-    r->block = malloc(6 * row * sizeof(double));
+    r->block = malloc((size_t)bytes);
     if (!r->block)
         return false;
     for (int i = 0; i < 3; ++i)
@@ -296,23 +312,30 @@ static void hdiff_rows_run(const view *v, int q, int p, int64_t k, int64_t p0, i
 /* Rows per task: the first two rows of a task are its warm-up. */
 #define HDIFF_ROWS_PER_TASK 32
 
-static int hdiff_by_rows(const view *v, const int64_t *n, int q, gts_error *err)
+/* `points`: the domain's, checked by gts_stencil_run. */
+static int hdiff_by_rows(const view *v, const int64_t *n, int64_t points, int q, gts_error *err)
 {
     int p = 1 - q;
-    int64_t chunks = (n[p] + HDIFF_ROWS_PER_TASK - 1) / HDIFF_ROWS_PER_TASK;
-    int64_t tasks = chunks * n[2];
-    int parallel = tasks > 1 && n[0] * n[1] * n[2] >= PARALLEL_POINTS;
+    int64_t chunks = n[p] / HDIFF_ROWS_PER_TASK + (n[p] % HDIFF_ROWS_PER_TASK != 0);
+    int64_t tasks = chunks * n[2]; /* at most the points */
+    int64_t length, bytes;
+    int rc;
+    if (gts_add_overflow(n[q], 2, &length))
+        length = INT64_MAX; /* scratch_bytes refuses it */
+    if ((rc = scratch_bytes("hdiff", 6, length, &bytes, err)))
+        return rc;
+    int parallel = tasks > 1 && points >= PARALLEL_POINTS;
     int failed = 0;
     OMP("omp parallel if(parallel) reduction(|:failed)")
     {
         hdiff_rows rows;
-        if (!hdiff_rows_alloc(&rows, n[q])) {
+        if (!hdiff_rows_alloc(&rows, n[q], bytes)) {
             failed = 1;
         } else {
             OMP("omp for schedule(static)")
             for (int64_t task = 0; task < tasks; ++task) {
                 int64_t k = task / chunks, p0 = task % chunks * HDIFF_ROWS_PER_TASK;
-                int64_t p1 = p0 + HDIFF_ROWS_PER_TASK < n[p] ? p0 + HDIFF_ROWS_PER_TASK : n[p];
+                int64_t p1 = n[p] - p0 > HDIFF_ROWS_PER_TASK ? p0 + HDIFF_ROWS_PER_TASK : n[p];
                 hdiff_rows_run(v, q, p, k, p0, p1, n[q], &rows);
             }
             free(rows.block);
@@ -359,14 +382,19 @@ static void tridiagonal_row(const view *v, int q, int p, int64_t j, int64_t nq, 
             *at(x, q, p, t, j, k) -= cp[k * nq + t] * *at(x, q, p, t, j, k + 1);
 }
 
-static int tridiagonal_run(const view *v, const int64_t *n, gts_error *err)
+/* `points`: the domain's, checked by gts_stencil_run. */
+static int tridiagonal_run(const view *v, const int64_t *n, int64_t points, gts_error *err)
 {
     int q = magnitude(v[0].step[0]) <= magnitude(v[0].step[1]) ? 0 : 1, p = 1 - q;
-    int parallel = n[p] > 1 && n[0] * n[1] * n[2] >= PARALLEL_POINTS;
+    int64_t bytes;
+    int rc = scratch_bytes("tridiagonal", n[2], n[q], &bytes, err);
+    if (rc)
+        return rc;
+    int parallel = n[p] > 1 && points >= PARALLEL_POINTS;
     int failed = 0;
     OMP("omp parallel if(parallel) reduction(|:failed)")
     {
-        double *cp = malloc((size_t)(n[q] * n[2]) * sizeof *cp);
+        double *cp = malloc((size_t)bytes);
         if (!cp) {
             failed = 1;
         } else {
@@ -396,9 +424,16 @@ int gts_stencil_run(gts_stencil stencil, const gts_binding *binding,
             return rc;
     if ((rc = check_no_alias(sig, fields, err)))
         return rc;
+    /* Every loop count below is at most the domain's points (and fields of
+     * zero strides bind any extent in little memory). */
+    const int64_t *n = binding->domain;
+    int64_t points;
+    if (gts_mul_overflow(n[0], n[1], &points) || gts_mul_overflow(points, n[2], &points))
+        return gts_error_set(err, GTS_EOVERFLOW,
+                             "domain: %lld x %lld x %lld points overflow 64 bits",
+                             (long long)n[0], (long long)n[1], (long long)n[2]);
     /* The inner loop runs along the output's smallest stride (its contiguous
      * dimension for any layout); the outer one along its largest. */
-    const int64_t *n = binding->domain;
     int inner = 0;
     for (int c = 1; c < 3; ++c)
         if (magnitude(v[0].step[c]) < magnitude(v[0].step[inner]))
@@ -410,12 +445,12 @@ int gts_stencil_run(gts_stencil stencil, const gts_binding *binding,
         middle = swap;
     }
     if (stencil == GTS_STENCIL_TRIDIAGONAL)
-        return tridiagonal_run(v, n, err);
+        return tridiagonal_run(v, n, points, err);
     /* hdiff along a horizontal contiguous dimension: by rows (above) */
     if (stencil == GTS_STENCIL_HDIFF && inner != 2)
-        return hdiff_by_rows(v, n, inner, err);
-    int64_t lines = n[outer] * n[middle]; /* the binding checked the fields hold them */
-    int parallel = lines * n[inner] >= PARALLEL_POINTS;
+        return hdiff_by_rows(v, n, points, inner, err);
+    int64_t lines = n[outer] * n[middle]; /* at most the points */
+    int parallel = points >= PARALLEL_POINTS;
     OMP("omp parallel for schedule(static) if(parallel)")
     for (int64_t line = 0; line < lines; ++line) {
         int64_t idx[3];

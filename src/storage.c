@@ -225,6 +225,57 @@ static int check_wrapped(const gts_storage_spec *spec, gts_buffer *buffer, int64
     return GTS_OK;
 }
 
+/* The dimension whose extent, halo or aligned index do not fit, or -1. */
+static int misplaced_dim(const gts_storage *s)
+{
+    for (int d = 0; d < s->ndim; ++d) {
+        gts_halo h = s->halo[d];
+        if (s->shape[d] < 0 || h.lower < 0 || h.upper < 0 || h.lower > s->shape[d] ||
+            h.upper > s->shape[d] - h.lower || s->aligned_index[d] < 0 ||
+            (s->aligned_index[d] >= s->shape[d] && s->aligned_index[d] != 0))
+            return d;
+    }
+    return -1;
+}
+
+/* Every element inside the buffer (the extent of an itemsize > 0). */
+static int check_in_buffer(const gts_storage *s, const char *who, gts_error *err)
+{
+    int64_t low, high, first, last;
+    if (!s->buffer)
+        return gts_error_set(err, GTS_EINVAL, "%s: has no buffer (NULL)", who);
+    if (s->dtype.itemsize < 1 ||
+        gts_strided_extent(s->ndim, s->shape, s->strides, s->dtype.itemsize, &low, &high, NULL))
+        return gts_error_set(err, GTS_EINVAL, "%s: itemsize %d or strides %s are not valid",
+                             who, s->dtype.itemsize, format_ints(s->ndim, s->strides).s);
+    if (high > low && (gts_add_overflow(s->offset, low, &first) ||
+                       gts_add_overflow(s->offset, high, &last) || first < 0 ||
+                       last > gts_buffer_size(s->buffer)))
+        return gts_error_set(err, GTS_EINVAL,
+                             "%s: strides %s with element 0 at byte %lld reach outside its "
+                             "buffer of %lld bytes",
+                             who, format_ints(s->ndim, s->strides).s, (long long)s->offset,
+                             (long long)gts_buffer_size(s->buffer));
+    return GTS_OK;
+}
+
+int gts__storage_check(const gts_storage *s, const char *who, bool memory, gts_error *err)
+{
+    if (!s)
+        return gts_error_set(err, GTS_EINVAL, "%s: NULL", who);
+    if (s->ndim < 0 || s->ndim > GTS_MAX_NDIM || gts_dims_check(s->ndim, s->dims, NULL))
+        return gts_error_set(err, GTS_EINVAL, "%s: its dims are not valid, unrepeated labels",
+                             who);
+    int bad = misplaced_dim(s);
+    if (bad >= 0)
+        return gts_error_set(err, GTS_EINVAL,
+                             "%s: dimension %d has extent %lld with halo (%lld, %lld) and "
+                             "aligned index %lld, which do not fit",
+                             who, bad, (long long)s->shape[bad], (long long)s->halo[bad].lower,
+                             (long long)s->halo[bad].upper, (long long)s->aligned_index[bad]);
+    return memory ? check_in_buffer(s, who, err) : GTS_OK;
+}
+
 int gts_storage_wrap(const gts_storage_spec *spec, gts_buffer *buffer, int64_t offset,
                      const int64_t *strides, bool readonly, gts_storage *out, gts_error *err)
 {

@@ -25,18 +25,27 @@ static uint64_t marked(uint64_t word, gts_sync_state state)
 
 bool gts_buffer_mirrored(const gts_buffer *buffer)
 {
-    return buffer->mirror != NULL;
+    return buffer && buffer->mirror != NULL;
 }
 
 gts_sync_state gts_buffer_sync_state(const gts_buffer *buffer)
 {
+    if (!buffer) /* no buffer, nothing to track */
+        return GTS_SYNC_CLEAN;
     return state_of(atomic_load_explicit(&buffer->sync, memory_order_acquire));
+}
+
+static int null_buffer(gts_error *err)
+{
+    return gts_error_set(err, GTS_EINVAL, "buffer: NULL");
 }
 
 int gts_buffer_set_sync_state(gts_buffer *buffer, gts_sync_state state, gts_error *err)
 {
     if (state != GTS_SYNC_CLEAN && state != GTS_SYNC_HOST_DIRTY && state != GTS_SYNC_DEVICE_DIRTY)
         return gts_error_set(err, GTS_EINVAL, "state: %d is no gts_sync_state", (int)state);
+    if (!buffer)
+        return null_buffer(err);
     if (!buffer->mirror)
         return GTS_OK;
     uint64_t word = atomic_load_explicit(&buffer->sync, memory_order_acquire);
@@ -67,6 +76,8 @@ int gts_buffer_sync(gts_buffer *buffer, gts_side to, bool force, gts_stream stre
 {
     if (to != GTS_SIDE_HOST && to != GTS_SIDE_DEVICE)
         return gts_error_set(err, GTS_EINVAL, "to: %d is no gts_side", (int)to);
+    if (!buffer)
+        return null_buffer(err);
     if (!buffer->mirror)
         return GTS_OK;
     uint64_t word = atomic_load_explicit(&buffer->sync, memory_order_acquire);
@@ -89,6 +100,8 @@ int gts_buffer_prepare_write(gts_buffer *buffer, gts_side side, gts_stream strea
 {
     if (side != GTS_SIDE_HOST && side != GTS_SIDE_DEVICE)
         return gts_error_set(err, GTS_EINVAL, "side: %d is no gts_side", (int)side);
+    if (!buffer)
+        return null_buffer(err);
     if (!buffer->mirror)
         return GTS_OK;
     gts_sync_state written = side == GTS_SIDE_HOST ? GTS_SYNC_HOST_DIRTY : GTS_SYNC_DEVICE_DIRTY;

@@ -52,7 +52,9 @@ typedef struct gts_broadcast {
  * every operand must fit in it. The extents of one dim must agree (or be
  * 1): else GTS_EINVAL naming the dim, the operands and the extents. An
  * array without dims that fits no rule of seed 001 is GTS_EINVAL naming
- * the operand and its shape. Operands are numbered from 0 in the messages. */
+ * the operand and its shape. A result of more than GTS_MAX_NDIM dims is
+ * GTS_EINVAL ("the result would have more than 64 dims"). Operands are
+ * numbered from 0 in the messages. */
 int gts_broadcast_operands(int n, const gts_operand *operands, const gts_storage *out,
                            gts_broadcast *result, gts_error *err);
 

@@ -53,9 +53,11 @@ int gts_halo_exchange_create_aware(const gts_partition *partition, MPI_Comm comm
  * 0 for an MPI with neither. */
 int32_t gts_halo_exchange_mpi_reads(void);
 
-/* Frees everything; the caller's communicator stays. Not during an
- * exchange (between start and wait). NULL is ignored. Collective (it frees
- * the duplicated communicator). */
+/* Frees everything; the caller's communicator stays. NULL is ignored.
+ * Collective (it frees the duplicated communicator). Between start and
+ * wait it first completes the exchange's messages, as
+ * gts_halo_exchange_wait does but without unpacking them (the halos keep
+ * their values): the neighbours must start theirs, as for a wait. */
 void gts_halo_exchange_destroy(gts_halo_exchange *exchange);
 
 /* Starts an exchange: posts the receives, packs each neighbour's message

@@ -62,6 +62,15 @@ int gts_partition_init(gts_partition *partition, int ndim, const gts_dim *labels
                        const int64_t *global_shape, const int *process_grid, const bool *periodic,
                        int nranks, gts_error *err);
 
+/* Whether `partition` is one gts_partition_init could have made: ndim in
+ * [1, GTS_PARTITION_MAX_NDIM], valid distinct labels, every nprocs >= 1
+ * with their product nranks, and every extent at least its nprocs.
+ * GTS_EINVAL naming the field otherwise (or for NULL). The functions with
+ * an error code that take a partition (gts_halo_plan_create, the halo
+ * exchange) check it; the queries below trust it: pass them checked ones
+ * only. */
+int gts_partition_check(const gts_partition *partition, gts_error *err);
+
 /* The grid coordinates of `rank` (0 <= rank < nranks). */
 void gts_partition_coords(const gts_partition *partition, int rank, int *coords);
 

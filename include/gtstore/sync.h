@@ -13,7 +13,10 @@
  *
  * Buffers with one side (host memory, plain device memory, managed or
  * pinned memory) have nothing to track: their state is always
- * GTS_SYNC_CLEAN, and these calls do nothing. */
+ * GTS_SYNC_CLEAN, and these calls do nothing.
+ *
+ * A NULL buffer: not mirrored, GTS_SYNC_CLEAN, and GTS_EINVAL from the
+ * calls that sync or mark. */
 #ifndef GTSTORE_SYNC_H
 #define GTSTORE_SYNC_H
 

@@ -282,6 +282,19 @@ class CartesianPartitioner:
         memory. See :class:`HaloExchange`."""
         return HaloExchange(self, fields, device_aware=device_aware)
 
+    def _root(self, root):
+        """`root` as a rank of the communicator. MPI reads some negative
+        ranks as no rank (MPI_PROC_NULL, MPI_ANY_SOURCE): a message from or
+        to one is garbage or a hang, so they are refused here."""
+        try:
+            root = operator.index(root)
+        except TypeError:
+            raise TypeError(f"root: expected a rank (int), got {root!r}") from None
+        if not 0 <= root < self.size:
+            raise ValueError(f"root: {root} is not a rank of the partitioner's communicator "
+                             f"(0 to {self.size - 1})")
+        return root
+
     def _check_local(self, local):
         view = local.domain_view
         expected = self.domain_shape()
@@ -293,9 +306,12 @@ class CartesianPartitioner:
     def scatter(self, global_array, local, root=0):
         """Writes the blocks of ``global_array`` (given on ``root``; ignored
         elsewhere) into the domain of each rank's ``local`` (collective).
-        The halos are left as they are: exchange them after."""
+        The halos are left as they are: exchange them after. ``root``: a
+        rank, 0 to size - 1, the same on every rank (else a ValueError,
+        TypeError for a non-integer, on every rank)."""
         error = None
         try:
+            root = self._root(root)
             view = self._check_local(local)
             if self.rank == root:
                 array = np.asarray(global_array)
@@ -308,7 +324,7 @@ class CartesianPartitioner:
         except _INPUT_ERRORS as e:
             error = e
         _raise_agreed(self.comm, error, "scatter", None if error else
-                      (np.dtype(local.dtype).str, view.shape[len(self.global_shape):]))
+                      (np.dtype(local.dtype).str, view.shape[len(self.global_shape):], root))
         if self.rank == root:
             for rank in range(self.size):
                 block = np.ascontiguousarray(array[self._block(rank)], dtype=local.dtype)
@@ -323,15 +339,17 @@ class CartesianPartitioner:
 
     def gather(self, local, root=0):
         """The global field assembled on ``root`` from each rank's domain
-        (a new ndarray; None on the other ranks). Collective."""
+        (a new ndarray; None on the other ranks). Collective. ``root`` as
+        for :meth:`scatter`."""
         error = None
         try:
+            root = self._root(root)
             view = self._check_local(local)
             values = np.ascontiguousarray(_host_values(view))
         except _INPUT_ERRORS as e:
             error = e
         _raise_agreed(self.comm, error, "gather", None if error else
-                      (values.dtype.str, values.shape[len(self.global_shape):]))
+                      (values.dtype.str, values.shape[len(self.global_shape):], root))
         if self.rank != root:
             self.comm.Send(values, dest=root, tag=2)
             return None
@@ -370,6 +388,9 @@ class HaloExchange:
     between.
     Fields that do not fit the partition, or differ between ranks, raise on
     every rank.
+    Dropped between ``start()`` and ``wait()`` (an exception in between),
+    it completes its messages before its buffers go, without unpacking
+    them; ``close()`` there waits (unpacks) first.
 
     Where the buffers live (``memory``): ``"host"`` for fields with a host
     side; for fields in device memory only, ``"pinned"`` (the GPU's pinned
@@ -383,7 +404,8 @@ class HaloExchange:
     """
 
     def __init__(self, partitioner, fields, device_aware=None):
-        MPI = _mpi()
+        MPI = self._MPI = _mpi()
+        self._comm = None  # what __del__ looks at, should this raise
         fields = tuple(fields)
         plan = messages = error = None
         try:
@@ -403,7 +425,7 @@ class HaloExchange:
         self._memory = messages.memory
         self._comm = partitioner.comm.Dup()
         self._started = False
-        self._sends, self._recvs = [], []
+        self._recvs = []
         self._send_requests, self._recv_requests = [], []
         for index, (rank, _, send_tag, recv_tag, send_bytes, recv_bytes) in enumerate(
                 plan.neighbors):
@@ -414,10 +436,8 @@ class HaloExchange:
                 self._recv_requests.append(self._comm.Recv_init(
                     [messages.recv_buffer(index), MPI.BYTE], source=rank, tag=recv_tag))
             if send_bytes:
-                self._sends.append(index)
                 self._send_requests.append(self._comm.Send_init(
                     [messages.send_buffer(index), MPI.BYTE], dest=rank, tag=send_tag))
-        self._MPI = MPI
 
     @property
     def fields(self):
@@ -456,7 +476,7 @@ class HaloExchange:
             raise RuntimeError("start: this exchange is closed")
         Prequest = self._MPI.Prequest
         Prequest.Startall(self._recv_requests)
-        self._started = True
+        self._started = True  # from here on wait(), close() or __del__ completes the requests
         try:
             self._messages.pack_all()
         finally:  # every send posted, even after an error: no neighbour waits for ever
@@ -488,17 +508,38 @@ class HaloExchange:
         self.wait()
 
     def close(self):
-        """Frees the requests and the duplicate communicator (collective)."""
+        """Frees the requests and the duplicate communicator (collective).
+        Between start() and wait() it completes the exchange first (wait())."""
         if self._comm is None:
             return
         if self._started:
             self.wait()
+        self._free()
+
+    def _free(self):
         for request in self._send_requests + self._recv_requests:
             request.Free()
         self._send_requests, self._recv_requests = [], []
         self._comm.Free()
         self._comm = None
         self._messages = None  # the buffers go (MPI no longer refers to them)
+
+    def __del__(self):
+        # Dropped without close() (an exception between start() and wait()
+        # is enough): MPI writes into the receive buffers until their
+        # requests complete, so a started exchange completes its messages
+        # before the buffers go, as wait() does but without unpacking them
+        # (the halos keep their values); the neighbours start theirs, as
+        # they do for wait(). Then what close() frees, which MPI_Finalize
+        # (at exit) has already released.
+        if self._comm is None or self._MPI.Is_finalized():
+            return
+        if self._started:
+            self._started = False
+            Request = self._MPI.Request
+            Request.Waitall(self._recv_requests)
+            Request.Waitall(self._send_requests)
+        self._free()
 
     def __enter__(self):
         return self

@@ -287,6 +287,47 @@ static void test_alignment_and_limits(void)
     gts_storage_release(&a);
 }
 
+/* A storage of GTS_MAX_NDIM data dims first, first + 1, ... (shape all 1). */
+static bool make_wide(gts_storage *s, gts_dim first)
+{
+    int64_t shape[GTS_MAX_NDIM];
+    gts_storage_spec spec;
+    for (int d = 0; d < GTS_MAX_NDIM; ++d)
+        shape[d] = 1;
+    if (!CHECK_OK(gts_storage_spec_init(&spec, GTS_MAX_NDIM, shape, F8, ERR)))
+        return false;
+    for (int d = 0; d < GTS_MAX_NDIM; ++d)
+        spec.dims[d] = first + d;
+    spec.has_dims = true;
+    return CHECK_OK(gts_storage_create(&spec, 0, s, ERR));
+}
+
+static void test_too_many_dims(void)
+{
+    /* Two valid storages whose dims together exceed GTS_MAX_NDIM: the union
+     * would not fit gts_broadcast.dims (this wrote past it). */
+    gts_storage a, b;
+    if (!make_wide(&a, 0))
+        return;
+    gts_broadcast r;
+    if (make_wide(&b, GTS_MAX_NDIM)) {
+        gts_operand ops[2] = {of(&a), of(&b)};
+        CHECK_FAILS(gts_broadcast_operands(2, ops, NULL, &r, ERR), GTS_EINVAL,
+                    "the result would have more than 64 dims");
+        gts_storage_release(&b);
+    }
+    /* one wide storage and a 3-d array read as I, J, K: the same */
+    const int64_t ijk[3] = {2, 1, 1};
+    gts_operand with_array[2] = {of(&a), {NULL, 3, ijk}};
+    CHECK_FAILS(gts_broadcast_operands(2, with_array, NULL, &r, ERR), GTS_EINVAL,
+                "more than 64 dims");
+    /* exactly 64 dims still broadcast: a with itself */
+    gts_operand same[2] = {of(&a), of(&a)};
+    if (CHECK_OK(gts_broadcast_operands(2, same, NULL, &r, ERR)))
+        CHECK_INT_EQ(r.ndim, GTS_MAX_NDIM);
+    gts_storage_release(&a);
+}
+
 static void test_reduce(void)
 {
     gts_storage a;
@@ -322,6 +363,7 @@ int main(void)
     test_given_output();
     test_union_order_and_data_dims();
     test_alignment_and_limits();
+    test_too_many_dims();
     test_reduce();
     CHECK_INT_EQ(live_buffers(), start);
     return check_summary("broadcast");

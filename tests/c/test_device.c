@@ -146,13 +146,25 @@ static void test_streams(void)
         CHECK_STR_EQ(bytes, "abcdefg");
         uint64_t foreign = 0;
         CHECK_FAILS(gts_device_synchronize(emu, (gts_stream)&foreign, ERR), GTS_EINVAL,
-                    "not a stream of the emulated device");
+                    "not a live stream of the emulated device");
         CHECK_FAILS(gts_device_fill(emu, block, 1, (const int64_t[]){8}, (const int64_t[]){1}, 1,
                                     "x", (gts_stream)&foreign, ERR),
                     GTS_EINVAL, "stream");
+        /* a stream is looked up, never dereferenced: an address that is no
+           memory at all, and a destroyed stream, are errors, not crashes */
+        CHECK_FAILS(gts_device_synchronize(emu, (gts_stream)(uintptr_t)16, ERR), GTS_EINVAL,
+                    "not a live stream");
+        gts_stream gone;
+        if (CHECK_OK(gts_device_stream_create(emu, &gone, ERR))) {
+            gts_device_stream_destroy(emu, gone);
+            CHECK_FAILS(gts_device_copy_to_device(emu, block, "abcdefg", 8, gone, ERR),
+                        GTS_EINVAL, "not a live stream");
+        }
+        CHECK_OK(gts_device_synchronize(emu, stream, ERR)); /* the other one lives on */
         gts_device_free(emu, block, 8);
     }
     gts_device_stream_destroy(emu, stream);
+    CHECK_FAILS(gts_device_synchronize(emu, stream, ERR), GTS_EINVAL, "not a live stream");
 }
 
 /* ---- the emulated device: separate memory, checked addresses, counts -------------------- */

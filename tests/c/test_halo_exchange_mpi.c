@@ -5,8 +5,9 @@
  * hang. With an argument (`test_halo_exchange_mpi FAKE_CUDA_LIBRARY`):
  * fields of CUDA device memory instead, the fake driver of fake_cuda.c
  * standing in for CUDA. */
-#define _POSIX_C_SOURCE 200809L /* setenv */
+#define _POSIX_C_SOURCE 200809L /* setenv, nanosleep */
 #include <stdlib.h>
+#include <time.h>
 
 #include <mpi.h>
 
@@ -140,9 +141,55 @@ static void test_bad_input(void)
     if (CHECK_OK(make_field(&sc, &p, rank, 0, &field))) {
         CHECK_FAILS(gts_halo_exchange_create(&wrong, MPI_COMM_WORLD, 1, &field, &ex, ERR),
                     GTS_EINVAL, "comm");
+        wrong = p; /* hand-made: no blocks along J (it divided by zero) */
+        wrong.nprocs[1] = 0;
+        CHECK_FAILS(gts_halo_exchange_create(&wrong, MPI_COMM_WORLD, 1, &field, &ex, ERR),
+                    GTS_EINVAL, "nprocs[1] is 0");
+        CHECK_FAILS(gts_halo_exchange_create(NULL, MPI_COMM_WORLD, 1, &field, &ex, ERR),
+                    GTS_EINVAL, "partition: NULL");
         gts_storage_release(&field);
     }
     CHECK(ex == NULL);
+}
+
+/* gts_halo_exchange_destroy between start and wait (an error path's): it
+ * completes the messages before their buffers go, and a later exchange on
+ * the same fields works. Rank 0 destroys at once, the others start later,
+ * so that their messages reach rank 0 after its destroy: MPI wrote them
+ * into freed buffers, which AddressSanitizer reports (build/asan). */
+static void test_destroy_while_started(void)
+{
+    const scenario *sc = NULL;
+    for (size_t i = 0; i < NSCENARIOS && !sc; ++i)
+        if (scenario_ranks(&scenarios[i]) == size && scenarios[i].device == 0)
+            sc = &scenarios[i];
+    gts_partition p;
+    if (!CHECK(sc != NULL) || !CHECK_OK(gts_partition_init(&p, sc->pdim, NULL, sc->global,
+                                                           sc->nprocs, sc->periodic, size, ERR)))
+        return;
+    gts_storage fields[MAX_FIELDS];
+    make_fields(sc, &p, fields);
+    gts_halo_exchange *ex = NULL;
+    if (CHECK_OK(gts_halo_exchange_create(&p, MPI_COMM_WORLD, sc->nfields, fields, &ex, ERR))) {
+        if (rank != 0)
+            nanosleep(&(struct timespec){0, 300000000}, NULL);
+        CHECK_OK(gts_halo_exchange_start(ex, ERR));
+        gts_halo_exchange_destroy(ex);
+    }
+    MPI_Barrier(MPI_COMM_WORLD); /* late messages arrive while MPI progresses */
+    nanosleep(&(struct timespec){0, 100000000}, NULL);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (CHECK_OK(gts_halo_exchange_create(&p, MPI_COMM_WORLD, sc->nfields, fields, &ex, ERR))) {
+        for (int f = 0; f < sc->nfields; ++f)
+            visit(sc, &p, rank, f, &fields[f], false);
+        CHECK_OK(gts_halo_exchange_run(ex, ERR));
+        int bad = 0;
+        for (int f = 0; f < sc->nfields; ++f)
+            bad += visit(sc, &p, rank, f, &fields[f], true);
+        CHECK_INT_EQ(bad, 0);
+        gts_halo_exchange_destroy(ex);
+    }
+    release_fields(sc, fields);
 }
 
 /* The scenario's fields, those in device memory only moved to CUDA GPU
@@ -258,6 +305,7 @@ int main(int argc, char **argv)
         }
     CHECK(ran > 0); /* every rank count the tests run on has scenarios */
     test_bad_input();
+    test_destroy_while_started();
     /* this Open MPI (the wheel's) reads no device memory; a CUDA-aware one
        would say GTS_DL_CUDA */
     int32_t reads = gts_halo_exchange_mpi_reads();

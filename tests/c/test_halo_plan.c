@@ -222,6 +222,83 @@ static void test_bad_fields(void)
     CHECK_INT_EQ(live_buffers(), before); /* nothing kept after a failure */
 }
 
+/* Public value structs a caller made by hand are checked on entry: a
+ * partition with no blocks (it divided by zero), too many dimensions (it
+ * indexed past its arrays) or a product of blocks other than its ranks;
+ * a field with too many dimensions, no buffer, or elements outside it. */
+static void test_hand_made_structs(void)
+{
+    gts_partition good;
+    if (!CHECK_OK(gts_partition_init(&good, 2, NULL, (const int64_t[]){8, 6}, (int[]){2, 1},
+                                     NULL, 2, ERR)))
+        return;
+    scenario sc = {"hand-made", 2, {8, 6}, {2, 1}, {false, false}, 1, {{{1, 1}, {1, 1}}}, 0,
+                   {0, 0}, false, 0};
+    gts_storage field;
+    if (!CHECK_OK(make_field(&sc, &good, 0, 0, &field)))
+        return;
+    int64_t before = live_buffers();
+    gts_halo_plan *plan = NULL;
+    CHECK_OK(gts_partition_check(&good, ERR));
+    gts_partition p = good;
+    p.nprocs[1] = 0;
+    CHECK_FAILS(gts_halo_plan_create(&p, 0, 1, &field, &plan, ERR), GTS_EINVAL, "nprocs[1] is 0");
+    p = good;
+    p.ndim = 9;
+    CHECK_FAILS(gts_halo_plan_create(&p, 0, 1, &field, &plan, ERR), GTS_EINVAL, "ndim: 9");
+    p.ndim = 0;
+    CHECK_FAILS(gts_partition_check(&p, ERR), GTS_EINVAL, "ndim: 0");
+    p = good;
+    p.nranks = 3;
+    CHECK_FAILS(gts_halo_plan_create(&p, 0, 1, &field, &plan, ERR), GTS_EINVAL,
+                "nranks is 3, the product of nprocs 2");
+    p = good;
+    p.nprocs[0] = -2;
+    p.nprocs[1] = -1;
+    CHECK_FAILS(gts_partition_check(&p, ERR), GTS_EINVAL, "nprocs[0] is -2");
+    p = good;
+    p.nprocs[0] = 1 << 30;
+    p.nprocs[1] = 1 << 30;
+    p.nranks = 1 << 30; /* the product overflows int: never computed */
+    p.global_shape[0] = p.global_shape[1] = (int64_t)1 << 40;
+    CHECK_FAILS(gts_partition_check(&p, ERR), GTS_EINVAL, "nprocs[1]");
+    p = good;
+    p.labels[1] = p.labels[0];
+    CHECK_FAILS(gts_halo_plan_create(&p, 0, 1, &field, &plan, ERR), GTS_EINVAL, "labels");
+    p = good;
+    p.global_shape[0] = 1;
+    CHECK_FAILS(gts_halo_plan_create(&p, 0, 1, &field, &plan, ERR), GTS_EINVAL,
+                "global_shape[0] is 1");
+    CHECK_FAILS(gts_halo_plan_create(NULL, 0, 1, &field, &plan, ERR), GTS_EINVAL,
+                "partition: NULL");
+    CHECK_FAILS(gts_halo_plan_create(&good, 0, 1, NULL, &plan, ERR), GTS_EINVAL, "fields: NULL");
+    CHECK_FAILS(gts_halo_plan_create(&good, 0, 1, &field, NULL, ERR), GTS_EINVAL, "out: NULL");
+    /* hand-made fields: struct copies of a good one, changed */
+    gts_storage bad = field;
+    bad.ndim = 70;
+    CHECK_FAILS(gts_halo_plan_create(&good, 0, 1, &bad, &plan, ERR), GTS_EINVAL,
+                "fields[0]: its dims are not valid");
+    bad = field;
+    bad.halo[0].upper = 99;
+    CHECK_FAILS(gts_halo_plan_create(&good, 0, 1, &bad, &plan, ERR), GTS_EINVAL,
+                "fields[0]: dimension 0 has extent");
+    bad = field;
+    bad.buffer = NULL;
+    CHECK_FAILS(gts_halo_plan_create(&good, 0, 1, &bad, &plan, ERR), GTS_EINVAL,
+                "fields[0]: has no buffer");
+    bad = field;
+    bad.strides[0] *= 1000; /* unpacking would write far past the buffer */
+    CHECK_FAILS(gts_halo_plan_create(&good, 0, 1, &bad, &plan, ERR), GTS_EINVAL,
+                "reach outside its buffer");
+    bad = field;
+    bad.offset = -8;
+    CHECK_FAILS(gts_halo_plan_create(&good, 0, 1, &bad, &plan, ERR), GTS_EINVAL,
+                "reach outside its buffer");
+    CHECK(plan == NULL);
+    CHECK_INT_EQ(live_buffers(), before); /* nothing kept after a failure */
+    gts_storage_release(&field);
+}
+
 /* Device memory without a host side is packed on the device: a message
  * costs one strided copy on the device and one transfer of its own bytes
  * per field, never a copy of the whole allocation; the staging memory goes
@@ -447,6 +524,7 @@ int main(void)
     test_message_memory_costs();
     test_plan_shape();
     test_bad_fields();
+    test_hand_made_structs();
     test_device_packing_moves_only_the_message();
     return check_summary("halo_plan");
 }

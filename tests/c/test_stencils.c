@@ -179,6 +179,42 @@ static void tridiagonal_in(int x_order, int in_order)
         free(f[i].memory);
 }
 
+/* Fields of zero strides describe any extent in one element each: the
+ * domain's points and the stencils' scratch sizes are checked, not
+ * wrapped into small mallocs (which overflowed the heap). */
+static void zero_strides(gts_stencil stencil, const int64_t shape[3], const char *message)
+{
+    static double memory[5];
+    static const int64_t strides[3] = {0, 0, 0};
+    const gts_signature *sig = gts_stencil_signature(stencil);
+    gts_field_desc descs[5];
+    for (int f = 0; f < sig->nfields; ++f)
+        descs[f] = (gts_field_desc){.data = &memory[f], .device = GTS_DEVICE_CPU,
+                                    .dtype = {'f', 8}, .ndim = 3, .shape = shape,
+                                    .strides = strides};
+    int64_t halo = stencil == GTS_STENCIL_HDIFF ? 2 : 0; /* hdiff's extent */
+    gts_bind_args args = {.origin_all = (const int64_t[]){halo, halo, 0}};
+    gts_binding b;
+    gts_bound_field bound[5];
+    if (CHECK_OK(gts_bind(sig, descs, &args, &b, bound, ERR)))
+        CHECK_FAILS(gts_stencil_run(stencil, &b, bound, ERR), GTS_EOVERFLOW, message);
+}
+
+static void test_sizes_overflow(void)
+{
+    const int64_t huge = (int64_t)1 << 61, big = (int64_t)1 << 58;
+    /* 2^61 x 1 x 8 points: more than 64 bits */
+    zero_strides(GTS_STENCIL_COPY, (const int64_t[]){huge, 1, 8},
+                 "domain: 2305843009213693952 x 1 x 8 points overflow");
+    zero_strides(GTS_STENCIL_TRIDIAGONAL, (const int64_t[]){huge, 1, 8}, "domain");
+    zero_strides(GTS_STENCIL_HDIFF, (const int64_t[]){huge, 8, 8}, "domain");
+    /* points that fit, scratch that does not: 8 levels of 2^58 points, and
+     * 6 rows of 2^61 - 2 points */
+    zero_strides(GTS_STENCIL_TRIDIAGONAL, (const int64_t[]){big, 1, 8},
+                 "tridiagonal: its scratch");
+    zero_strides(GTS_STENCIL_HDIFF, (const int64_t[]){huge, 5, 1}, "hdiff: its scratch");
+}
+
 int main(void)
 {
     for (int o = 0; o < 6; ++o)
@@ -191,5 +227,6 @@ int main(void)
             run_and_compare(GTS_STENCIL_HDIFF, 2, o, i);
         }
     test_errors();
+    test_sizes_overflow();
     return check_summary("stencils");
 }

@@ -100,6 +100,15 @@ static void test_transitions(void)
     CHECK_FAILS(gts_buffer_set_sync_state(b, (gts_sync_state)3, ERR), GTS_EINVAL, "state");
     CHECK_FAILS(gts_buffer_sync(b, (gts_side)2, false, NULL, ERR), GTS_EINVAL, "to");
     CHECK_FAILS(gts_buffer_prepare_write(b, (gts_side)-1, NULL, ERR), GTS_EINVAL, "side");
+    /* no buffer: nothing to track, an error where it would sync or mark */
+    CHECK(!gts_buffer_mirrored(NULL));
+    CHECK(gts_buffer_sync_state(NULL) == GTS_SYNC_CLEAN);
+    CHECK_FAILS(gts_buffer_sync(NULL, GTS_SIDE_HOST, false, NULL, ERR), GTS_EINVAL,
+                "buffer: NULL");
+    CHECK_FAILS(gts_buffer_prepare_write(NULL, GTS_SIDE_DEVICE, NULL, ERR), GTS_EINVAL,
+                "buffer: NULL");
+    CHECK_FAILS(gts_buffer_set_sync_state(NULL, GTS_SYNC_CLEAN, ERR), GTS_EINVAL,
+                "buffer: NULL");
     CHECK_INT_EQ(gts_buffer_sync_state(b), GTS_SYNC_DEVICE_DIRTY);
     gts_buffer_release(b);
 }

@@ -246,3 +246,101 @@ def test_device_only_fields_on_the_emulated_device(comm):
     finally:
         gts.use_gpu(None)
     all_ranks(comm, ok, "device-only fields")
+
+
+def test_exchange_dropped_between_start_and_wait(comm):
+    """An exception between start() and wait() drops the exchange: it must
+    complete its messages before its buffers go (MPI wrote into freed
+    buffers), and a later exchange on the same fields works. Rank 0 drops
+    its exchange at once, the others start theirs later, so that their
+    messages reach rank 0 after the drop; rank 0 meanwhile reuses the freed
+    memory for new buffers of the same size, filled with a mark that a late
+    message would overwrite."""
+    import gc
+    import time
+
+    shape = (16, 14, 3)
+    part = gd.CartesianPartitioner(comm, shape, halo=2, periodic=(True, True))
+    G = global_field(shape, 9)
+    u = part.full(np.nan, "f8")
+    part.scatter(G if part.rank == 0 else None, u)
+
+    def start_then_fail():
+        ex = part.halo_exchange([u])
+        if part.rank != 0:
+            time.sleep(0.3)
+        ex.start()
+        raise RuntimeError("between start and wait")
+
+    try:
+        start_then_fail()
+    except RuntimeError:
+        pass
+    gc.collect()
+    plan = gd.HaloPlan(part.partition, part.rank, [u])
+    reused = gd.HaloMessages(plan)
+    buffers = [memoryview(reused.recv_buffer(i)).cast("B") for i in range(len(plan.neighbors))]
+    for b in buffers:
+        b[:] = b"\x5a" * len(b)
+    comm.Barrier()  # the late messages arrive (MPI progresses here)
+    time.sleep(0.1)
+    comm.Barrier()
+    intact = all(bytes(b) == b"\x5a" * len(b) for b in buffers)
+    del buffers
+    # later exchanges on the same fields
+    with part.halo_exchange([u]) as ex:
+        ex.exchange()
+        ex.exchange()
+    ok = np.array_equal(np.asarray(u), expected_after_exchange(part, part.halo, G, np.nan),
+                        equal_nan=True)
+    part.close()
+    all_ranks(comm, intact, "no message written into a dropped exchange's freed buffers")
+    all_ranks(comm, ok, "an exchange after a dropped one")
+
+
+def test_exchange_closed_or_dropped_unstarted_and_started(comm):
+    """close() between start and wait completes (unpacks) the exchange; a
+    never started exchange is dropped without waiting."""
+    shape = (12, 10, 2)
+    part = gd.CartesianPartitioner(comm, shape, halo=1, periodic=(True, True))
+    G = global_field(shape, 10)
+    u = part.full(np.nan, "f8")
+    part.scatter(G if part.rank == 0 else None, u)
+    part.halo_exchange([u])  # dropped at once, never started
+    ex = part.halo_exchange([u])
+    ex.start()
+    ex.close()
+    ok = np.array_equal(np.asarray(u), expected_after_exchange(part, part.halo, G, np.nan),
+                        equal_nan=True)
+    with pytest.raises(RuntimeError, match="closed"):
+        ex.start()
+    part.close()
+    all_ranks(comm, ok, "close between start and wait")
+
+
+@pytest.mark.parametrize("root", [-2, -1, "size", "size+1"])
+def test_invalid_root_fails_everywhere(comm, root):
+    """An invalid root is refused on every rank (MPI_PROC_NULL is -2 in
+    Open MPI, MPI_ANY_SOURCE -1: scatter wrote garbage or hung)."""
+    root = {"size": comm.size, "size+1": comm.size + 1}.get(root, root)
+    shape = (8, 6, 2)
+    part = gd.CartesianPartitioner(comm, shape, halo=1)
+    G = global_field(shape, 11)
+    u = part.full(7.0, "f8")
+    message = rf"root: {root} is not a rank of the partitioner's communicator \(0 to {comm.size - 1}\)"
+    with pytest.raises(ValueError, match=message):
+        part.scatter(G, u, root=root)
+    with pytest.raises(ValueError, match=message):
+        part.gather(u, root=root)
+    for bad in (1.0, "0", None):
+        with pytest.raises(TypeError, match="root"):
+            part.scatter(G, u, root=bad)
+        with pytest.raises(TypeError, match="root"):
+            part.gather(u, root=bad)
+    untouched = bool((np.asarray(u) == 7.0).all())
+    # a NumPy integer is a root; the partitioner still works
+    part.scatter(G if part.rank == comm.size - 1 else None, u, root=np.int64(comm.size - 1))
+    back = part.gather(u, root=np.int32(0))
+    ok = untouched and (part.rank != 0 or np.array_equal(back, G))
+    part.close()
+    all_ranks(comm, ok, f"root={root} refused, the domain untouched")

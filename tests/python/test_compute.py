@@ -628,6 +628,18 @@ def test_dims_agree_or_union_in_ijk_order():
     assert (gts.ones((2, 5), dims="1K") + gts.ones((5, 3), dims="0I")).dims == ("I", "K", "0", "1")
 
 
+def test_a_result_of_more_than_64_dims_is_refused():
+    """Two valid storages whose dims together exceed 64 (this wrote past the
+    result's dims in libgtstore and crashed)."""
+    a = gts.ones((1,) * 40, dims=[str(d) for d in range(40)])
+    b = gts.ones((1,) * 40, dims=[str(d) for d in range(40, 80)])
+    with pytest.raises(ValueError, match="the result would have more than 64 dims"):
+        a + b
+    with pytest.raises(ValueError, match="more than 64 dims"):
+        np.multiply(a, b)
+    assert (a + a).ndim == 40
+
+
 @pytest.mark.parametrize("a, b", [("f4", "f8"), ("i2", "f4"), ("u1", "i1"), ("c8", "f8"),
                                   ("bool", "i8")])
 def test_alignment_is_the_lcm_with_the_itemsize(a, b):

@@ -175,3 +175,29 @@ def test_tridiagonal_domain_and_errors():
     with pytest.raises(TypeError, match="missing field 'd'"):
         stencils.tridiagonal(x, a, b, c)
     assert stencils.signature("tridiagonal").fields == ("x", "a", "b", "c", "d")
+
+
+class ZeroStrides:
+    """Zero-stride float64 memory of any shape: one element behind every index."""
+
+    def __init__(self, shape):
+        self.element = np.zeros(1)
+        self.__array_interface__ = {"shape": shape, "typestr": "<f8", "version": 3,
+                                    "data": (self.element.ctypes.data, False),
+                                    "strides": (0,) * len(shape)}
+
+
+@pytest.mark.parametrize("name, shape, origin, message", [
+    ("copy", (2**61, 1, 8), (0, 0, 0), "domain: 2305843009213693952 x 1 x 8 points overflow"),
+    ("tridiagonal", (2**61, 1, 8), (0, 0, 0), "domain: .* points overflow"),
+    ("hdiff", (2**61, 8, 8), (2, 2, 0), "domain: .* points overflow"),
+    ("tridiagonal", (2**58, 1, 8), (0, 0, 0), "tridiagonal: its scratch memory"),
+    ("hdiff", (2**61, 5, 1), (2, 2, 0), "hdiff: its scratch memory"),
+])
+def test_sizes_that_overflow_are_refused(name, shape, origin, message):
+    """Fields of zero strides bind any extent; the domain's points and the
+    scratch sizes overflowed into small mallocs (a heap overflow)."""
+    stencil = getattr(stencils, name)
+    fields = [ZeroStrides(shape) for _ in stencils.signature(name).fields]
+    with pytest.raises(ValueError, match=message):
+        stencil(*fields, origin=origin)
