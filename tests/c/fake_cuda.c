@@ -535,6 +535,7 @@ struct fake_module {
     unsigned magic;
     int device;
 };
+static struct fake_module modules[MAX_FAKE_DEVICES];
 
 /* The functions of gtstore's kernels; a handle is one of these. */
 enum { COPY_KERNEL, FILL_KERNEL, BATCH_KERNEL, KERNELS };
@@ -560,16 +561,16 @@ static CUresult ModuleLoadData(struct fake_module **out, const void *image)
     /* PTX: text with a version and a target, as nvcc writes it */
     if (!text || !strstr(text, "\n.version ") || !strstr(text, "\n.target sm_"))
         return fail(218); /* CUDA_ERROR_INVALID_PTX */
-    struct fake_module *m = malloc(sizeof *m);
-    if (!m)
-        return fail(OUT_OF_MEMORY);
+    /* one per device, as the library loads it once per context (and never
+       unloads it: the driver's memory, not the caller's) */
+    struct fake_module *m = &modules[current()];
     m->magic = MODULE_MAGIC;
     m->device = current();
     pthread_mutex_lock(&lock);
     module_image = text;
     ++stats.modules;
     pthread_mutex_unlock(&lock);
-    *out = m; /* never unloaded by the library: lives as long as the process */
+    *out = m;
     return OK;
 }
 
