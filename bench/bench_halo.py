@@ -198,7 +198,7 @@ def main():
     # correctness: every method's halos equal gtstore's
 
     def values(f):
-        return f.to_cupy().get() if gpu and f.device != "cpu" else np.asarray(f)
+        return f.to_cupy().get() if gpu and f.device is not None else np.asarray(f)
     same = all(np.array_equal(values(a), values(b), equal_nan=True)
                for s in sets[1:] if s is not sets[2] or ghex_run or gpu
                for a, b in zip(sets[0], s))
