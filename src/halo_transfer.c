@@ -144,20 +144,20 @@ static int add_region(gts__halo_transfer *t, int f, const gts__halo_region *r, i
     const gts_storage *g = gts__halo_plan_field(t->plan, f);
     const gts_device_ops *gpu = gts__halo_field_gpu(g);
     char *field = field_memory(g, gpu);
-    int rc = GTS_OK;
+    int rc;
     if (!gpu) {
         t->host_fields[f] = true;
         char *packed = block + offset;
         if (message_gpu) { /* through host staging, then across */
-            rc = staging(gts_device_host(), t->block_size, &t->host_staging, err);
+            if ((rc = staging(gts_device_host(), t->block_size, &t->host_staging, err)))
+                return rc;
             packed = t->host_staging + offset;
-            if (!rc)
-                rc = add_crossing(
-                    t, (crossing){message_gpu, block + offset, packed, r->bytes, false}, err);
+            crossing c = {message_gpu, block + offset, packed, r->bytes, false};
+            if ((rc = add_crossing(t, c, err)))
+                return rc;
         }
-        return rc ? rc
-                  : add_copy(&t->host, &t->nhost, &t->host_capacity,
-                             region_copy(t, g, r, field, packed), err);
+        return add_copy(&t->host, &t->nhost, &t->host_capacity,
+                        region_copy(t, g, r, field, packed), err);
     }
     if (message_gpu && message_gpu != gpu) /* refused when the messages were made */
         return gts_error_set(err, GTS_EINVAL,
@@ -166,14 +166,15 @@ static int add_region(gts__halo_transfer *t, int f, const gts__halo_region *r, i
     group *gr = group_of(t, gpu);
     char *packed = block + offset;
     if (!message_gpu) { /* through the GPU's staging, then across */
-        rc = staging(gpu, t->block_size, &gr->staging, err);
+        if ((rc = staging(gpu, t->block_size, &gr->staging, err)))
+            return rc;
         packed = gr->staging + offset;
-        if (!rc)
-            rc = add_crossing(t, (crossing){gpu, packed, block + offset, r->bytes, true}, err);
+        crossing c = {gpu, packed, block + offset, r->bytes, true};
+        if ((rc = add_crossing(t, c, err)))
+            return rc;
     }
-    return rc ? rc
-              : add_copy(&gr->copies, &gr->ncopies, &gr->capacity,
-                         region_copy(t, g, r, field, packed), err);
+    return add_copy(&gr->copies, &gr->ncopies, &gr->capacity,
+                    region_copy(t, g, r, field, packed), err);
 }
 
 /* Field f's domain region of neighbour i straight into its halo region of
