@@ -775,6 +775,7 @@ static CUmemoryPool device_pool(cuda_device *d)
     CUmemoryPool pool = atomic_load_explicit(&d->pool, memory_order_acquire);
     if (pool || !atomic_load_explicit(&d->pools, memory_order_acquire))
         return pool;
+    bool made = false;
     pthread_mutex_lock(&context_lock);
     pool = atomic_load_explicit(&d->pool, memory_order_relaxed);
     if (!pool && atomic_load_explicit(&d->pools, memory_order_relaxed)) {
@@ -785,13 +786,15 @@ static CUmemoryPool device_pool(cuda_device *d)
         if (api.MemPoolCreate(&pool, &props) == CUDA_SUCCESS) {
             api.MemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep_all);
             atomic_store_explicit(&d->pool, pool, memory_order_release);
-            gts__cache_register(&d->pool_cache);
+            made = true;
         } else {
             pool = NULL; /* the block cache serves, as on devices without pools */
             atomic_store_explicit(&d->pools, false, memory_order_release);
         }
     }
     pthread_mutex_unlock(&context_lock);
+    if (made) /* outside the lock: the registry's lock comes first where both are held */
+        gts__cache_register(&d->pool_cache);
     return pool;
 }
 
