@@ -9,6 +9,7 @@
 #include <sys/mman.h>
 
 #include "buffer_private.h"
+#include "device_pool.h"
 #include "internal.h"
 
 #ifndef MADV_POPULATE_WRITE
@@ -52,9 +53,15 @@ static int cache_count;
 static int64_t cache_bytes, cache_bytes_limit = GTS_DEFAULT_CACHE_LIMIT;
 static int64_t cache_hits, cache_misses;
 
-/* GTSTORE_CACHE_LIMIT: bytes with an optional K, M or G suffix. */
+static atomic_bool pinned_host_sides = true;
+
+/* GTSTORE_CACHE_LIMIT: bytes with an optional K, M or G suffix.
+ * GTSTORE_PINNED_HOST_SIDES: "0" turns pinned host sides off. */
 static void read_environment(void)
 {
+    const char *pinned = getenv("GTSTORE_PINNED_HOST_SIDES");
+    if (pinned && !strcmp(pinned, "0"))
+        atomic_store(&pinned_host_sides, false);
     const char *text = getenv("GTSTORE_CACHE_LIMIT");
     if (!text || !*text)
         return;
@@ -155,10 +162,14 @@ void gts_cache_set_limit(int64_t bytes)
     pthread_mutex_unlock(&cache_lock);
     for (int i = 0; i < n; ++i)
         unmap(evicted[i]);
+    gts__caches_trim(bytes > 0 ? bytes : 0); /* the device and pinned caches */
 }
 
 void gts_cache_clear(void)
 {
+    /* device and pinned blocks first: releasing a pinned block hands its
+     * host memory to the host cache */
+    gts__caches_trim(0);
     cached_block evicted[CACHE_SLOTS];
     pthread_mutex_lock(&cache_lock);
     int n = cache_count;
@@ -180,6 +191,28 @@ void gts_memory_stats_get(gts_memory_stats *stats)
     stats->cache_hits = cache_hits;
     stats->cache_misses = cache_misses;
     pthread_mutex_unlock(&cache_lock);
+    gts__cache_stats device, pinned;
+    gts__caches_stats(&device, &pinned);
+    stats->device_cached_blocks = device.blocks;
+    stats->device_cached_bytes = device.bytes;
+    stats->device_cache_hits = device.hits;
+    stats->device_cache_misses = device.misses;
+    stats->pinned_cached_blocks = pinned.blocks;
+    stats->pinned_cached_bytes = pinned.bytes;
+    stats->pinned_cache_hits = pinned.hits;
+    stats->pinned_cache_misses = pinned.misses;
+}
+
+bool gts_pinned_host_sides(void)
+{
+    pthread_once(&cache_once, read_environment);
+    return atomic_load(&pinned_host_sides);
+}
+
+void gts_set_pinned_host_sides(bool pinned)
+{
+    pthread_once(&cache_once, read_environment); /* so that it cannot override this later */
+    atomic_store(&pinned_host_sides, pinned);
 }
 
 /* ---- allocation --------------------------------------------------------- */
@@ -296,6 +329,7 @@ static gts_buffer *buffer_init(gts_buffer *buffer, const gts_device_ops *device,
     atomic_init(&buffer->refs, 1);
     atomic_init(&buffer->sync, 0); /* GTS_SYNC_CLEAN, generation 0 */
     buffer->mirror = NULL;
+    buffer->mirror_device = NULL;
     buffer->kind = kind;
     buffer->device = device;
     buffer->data = data;
@@ -339,7 +373,11 @@ int gts_buffer_alloc_host(int64_t size, unsigned flags, gts_buffer **out, gts_er
 }
 
 /* The host side of a mirrored buffer: host memory of the device block's
- * size, where views find their host addresses. */
+ * size, where views find their host addresses. Pinned memory of the
+ * device where it has some and pinning is on: a sync from pageable memory
+ * goes through the driver's staging at a sixth of the bus's speed (9 against
+ * 55 GB/s on an H100). Pinning is an optimisation: where it fails (a
+ * memory-locking limit, no pinned memory left) the host side is pageable. */
 static int add_mirror(gts_buffer *buffer, unsigned flags, gts_error *err)
 {
     if (buffer->device->host_accessible)
@@ -347,9 +385,17 @@ static int add_mirror(gts_buffer *buffer, unsigned flags, gts_error *err)
                              "flags: a mirrored buffer needs memory the host cannot reach, and "
                              "device '%s' is host-accessible",
                              buffer->device->name);
-    int rc = gts__host_alloc(buffer->size, flags & GTS_ALLOC_ZERO, &buffer->mirror, err);
-    if (rc)
-        return rc;
+    const gts_device_ops *pinned = NULL;
+    unsigned zero = flags & GTS_ALLOC_ZERO;
+    if (gts_pinned_host_sides() && gts_device_pinned(buffer->device, &pinned, NULL) == GTS_OK &&
+        gts_device_alloc(pinned, buffer->size, zero, &buffer->mirror, NULL) == GTS_OK) {
+        buffer->mirror_device = pinned;
+    } else {
+        int rc = gts__host_alloc(buffer->size, zero, &buffer->mirror, err);
+        if (rc)
+            return rc;
+        buffer->mirror_device = &gts__device_host;
+    }
     buffer->host = buffer->mirror;
     count_live(0, buffer->size);
     return GTS_OK;
@@ -489,7 +535,7 @@ void gts_buffer_release(gts_buffer *buffer)
         buffer->device->free(buffer->device, buffer->data, buffer->size);
         if (buffer->mirror) {
             count_live(0, -buffer->size);
-            gts__host_free(buffer->mirror, buffer->size);
+            buffer->mirror_device->free(buffer->mirror_device, buffer->mirror, buffer->size);
         }
         break;
     }

@@ -27,7 +27,8 @@ struct gts_buffer {
     const gts_device_ops *device; /* where the block lives */
     void *data;          /* usable bytes start here, on the device */
     void *host;          /* the same as a host address (the mirror, if any); else NULL */
-    void *mirror;        /* a mirrored buffer's host side (gts__host_alloc), else NULL */
+    void *mirror;        /* a mirrored buffer's host side, else NULL */
+    const gts_device_ops *mirror_device; /* its memory: the GPU's pinned memory or the host */
     int64_t size;        /* usable bytes, on each side */
     int64_t mapped_size; /* MEMORY_MAPPED: length of the mapping */
     gts_release_fn release;

@@ -9,7 +9,12 @@
  * the blocks behind them. Every address it is given is checked to lie in one
  * of its live blocks (GTS_EINVAL otherwise: a host address, a freed block,
  * bytes past the end), and it counts what it does. Its strided fill and copy
- * run the host kernels on its own memory, as a device runs its kernels. */
+ * run the host kernels on its own memory, as a device runs its kernels.
+ *
+ * Freed blocks go to a pool (device_pool.h), as a GPU's do, and are reused
+ * for allocations of exactly their size. A cached block is not live: it
+ * leaves the list of live blocks, so an address in it is refused as one
+ * in a freed block is, and a reused block reads as garbage again. */
 #define _POSIX_C_SOURCE 200809L /* posix_memalign */
 #include "gtstore/device.h"
 
@@ -21,6 +26,7 @@
 
 #include "gtstore/geometry.h"
 #include "gtstore/kernels.h"
+#include "device_pool.h"
 #include "internal.h"
 
 #if UINTPTR_MAX > 0xffffffffu
@@ -145,6 +151,35 @@ static int check_stream(gts_stream s, gts_error *err)
 
 /* ---- the operations ----------------------------------------------------------- */
 
+/* The pool's release: a cached block freed for good. */
+static void emu_release(gts__pool *pool, void *handle, int64_t size)
+{
+    (void)pool, (void)size;
+    block *b = handle;
+    b->magic = 0;
+    free(b->host);
+    free(b);
+}
+
+static const gts__pool_memory emu_memory = {.release = emu_release};
+static gts__pool emu_pool = GTS__POOL_INIT(GTS__CACHE_DEVICE, &emu_memory, NULL, false);
+
+/* A new block of `size` bytes, not yet live. */
+static int emu_new_block(int64_t size, block **out, gts_error *err)
+{
+    block *b = malloc(sizeof *b);
+    void *memory = NULL;
+    if (!b || posix_memalign(&memory, 64, (size_t)(size ? size : 1))) {
+        free(b);
+        return gts_error_set(err, GTS_ENOMEM, "out of memory: cannot allocate %lld bytes",
+                             (long long)size);
+    }
+    b->host = memory;
+    b->size = size;
+    *out = b;
+    return GTS_OK;
+}
+
 static int emu_alloc(const gts_device_ops *dev, int64_t size, unsigned flags, void **out,
                      gts_error *err)
 {
@@ -153,20 +188,18 @@ static int emu_alloc(const gts_device_ops *dev, int64_t size, unsigned flags, vo
         return gts_error_set(err, GTS_EOVERFLOW,
                              "size: %lld bytes is more than the emulated device holds",
                              (long long)size);
-    block *b = malloc(sizeof *b);
-    void *memory = NULL;
-    if (!b || posix_memalign(&memory, 64, (size_t)(size ? size : 1))) {
-        free(b);
-        return gts_error_set(err, GTS_ENOMEM, "out of memory: cannot allocate %lld bytes",
-                             (long long)size);
-    }
+    block *b = NULL;
+    void *cached;
+    int rc = GTS_OK;
+    if (gts__pool_take(&emu_pool, size, &cached))
+        b = cached;
+    else if ((rc = emu_new_block(size, &b, err)))
+        return rc;
     if (flags & GTS_ALLOC_ZERO)
-        memset(memory, 0, (size_t)size);
+        memset(b->host, 0, (size_t)size);
     else
-        memset(memory, 0xcd, (size_t)size); /* what is never written reads as garbage */
+        memset(b->host, 0xcd, (size_t)size); /* what is never written reads as garbage */
     b->magic = BLOCK_MAGIC;
-    b->host = memory;
-    b->size = size;
     pthread_mutex_lock(&lock);
     b->next = blocks;
     blocks = b;
@@ -203,8 +236,7 @@ static void emu_free(const gts_device_ops *dev, void *address, int64_t size)
     }
     count(&frees, NULL, 0);
     found->magic = 0;
-    free(found->host);
-    free(found);
+    gts__pool_put(&emu_pool, found, size);
 }
 
 static int emu_copy_to_device(const gts_device_ops *dev, void *dst, const void *src,

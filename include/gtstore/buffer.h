@@ -11,7 +11,22 @@
  * freed then costs no page faults. The cache holds at most
  * gts_cache_limit() bytes; the environment variable GTSTORE_CACHE_LIMIT sets
  * the initial limit (bytes, with an optional K/M/G suffix; 0 turns the cache
- * off), default 1 GiB. */
+ * off), default 1 GiB.
+ *
+ * Device memory and pinned host memory are cached too, by their devices
+ * (gtstore/device.h): each GPU's freed device blocks (a CUDA driver's
+ * stream-ordered pool, or a cache of blocks reused once the GPU has passed
+ * the work queued before their release) and the freed pinned blocks. Each
+ * of those caches holds at most gts_cache_limit() bytes as well;
+ * gts_cache_set_limit and gts_cache_clear cover them all, and
+ * gts_memory_stats_get reports them apart from the host cache.
+ *
+ * The host side of a mirrored buffer is the GPU's pinned host memory where
+ * it has one (gts_device_pinned), so that syncs run at the bus's speed
+ * rather than through the driver's staging; pageable memory where pinning
+ * is turned off (gts_set_pinned_host_sides, or the environment variable
+ * GTSTORE_PINNED_HOST_SIDES=0: page-locked memory is taken from what the
+ * system can page out) or fails. */
 #ifndef GTSTORE_BUFFER_H
 #define GTSTORE_BUFFER_H
 
@@ -103,8 +118,10 @@ void *gts_buffer_data(const gts_buffer *buffer);
 int64_t gts_buffer_size(const gts_buffer *buffer);
 bool gts_buffer_owns_memory(const gts_buffer *buffer);
 
-/* The large-block cache. Setting the limit evicts down to it; 0 (or a
- * negative value) disables the cache. */
+/* The caches: the host's large blocks, and each device and pinned memory
+ * cache. The limit applies to each cache; setting it evicts down to it, 0
+ * (or a negative value) disables them. gts_cache_clear releases what every
+ * cache holds (device memory once the GPU is done with it). */
 int64_t gts_cache_limit(void);
 void gts_cache_set_limit(int64_t bytes);
 void gts_cache_clear(void);
@@ -112,13 +129,27 @@ void gts_cache_clear(void);
 typedef struct gts_memory_stats {
     int64_t live_buffers; /* buffers not yet released, on every device */
     int64_t live_bytes;   /* bytes of memory they own, on every device */
+    /* the host cache of large blocks */
     int64_t cached_blocks;
     int64_t cached_bytes;
     int64_t cache_hits;   /* large allocations served from the cache */
     int64_t cache_misses; /* large allocations that mapped new memory */
+    /* the device memory caches of every GPU, summed: blocks and bytes held,
+     * allocations served from them and allocations that took new memory
+     * (a driver's stream-ordered pool holds bytes, not blocks gtstore
+     * counts: it adds its free bytes, and 0 blocks) */
+    int64_t device_cached_blocks, device_cached_bytes, device_cache_hits, device_cache_misses;
+    /* the pinned host memory caches, the same way */
+    int64_t pinned_cached_blocks, pinned_cached_bytes, pinned_cache_hits, pinned_cache_misses;
 } gts_memory_stats;
 
 void gts_memory_stats_get(gts_memory_stats *stats);
+
+/* Whether new mirrored buffers get pinned host sides (default true; the
+ * environment variable GTSTORE_PINNED_HOST_SIDES=0 sets false at start).
+ * Buffers keep the host side they were made with. */
+bool gts_pinned_host_sides(void);
+void gts_set_pinned_host_sides(bool pinned);
 
 #ifdef __cplusplus
 }

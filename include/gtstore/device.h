@@ -17,7 +17,8 @@
  *   library reaches only through its operations: the addresses it hands out
  *   are not host addresses (dereferencing one faults), every address it is
  *   given is checked to lie in one of its live blocks, and it counts its
- *   transfers (gts_device_emulated_counts).
+ *   transfers (gts_device_emulated_counts). Its freed blocks are cached,
+ *   as a GPU's are (gtstore/buffer.h); a cached block is not live.
  * - the emulated device's managed memory (GTS_DL_EXT_DEV, 1): host memory
  *   with the host's operations under a device id that is not the CPU's,
  *   playing CUDA managed memory for tests (gts_device_managed).
@@ -30,9 +31,11 @@
  *   GTSTORE_LIBCUDA) is loaded with dlopen on first use, so one build runs
  *   with and without a GPU. For each GPU n, (GTS_DL_CUDA, n) is its device
  *   memory and (GTS_DL_CUDA_MANAGED, n) managed memory (where the GPU
- *   supports it); (GTS_DL_CUDA_HOST, 0) is pinned host memory. Without a
- *   usable driver they are absent and gts_device_get of them fails with the
- *   cause (gts_device_cuda_status below).
+ *   supports it); (GTS_DL_CUDA_HOST, 0) is pinned host memory. Device
+ *   memory comes from a stream-ordered pool, released in the order of the
+ *   legacy default stream; pinned blocks are cached (gtstore/buffer.h).
+ *   Without a usable driver they are absent and gts_device_get of them
+ *   fails with the cause (gts_device_cuda_status below).
  *
  * Not to be confused with the gts_device enum of gtstore/preset.h: that is
  * the device *kind* a preset prefers (CPU or GPU), not a device.

@@ -13,6 +13,12 @@
  * are host addresses plus 2**52, so that the library dereferencing one
  * faults), cuMemcpyDtoD must not overlap, cuMemsetD16/D32 need aligned
  * targets, streams must be live. Managed and pinned memory are host memory.
+ * Stream-ordered pools (cuMemPoolCreate, cuMemAllocFromPoolAsync,
+ * cuMemFreeAsync) keep freed blocks for reuse; a freed block is not live,
+ * so reading it fails like any address outside the live blocks. Host
+ * memory registered with cuMemHostRegister must not overlap a registered
+ * range or a cuMemHostAlloc block. An event reads as not reached for its
+ * first `eventpending` queries after each record.
  *
  * It loads gtstore's kernels (cuModuleLoadData of PTX that defines them,
  * cuModuleGetFunction of their names) and runs a launch by calling the
@@ -27,6 +33,11 @@
  *   version=V          cuDriverGetVersion (default 12040)
  *   init=R             cuInit returns R (e.g. 34: the stub library)
  *   nomanaged=N        GPU N does not support managed memory
+ *   nopools=N          GPU N has no stream-ordered memory pools
+ *   eventpending=N     queries of an event read CUDA_ERROR_NOT_READY N times
+ *   poolmax=BYTES      a pool that would reserve more runs out of memory
+ *   registerlimit=BYTES  cuMemHostRegister runs out of memory beyond this many
+ *                      bytes registered (as under a memory-locking limit)
  *   missing=NAME       cuGetProcAddress finds no NAME
  *   notfound=1         ... and answers CUDA_ERROR_NOT_FOUND for it, as drivers
  *                      before 12.0 did (else success and NULL, as documented)
@@ -59,7 +70,10 @@ enum {
     NOT_INITIALIZED = 3,
     INVALID_DEVICE = 101,
     INVALID_CONTEXT = 201,
-    INVALID_HANDLE = 400
+    INVALID_HANDLE = 400,
+    NOT_READY = 600,
+    ALREADY_REGISTERED = 712,
+    NOT_REGISTERED = 713
 };
 
 #define BIAS ((uintptr_t)1 << 52)
@@ -70,9 +84,11 @@ enum {
 /* ---- configuration and state ---------------------------------------------------- */
 
 static struct {
-    int devices, version, init_result, no_managed, not_found;
+    int devices, version, init_result, no_managed, not_found, no_pools, event_pending;
+    long long pool_max, register_limit;
     char missing[64];
-} config = {2, 12040, 0, -1, 0, ""};
+} config = {2, 12040, 0, -1, 0, -1, 0, 1LL << 40, 1LL << 40, ""};
+static long long registered_bytes;
 
 static pthread_once_t config_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -94,6 +110,14 @@ static void read_config(void)
             config.init_result = atoi(item + 5);
         else if (!strncmp(item, "nomanaged=", 10))
             config.no_managed = atoi(item + 10);
+        else if (!strncmp(item, "nopools=", 8))
+            config.no_pools = atoi(item + 8);
+        else if (!strncmp(item, "eventpending=", 13))
+            config.event_pending = atoi(item + 13);
+        else if (!strncmp(item, "poolmax=", 8))
+            config.pool_max = atoll(item + 8);
+        else if (!strncmp(item, "registerlimit=", 14))
+            config.register_limit = atoll(item + 14);
         else if (!strncmp(item, "notfound=", 9))
             config.not_found = atoi(item + 9);
         else if (!strncmp(item, "missing=", 8))
@@ -118,15 +142,32 @@ struct fake_stream {
 static _Thread_local CUcontext context_stack[16];
 static _Thread_local int context_depth;
 
-enum { DEVICE_MEMORY, PINNED_MEMORY, MANAGED_MEMORY };
+enum { DEVICE_MEMORY, PINNED_MEMORY, MANAGED_MEMORY, REGISTERED_MEMORY };
+
+typedef struct fake_pool *CUmemoryPool;
 
 typedef struct block {
     struct block *next;
     char *host;
     size_t size;
     int kind;
+    CUmemoryPool pool; /* device memory of a pool */
 } block;
-static block *blocks;
+static block *blocks; /* live blocks (and registered ranges) */
+
+#define POOL_MAGIC 0x504f4f4cu
+struct fake_pool {
+    unsigned magic;
+    int device;
+    unsigned long long threshold, reserved, used;
+    block *free; /* freed blocks, not live */
+};
+
+#define EVENT_MAGIC 0x45564e54u
+typedef struct fake_event {
+    unsigned magic;
+    int pending; /* queries still to read CUDA_ERROR_NOT_READY */
+} *CUevent;
 
 static void count(long long *counter)
 {
@@ -154,7 +195,7 @@ static char *find(uintptr_t address, size_t bytes, int *kind)
     char *host = NULL;
     pthread_mutex_lock(&lock);
     for (block *b = blocks; b; b = b->next) {
-        if (b->kind == PINNED_MEMORY)
+        if (b->kind == PINNED_MEMORY || b->kind == REGISTERED_MEMORY)
             continue;
         uintptr_t base = (uintptr_t)b->host + (b->kind == DEVICE_MEMORY ? BIAS : 0);
         if (address >= base && address - base <= b->size && bytes <= b->size - (address - base)) {
@@ -166,6 +207,21 @@ static char *find(uintptr_t address, size_t bytes, int *kind)
     }
     pthread_mutex_unlock(&lock);
     return host;
+}
+
+/* Whether host bytes [address, address + bytes) are pinned: in a block of
+ * cuMemHostAlloc or a registered range. */
+static int is_pinned(const void *address, size_t bytes)
+{
+    uintptr_t a = (uintptr_t)address;
+    int pinned = 0;
+    pthread_mutex_lock(&lock);
+    for (block *b = blocks; b && !pinned; b = b->next)
+        pinned = (b->kind == PINNED_MEMORY || b->kind == REGISTERED_MEMORY) &&
+                 a >= (uintptr_t)b->host && bytes <= b->size &&
+                 a - (uintptr_t)b->host <= b->size - bytes;
+    pthread_mutex_unlock(&lock);
+    return pinned;
 }
 
 /* Whether an address given as host memory is in fact device memory. */
@@ -241,7 +297,9 @@ static CUresult DeviceGetAttribute(int *value, int attribute, CUdevice device)
 {
     if (device < 100 || device >= 100 + config.devices)
         return fail(INVALID_DEVICE);
-    *value = attribute == 83 ? device - 100 != config.no_managed : 0;
+    *value = attribute == 83    ? device - 100 != config.no_managed
+             : attribute == 115 ? device - 100 != config.no_pools
+                                : 0;
     return OK;
 }
 
@@ -302,6 +360,7 @@ static CUresult allocate(void **out, size_t bytes, int kind)
     b->host = memory;
     b->size = bytes;
     b->kind = kind;
+    b->pool = NULL;
     pthread_mutex_lock(&lock);
     b->next = blocks;
     blocks = b;
@@ -320,8 +379,7 @@ static CUresult release(const void *address, int kind)
     block *found = NULL;
     pthread_mutex_lock(&lock);
     for (block **p = &blocks; *p; p = &(*p)->next) {
-        if ((uintptr_t)(*p)->host == host &&
-            (*p)->kind == kind) {
+        if ((uintptr_t)(*p)->host == host && (*p)->kind == kind && !(*p)->pool) {
             found = *p;
             *p = found->next;
             --stats.live[found->kind];
@@ -419,7 +477,10 @@ static CUresult MemcpyHtoDAsync(CUdeviceptr dst, const void *src, size_t bytes, 
 {
     if (is_device_memory(src))
         return fail(INVALID_VALUE);
-    return copy(resolve(dst, bytes, 0), src, bytes, s, &stats.htod);
+    CUresult rc = copy(resolve(dst, bytes, 0), src, bytes, s, &stats.htod);
+    if (rc == OK && is_pinned(src, bytes))
+        count(&stats.pinned_copies);
+    return rc;
 }
 
 static CUresult MemcpyHtoD(CUdeviceptr dst, const void *src, size_t bytes)
@@ -431,7 +492,10 @@ static CUresult MemcpyDtoHAsync(void *dst, CUdeviceptr src, size_t bytes, CUstre
 {
     if (is_device_memory(dst))
         return fail(INVALID_VALUE);
-    return copy(dst, resolve(src, bytes, 0), bytes, s, &stats.dtoh);
+    CUresult rc = copy(dst, resolve(src, bytes, 0), bytes, s, &stats.dtoh);
+    if (rc == OK && is_pinned(dst, bytes))
+        count(&stats.pinned_copies);
+    return rc;
 }
 
 static CUresult MemcpyDtoH(void *dst, CUdeviceptr src, size_t bytes)
@@ -733,6 +797,280 @@ static CUresult LaunchKernel(struct fake_function *f, unsigned gx, unsigned gy, 
     return OK;
 }
 
+/* ---- stream-ordered pools -------------------------------------------------------------- */
+
+/* CUmemPoolProps as cuda.h lays it out */
+typedef struct pool_props {
+    int alloc_type, handle_types, location_type, location_id;
+    void *win32;
+    size_t max_size;
+    unsigned short usage;
+    unsigned char reserved[54];
+} pool_props;
+
+static CUresult MemPoolCreate(CUmemoryPool *out, const pool_props *props)
+{
+    int zero = props->win32 == NULL && props->max_size == 0 && props->usage == 0;
+    for (size_t i = 0; i < sizeof props->reserved; ++i)
+        zero = zero && props->reserved[i] == 0;
+    /* pinned (device-resident) allocations on a device that has pools, no export handles */
+    if (props->alloc_type != 1 || props->handle_types != 0 || props->location_type != 1 ||
+        props->location_id < 0 || props->location_id >= config.devices || !zero)
+        return fail(INVALID_VALUE);
+    if (props->location_id == config.no_pools)
+        return fail(801);
+    CUmemoryPool pool = calloc(1, sizeof *pool);
+    if (!pool)
+        return fail(OUT_OF_MEMORY);
+    pool->magic = POOL_MAGIC;
+    pool->device = props->location_id;
+    count(&stats.pools);
+    *out = pool;
+    return OK;
+}
+
+static CUresult MemPoolSetAttribute(CUmemoryPool pool, int attribute, void *value)
+{
+    if (!pool || pool->magic != POOL_MAGIC || attribute < 1 || attribute > 4)
+        return fail(INVALID_VALUE); /* 5 and above are read-only */
+    if (attribute == 4)
+        memcpy(&pool->threshold, value, sizeof pool->threshold);
+    return OK;
+}
+
+static CUresult MemPoolGetAttribute(CUmemoryPool pool, int attribute, void *value)
+{
+    if (!pool || pool->magic != POOL_MAGIC || (attribute != 4 && attribute != 5 && attribute != 7))
+        return fail(INVALID_VALUE);
+    pthread_mutex_lock(&lock);
+    unsigned long long v = attribute == 4 ? pool->threshold
+                           : attribute == 5 ? pool->reserved
+                                            : pool->used;
+    pthread_mutex_unlock(&lock);
+    memcpy(value, &v, sizeof v);
+    return OK;
+}
+
+/* Frees a pool's unused blocks, the most recently freed first, until at most
+ * `keep` bytes are reserved (caller holds the lock). */
+static void pool_release(CUmemoryPool pool, unsigned long long keep)
+{
+    while (pool->free && pool->reserved > keep) {
+        block *b = pool->free;
+        pool->free = b->next;
+        pool->reserved -= b->size;
+        free(b->host);
+        free(b);
+    }
+}
+
+static CUresult MemPoolTrimTo(CUmemoryPool pool, size_t keep)
+{
+    if (!pool || pool->magic != POOL_MAGIC)
+        return fail(INVALID_VALUE);
+    pthread_mutex_lock(&lock);
+    pool_release(pool, keep);
+    pthread_mutex_unlock(&lock);
+    return OK;
+}
+
+static CUresult MemAllocFromPoolAsync(CUdeviceptr *out, size_t bytes, CUmemoryPool pool,
+                                      CUstream s)
+{
+    if (current() < 0)
+        return fail(INVALID_CONTEXT);
+    if (!pool || pool->magic != POOL_MAGIC || bytes == 0)
+        return fail(INVALID_VALUE);
+    if (check_stream(s) || (s && s->device != current()))
+        return fail(INVALID_HANDLE);
+    if (bytes > ((size_t)1 << 40))
+        return fail(OUT_OF_MEMORY);
+    pthread_mutex_lock(&lock);
+    block **best = NULL; /* the smallest free block that fits */
+    for (block **p = &pool->free; *p; p = &(*p)->next)
+        if ((*p)->size >= bytes && (!best || (*p)->size < (*best)->size))
+            best = p;
+    block *b = NULL;
+    if (best) {
+        b = *best;
+        *best = b->next;
+        ++stats.pool_reuses;
+    }
+    int full = !b && pool->reserved + bytes > (unsigned long long)config.pool_max;
+    pthread_mutex_unlock(&lock);
+    if (full)
+        return OUT_OF_MEMORY; /* what the driver answers, not a misuse */
+    if (!b) {
+        b = malloc(sizeof *b);
+        void *memory = NULL;
+        if (!b || posix_memalign(&memory, 256, bytes)) {
+            free(b);
+            return fail(OUT_OF_MEMORY);
+        }
+        b->host = memory;
+        b->size = bytes;
+        b->kind = DEVICE_MEMORY;
+        b->pool = pool;
+        pthread_mutex_lock(&lock);
+        pool->reserved += bytes;
+        pthread_mutex_unlock(&lock);
+    }
+    memset(b->host, 0xab, b->size); /* reused memory is garbage too */
+    pthread_mutex_lock(&lock);
+    b->next = blocks;
+    blocks = b;
+    pool->used += b->size;
+    ++stats.allocs[DEVICE_MEMORY];
+    ++stats.live[DEVICE_MEMORY];
+    ++stats.pool_allocs;
+    pthread_mutex_unlock(&lock);
+    *out = (CUdeviceptr)((uintptr_t)b->host + BIAS);
+    return OK;
+}
+
+static CUresult MemFreeAsync(CUdeviceptr address, CUstream s)
+{
+    if (check_stream(s))
+        return INVALID_HANDLE;
+    block *found = NULL;
+    pthread_mutex_lock(&lock);
+    for (block **p = &blocks; *p; p = &(*p)->next) {
+        if ((*p)->pool && (uintptr_t)(*p)->host + BIAS == address) {
+            found = *p;
+            *p = found->next;
+            break;
+        }
+    }
+    if (found) {
+        CUmemoryPool pool = found->pool;
+        found->next = pool->free;
+        pool->free = found;
+        pool->used -= found->size;
+        --stats.live[DEVICE_MEMORY];
+        ++stats.pool_frees;
+    }
+    pthread_mutex_unlock(&lock);
+    return found ? OK : fail(INVALID_VALUE); /* not a live block of a pool */
+}
+
+/* ---- events --------------------------------------------------------------------------------- */
+
+static CUresult EventCreate(CUevent *out, unsigned int flags)
+{
+    if (current() < 0)
+        return fail(INVALID_CONTEXT);
+    if (flags != 2) /* the library asks for CU_EVENT_DISABLE_TIMING */
+        return fail(INVALID_VALUE);
+    CUevent e = calloc(1, sizeof *e);
+    if (!e)
+        return fail(OUT_OF_MEMORY);
+    e->magic = EVENT_MAGIC;
+    pthread_mutex_lock(&lock);
+    ++stats.events;
+    ++stats.live_events;
+    pthread_mutex_unlock(&lock);
+    *out = e;
+    return OK;
+}
+
+static CUresult EventRecord(CUevent e, CUstream s)
+{
+    if (!e || e->magic != EVENT_MAGIC || check_stream(s))
+        return fail(INVALID_HANDLE);
+    e->pending = config.event_pending;
+    return OK;
+}
+
+static CUresult EventQuery(CUevent e)
+{
+    if (!e || e->magic != EVENT_MAGIC)
+        return fail(INVALID_HANDLE);
+    if (e->pending > 0) {
+        --e->pending;
+        return NOT_READY;
+    }
+    return OK;
+}
+
+static CUresult EventSynchronize(CUevent e)
+{
+    if (!e || e->magic != EVENT_MAGIC)
+        return fail(INVALID_HANDLE);
+    if (e->pending > 0)
+        count(&stats.event_waits);
+    e->pending = 0;
+    return OK;
+}
+
+static CUresult EventDestroy(CUevent e)
+{
+    if (!e || e->magic != EVENT_MAGIC)
+        return fail(INVALID_HANDLE);
+    e->magic = 0;
+    free(e);
+    pthread_mutex_lock(&lock);
+    --stats.live_events;
+    pthread_mutex_unlock(&lock);
+    return OK;
+}
+
+/* ---- page-locking host memory ------------------------------------------------------------------ */
+
+static CUresult MemHostRegister(void *p, size_t bytes, unsigned int flags)
+{
+    if (current() < 0)
+        return fail(INVALID_CONTEXT);
+    if (!p || bytes == 0 || flags != 1) /* the library asks for CU_MEMHOSTREGISTER_PORTABLE */
+        return fail(INVALID_VALUE);
+    if (is_device_memory(p))
+        return fail(INVALID_VALUE);
+    block *b = malloc(sizeof *b);
+    if (!b)
+        return fail(OUT_OF_MEMORY);
+    uintptr_t a = (uintptr_t)p;
+    int overlap = 0;
+    pthread_mutex_lock(&lock);
+    for (block *o = blocks; o && !overlap; o = o->next)
+        overlap = (o->kind == PINNED_MEMORY || o->kind == REGISTERED_MEMORY) &&
+                  a < (uintptr_t)o->host + o->size && (uintptr_t)o->host < a + bytes;
+    int full = !overlap && registered_bytes + (long long)bytes > config.register_limit;
+    if (!overlap && !full) {
+        registered_bytes += (long long)bytes;
+        *b = (block){blocks, p, bytes, REGISTERED_MEMORY, NULL};
+        blocks = b;
+        ++stats.allocs[REGISTERED_MEMORY];
+        ++stats.live[REGISTERED_MEMORY];
+    }
+    pthread_mutex_unlock(&lock);
+    if (overlap || full) {
+        free(b);
+        return overlap ? fail(ALREADY_REGISTERED) : OUT_OF_MEMORY;
+    }
+    return OK;
+}
+
+static CUresult MemHostUnregister(void *p)
+{
+    if (current() < 0)
+        return fail(INVALID_CONTEXT);
+    block *found = NULL;
+    pthread_mutex_lock(&lock);
+    for (block **q = &blocks; *q; q = &(*q)->next) {
+        if ((*q)->kind == REGISTERED_MEMORY && (*q)->host == p) {
+            found = *q;
+            *q = found->next;
+            --stats.live[REGISTERED_MEMORY];
+            registered_bytes -= (long long)found->size;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    if (!found)
+        return fail(NOT_REGISTERED);
+    free(found);
+    return OK;
+}
+
 /* ---- cuGetProcAddress ------------------------------------------------------------------- */
 
 typedef void (*function)(void);
@@ -777,6 +1115,19 @@ static const struct {
     FN("cuModuleLoadData", ModuleLoadData),
     FN("cuModuleGetFunction", ModuleGetFunction),
     FN("cuLaunchKernel", LaunchKernel),
+    FN("cuMemPoolCreate", MemPoolCreate),
+    FN("cuMemPoolSetAttribute", MemPoolSetAttribute),
+    FN("cuMemPoolGetAttribute", MemPoolGetAttribute),
+    FN("cuMemPoolTrimTo", MemPoolTrimTo),
+    FN("cuMemAllocFromPoolAsync", MemAllocFromPoolAsync),
+    FN("cuMemFreeAsync", MemFreeAsync),
+    FN("cuEventCreate", EventCreate),
+    FN("cuEventRecord", EventRecord),
+    FN("cuEventQuery", EventQuery),
+    FN("cuEventSynchronize", EventSynchronize),
+    FN("cuEventDestroy", EventDestroy),
+    FN("cuMemHostRegister", MemHostRegister),
+    FN("cuMemHostUnregister", MemHostUnregister),
 };
 
 static CUresult get_proc_address(const char *symbol, void **pfn, int version,

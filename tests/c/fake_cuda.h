@@ -13,7 +13,7 @@ typedef struct fake_cuda_stats {
     long long lookups, lookups_not_legacy, max_version; /* cuGetProcAddress */
     long long v1_calls, v2_calls;                       /* ... through which symbol */
     long long retains, pushes, pops, context_syncs, stream_syncs;
-    long long allocs[3], live[3]; /* device, pinned, managed blocks */
+    long long allocs[4], live[4]; /* device, pinned, managed blocks; registered ranges */
     long long htod, dtoh, dtod, generic, memsets[3], async_calls;
     long long live_streams, errors;
     long long modules;              /* cuModuleLoadData */
@@ -21,6 +21,9 @@ typedef struct fake_cuda_stats {
     long long kernel_arrays;        /* arrays the launches ran (a batch: one per row) */
     long long last_grid[2];         /* the last launch's gridDim.x and gridDim.y */
     long long serial_launches;      /* of one thread: elements that may overlap */
+    long long pinned_copies;      /* HtoD/DtoH whose host side is pinned or registered */
+    long long pools, pool_allocs, pool_reuses, pool_frees; /* stream-ordered pools */
+    long long events, live_events, event_waits; /* created, alive; syncs that waited */
 } fake_cuda_stats;
 
 FAKE_CUDA_EXPORT void fake_cuda_stats_get(fake_cuda_stats *out);

@@ -4,7 +4,9 @@
  * that are not host addresses, checks of every address, transfer counts,
  * streams), the checked entry points' bad input, buffers on a device, and
  * storages across devices: copy and assign staged through the host with the
- * fewest transfers, and DLPack export naming the device. */
+ * fewest transfers, DLPack export naming the device, and the caches of the
+ * emulated device's memory and pinned memory (reuse, limits, release, the
+ * pinned host sides of mirrored buffers). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +19,7 @@
 #include "gtstore/dlpack.h"
 #include "gtstore/kernels.h"
 #include "gtstore/storage.h"
+#include "gtstore/sync.h"
 
 static gts_transfer_counts counts_now(void)
 {
@@ -459,6 +462,151 @@ static void test_storages(void)
     gts_storage_release(&h);
 }
 
+/* ---- the caches of device and pinned memory -------------------------------------- */
+
+static gts_memory_stats mem_now(void)
+{
+    gts_memory_stats s;
+    gts_memory_stats_get(&s);
+    return s;
+}
+
+/* The byte at `offset` of an emulated block, read by the device. */
+static unsigned char device_byte(const char *block, int64_t offset)
+{
+    unsigned char byte = 0;
+    CHECK_OK(gts_device_copy_to_host(gts_device_emulated(), &byte, block + offset, 1, NULL, ERR));
+    return byte;
+}
+
+static void test_device_cache(void)
+{
+    const gts_device_ops *emu = gts_device_emulated();
+    gts_memory_stats s0 = mem_now(), s;
+    CHECK(s0.device_cached_blocks == 0 && s0.device_cached_bytes == 0);
+    char *a, *b, *c, byte;
+    if (!CHECK_OK(gts_device_alloc(emu, 1000, 0, (void **)&a, ERR)))
+        return;
+    gts_device_free(emu, a, 1000);
+    s = mem_now();
+    CHECK(s.device_cached_blocks == 1 && s.device_cached_bytes == 1000);
+    CHECK_INT_EQ(s.device_cache_misses, s0.device_cache_misses + 1);
+    CHECK_INT_EQ(counts_now().live_blocks, 0); /* cached is not live ... */
+    CHECK_FAILS(gts_device_copy_to_host(emu, &byte, a, 1, NULL, ERR), GTS_EINVAL,
+                "not memory of the emulated device"); /* ... nor reachable */
+    /* reused for its own size only, zeroed on request, else garbage again */
+    CHECK_OK(gts_device_alloc(emu, 999, 0, (void **)&c, ERR));
+    CHECK(c != a);
+    CHECK_OK(gts_device_alloc(emu, 1000, GTS_ALLOC_ZERO, (void **)&b, ERR));
+    CHECK(b == a);
+    CHECK(device_byte(b, 0) == 0 && device_byte(b, 999) == 0);
+    CHECK_INT_EQ(mem_now().device_cache_hits, s0.device_cache_hits + 1);
+    gts_device_free(emu, b, 1000);
+    CHECK_OK(gts_device_alloc(emu, 1000, 0, (void **)&b, ERR));
+    CHECK(b == a && device_byte(b, 500) == 0xcd);
+    gts_device_free(emu, b, 1000);
+    gts_device_free(emu, c, 999);
+    CHECK_INT_EQ(mem_now().device_cached_blocks, 2);
+    gts_cache_clear();
+    s = mem_now();
+    CHECK(s.device_cached_blocks == 0 && s.device_cached_bytes == 0);
+
+    /* the limit: the oldest blocks go first; lowering it evicts; 0 caches nothing */
+    char *x[3];
+    gts_cache_set_limit(2500);
+    for (int i = 0; i < 3; ++i)
+        CHECK_OK(gts_device_alloc(emu, 1000, 0, (void **)&x[i], ERR));
+    for (int i = 0; i < 3; ++i)
+        gts_device_free(emu, x[i], 1000);
+    s = mem_now();
+    CHECK(s.device_cached_blocks == 2 && s.device_cached_bytes == 2000);
+    CHECK_OK(gts_device_alloc(emu, 1000, 0, (void **)&a, ERR));
+    CHECK(a == x[2]); /* the newest */
+    gts_cache_set_limit(999);
+    CHECK_INT_EQ(mem_now().device_cached_blocks, 0);
+    gts_device_free(emu, a, 1000); /* larger than the limit */
+    CHECK_INT_EQ(mem_now().device_cached_blocks, 0);
+    gts_cache_set_limit(0);
+    CHECK_OK(gts_device_alloc(emu, 10, 0, (void **)&a, ERR));
+    gts_device_free(emu, a, 10);
+    CHECK(mem_now().device_cached_blocks == 0 && mem_now().device_cached_bytes == 0);
+    gts_cache_set_limit((int64_t)1 << 30);
+    /* more blocks than slots: the oldest go */
+    char *many[70];
+    for (int i = 0; i < 70; ++i)
+        CHECK_OK(gts_device_alloc(emu, 8, 0, (void **)&many[i], ERR));
+    for (int i = 0; i < 70; ++i)
+        gts_device_free(emu, many[i], 8);
+    CHECK_INT_EQ(mem_now().device_cached_blocks, 64);
+    gts_cache_clear();
+    CHECK_INT_EQ(counts_now().live_blocks, 0);
+}
+
+static void test_pinned_cache(void)
+{
+    const gts_device_ops *emu = gts_device_emulated(), *pinned;
+    if (!CHECK_OK(gts_device_pinned(emu, &pinned, ERR)))
+        return;
+    gts_memory_stats s0 = mem_now(), s;
+    char *a, *b;
+    if (!CHECK_OK(gts_device_alloc(pinned, 100000, 0, (void **)&a, ERR)))
+        return;
+    gts_device_free(pinned, a, 100000);
+    s = mem_now();
+    CHECK_INT_EQ(s.pinned_cached_blocks, 1);
+    /* a size class: at most 1/8 more, whole pages */
+    CHECK(s.pinned_cached_bytes >= 100000 && s.pinned_cached_bytes <= 100000 + 12500 + 4096);
+    CHECK_INT_EQ(s.pinned_cache_misses, s0.pinned_cache_misses + 1);
+    CHECK(s.device_cached_blocks == 0); /* reported apart */
+    if (CHECK_OK(gts_device_alloc(pinned, 100100, GTS_ALLOC_ZERO, (void **)&b, ERR))) {
+        CHECK(b == a); /* the same class */
+        CHECK(b[0] == 0 && b[100099] == 0);
+        memset(b, 1, 100100);
+        gts_device_free(pinned, b, 100100);
+    }
+    CHECK_INT_EQ(mem_now().pinned_cache_hits, s0.pinned_cache_hits + 1);
+    gts_cache_clear();
+    CHECK(mem_now().pinned_cached_blocks == 0 && mem_now().pinned_cached_bytes == 0);
+
+    /* mirrored buffers: a pinned host side, unless turned off */
+    CHECK(gts_pinned_host_sides());
+    for (int pin = 1; pin >= 0; --pin) {
+        gts_set_pinned_host_sides(pin);
+        CHECK(gts_pinned_host_sides() == (bool)pin);
+        gts_pinned_counts p0, p;
+        gts_device_emulated_pinned_counts(&p0);
+        gts_buffer *m;
+        if (!CHECK_OK(gts_buffer_alloc(emu, 5000, GTS_ALLOC_MIRRORED | GTS_ALLOC_ZERO, &m, ERR)))
+            continue;
+        gts_device_emulated_pinned_counts(&p);
+        CHECK_INT_EQ(p.live_blocks, p0.live_blocks + pin);
+        CHECK_INT_EQ(p.live_bytes, p0.live_bytes + 5000 * pin);
+        char *host = gts_buffer_host(m);
+        CHECK(host != NULL && host[4999] == 0);
+        memset(host, 7, 5000);
+        CHECK_OK(gts_buffer_set_sync_state(m, GTS_SYNC_HOST_DIRTY, ERR));
+        CHECK_OK(gts_buffer_sync(m, GTS_SIDE_DEVICE, false, NULL, ERR));
+        CHECK(device_byte(gts_buffer_data(m), 4999) == 7);
+        gts_buffer_release(m);
+        gts_device_emulated_pinned_counts(&p);
+        CHECK_INT_EQ(p.live_blocks, p0.live_blocks);
+    }
+    gts_set_pinned_host_sides(true);
+    /* a host side made, released and made again is pinned once */
+    gts_cache_clear();
+    s0 = mem_now();
+    for (int i = 0; i < 3; ++i) {
+        gts_buffer *m;
+        if (CHECK_OK(gts_buffer_alloc(emu, 3 << 20, GTS_ALLOC_MIRRORED, &m, ERR)))
+            gts_buffer_release(m);
+    }
+    s = mem_now();
+    CHECK_INT_EQ(s.pinned_cache_misses, s0.pinned_cache_misses + 1);
+    CHECK_INT_EQ(s.pinned_cache_hits, s0.pinned_cache_hits + 2);
+    CHECK_INT_EQ(s.device_cache_hits, s0.device_cache_hits + 2);
+    gts_cache_clear();
+}
+
 int main(void)
 {
     int64_t start = live_buffers();
@@ -477,6 +625,12 @@ int main(void)
     test_emulated();
     test_buffers();
     test_storages();
+    int64_t limit = gts_cache_limit();
+    gts_cache_set_limit((int64_t)1 << 30);
+    gts_cache_clear();
+    test_device_cache();
+    test_pinned_cache();
+    gts_cache_set_limit(limit);
     CHECK_INT_EQ(counts_now().live_blocks, 0);
     CHECK_INT_EQ(live_buffers(), start);
     return check_summary("device");

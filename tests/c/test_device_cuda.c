@@ -17,7 +17,14 @@
  *                 cuInit failing, a missing entry point (either way a
  *                 driver may say so), no
  *                 cuGetProcAddress, the pre-12.5 cuGetProcAddress, a driver
- *                 newer or older than the ABI asked for). */
+ *                 newer or older than the ABI asked for).
+ *   fake-pools    the caches of device and pinned memory on the fake driver:
+ *                 GPU 0's stream-ordered pool (reuse, trimming to the
+ *                 limit, release, running out of memory), GPU 1 without
+ *                 pools (blocks reused only after their event), pinned
+ *                 blocks (registered once, reused), and pinned host sides
+ *                 (pinned copies; pageable where pinning is off or fails).
+ *                 On a GPU, `system` runs the parts that need no fake. */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include <dlfcn.h>
 #include <stdint.h>
@@ -37,6 +44,7 @@
 #include "gtstore/device.h"
 #include "gtstore/halo_messages.h"
 #include "gtstore/kernels.h"
+#include "gtstore/sync.h"
 #include "storage_helpers.h"
 
 static fake_cuda_stats_fn fake_stats; /* NULL unless the fake driver runs */
@@ -568,6 +576,201 @@ static void check_present(int expect_count, int expect_unmanaged)
     }
 }
 
+/* ---- the caches of device and pinned memory --------------------------------------------- */
+
+#define MIB ((int64_t)1 << 20)
+
+static gts_memory_stats mem_now(void)
+{
+    gts_memory_stats s;
+    gts_memory_stats_get(&s);
+    return s;
+}
+
+/* Whether the first and last 8 bytes of a device block read as `byte`. */
+static bool ends_read(const gts_device_ops *dev, const char *block, int64_t size, int byte)
+{
+    unsigned char ends[16], expected[16];
+    memset(expected, byte, sizeof expected);
+    return CHECK_OK(gts_device_copy_to_host(dev, ends, block, 8, NULL, ERR)) &&
+           CHECK_OK(gts_device_copy_to_host(dev, ends + 8, block + size - 8, 8, NULL, ERR)) &&
+           memcmp(ends, expected, 16) == 0;
+}
+
+/* A GPU with stream-ordered pools: reuse, the limit, release. */
+static void test_stream_ordered_pool(const gts_device_ops *dev)
+{
+    printf("device %s: the stream-ordered pool\n", dev->name);
+    gts_cache_clear();
+    gts_memory_stats s0 = mem_now(), s;
+    fake_cuda_stats f0 = stats_now(), f;
+    char *a, *b;
+    if (!CHECK_OK(gts_device_alloc(dev, MIB, 0, (void **)&a, ERR)))
+        return;
+    CHECK((uintptr_t)a % 256 == 0);
+    gts_device_free(dev, a, MIB);
+    s = mem_now();
+    CHECK_INT_EQ(s.device_cache_misses, s0.device_cache_misses + 1);
+    CHECK(s.device_cached_bytes >= s0.device_cached_bytes + MIB);
+    CHECK_INT_EQ(s.device_cached_blocks, s0.device_cached_blocks); /* the driver's, not blocks */
+    if (CHECK_OK(gts_device_alloc(dev, MIB, GTS_ALLOC_ZERO, (void **)&b, ERR))) {
+        CHECK(ends_read(dev, b, MIB, 0));
+        gts_device_free(dev, b, MIB);
+    }
+    CHECK_INT_EQ(mem_now().device_cache_hits, s0.device_cache_hits + 1);
+    f = stats_now();
+    if (fake_stats) {
+        CHECK(b == a);
+        CHECK(f.pools >= 1 && f.pool_allocs == f0.pool_allocs + 2);
+        CHECK(f.pool_reuses == f0.pool_reuses + 1 && f.pool_frees == f0.pool_frees + 2);
+        CHECK_INT_EQ(f.live[0], f0.live[0]);
+    }
+    /* a free beyond the limit trims the pool to it; 0 keeps nothing */
+    for (int64_t limit = MIB / 2; limit >= 0; limit -= MIB / 2) {
+        gts_cache_set_limit(limit);
+        if (CHECK_OK(gts_device_alloc(dev, MIB, 0, (void **)&a, ERR)))
+            gts_device_free(dev, a, MIB);
+        CHECK(mem_now().device_cached_bytes <= limit);
+    }
+    gts_cache_set_limit((int64_t)1 << 30);
+    /* gts_cache_clear releases what it holds */
+    if (CHECK_OK(gts_device_alloc(dev, 3 * MIB, 0, (void **)&a, ERR)))
+        gts_device_free(dev, a, 3 * MIB);
+    CHECK(mem_now().device_cached_bytes >= 3 * MIB);
+    gts_cache_clear();
+    CHECK_INT_EQ(mem_now().device_cached_bytes, 0);
+}
+
+/* Out of memory, a pool that holds enough gives it back and tries again
+ * (the fake's pools hold at most 4 MiB in this scenario). */
+static void test_pool_out_of_memory(const gts_device_ops *dev)
+{
+    char *a, *b;
+    gts_cache_clear();
+    if (!CHECK_OK(gts_device_alloc(dev, 3 * MIB, 0, (void **)&a, ERR)))
+        return;
+    gts_device_free(dev, a, 3 * MIB);
+    CHECK(mem_now().device_cached_bytes == 3 * MIB);
+    if (CHECK_OK(gts_device_alloc(dev, 3 * MIB + MIB / 2, 0, (void **)&b, ERR)))
+        gts_device_free(dev, b, 3 * MIB + MIB / 2);
+    CHECK_FAILS(gts_device_alloc(dev, 5 * MIB, 0, (void **)&b, ERR), GTS_ENOMEM,
+                "cuMemAllocFromPoolAsync");
+    gts_cache_clear();
+}
+
+/* A GPU without pools: a cache of blocks, each reused only once the event
+ * recorded at its free has completed (the fake's events read as pending
+ * for one query). */
+static void test_block_cache(const gts_device_ops *dev)
+{
+    printf("device %s: the block cache\n", dev->name);
+    gts_cache_clear();
+    gts_memory_stats s0 = mem_now(), s;
+    fake_cuda_stats f0 = stats_now(), f;
+    char *a, *b, *c;
+    if (!CHECK_OK(gts_device_alloc(dev, MIB, 0, (void **)&a, ERR)))
+        return;
+    gts_device_free(dev, a, MIB);
+    f = stats_now();
+    s = mem_now();
+    CHECK(s.device_cached_blocks == 1 && s.device_cached_bytes == MIB);
+    CHECK(f.allocs[0] == f0.allocs[0] + 1 && f.pool_allocs == f0.pool_allocs);
+    CHECK(f.live[0] == f0.live[0] + 1 && f.live_events == f0.live_events + 1);
+    CHECK_OK(gts_device_alloc(dev, MIB, 0, (void **)&b, ERR)); /* its event not yet reached */
+    CHECK(b != a);
+    gts_device_free(dev, b, MIB);
+    /* a size of the same class, once a's event has completed */
+    if (CHECK_OK(gts_device_alloc(dev, MIB - 1000, GTS_ALLOC_ZERO, (void **)&c, ERR))) {
+        CHECK(c == a);
+        CHECK(ends_read(dev, c, MIB - 1000, 0));
+        gts_device_free(dev, c, MIB - 1000);
+    }
+    s = mem_now();
+    CHECK_INT_EQ(s.device_cache_hits, s0.device_cache_hits + 1);
+    CHECK_INT_EQ(s.device_cache_misses, s0.device_cache_misses + 2);
+    CHECK_INT_EQ(s.device_cached_blocks, 2);
+    CHECK_INT_EQ(s.device_cached_bytes, 2 * MIB);
+    /* released only after its event: c's is still pending */
+    gts_cache_clear();
+    f = stats_now();
+    CHECK_INT_EQ(f.event_waits, f0.event_waits + 1);
+    CHECK(f.live[0] == f0.live[0] && f.live_events == f0.live_events);
+    CHECK_INT_EQ(mem_now().device_cached_blocks, 0);
+    /* the limit */
+    gts_cache_set_limit(MIB + MIB / 2);
+    if (CHECK_OK(gts_device_alloc(dev, MIB, 0, (void **)&a, ERR)) &&
+        CHECK_OK(gts_device_alloc(dev, MIB, 0, (void **)&b, ERR))) {
+        gts_device_free(dev, a, MIB);
+        gts_device_free(dev, b, MIB);
+    }
+    CHECK_INT_EQ(mem_now().device_cached_blocks, 1);
+    CHECK_INT_EQ(stats_now().live[0], f0.live[0] + 1);
+    gts_cache_set_limit((int64_t)1 << 30);
+    gts_cache_clear();
+    CHECK_INT_EQ(stats_now().live[0], f0.live[0]);
+}
+
+/* Pinned blocks: page-locked once, reused for sizes of their class. */
+static void test_pinned_cache(const gts_device_ops *pinned)
+{
+    printf("device %s: the pinned cache\n", pinned->name);
+    gts_cache_clear();
+    gts_memory_stats s0 = mem_now(), s;
+    fake_cuda_stats f0 = stats_now(), f;
+    char *a, *b;
+    if (!CHECK_OK(gts_device_alloc(pinned, 100000, 0, (void **)&a, ERR)))
+        return;
+    a[99999] = 1;
+    gts_device_free(pinned, a, 100000);
+    if (CHECK_OK(gts_device_alloc(pinned, 100100, GTS_ALLOC_ZERO, (void **)&b, ERR))) {
+        CHECK(b == a && b[99999] == 0 && b[100099] == 0);
+        gts_device_free(pinned, b, 100100);
+    }
+    s = mem_now();
+    CHECK(s.pinned_cache_hits == s0.pinned_cache_hits + 1 &&
+          s.pinned_cache_misses == s0.pinned_cache_misses + 1);
+    CHECK(s.pinned_cached_blocks == 1 && s.pinned_cached_bytes >= 100100);
+    f = stats_now();
+    if (fake_stats)
+        CHECK(f.allocs[3] == f0.allocs[3] + 1 && f.live[3] == f0.live[3] + 1);
+    gts_cache_clear();
+    CHECK(stats_now().live[3] == f0.live[3] && mem_now().pinned_cached_blocks == 0);
+}
+
+/* A mirrored buffer of `size` bytes synced host -> device and back: the
+ * copies use its pinned host side exactly when `pinned`. */
+static void check_host_side(const gts_device_ops *dev, int64_t size, bool pinned)
+{
+    fake_cuda_stats f0 = stats_now();
+    gts_buffer *m;
+    if (!CHECK_OK(gts_buffer_alloc(dev, size, GTS_ALLOC_MIRRORED, &m, ERR)))
+        return;
+    memset(gts_buffer_host(m), 5, (size_t)size);
+    CHECK_OK(gts_buffer_set_sync_state(m, GTS_SYNC_HOST_DIRTY, ERR));
+    CHECK_OK(gts_buffer_sync(m, GTS_SIDE_DEVICE, false, NULL, ERR));
+    CHECK(ends_read(dev, gts_buffer_data(m), size, 5));
+    CHECK_OK(gts_buffer_sync(m, GTS_SIDE_HOST, true, NULL, ERR));
+    CHECK(((char *)gts_buffer_host(m))[size - 1] == 5);
+    fake_cuda_stats f = stats_now();
+    if (fake_stats) {
+        CHECK_INT_EQ(f.pinned_copies - f0.pinned_copies, pinned ? 2 : 0);
+        CHECK_INT_EQ(f.live[3] - f0.live[3], pinned);
+    }
+    gts_buffer_release(m);
+}
+
+static void test_host_sides(const gts_device_ops *dev, bool register_limited)
+{
+    printf("device %s: pinned host sides\n", dev->name);
+    check_host_side(dev, MIB, true);
+    gts_set_pinned_host_sides(false);
+    check_host_side(dev, MIB, false);
+    gts_set_pinned_host_sides(true);
+    if (register_limited) /* more than may be page-locked: pageable, and no error */
+        check_host_side(dev, 16 * MIB, false);
+    gts_cache_clear();
+}
+
 /* ---- the scenarios --------------------------------------------------------------------------------- */
 
 static void use_library(const char *path, const char *fake_config)
@@ -599,6 +802,7 @@ static void use_fake(const char *path, const char *config)
  * lookup for the legacy stream at the ABI asked for. */
 static void check_fake_totals(int max_version, bool v2)
 {
+    gts_cache_clear(); /* what the caches hold is not a leak */
     fake_cuda_stats s = stats_now();
     CHECK_INT_EQ(s.pushes, s.pops);
     CHECK_INT_EQ(s.live[0], 0);
@@ -875,6 +1079,13 @@ int main(int argc, char **argv)
         int count = 0;
         if (gts_device_cuda_status(&count, NULL, ERR) == GTS_OK) {
             check_present(-1, -1);
+            const gts_device_ops *dev, *pinned;
+            if (CHECK_OK(gts_device_get((gts_device_id){GTS_DL_CUDA, 0}, &dev, ERR)) &&
+                CHECK_OK(gts_device_pinned(dev, &pinned, ERR))) {
+                test_stream_ordered_pool(dev);
+                test_pinned_cache(pinned);
+                test_host_sides(dev, false);
+            }
         } else {
             int code = check_error.code;
             char why[GTS_ERROR_MESSAGE_SIZE];
@@ -902,8 +1113,25 @@ int main(int argc, char **argv)
             printf("skipped: no CUDA toolkit stub libcuda.so (looked under $CUDA_HOME, "
                    "$CUDA_PATH, /usr/local/cuda, /opt/cuda)\n");
         }
+    } else if (!strcmp(scenario, "fake-pools")) {
+        use_fake(library, "devices=2,nopools=1,eventpending=1,poolmax=4194304,"
+                          "registerlimit=8388608");
+        const gts_device_ops *gpu0, *gpu1, *pinned;
+        if (CHECK_OK(gts_device_get((gts_device_id){GTS_DL_CUDA, 0}, &gpu0, ERR)) &&
+            CHECK_OK(gts_device_get((gts_device_id){GTS_DL_CUDA, 1}, &gpu1, ERR)) &&
+            CHECK_OK(gts_device_pinned(gpu0, &pinned, ERR))) {
+            test_stream_ordered_pool(gpu0);
+            test_pool_out_of_memory(gpu0);
+            test_block_cache(gpu1);
+            test_pinned_cache(pinned);
+            test_host_sides(gpu0, false); /* its pool holds 4 MiB */
+            test_host_sides(gpu1, true);
+        }
+        fake_cuda_stats f = stats_now();
+        CHECK(f.live[0] == 0 && f.live[3] == 0 && f.live_events == 0);
+        CHECK_INT_EQ(f.pushes, f.pops);
     } else if (!strcmp(scenario, "fake")) {
-        use_fake(library, "devices=2,nomanaged=1");
+        use_fake(library, "devices=2,nomanaged=1,nopools=1");
         check_present(2, 1);
         test_halo_messages();
         check_fake_totals(12000, true);

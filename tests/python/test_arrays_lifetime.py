@@ -117,6 +117,14 @@ def test_memory_stats_keys():
         "cached_bytes",
         "cache_hits",
         "cache_misses",
+        "device_cached_blocks",
+        "device_cached_bytes",
+        "device_cache_hits",
+        "device_cache_misses",
+        "pinned_cached_blocks",
+        "pinned_cached_bytes",
+        "pinned_cache_hits",
+        "pinned_cache_misses",
     }
     assert all(isinstance(v, int) and v >= 0 for v in stats.values())
 

@@ -37,24 +37,79 @@ static PyObject *api_memory_stats(PyObject *self, PyObject *unused)
     (void)unused;
     gts_memory_stats s;
     gts_memory_stats_get(&s);
-    return Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L}", "live_buffers", (long long)s.live_buffers,
-                         "live_bytes", (long long)s.live_bytes, "cached_blocks",
-                         (long long)s.cached_blocks, "cached_bytes", (long long)s.cached_bytes,
-                         "cache_hits", (long long)s.cache_hits, "cache_misses",
-                         (long long)s.cache_misses);
+    const struct {
+        const char *name;
+        int64_t value;
+    } items[] = {
+        {"live_buffers", s.live_buffers},
+        {"live_bytes", s.live_bytes},
+        {"cached_blocks", s.cached_blocks},
+        {"cached_bytes", s.cached_bytes},
+        {"cache_hits", s.cache_hits},
+        {"cache_misses", s.cache_misses},
+        {"device_cached_blocks", s.device_cached_blocks},
+        {"device_cached_bytes", s.device_cached_bytes},
+        {"device_cache_hits", s.device_cache_hits},
+        {"device_cache_misses", s.device_cache_misses},
+        {"pinned_cached_blocks", s.pinned_cached_blocks},
+        {"pinned_cached_bytes", s.pinned_cached_bytes},
+        {"pinned_cache_hits", s.pinned_cache_hits},
+        {"pinned_cache_misses", s.pinned_cache_misses},
+    };
+    PyObject *dict = PyDict_New();
+    for (size_t i = 0; dict && i < sizeof items / sizeof items[0]; ++i) {
+        PyObject *value = PyLong_FromLongLong(items[i].value);
+        if (!value || PyDict_SetItemString(dict, items[i].name, value) < 0)
+            Py_CLEAR(dict);
+        Py_XDECREF(value);
+    }
+    return dict;
+}
+
+static PyObject *api_pinned_host_sides(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    return PyBool_FromLong(gts_pinned_host_sides());
+}
+
+static PyObject *api_set_pinned_host_sides(PyObject *self, PyObject *pinned)
+{
+    (void)self;
+    if (!PyBool_Check(pinned)) {
+        PyErr_Format(PyExc_TypeError, "pinned: expected True or False, got %R", pinned);
+        return NULL;
+    }
+    gts_set_pinned_host_sides(pinned == Py_True);
+    Py_RETURN_NONE;
 }
 
 PyMethodDef gtpy_memory_methods[] = {
     {"cache_limit", api_cache_limit, METH_NOARGS,
-     "cache_limit()\n--\n\nBytes the cache of freed large blocks may hold."},
+     "cache_limit()\n--\n\nBytes each cache of freed blocks may hold (host, device, "
+     "pinned)."},
     {"set_cache_limit", api_set_cache_limit, METH_O,
      "set_cache_limit(nbytes)\n--\n\nSets the cache limit in bytes, evicting down to it; 0 "
-     "turns the cache off. The environment variable GTSTORE_CACHE_LIMIT sets the initial "
-     "limit (default 1 GiB)."},
+     "turns the caches off. The limit applies to each cache: host blocks, each GPU's device "
+     "memory, pinned host memory. The environment variable GTSTORE_CACHE_LIMIT sets the "
+     "initial limit (default 1 GiB)."},
     {"clear_cache", api_clear_cache, METH_NOARGS,
-     "clear_cache()\n--\n\nReturns every cached block to the system."},
+     "clear_cache()\n--\n\nReturns every cached block to the system: host blocks, device "
+     "memory (once the GPU is done with it) and pinned host memory."},
     {"memory_stats", api_memory_stats, METH_NOARGS,
-     "memory_stats()\n--\n\nLive buffers and bytes owned by gtstore, and the cache's blocks, "
-     "bytes, hits and misses."},
+     "memory_stats()\n--\n\nLive buffers and bytes owned by gtstore (on every device), and "
+     "the blocks, bytes, hits and misses of each kind of cache: the host's (cached_blocks, "
+     "cached_bytes, cache_hits, cache_misses), the GPUs' device memory (device_cached_*, "
+     "device_cache_*; a CUDA stream-ordered pool holds bytes, not blocks) and pinned host "
+     "memory (pinned_cached_*, pinned_cache_*)."},
+    {"pinned_host_sides", api_pinned_host_sides, METH_NOARGS,
+     "pinned_host_sides()\n--\n\nWhether new software-managed GPU storages get a pinned "
+     "(page-locked) host side."},
+    {"set_pinned_host_sides", api_set_pinned_host_sides, METH_O,
+     "set_pinned_host_sides(pinned)\n--\n\nTurns pinned host sides of new software-managed "
+     "GPU storages on (the default) or off. Pinned memory makes syncs run at the bus's speed, "
+     "but the system cannot page it out: memory-constrained runs may turn it off (the "
+     "environment variable GTSTORE_PINNED_HOST_SIDES=0 does at start). Storages keep the host "
+     "side they were made with."},
     {NULL, NULL, 0, NULL},
 };
