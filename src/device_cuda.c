@@ -849,16 +849,20 @@ static int pool_alloc(cuda_device *d, CUmemoryPool pool, int64_t size, CUdevicep
     return GTS_OK;
 }
 
-static void pool_free(cuda_device *d, CUmemoryPool pool, CUdeviceptr block)
+static void pool_free(cuda_device *d, CUmemoryPool pool, CUdeviceptr block, int64_t size)
 {
     CUresult rc = api.MemFreeAsync(block, NULL);
     if (rc != CUDA_SUCCESS) {
         free_failed(d, "cuMemFreeAsync", rc, (void *)(uintptr_t)block);
         return;
     }
+    /* The pool's use may drop only once the free has run in stream order
+     * (a GPU's driver does so): the block counts as unused already. */
     int64_t limit = gts_cache_limit();
-    if (limit == 0 || pool_attribute(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT) -
-                              pool_attribute(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT) > limit)
+    int64_t used = pool_attribute(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT);
+    int64_t unused = pool_attribute(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT) -
+                     (used > size ? used - size : 0);
+    if (limit == 0 || unused > limit)
         pool_trim(d, pool, limit);
 }
 
@@ -974,7 +978,7 @@ static void block_free(cuda_device *d, CUdeviceptr block, int64_t size)
     if (!pool) {
         gts__pool_put(&d->blocks, (void *)(uintptr_t)block, size);
     } else if (!enter(d, NULL)) {
-        pool_free(d, pool, block);
+        pool_free(d, pool, block, size);
         leave();
     }
 }
