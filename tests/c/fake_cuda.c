@@ -25,6 +25,7 @@
  * fake_cuda_stats() returns what it has done, for the test's checks. */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,6 +111,7 @@ typedef struct block {
     char *host;
     size_t size;
     int kind;
+    int device; /* the device whose context allocated it */
 } block;
 static block *blocks;
 
@@ -134,23 +136,30 @@ static int current(void)
 /* The live block of device or managed memory holding [address, address +
  * bytes): the host bytes behind the address, and the block's kind; NULL if
  * there is none. */
-static char *find(uintptr_t address, size_t bytes, int *kind)
+static char *find_in(uintptr_t address, size_t bytes, bool pinned, int *kind, int *device)
 {
     char *host = NULL;
     pthread_mutex_lock(&lock);
     for (block *b = blocks; b; b = b->next) {
-        if (b->kind == PINNED_MEMORY)
+        if (b->kind == PINNED_MEMORY && !pinned)
             continue;
         uintptr_t base = (uintptr_t)b->host + (b->kind == DEVICE_MEMORY ? BIAS : 0);
         if (address >= base && address - base <= b->size && bytes <= b->size - (address - base)) {
             host = b->host + (address - base);
             if (kind)
                 *kind = b->kind;
+            if (device)
+                *device = b->device;
             break;
         }
     }
     pthread_mutex_unlock(&lock);
     return host;
+}
+
+static char *find(uintptr_t address, size_t bytes, int *kind)
+{
+    return find_in(address, bytes, false, kind, NULL);
 }
 
 /* Whether an address given as host memory is in fact device memory. */
@@ -160,9 +169,17 @@ static int is_device_memory(const void *address)
     return find((uintptr_t)address, 0, &kind) && kind == DEVICE_MEMORY;
 }
 
+/* CU_STREAM_LEGACY and CU_STREAM_PER_THREAD: the default streams, valid
+ * handles wherever a context is current (what the CUDA array interface's
+ * and DLPack's stream numbers 1 and 2 name). */
+#define LEGACY_STREAM ((CUstream)(uintptr_t)1)
+#define PER_THREAD_STREAM ((CUstream)(uintptr_t)2)
+
 static CUresult check_stream(CUstream s)
 {
-    if (s && s->magic != STREAM_MAGIC)
+    if ((s == LEGACY_STREAM || s == PER_THREAD_STREAM) && current() < 0)
+        return fail(INVALID_CONTEXT);
+    if (s && s != LEGACY_STREAM && s != PER_THREAD_STREAM && s->magic != STREAM_MAGIC)
         return fail(INVALID_HANDLE);
     return OK;
 }
@@ -287,6 +304,7 @@ static CUresult allocate(void **out, size_t bytes, int kind)
     b->host = memory;
     b->size = bytes;
     b->kind = kind;
+    b->device = current();
     pthread_mutex_lock(&lock);
     b->next = blocks;
     blocks = b;
@@ -508,10 +526,32 @@ static CUresult StreamDestroy(CUstream s)
 
 static CUresult StreamSynchronize(CUstream s)
 {
-    if (check_stream(s))
-        return INVALID_HANDLE;
+    CUresult rc = check_stream(s);
+    if (rc)
+        return rc;
     count(&stats.stream_syncs);
     return OK;
+}
+
+/* What the driver knows of an address (CU_POINTER_ATTRIBUTE_*): the memory
+ * type (CU_MEMORYTYPE_HOST 1 for pinned, DEVICE 2 for device and managed
+ * memory), whether it is managed, and the device ordinal. Other memory is
+ * CUDA_ERROR_INVALID_VALUE, as the real driver answers for pageable host
+ * memory. */
+static CUresult PointerGetAttribute(void *data, int attribute, CUdeviceptr address)
+{
+    int kind = -1, device = -1;
+    if (current() < 0)
+        return fail(INVALID_CONTEXT);
+    if (!data || !find_in((uintptr_t)address, 0, true, &kind, &device))
+        return fail(INVALID_VALUE);
+    count(&stats.pointer_queries);
+    switch (attribute) {
+    case 2: *(unsigned int *)data = kind == PINNED_MEMORY ? 1u : 2u; return OK;
+    case 8: *(int *)data = kind == MANAGED_MEMORY; return OK;
+    case 9: *(int *)data = device; return OK;
+    default: return fail(INVALID_VALUE);
+    }
 }
 
 /* ---- cuGetProcAddress ------------------------------------------------------------------- */
@@ -555,6 +595,7 @@ static const struct {
     FN("cuStreamCreate", StreamCreate),
     FN("cuStreamDestroy", StreamDestroy),
     FN("cuStreamSynchronize", StreamSynchronize),
+    FN("cuPointerGetAttribute", PointerGetAttribute),
 };
 
 static CUresult get_proc_address(const char *symbol, void **pfn, int version,

@@ -16,6 +16,7 @@ typedef struct fake_cuda_stats {
     long long allocs[3], live[3]; /* device, pinned, managed blocks */
     long long htod, dtoh, dtod, generic, memsets[3], async_calls;
     long long live_streams, errors;
+    long long pointer_queries; /* cuPointerGetAttribute */
 } fake_cuda_stats;
 
 FAKE_CUDA_EXPORT void fake_cuda_stats_get(fake_cuda_stats *out);
