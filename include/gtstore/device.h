@@ -200,10 +200,11 @@ bool gts_device_id_equal(gts_device_id a, gts_device_id b);
 int gts_device_locate(const void *address, const gts_device_ops **out, gts_error *err);
 
 /* Whether gtstore can use memory on `device` beside its GPU (gts_device_gpu):
- * host-accessible memory always (host, pinned, managed); device memory only
- * where `device` plays the GPU, since gtstore copies and computes on that
- * one. GTS_EINVAL naming both devices for the memory of another GPU, or the
- * reason where there is no GPU. */
+ * host-accessible memory always (host, pinned, managed); device memory
+ * where `device` plays the GPU, or where no device does (the memory is
+ * where it is, and its device's operations reach it). The memory of
+ * another GPU than the one that plays the GPU gives GTS_EINVAL naming
+ * both: gtstore copies and computes on its GPU only. */
 int gts_device_check_usable(const gts_device_ops *device, gts_error *err);
 
 /* Waits for the work a producer queued on `stream` before its memory on

@@ -516,6 +516,10 @@ def test_storage_copies_between_sides(managed):
 def test_wrapping_device_memory_needs_no_gpu_choice():
     g = gtstore.full((2, 2), 3.0, device="gpu", managed=None)
     gtstore.use_gpu(None)  # whatever plays the GPU now: the memory is where it is
+    if gtstore.gpu() is not None:  # a real (or the fake) CUDA GPU: another GPU's memory
+        with pytest.raises(ValueError, match=r"x: memory on emulated .* another GPU than"):
+            gtstore.from_dlpack(g)
+        gtstore.use_gpu("emulated")
     v = gtstore.from_dlpack(g)
     assert v.device == "emulated" and v.to_ndarray().sum() == 12.0
     assert gtstore.as_storage(g).device == "emulated"

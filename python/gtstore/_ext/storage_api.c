@@ -60,6 +60,37 @@ static PyObject *resolved_call(const gtpy_request *r, gtpy_source *src,
     return result;
 }
 
+static int copy_into(PyObject *storage, const gts_storage *s, gtpy_source *src);
+
+/* Values of another dtype from an imported array (another library's
+ * memory, `from`): NumPy casts them from an ndarray, which it reads by
+ * position, over a host copy where they are in device memory. */
+static int copy_cast_imported(PyObject *storage, const gts_storage *s, const gtpy_source *src,
+                              const gts_storage *from)
+{
+    gts_storage copy;
+    gts_error err;
+    PyObject *host = NULL;
+    if (!gtpy_has_host_side(from->buffer)) {
+        if (gts_storage_copy_to(gts_device_host(), from, &copy, &err) != 0)
+            return gtpy_raise(&err);
+        if (!(host = gtpy_storage_new(&copy, NULL, NULL)))
+            return -1;
+    }
+    PyObject *array = gtpy_storage_ndarray(host ? host : src->storage, false);
+    Py_XDECREF(host); /* the ndarray's base */
+    if (!array)
+        return -1;
+    gtpy_source staged = *src;
+    staged.array = array;
+    staged.storage = NULL;
+    staged.imported = false;
+    staged.have_view = false;
+    int rc = copy_into(storage, s, &staged);
+    Py_DECREF(array);
+    return rc;
+}
+
 /* The source's values into the new storage `s` (the object `storage`):
  * from a storage of the same dtype by the library's copy (from and to any
  * device); else on its host side where it has one (marked written,
@@ -71,6 +102,11 @@ static int copy_into(PyObject *storage, const gts_storage *s, gtpy_source *src)
         gts_storage from;
         gtpy_storage_load(src->storage, &from);
         return gts_storage_assign(s, &from, &err) ? gtpy_raise(&err) : 0;
+    }
+    if (src->storage && src->imported) { /* another dtype */
+        gts_storage from;
+        gtpy_storage_load(src->storage, &from);
+        return copy_cast_imported(storage, s, src, &from);
     }
     if (gts_storage_data(s)) {
         if (gts_buffer_prepare_write(s->buffer, GTS_SIDE_HOST, NULL, &err) != 0)
@@ -210,7 +246,7 @@ static PyObject *wrap_resolved(const gtpy_request *r, gtpy_source *src, gtpy_res
     }
     if (rc)
         return gtpy_raise_null(&err);
-    if (src->storage && check_dims_kept(r, data, &s) < 0) {
+    if (src->storage && !src->imported && check_dims_kept(r, data, &s) < 0) {
         gts_storage_release(&s);
         return NULL;
     }
@@ -300,6 +336,7 @@ static int check_data(const gtpy_request *r, const char *function)
 static bool has_memory(PyObject *obj)
 {
     return PyObject_CheckBuffer(obj) || PyObject_HasAttrString(obj, "__array_interface__") ||
+           PyObject_HasAttrString(obj, "__cuda_array_interface__") ||
            PyObject_HasAttrString(obj, "__array__") || PyObject_HasAttrString(obj, "__dlpack__");
 }
 
@@ -308,7 +345,8 @@ static PyObject *do_wrap(const gtpy_request *r, gtpy_source *src)
     if (!has_memory(r->source)) {
         PyErr_Format(PyExc_TypeError,
                      "data: %.80s has no memory to wrap (no buffer protocol, array interface, "
-                     "__array__ or __dlpack__); gtstore.storage(data) copies it",
+                     "CUDA array interface, __array__ or __dlpack__); gtstore.storage(data) "
+                     "copies it",
                      Py_TYPE(r->source)->tp_name);
         return NULL;
     }
@@ -364,7 +402,7 @@ static PyObject *api_from_dlpack(PyObject *self, PyObject *const *args, Py_ssize
     if (gtpy_request_parse(&r, &sig, args, nargs, kwnames) < 0)
         return NULL;
     int copy = r.copy ? PyObject_IsTrue(r.copy) : 0;
-    if (copy < 0 || !(r.source = gtpy_storage_from_dlpack(r.source)))
+    if (copy < 0 || !(r.source = gtpy_storage_from_dlpack(r.source, "x")))
         return NULL;
     PyObject *result = with_source(&r, copy ? allocate : do_wrap);
     Py_DECREF(r.source);
