@@ -257,6 +257,13 @@ PyObject *gtpy_storage_preset(PyObject *storage);
 void gtpy_storage_restore(PyObject *storage, PyObject *preset, bool readonly);
 /* The SyncState shared by the views of `storage` (new reference). */
 PyObject *gtpy_storage_sync_state(PyObject *storage);
+/* The buffer whose state a SyncState reads (borrowed; the caller checked
+ * the type). */
+gts_buffer *gtpy_sync_state_buffer(PyObject *sync_state);
+/* as_storage / storage with device_data (storage_sides.c): one
+ * software-managed storage over (copy false) or copied from (copy true)
+ * the request's data and device_data, in the state sync_state says. */
+PyObject *gtpy_storage_sides(const gtpy_request *r, bool copy);
 /* A new Python storage that takes over `s`'s buffer reference (released on
  * failure too). `preset` and `sync_state` may be NULL. */
 PyObject *gtpy_storage_new(gts_storage *s, PyObject *preset, PyObject *sync_state);
