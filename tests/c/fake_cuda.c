@@ -543,9 +543,11 @@ static CUresult PointerGetAttribute(void *data, int attribute, CUdeviceptr addre
     int kind = -1, device = -1;
     if (current() < 0)
         return fail(INVALID_CONTEXT);
-    if (!data || !find_in((uintptr_t)address, 0, true, &kind, &device))
+    if (!data)
         return fail(INVALID_VALUE);
     count(&stats.pointer_queries);
+    if (!find_in((uintptr_t)address, 0, true, &kind, &device))
+        return INVALID_VALUE; /* an answer, not a misuse: the memory is not CUDA's */
     switch (attribute) {
     case 2: *(unsigned int *)data = kind == PINNED_MEMORY ? 1u : 2u; return OK;
     case 8: *(int *)data = kind == MANAGED_MEMORY; return OK;
