@@ -12,6 +12,7 @@ tested in test_gpu_cuda.py where CuPy and a GPU exist.
 """
 
 import glob
+import json
 import os
 import pickle
 import textwrap
@@ -355,13 +356,27 @@ def test_final_gdp3_names():
 # ---- the CUDA path on the fake driver -----------------------------------------------------
 
 
+def sanitized(build):
+    """Whether a meson build directory was configured with sanitizers (its
+    libraries cannot load into an uninstrumented interpreter)."""
+    try:
+        with open(os.path.join(build, "meson-info", "intro-buildoptions.json")) as f:
+            options = {o["name"]: o["value"] for o in json.load(f)}
+    except (OSError, ValueError, KeyError):
+        return True
+    return options.get("b_sanitize", "none") not in ("none", [])
+
+
 def fake_driver():
     """The fake CUDA driver library built with the C tests, or None."""
     given = os.environ.get("GTSTORE_LIBCUDA", "")
     if "fake_cuda" in os.path.basename(given):
         return given
-    found = sorted(glob.glob(os.path.join(REPO, "build", "*", "tests", "c", "libfake_cuda.so")))
-    return found[0] if found else None
+    for library in sorted(glob.glob(os.path.join(REPO, "build", "*", "tests", "c",
+                                                 "libfake_cuda.so"))):
+        if not sanitized(os.path.dirname(os.path.dirname(os.path.dirname(library)))):
+            return library
+    return None
 
 
 FAKE_CHECKS = textwrap.dedent("""
