@@ -305,6 +305,73 @@ int gts_device_get(gts_device_id id, const gts_device_ops **out, gts_error *err)
                          (int)id.type, (int)id.id, name);
 }
 
+/* ---- other libraries' memory ------------------------------------------------------ */
+
+int gts_device_locate(const void *address, const gts_device_ops **out, gts_error *err)
+{
+    if (!out)
+        return gts_error_set(err, GTS_EINVAL, "out: NULL");
+    if (gts_device_emulated_host_address(address)) {
+        *out = &gts__device_emulated;
+        return GTS_OK;
+    }
+    gts_error cuda;
+    if (gts__cuda_locate(address, out, &cuda) == GTS_OK)
+        return GTS_OK;
+    return gts_error_set(err, GTS_ENOTFOUND,
+                         "address %p is not the memory of a device gtstore reaches (not the "
+                         "emulated device's; %s)",
+                         address, cuda.message);
+}
+
+/* How an error names a device: its name and DLPack id. */
+#define DEVICE_FORMAT "%s (%d, %d)"
+#define DEVICE_ARGS(d) (d)->name, (int)(d)->id.type, (int)(d)->id.id
+
+int gts_device_check_usable(const gts_device_ops *device, gts_error *err)
+{
+    if (!device)
+        return gts_error_set(err, GTS_EINVAL, "device: NULL");
+    if (device->host_accessible)
+        return GTS_OK;
+    const gts_device_ops *gpu;
+    if (gts_device_gpu(&gpu, NULL) != GTS_OK)
+        return GTS_OK; /* no GPU to compete with: the memory is where it is */
+    if (gpu != device)
+        return gts_error_set(err, GTS_EINVAL,
+                             "memory on " DEVICE_FORMAT ", another GPU than gtstore's, " DEVICE_FORMAT
+                             " (gtstore.use_gpu chooses it)",
+                             DEVICE_ARGS(device), DEVICE_ARGS(gpu));
+    return GTS_OK;
+}
+
+/* The stream numbers of the CUDA array interface and DLPack are CUDA's: 1
+ * and 2 are the handles CU_STREAM_LEGACY and CU_STREAM_PER_THREAD. */
+static bool is_cuda(const gts_device_ops *device)
+{
+    int32_t type = device->id.type;
+    return type == GTS_DL_CUDA || type == GTS_DL_CUDA_MANAGED || type == GTS_DL_CUDA_HOST;
+}
+
+int gts_device_wait_stream(const gts_device_ops *device, int64_t stream, gts_error *err)
+{
+    if (!device)
+        return gts_error_set(err, GTS_EINVAL, "device: NULL");
+    if (stream <= 0)
+        return gts_error_set(err, GTS_EINVAL,
+                             "stream: %lld is not a stream (0 is forbidden by the protocols, and "
+                             "handles are positive)",
+                             (long long)stream);
+    if (is_cuda(device)) /* a handle the driver checks */
+        return device->synchronize(device, (gts_stream)(uintptr_t)stream, err);
+    if (stream > 2)
+        return gts_error_set(err, GTS_EINVAL,
+                             "stream: %lld names a CUDA stream, and the memory is on " DEVICE_FORMAT
+                             " (only its default streams, 1 and 2, can be named)",
+                             (long long)stream, DEVICE_ARGS(device));
+    return gts_device_synchronize(device, NULL, err);
+}
+
 /* ---- checked operations ---------------------------------------------------------- */
 
 static int check_device(const gts_device_ops *dev, gts_stream stream, gts_error *err)

@@ -139,7 +139,11 @@ enum {
     CU_MEMHOSTREGISTER_PORTABLE = 1,
     CU_MEMHOSTALLOC_PORTABLE = 1,
     CU_MEM_ATTACH_GLOBAL = 1,
-    CU_STREAM_NON_BLOCKING = 1
+    CU_STREAM_NON_BLOCKING = 1,
+    CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2,
+    CU_POINTER_ATTRIBUTE_IS_MANAGED = 8,
+    CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9,
+    CU_MEMORYTYPE_HOST = 1
 };
 
 #define CUDA_API_VERSION 12000 /* the ABI of the prototypes below */
@@ -205,6 +209,7 @@ typedef struct cuda_api {
     CUresult (*EventDestroy)(CUevent event);
     CUresult (*MemHostRegister)(void *block, size_t bytes, unsigned int flags);
     CUresult (*MemHostUnregister)(void *block);
+    CUresult (*PointerGetAttribute)(void *data, int attribute, CUdeviceptr pointer);
 } cuda_api;
 
 /* Every entry point, by its base name (cuGetProcAddress picks the _v2 that
@@ -265,6 +270,7 @@ static const struct entry {
     ENTRY("cuEventDestroy", EventDestroy),
     ENTRY("cuMemHostRegister", MemHostRegister),
     ENTRY("cuMemHostUnregister", MemHostUnregister),
+    ENTRY("cuPointerGetAttribute", PointerGetAttribute),
 };
 #undef ENTRY
 #define BOOTSTRAP_ENTRIES 3
@@ -1334,15 +1340,17 @@ static int memory_batch_run(const gts_device_ops *dev, void *state, gts_stream s
     return rc;
 }
 
+/* In the device's context: the default streams (CU_STREAM_LEGACY and
+ * CU_STREAM_PER_THREAD, which gts_device_wait_stream passes on) are the
+ * current context's. */
 static int any_synchronize(const gts_device_ops *dev, gts_stream s, gts_error *err)
 {
     cuda_device *d = device_of(dev);
-    if (s)
-        return check(d, "cuStreamSynchronize", api.StreamSynchronize((CUstream)s), err);
     int rc = enter(d, err);
     if (rc)
         return rc;
-    rc = check(d, "cuCtxSynchronize", api.CtxSynchronize(), err);
+    rc = s ? check(d, "cuStreamSynchronize", api.StreamSynchronize((CUstream)s), err)
+           : check(d, "cuCtxSynchronize", api.CtxSynchronize(), err);
     leave();
     return rc;
 }
@@ -1628,6 +1636,47 @@ int gts__cuda_get(gts_device_id id, const gts_device_ops **out, gts_error *err)
                              "device: (%d, %d): CUDA device %d does not support managed memory",
                              (int)id.type, (int)id.id, (int)id.id);
     *out = &managed_ops[id.id];
+    return GTS_OK;
+}
+
+/* One attribute of a pointer; CUDA_ERROR_INVALID_VALUE for memory the
+ * driver does not know (pageable host memory). */
+static CUresult pointer_attribute(void *data, int attribute, const void *address)
+{
+    return api.PointerGetAttribute(data, attribute, dptr(address));
+}
+
+int gts__cuda_locate(const void *address, const gts_device_ops **out, gts_error *err)
+{
+    int rc = ready();
+    if (rc)
+        return gts_error_set(err, GTS_ENOTFOUND, "address %p: no CUDA (%s)", address,
+                             init_message);
+    /* any context will do with unified addressing: device 0's */
+    if ((rc = enter(&devices[0], err)))
+        return rc;
+    unsigned int type = 0;
+    int managed = 0, ordinal = -1;
+    CUresult cu = pointer_attribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, address);
+    if (cu == CUDA_SUCCESS && type != CU_MEMORYTYPE_HOST)
+        cu = pointer_attribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, address);
+    if (cu == CUDA_SUCCESS && type != CU_MEMORYTYPE_HOST)
+        cu = pointer_attribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, address);
+    leave();
+    if (cu != CUDA_SUCCESS)
+        return gts_error_set(err, GTS_ENOTFOUND,
+                             "address %p is not CUDA memory (cuPointerGetAttribute: %s (%d))",
+                             address, result_name(cu), cu);
+    if (type == CU_MEMORYTYPE_HOST) {
+        *out = &pinned_ops;
+        return GTS_OK;
+    }
+    if (ordinal < 0 || ordinal >= device_count || (managed && !devices[ordinal].managed))
+        return gts_error_set(err, GTS_ENOTFOUND,
+                             "address %p is memory of CUDA device %d, which gtstore does not "
+                             "reach (%d devices)",
+                             address, ordinal, device_count);
+    *out = managed ? &managed_ops[ordinal] : &memory_ops[ordinal];
     return GTS_OK;
 }
 

@@ -1,4 +1,5 @@
 #include "gtstore/dlpack.h"
+#include "gtstore/wrap.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -213,21 +214,13 @@ static int import_tensor(const gts_dl_tensor *t, bool readonly, gts_release_fn r
         memcpy(given.shape, spec.shape, (size_t)spec.ndim * sizeof *spec.shape);
         spec = given;
     }
-    int64_t strides[GTS_MAX_NDIM], offset;
+    int64_t strides[GTS_MAX_NDIM];
     uintptr_t element0 = 0;
     if ((rc = byte_strides(t, dtype.itemsize, strides, err)) ||
         (rc = element0_address(t, &element0, err)))
         return rc;
-    /* No release yet: a failed import leaves the tensor to the caller. */
-    gts_buffer *buffer;
-    if ((rc = gts_buffer_wrap_elements(device, (void *)element0, t->ndim, spec.shape, strides,
-                                       dtype.itemsize, NULL, NULL, &buffer, &offset, err)))
-        return rc;
-    rc = gts_storage_wrap(&spec, buffer, offset, strides, readonly, out, err);
-    if (!rc) /* the storage owns the tensor from here on */
-        gts__buffer_set_release(buffer, release, ctx);
-    gts_buffer_release(buffer);
-    return rc;
+    return gts_storage_wrap_memory(&spec, device, (void *)element0, strides, readonly, release,
+                                   ctx, out, err);
 }
 
 int gts_storage_from_dlpack(gts_dl_managed_versioned *tensor, const gts_storage_spec *options,

@@ -11,6 +11,7 @@
 #include "gtstore/device.h"
 #include "gtstore/spec.h"
 #include "gtstore/storage.h"
+#include "gtstore/sync.h"
 
 /* The host device (device.c); buffers compare against it. */
 extern const gts_device_ops gts__device_host;
@@ -22,6 +23,9 @@ extern const gts_device_ops gts__device_host;
  * there are (0 where CUDA cannot be reached). */
 int gts__cuda_get(gts_device_id id, const gts_device_ops **out, gts_error *err);
 size_t gts__cuda_list(const gts_device_ops **out, size_t capacity);
+/* The CUDA device whose memory `address` is, as the driver says
+ * (gts_device_locate); GTS_ENOTFOUND where it is not CUDA memory. */
+int gts__cuda_locate(const void *address, const gts_device_ops **out, gts_error *err);
 
 /* Counts a block of the emulated device's pinned host memory (device.c) in
  * the emulated device's counts (device_emulated.c): `size` bytes allocated,
@@ -50,6 +54,11 @@ int gts__copy_batch_create(const gts_device_ops *dev, int count, const gts_strid
 
 /* Sets `size` bytes to zero, in parallel when large. */
 void gts__zero(void *data, int64_t size);
+
+/* Makes a wrapped buffer of device memory mirrored (gtstore/sync.h) over
+ * `host`, non-NULL host memory of the buffer's size that its owner keeps
+ * (the buffer never frees it), in sync state `state` (sync.c). */
+void gts__buffer_wrap_host_side(gts_buffer *buffer, void *host, gts_sync_state state);
 
 /* Sets the release callback of a wrapped buffer after the fact: importers
  * take ownership of foreign memory only once the storage over it exists. */

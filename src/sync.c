@@ -2,6 +2,7 @@
 #include "gtstore/sync.h"
 
 #include "buffer_private.h"
+#include "internal.h"
 
 #define STATE_BITS 3u
 #define GENERATION ((uint64_t)1 << 2)
@@ -26,6 +27,13 @@ static uint64_t marked(uint64_t word, gts_sync_state state)
 bool gts_buffer_mirrored(const gts_buffer *buffer)
 {
     return buffer && buffer->mirror != NULL;
+}
+
+void gts__buffer_wrap_host_side(gts_buffer *buffer, void *host, gts_sync_state state)
+{
+    buffer->mirror = host;
+    buffer->host = host;
+    atomic_store_explicit(&buffer->sync, (uint64_t)state, memory_order_release);
 }
 
 gts_sync_state gts_buffer_sync_state(const gts_buffer *buffer)

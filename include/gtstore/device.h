@@ -213,6 +213,35 @@ int gts_device_use_gpu(const gts_device_ops *device, gts_error *err);
 /* Whether two ids name the same device. */
 bool gts_device_id_equal(gts_device_id a, gts_device_id b);
 
+/* ---- other libraries' memory -------------------------------------------- */
+
+/* The device whose memory `address` is: for memory another library
+ * describes without naming its device (the CUDA array interface). The
+ * emulated device for an address inside one of its live blocks; for CUDA
+ * what the driver says of the pointer (cuPointerGetAttribute): the device
+ * memory or managed memory of GPU n, or pinned host memory. GTS_ENOTFOUND,
+ * naming the reasons, where no device gtstore reaches owns it (pageable
+ * host memory, no driver). */
+int gts_device_locate(const void *address, const gts_device_ops **out, gts_error *err);
+
+/* Whether gtstore can use memory on `device` beside its GPU (gts_device_gpu):
+ * host-accessible memory always (host, pinned, managed); device memory
+ * where `device` plays the GPU, or where no device does (the memory is
+ * where it is, and its device's operations reach it). The memory of
+ * another GPU than the one that plays the GPU gives GTS_EINVAL naming
+ * both: gtstore copies and computes on its GPU only. */
+int gts_device_check_usable(const gts_device_ops *device, gts_error *err);
+
+/* Waits for the work a producer queued on `stream` before its memory on
+ * `device` is used: a stream number of the CUDA array interface (its
+ * "stream" key) or of DLPack. 1 and 2 are the legacy and the per-thread
+ * default stream, larger values a CUDA stream handle, which only CUDA
+ * memory can have (GTS_EINVAL elsewhere); 0 is forbidden by both protocols
+ * and negative values are not streams (GTS_EINVAL; the caller handles the
+ * protocols' "no synchronization", None). On the host and the emulated
+ * device every operation has completed already. */
+int gts_device_wait_stream(const gts_device_ops *device, int64_t stream, gts_error *err);
+
 /* ---- operations, checked ------------------------------------------------- */
 /* Each checks the arguments every device shares (GTS_EINVAL for a NULL
  * device, a negative size, a NULL address of a non-empty transfer, a stream

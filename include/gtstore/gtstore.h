@@ -23,5 +23,6 @@
 #include "gtstore/storage.h"
 #include "gtstore/sync.h"
 #include "gtstore/version.h"
+#include "gtstore/wrap.h"
 
 #endif

@@ -13,7 +13,10 @@ allocated (or wrapped) by libgtstore (C). Two interfaces over one allocator:
 from . import arrays, gt4py, stencils
 from ._gtstore import (
     CPUStorage,
+    CUDAManagedGPUStorage,
+    CUDASyncedGPUStorage,
     CudaManagedGPUStorage,
+    GT4PySyncedGPUStorage,
     GPUStorage,
     GTNoSuchBufferError,
     KernelCaller,
@@ -64,8 +67,11 @@ __all__ = [
     "FieldWarning",
     "LayoutMap",
     "Signature",
+    "CUDAManagedGPUStorage",
+    "CUDASyncedGPUStorage",
     "CudaManagedGPUStorage",
     "GPUStorage",
+    "GT4PySyncedGPUStorage",
     "GTNoSuchBufferError",
     "KernelCaller",
     "SoftwareManagedGPUStorage",

@@ -152,6 +152,7 @@ typedef struct block {
     size_t size;
     int kind;
     CUmemoryPool pool; /* device memory of a pool */
+    int device;        /* the device whose context allocated it */
 } block;
 static block *blocks; /* live blocks (and registered ranges) */
 
@@ -190,23 +191,30 @@ static int current(void)
 /* The live block of device or managed memory holding [address, address +
  * bytes): the host bytes behind the address, and the block's kind; NULL if
  * there is none. */
-static char *find(uintptr_t address, size_t bytes, int *kind)
+static char *find_in(uintptr_t address, size_t bytes, bool pinned, int *kind, int *device)
 {
     char *host = NULL;
     pthread_mutex_lock(&lock);
     for (block *b = blocks; b; b = b->next) {
-        if (b->kind == PINNED_MEMORY || b->kind == REGISTERED_MEMORY)
+        if ((b->kind == PINNED_MEMORY || b->kind == REGISTERED_MEMORY) && !pinned)
             continue;
         uintptr_t base = (uintptr_t)b->host + (b->kind == DEVICE_MEMORY ? BIAS : 0);
         if (address >= base && address - base <= b->size && bytes <= b->size - (address - base)) {
             host = b->host + (address - base);
             if (kind)
                 *kind = b->kind;
+            if (device)
+                *device = b->device;
             break;
         }
     }
     pthread_mutex_unlock(&lock);
     return host;
+}
+
+static char *find(uintptr_t address, size_t bytes, int *kind)
+{
+    return find_in(address, bytes, false, kind, NULL);
 }
 
 /* Whether host bytes [address, address + bytes) are pinned: in a block of
@@ -231,9 +239,17 @@ static int is_device_memory(const void *address)
     return find((uintptr_t)address, 0, &kind) && kind == DEVICE_MEMORY;
 }
 
+/* CU_STREAM_LEGACY and CU_STREAM_PER_THREAD: the default streams, valid
+ * handles wherever a context is current (what the CUDA array interface's
+ * and DLPack's stream numbers 1 and 2 name). */
+#define LEGACY_STREAM ((CUstream)(uintptr_t)1)
+#define PER_THREAD_STREAM ((CUstream)(uintptr_t)2)
+
 static CUresult check_stream(CUstream s)
 {
-    if (s && s->magic != STREAM_MAGIC)
+    if ((s == LEGACY_STREAM || s == PER_THREAD_STREAM) && current() < 0)
+        return fail(INVALID_CONTEXT);
+    if (s && s != LEGACY_STREAM && s != PER_THREAD_STREAM && s->magic != STREAM_MAGIC)
         return fail(INVALID_HANDLE);
     return OK;
 }
@@ -361,6 +377,7 @@ static CUresult allocate(void **out, size_t bytes, int kind)
     b->size = bytes;
     b->kind = kind;
     b->pool = NULL;
+    b->device = current();
     pthread_mutex_lock(&lock);
     b->next = blocks;
     blocks = b;
@@ -587,8 +604,9 @@ static CUresult StreamDestroy(CUstream s)
 
 static CUresult StreamSynchronize(CUstream s)
 {
-    if (check_stream(s))
-        return INVALID_HANDLE;
+    CUresult rc = check_stream(s);
+    if (rc)
+        return rc;
     count(&stats.stream_syncs);
     return OK;
 }
@@ -911,6 +929,7 @@ static CUresult MemAllocFromPoolAsync(CUdeviceptr *out, size_t bytes, CUmemoryPo
         b->size = bytes;
         b->kind = DEVICE_MEMORY;
         b->pool = pool;
+        b->device = pool->device;
         pthread_mutex_lock(&lock);
         pool->reserved += bytes;
         pthread_mutex_unlock(&lock);
@@ -1036,7 +1055,7 @@ static CUresult MemHostRegister(void *p, size_t bytes, unsigned int flags)
     int full = !overlap && registered_bytes + (long long)bytes > config.register_limit;
     if (!overlap && !full) {
         registered_bytes += (long long)bytes;
-        *b = (block){blocks, p, bytes, REGISTERED_MEMORY, NULL};
+        *b = (block){blocks, p, bytes, REGISTERED_MEMORY, NULL, current()};
         blocks = b;
         ++stats.allocs[REGISTERED_MEMORY];
         ++stats.live[REGISTERED_MEMORY];
@@ -1069,6 +1088,31 @@ static CUresult MemHostUnregister(void *p)
         return fail(NOT_REGISTERED);
     free(found);
     return OK;
+}
+
+/* What the driver knows of an address (CU_POINTER_ATTRIBUTE_*): the memory
+ * type (CU_MEMORYTYPE_HOST 1 for pinned, DEVICE 2 for device and managed
+ * memory), whether it is managed, and the device ordinal. Other memory is
+ * CUDA_ERROR_INVALID_VALUE, as the real driver answers for pageable host
+ * memory. */
+static CUresult PointerGetAttribute(void *data, int attribute, CUdeviceptr address)
+{
+    int kind = -1, device = -1;
+    if (current() < 0)
+        return fail(INVALID_CONTEXT);
+    if (!data)
+        return fail(INVALID_VALUE);
+    count(&stats.pointer_queries);
+    if (!find_in((uintptr_t)address, 0, true, &kind, &device))
+        return INVALID_VALUE; /* an answer, not a misuse: the memory is not CUDA's */
+    switch (attribute) {
+    case 2:
+        *(unsigned int *)data = kind == PINNED_MEMORY || kind == REGISTERED_MEMORY ? 1u : 2u;
+        return OK;
+    case 8: *(int *)data = kind == MANAGED_MEMORY; return OK;
+    case 9: *(int *)data = device; return OK;
+    default: return fail(INVALID_VALUE);
+    }
 }
 
 /* ---- cuGetProcAddress ------------------------------------------------------------------- */
@@ -1128,6 +1172,7 @@ static const struct {
     FN("cuEventDestroy", EventDestroy),
     FN("cuMemHostRegister", MemHostRegister),
     FN("cuMemHostUnregister", MemHostUnregister),
+    FN("cuPointerGetAttribute", PointerGetAttribute),
 };
 
 static CUresult get_proc_address(const char *symbol, void **pfn, int version,

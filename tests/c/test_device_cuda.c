@@ -500,6 +500,47 @@ static void test_host_accessible(const gts_device_ops *dev)
 
 /* ---- CUDA present: the registry and the contract of every CUDA device --------------------------- */
 
+/* Another library's memory on each CUDA device (gts_device_locate asks the
+ * driver), checked against the GPU (gts_device_check_usable), and the
+ * protocols' stream numbers (gts_device_wait_stream). */
+static void test_foreign_memory(const gts_device_ops *const *list, size_t n)
+{
+    const gts_device_ops *found = NULL, *gpu = NULL;
+    for (size_t i = BUILT_IN; i < n; ++i) {
+        const gts_device_ops *d = list[i];
+        void *block = NULL;
+        if (!CHECK_OK(gts_device_alloc(d, 4096, 0, &block, ERR)))
+            continue;
+        if (CHECK_OK(gts_device_locate((char *)block + 100, &found, ERR)))
+            CHECK(found == d);
+        /* the streams the protocols name: 1 and 2, the default streams, and a stream of ours */
+        CHECK_OK(gts_device_wait_stream(d, 1, ERR));
+        CHECK_OK(gts_device_wait_stream(d, 2, ERR));
+        gts_stream stream = NULL;
+        if (CHECK_OK(gts_device_stream_create(d, &stream, ERR))) {
+            CHECK_OK(gts_device_wait_stream(d, (int64_t)(uintptr_t)stream, ERR));
+            gts_device_stream_destroy(d, stream);
+        }
+        CHECK_FAILS(gts_device_wait_stream(d, 0, ERR), GTS_EINVAL, "0 is forbidden");
+        gts_device_free(d, block, 4096);
+    }
+    char host[64];
+    CHECK_FAILS(gts_device_locate(host, &found, ERR), GTS_ENOTFOUND, "is not CUDA memory");
+    /* the GPU's memory is usable, another GPU's is not */
+    const gts_device_ops *cuda0 = list[BUILT_IN];
+    CHECK_OK(gts_device_use_gpu(cuda0, ERR));
+    if (CHECK_OK(gts_device_gpu(&gpu, ERR)))
+        CHECK(gpu == cuda0);
+    CHECK_OK(gts_device_check_usable(cuda0, ERR));
+    CHECK_OK(gts_device_check_usable(gts_device_host(), ERR));
+    CHECK_FAILS(gts_device_check_usable(gts_device_emulated(), ERR), GTS_EINVAL,
+                "another GPU than gtstore's, cuda:0 (2, 0)");
+    if (n > BUILT_IN + 2 && list[BUILT_IN + 1]->id.type == GTS_DL_CUDA)
+        CHECK_FAILS(gts_device_check_usable(list[BUILT_IN + 1], ERR), GTS_EINVAL,
+                    "memory on cuda:1 (2, 1), another GPU");
+    CHECK_OK(gts_device_use_gpu(NULL, ERR));
+}
+
 static void check_present(int expect_count, int expect_unmanaged)
 {
     int count = 0, version = 0;
@@ -574,6 +615,7 @@ static void check_present(int expect_count, int expect_unmanaged)
             }
         }
     }
+    test_foreign_memory(list, n);
 }
 
 /* ---- the caches of device and pinned memory --------------------------------------------- */

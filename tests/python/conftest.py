@@ -8,6 +8,7 @@ against gtstore's own output.
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import itertools
 import operator
@@ -297,6 +298,45 @@ def run_python(code, timeout=120, **variables):
         text=True,
         timeout=timeout,
     )
+
+
+# ---- device memory as other libraries describe it --------------------------------
+
+
+def device_address(storage):
+    """The device address of element 0 of ``storage`` (what a kernel gets),
+    read from its DLPack export (a DLManagedTensorVersioned: version,
+    manager_ctx, deleter and flags, then the DLTensor whose first field is
+    data; gtstore exports byte_offset 0)."""
+    capsule = storage.__dlpack__(max_version=(1, 0))
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get.restype = ctypes.c_void_p
+    get.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    tensor = get(capsule, b"dltensor_versioned")
+    return ctypes.c_void_p.from_address(tensor + 32).value or 0
+
+
+class CudaArray:
+    """Another library's device array, described only by the CUDA array
+    interface: the memory of ``storage`` (a gtstore storage on the emulated
+    device or the fake driver's GPU), which it keeps alive as a producer
+    keeps its memory. Keys can be overridden or removed (``None``)."""
+
+    def __init__(self, storage, *, readonly=False, stream=None, version=3, dims=None, **keys):
+        self.storage = storage
+        interface = {
+            "shape": storage.shape,
+            "typestr": storage.dtype.str,
+            "data": (device_address(storage), readonly),
+            "strides": storage.strides,
+            "version": version,
+        }
+        if version >= 3:
+            interface["stream"] = stream
+        interface.update(keys)
+        self.__cuda_array_interface__ = interface
+        if dims is not None:
+            self.__gt_dims__ = dims
 
 
 def cupy_importable():

@@ -12,6 +12,8 @@ import pytest
 import gtstore
 from gtstore import Alignment, DefaultParameters, Field, FieldWarning, LayoutMap, Signature
 
+from conftest import CudaArray
+
 LAP = dict(
     out=Field["f8", "IJK"],
     inp=Field["f8", "IJK"],
@@ -522,20 +524,24 @@ def test_c_kernel_errors(c_kernel_library):
     assert (a == 3).all()
 
 
-class _CudaLike:
-    """Device memory as the CUDA array interface describes it (the address
-    is never dereferenced by binding)."""
+class _CudaLike(CudaArray):
+    """Device memory (the emulated device's, 120 elements) as the CUDA array
+    interface describes it: what the strides reach of it."""
 
     def __init__(self, shape, strides=None, dims=None):
-        self.__cuda_array_interface__ = {
-            "shape": shape, "typestr": "<f8", "data": (0x7F0000000000, False),
-            "strides": strides, "version": 3, "stream": None,
-        }
-        if dims is not None:
-            self.__gt_dims__ = dims
+        super().__init__(gtstore.empty((120,), device="gpu", managed=None), dims=dims)
+        self.__cuda_array_interface__.update(shape=shape, strides=strides)
+        self.address = self.__cuda_array_interface__["data"][0]
 
 
-def test_gpu_signature_reads_device_interfaces():
+@pytest.fixture
+def emulated_gpu():
+    gtstore.use_gpu("emulated")
+    yield
+    gtstore.use_gpu(None)
+
+
+def test_gpu_signature_reads_device_interfaces(emulated_gpu):
     sig = Signature(out=Field["f8", "IJK"], inp=Field["f8", "IJK"],
                     extents={"inp": ((1, 1), (1, 1), (0, 0))}, writes=["out"], device="gpu")
     assert sig.device == "gpu"
@@ -544,7 +550,7 @@ def test_gpu_signature_reads_device_interfaces():
     call = sig.bind(out, inp, origin=(1, 1, 0))
     assert call.domain == (4, 3, 4)
     assert call["inp"].shape == (6, 5, 4) and call["inp"].strides == (160, 32, 8)
-    assert call["inp"].data == 0x7F0000000000 + 160 + 32
+    assert call["inp"].data == inp.address + 160 + 32
     with pytest.raises(ValueError, match="out: device memory has no ndarray view"):
         call.arrays()
     # host memory for a gpu stencil: no "gpu" buffer

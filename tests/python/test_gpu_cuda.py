@@ -173,3 +173,86 @@ def test_cupy_reductions_and_assignment():
         t[1:3] = cupy.arange(4.0)  # 1-d into a 2-d selection (the broadcasting rule)
     t[1:3] = cupy.arange(4.0).reshape(1, 4)  # a CuPy value, by position, broadcast
     np.testing.assert_array_equal(on_host(t.to_cupy())[1:3], np.broadcast_to(np.arange(4.0), (2, 4)))
+
+
+# ---- CUDA arrays in every entry point; pickling; both sides (issue 20) -------------------------
+
+
+def test_cupy_arrays_are_wrapped_copied_and_assigned():
+    import cupy
+
+    a = cupy.arange(24.0).reshape(2, 3, 4)
+    s = gtstore.as_storage(a)  # no copy: the same device memory, kept alive
+    assert type(s) is gtstore.GPUStorage and s.device == "cuda:0"
+    assert s.__cuda_array_interface__["data"][0] == a.data.ptr
+    s[0, 0, 0] = 100.0
+    assert float(a[0, 0, 0]) == 100.0
+    c = gtstore.storage(a)  # a copy, on the GPU like the data
+    assert c.device == "cuda:0" and c.to_cupy().data.ptr != a.data.ptr
+    h = gtstore.storage(a, device="cpu")
+    assert type(h) is gtstore.CPUStorage
+    np.testing.assert_array_equal(np.asarray(h), on_host(a))
+    assert gtstore.zeros_like(a).device == "cuda:0"
+    t = gtstore.zeros((2, 3, 4), device="gpu")
+    t[...] = a
+    np.testing.assert_array_equal(np.asarray(t), on_host(a))
+    assert gtstore.as_storage(a, dims="KJI").dims == ("K", "J", "I")
+
+
+def test_cupy_work_on_a_stream_is_complete_before_use():
+    import cupy
+
+    stream = cupy.cuda.Stream(non_blocking=True)
+    with stream:
+        a = cupy.ones((2000, 2000))
+        for _ in range(20):
+            a *= 1.5
+        h = gtstore.storage(a, device="cpu")  # DLPack: the producer orders its work first
+        expected = 1.5 ** 20
+    assert float(np.asarray(h).min()) == expected == float(np.asarray(h).max())
+
+
+def test_torch_cuda_tensors_are_wrapped():
+    torch = pytest.importorskip("torch")
+    t = torch.arange(6.0, device="cuda").reshape(2, 3)
+    s = gtstore.as_storage(t)
+    assert s.device == "cuda:0"
+    s[0, 0] = 5.0
+    assert t[0, 0].item() == 5.0
+    np.testing.assert_array_equal(np.asarray(gtstore.storage(t, device="cpu")),
+                                  t.cpu().numpy())
+
+
+def test_pickling_keeps_the_gpu():
+    import pickle
+
+    for managed, kind in (("gt4py", gtstore.SoftwareManagedGPUStorage),
+                          (None, gtstore.GPUStorage), ("cuda", gtstore.CudaManagedGPUStorage)):
+        s = gtstore.full((5, 4, 3), 2.0, defaults="gt:gpu", managed=managed, halo=(1, 1, 0))
+        t = pickle.loads(pickle.dumps(s))
+        assert type(t) is kind and t.device == s.device and t.halo == s.halo
+        assert t.strides == s.strides and t.alignment_size == s.alignment_size
+        np.testing.assert_array_equal(on_host(t.to_cupy()), on_host(s.to_cupy()))
+
+
+def test_both_sides_from_numpy_and_cupy():
+    import cupy
+
+    host = np.zeros((3, 4))
+    device = cupy.arange(12.0).reshape(3, 4)
+    s = gtstore.as_storage(host, device, sync_state=gtstore.SyncState.SYNC_DEVICE_DIRTY)
+    assert type(s) is gtstore.GT4PySyncedGPUStorage
+    assert s.to_cupy().data.ptr == device.data.ptr
+    s.device_to_host()
+    np.testing.assert_array_equal(host, on_host(device))
+
+
+def test_memory_of_another_gpu_is_refused():
+    import cupy
+
+    if cupy.cuda.runtime.getDeviceCount() < 2:
+        pytest.skip("one CUDA GPU")
+    with cupy.cuda.Device(1):
+        a = cupy.zeros((2, 2))
+    with pytest.raises(ValueError, match="another GPU than gtstore's"):
+        gtstore.as_storage(a)

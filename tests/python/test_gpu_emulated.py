@@ -165,8 +165,10 @@ def test_no_gpu_without_emulation():
         gtstore.zeros((3,), device="gpu")
     with pytest.raises(NotImplementedError, match="'gt:gpu' is for the GPU"):
         gtstore.zeros((3,), defaults="gt:gpu")
-    with pytest.raises(ValueError, match="gpu: expected None, 'emulated' or 'cuda'"):
+    with pytest.raises(ValueError, match="gpu: expected None, 'emulated', 'cuda' or 'cuda:N'"):
         gtstore.use_gpu("tpu")
+    with pytest.raises(ValueError, match="gpu: expected None"):
+        gtstore.use_gpu("cuda:x")
 
 
 def test_environment_variable_selects_the_emulated_device():
@@ -293,7 +295,9 @@ def test_device_only_storage_has_no_host_buffer():
     assert "1.5" in repr(g)  # displayed through a host copy
     import pickle
 
-    np.testing.assert_array_equal(np.asarray(pickle.loads(pickle.dumps(g))), expected)
+    back = pickle.loads(pickle.dumps(g))  # a GPUStorage again, on the device
+    assert type(back) is gtstore.GPUStorage
+    np.testing.assert_array_equal(back.to_ndarray(), expected)
     np.testing.assert_array_equal(g.to_ndarray(), expected)
     with pytest.raises(gtstore.GTNoSuchBufferError, match="emulated"):
         g.to_cupy()
@@ -516,6 +520,10 @@ def test_storage_copies_between_sides(managed):
 def test_wrapping_device_memory_needs_no_gpu_choice():
     g = gtstore.full((2, 2), 3.0, device="gpu", managed=None)
     gtstore.use_gpu(None)  # whatever plays the GPU now: the memory is where it is
+    if gtstore.gpu() is not None:  # a real (or the fake) CUDA GPU: another GPU's memory
+        with pytest.raises(ValueError, match=r"x: memory on emulated .* another GPU than"):
+            gtstore.from_dlpack(g)
+        gtstore.use_gpu("emulated")
     v = gtstore.from_dlpack(g)
     assert v.device == "emulated" and v.to_ndarray().sum() == 12.0
     assert gtstore.as_storage(g).device == "emulated"

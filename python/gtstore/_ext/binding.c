@@ -8,7 +8,10 @@
  *      "cpu" for the host, "gpu"), with its dims, halo and callbacks;
  *   3. else the buffer protocol, __array_interface__ (host) or
  *      __cuda_array_interface__ (gpu), with __gt_dims__ and __gt_origin__;
- *   4. else __dlpack__, imported as a Storage.
+ *   4. else another library's array as the creation functions import it
+ *      (gtpy_source_import: a device __dlpack__ or __cuda_array_interface__,
+ *      or DLPack only): its host memory, a copy in and out of its device
+ *      memory for a stencil on the host, or its device memory on the GPU.
  * Labels: the object's own, else the annotation's (seed 003). */
 #include "binding_object.h"
 
@@ -105,72 +108,27 @@ static int take_callback(PyObject *info, const char *key, PyObject **out)
     return PyErr_Occurred() ? -1 : 0;
 }
 
-/* The keys of the array interfaces (v3), shared by __array_interface__,
- * __cuda_array_interface__ and the entries of __gt_data_interface__. */
+/* The keys of the array interfaces, shared by __array_interface__,
+ * __cuda_array_interface__ and the entries of __gt_data_interface__
+ * (array_interface.c reads them). GPU memory is located and checked, and
+ * its stream waited on, as the creation functions do. */
 static int load_array_info(bind_slot *slot, PyObject *info, const char *what, gts_device device)
 {
-    PyObject *shape = entry(info, "shape"), *typestr = entry(info, "typestr");
-    PyObject *data = entry(info, "data"), *strides = entry(info, "strides");
-    int rc = -1, ndim = 0, nstrides;
-    char param[64];
-    gts_error err;
-    snprintf(param, sizeof param, "%s['shape']", what);
-    if (!shape || !typestr || !data) {
-        if (!PyErr_Occurred())
-            PyErr_Format(PyExc_TypeError, "%s: needs 'shape', 'typestr' and 'data'", what);
-        goto done;
-    }
-    if (gtpy_int_tuple(shape, param, GTS_BIND_MAX_NDIM, &ndim, slot->shape) < 0)
-        goto done;
-    if (!PyUnicode_Check(typestr)) {
-        PyErr_Format(PyExc_TypeError, "%s['typestr']: expected a str, got %.200R", what, typestr);
-        goto done;
-    }
-    const char *text = gtpy_text(typestr, "typestr");
-    if (!text)
-        goto done;
-    if (gts_dtype_from_typestr(text, &slot->desc.dtype, &err) != GTS_OK) {
-        gtpy_raise_param("typestr", &err);
-        goto done;
-    }
-    if (!PyTuple_Check(data) || PyTuple_GET_SIZE(data) != 2) {
-        PyErr_Format(PyExc_TypeError, "%s['data']: expected (address, read_only), got %.200R",
-                     what, data);
-        goto done;
-    }
-    void *address = PyLong_AsVoidPtr(PyTuple_GET_ITEM(data, 0));
-    int readonly = PyObject_IsTrue(PyTuple_GET_ITEM(data, 1));
-    if ((!address && PyErr_Occurred()) || readonly < 0)
-        goto done;
-    if (!strides || strides == Py_None) {
-        if (gts_strides_contiguous(ndim, slot->shape, slot->desc.dtype.itemsize, slot->strides,
-                                   &err) != GTS_OK) {
-            gtpy_raise_param("shape", &err);
-            goto done;
-        }
-    } else {
-        snprintf(param, sizeof param, "%s['strides']", what);
-        if (gtpy_int_tuple(strides, param, GTS_BIND_MAX_NDIM, &nstrides, slot->strides) < 0)
-            goto done;
-        if (nstrides != ndim) {
-            PyErr_Format(PyExc_ValueError, "%s: %d strides for %d dimensions", param, nstrides,
-                         ndim);
-            goto done;
-        }
-    }
-    slot->desc.data = address;
-    slot->desc.readonly = readonly;
-    slot->desc.ndim = ndim;
+    gtpy_array_info a;
+    const gts_device_ops *memory;
+    if (gtpy_array_info_read(info, what, GTS_BIND_MAX_NDIM, &a) < 0 ||
+        (device == GTS_DEVICE_GPU && gtpy_cuda_memory(&a, what, &memory) < 0))
+        return -1;
+    memcpy(slot->shape, a.shape, (size_t)a.ndim * sizeof *a.shape);
+    memcpy(slot->strides, a.strides, (size_t)a.ndim * sizeof *a.strides);
+    slot->desc.data = a.data;
+    slot->desc.dtype = a.dtype;
+    slot->desc.readonly = a.readonly;
+    slot->desc.ndim = a.ndim;
     slot->desc.device = device;
     slot->desc.shape = slot->shape;
     slot->desc.strides = slot->strides;
-    rc = 0;
-done:
-    Py_XDECREF(shape);
-    Py_XDECREF(typestr);
-    Py_XDECREF(data);
-    Py_XDECREF(strides);
-    return rc;
+    return 0;
 }
 
 /* Labels given as `dims` (a data interface's entry or __gt_dims__). */
@@ -292,50 +250,68 @@ static int load_buffer(bind_slot *slot, PyObject *obj)
     return 0;
 }
 
+static int load_copy_in(bind_slot *slot, PyObject *storage, const gts_storage *g,
+                        const gts_field_spec *spec);
+
+/* Another library's array that gtpy_source_import made a storage over
+ * (`storage`): on the host, its memory where the host reaches it, else a
+ * copy in and out; on the GPU, its device memory. The memory stays alive
+ * with the object (slot->obj); the storage carries no labels or halo of
+ * its own (the object's __gt_dims__, else the annotation's). */
+static int load_imported(bind_slot *slot, PyObject *storage, gts_device device,
+                         const gts_field_spec *spec)
+{
+    gts_storage g;
+    gtpy_storage_load(storage, &g);
+    int rc;
+    if (device == GTS_DEVICE_CPU) {
+        rc = gtpy_has_host_side(g.buffer) ? load_storage(slot, storage, &g)
+                                          : load_copy_in(slot, storage, &g, spec);
+    } else if (gts_buffer_device_kind(g.buffer) != GTS_DEVICE_GPU) {
+        PyErr_SetString(PyExc_ValueError,
+                        "its memory is host memory, and the stencil computes on the gpu");
+        rc = -1;
+    } else {
+        rc = load_storage(slot, storage, &g);
+        slot->desc.data = (char *)gts_buffer_data(g.buffer) + g.offset;
+        slot->desc.device = GTS_DEVICE_GPU;
+        Py_CLEAR(slot->storage); /* no host side to acquire or touch */
+    }
+    slot->desc.dims = NULL;
+    slot->desc.halo = NULL;
+    return rc;
+}
+
 /* The standard interfaces, with __gt_dims__ and __gt_origin__. */
-static int load_plain(bind_slot *slot, PyObject *obj, gts_device device)
+static int load_plain(bind_slot *slot, PyObject *obj, gts_device device,
+                      const gts_field_spec *spec)
 {
     static PyObject *host_name, *cuda_name;
     int rc = -1;
+    PyObject *info = NULL;
     if (device == GTS_DEVICE_CPU && PyObject_CheckBuffer(obj)) {
         rc = load_buffer(slot, obj);
+    } else if ((info = device == GTS_DEVICE_CPU
+                           ? gtpy_optional_attr(obj, "__array_interface__", &host_name)
+                           : gtpy_optional_attr(obj, "__cuda_array_interface__", &cuda_name))) {
+        rc = load_array_info(slot, info, device == GTS_DEVICE_CPU ? "__array_interface__"
+                                                                  : "__cuda_array_interface__",
+                             device);
+        Py_DECREF(info);
     } else {
-        PyObject *info = device == GTS_DEVICE_CPU
-                             ? gtpy_optional_attr(obj, "__array_interface__", &host_name)
-                             : gtpy_optional_attr(obj, "__cuda_array_interface__", &cuda_name);
-        if (info) {
-            rc = load_array_info(slot, info, device == GTS_DEVICE_CPU ? "__array_interface__"
-                                                                      : "__cuda_array_interface__",
-                                 device);
-            Py_DECREF(info);
-        } else if (device == GTS_DEVICE_CPU && PyObject_HasAttrString(obj, "__dlpack__")) {
-            PyObject *storage = gtpy_storage_from_dlpack(obj);
-            if (!storage)
-                return -1;
-            gts_storage g;
-            gtpy_storage_load(storage, &g);
-            rc = load_storage(slot, storage, &g);
-            Py_DECREF(storage);
-            if (rc == 0 && !slot->desc.data) {
-                PyErr_SetString(PyExc_ValueError,
-                                "its DLPack export is not host memory, where the stencil "
-                                "computes");
-                return -1;
-            }
-            /* DLPack carries no labels or halo: the import's defaults are
-             * no information (its __gt_dims__, else the annotation's) */
-            slot->desc.dims = NULL;
-            slot->desc.halo = NULL;
-        } else {
+        bool found;
+        PyObject *storage = gtpy_source_import(obj, "its memory", &found);
+        if (!found) {
             PyErr_Format(PyExc_TypeError,
                          "cannot read a %.100s as a field on the %s: it has no "
-                         "__gt_data_interface__, %s",
+                         "__gt_data_interface__, %s__cuda_array_interface__ or __dlpack__",
                          Py_TYPE(obj)->tp_name, gtpy_device_name(device),
-                         device == GTS_DEVICE_CPU ? "buffer protocol, __array_interface__ or "
-                                                    "__dlpack__"
-                                                  : "__cuda_array_interface__");
+                         device == GTS_DEVICE_CPU ? "buffer protocol, __array_interface__, "
+                                                  : "");
             return -1;
         }
+        rc = storage ? load_imported(slot, storage, device, spec) : -1;
+        Py_XDECREF(storage);
     }
     if (rc < 0)
         return -1;
@@ -384,7 +360,7 @@ int gtpy_slot_load(bind_slot *slot, PyObject *obj, const gts_field_spec *spec, g
             rc = load_data_interface(slot, obj, interface, device);
             Py_DECREF(interface);
         } else {
-            rc = load_plain(slot, obj, device);
+            rc = load_plain(slot, obj, device, spec);
         }
     }
     return rc < 0 ? gtpy_prefix_error(spec->name) : 0;

@@ -2,6 +2,7 @@
  * the devices there are, and the emulated device's transfer counts. */
 #include "module.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* A device as a dict: its name and DLPack (type, id). */
@@ -34,19 +35,38 @@ static PyObject *api_devices(PyObject *self, PyObject *unused)
     return list;
 }
 
+/* "cuda:N": CUDA device N (>= 0), as devices() names it; -1 otherwise. */
+static long cuda_ordinal(PyObject *name)
+{
+    const char *text = PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
+    if (!text) {
+        PyErr_Clear();
+        return -1;
+    }
+    char *end;
+    if (strncmp(text, "cuda:", 5) != 0 || text[5] < '0' || text[5] > '9')
+        return -1;
+    long n = strtol(text + 5, &end, 10);
+    return *end || n > INT32_MAX ? -1 : n;
+}
+
 static PyObject *api_use_gpu(PyObject *self, PyObject *name)
 {
     (void)self;
     static const char *const kinds[] = {"emulated", "cuda"};
     const gts_device_ops *device = NULL;
     gts_error err;
+    long ordinal = name == Py_None ? -1 : cuda_ordinal(name);
     if (name != Py_None) {
-        int which = gtpy_choice(name, "gpu", kinds, 2, "None, 'emulated' or 'cuda'");
+        int which = ordinal >= 0 ? 1
+                                 : gtpy_choice(name, "gpu", kinds, 2,
+                                               "None, 'emulated', 'cuda' or 'cuda:N'");
         if (which < 0)
             return NULL;
         if (which == 0)
             device = gts_device_emulated();
-        else if (gts_device_get((gts_device_id){GTS_DL_CUDA, 0}, &device, &err) != 0)
+        else if (gts_device_get((gts_device_id){GTS_DL_CUDA, ordinal < 0 ? 0 : (int32_t)ordinal},
+                                &device, &err) != 0)
             return gtpy_raise_param("gpu", &err), NULL;
     }
     if (gts_device_use_gpu(device, &err) != 0)
@@ -98,8 +118,8 @@ PyMethodDef gtpy_devices_methods[] = {
     {"use_gpu", api_use_gpu, METH_O,
      "use_gpu(gpu)\n--\n\nChooses the device that plays the GPU for device='gpu' and GPU "
      "presets: 'emulated' (separate host memory that gtstore reaches only through device "
-     "copies, for tests), 'cuda' (CUDA device 0) or None (back to the environment variable "
-     "GTSTORE_GPU, else CUDA)."},
+     "copies, for tests), 'cuda' (CUDA device 0), 'cuda:N' (CUDA device N) or None (back to "
+     "the environment variable GTSTORE_GPU, else CUDA device 0)."},
     {"gpu", api_gpu, METH_NOARGS,
      "gpu()\n--\n\nThe device that plays the GPU (a dict as in devices()), or None where there "
      "is none."},

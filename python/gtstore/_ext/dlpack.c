@@ -211,26 +211,43 @@ PyObject *gtpy_storage_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t 
 
 /* ---- consumer ------------------------------------------------------------------ */
 
+/* The device type __dlpack_device__ names (0 where it names none). */
+static long producer_device_type(PyObject *producer)
+{
+    static PyObject *interned;
+    PyObject *method = gtpy_optional_attr(producer, "__dlpack_device__", &interned);
+    PyObject *device = method ? PyObject_CallNoArgs(method) : NULL;
+    long type = 0;
+    if (device && PyTuple_Check(device) && PyTuple_GET_SIZE(device) == 2 &&
+        saturated_long(PyTuple_GET_ITEM(device, 0), &type) < 0)
+        type = 0;
+    Py_XDECREF(device);
+    Py_XDECREF(method);
+    PyErr_Clear();
+    return type;
+}
+
 /* Whether __dlpack_device__ says CUDA (or CUDA managed) memory. */
 static bool cuda_producer(PyObject *producer)
 {
-    PyObject *device = PyObject_CallMethod(producer, "__dlpack_device__", NULL);
-    long type = 0;
-    if (device && PyTuple_Check(device) && PyTuple_GET_SIZE(device) == 2)
-        saturated_long(PyTuple_GET_ITEM(device, 0), &type);
-    Py_XDECREF(device);
-    PyErr_Clear();
+    long type = producer_device_type(producer);
     return type == GTS_DL_CUDA || type == GTS_DL_CUDA_MANAGED;
+}
+
+bool gtpy_dlpack_on_device(PyObject *obj)
+{
+    long type = producer_device_type(obj);
+    return type != 0 && type != GTS_DL_CPU && type != GTS_DL_CUDA_HOST;
 }
 
 /* producer.__dlpack__(max_version=...), or the legacy call for producers
  * that predate the keyword. */
-static PyObject *export_capsule(PyObject *producer)
+static PyObject *export_capsule(PyObject *producer, const char *param)
 {
     PyObject *method = PyObject_GetAttrString(producer, "__dlpack__");
     if (!method) {
         PyErr_Clear();
-        PyErr_Format(PyExc_TypeError, "x: %.200R does not implement __dlpack__",
+        PyErr_Format(PyExc_TypeError, "%s: %.200R does not implement __dlpack__", param,
                      (PyObject *)Py_TYPE(producer));
         return NULL;
     }
@@ -253,7 +270,7 @@ static PyObject *export_capsule(PyObject *producer)
     return capsule;
 }
 
-static PyObject *import_capsule(PyObject *capsule)
+static PyObject *import_capsule(PyObject *capsule, const char *param)
 {
     gts_storage s;
     gts_error err;
@@ -267,7 +284,8 @@ static PyObject *import_capsule(PyObject *capsule)
         used = USED_LEGACY;
     } else {
         PyErr_Format(PyExc_TypeError,
-                     "x: __dlpack__ returned %.200R, not an unused DLPack capsule", capsule);
+                     "%s: __dlpack__ returned %.200R, not an unused DLPack capsule", param,
+                     capsule);
         return NULL;
     }
     if (rc != 0) {
@@ -279,15 +297,20 @@ static PyObject *import_capsule(PyObject *capsule)
         gts_storage_release(&s);
         return NULL;
     }
+    /* gtstore copies and computes on its GPU only */
+    if (gts_device_check_usable(gts_buffer_device(s.buffer), &err) != GTS_OK) {
+        gts_storage_release(&s);
+        return gtpy_raise_param(param, &err), NULL;
+    }
     return gtpy_storage_new(&s, NULL, NULL);
 }
 
-PyObject *gtpy_storage_from_dlpack(PyObject *producer)
+PyObject *gtpy_storage_from_dlpack(PyObject *producer, const char *param)
 {
-    PyObject *capsule = export_capsule(producer);
+    PyObject *capsule = export_capsule(producer, param);
     if (!capsule)
         return NULL;
-    PyObject *storage = import_capsule(capsule);
+    PyObject *storage = import_capsule(capsule, param);
     Py_DECREF(capsule);
     return storage;
 }

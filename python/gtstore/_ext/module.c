@@ -173,6 +173,10 @@ static int add_types(PyObject *module)
         {"GPUStorage", &gtpy_GPUStorage_Type},
         {"SoftwareManagedGPUStorage", &gtpy_SoftwareManagedGPUStorage_Type},
         {"CudaManagedGPUStorage", &gtpy_CudaManagedGPUStorage_Type},
+        /* GDP-3's final names for the same types */
+        {"GT4PySyncedGPUStorage", &gtpy_SoftwareManagedGPUStorage_Type},
+        {"CUDASyncedGPUStorage", &gtpy_CudaManagedGPUStorage_Type},
+        {"CUDAManagedGPUStorage", &gtpy_CudaManagedGPUStorage_Type},
         {"SyncState", &gtpy_SyncState_Type},
         {"Partition", &gtpy_Partition_Type},
         {"HaloPlan", &gtpy_HaloPlan_Type},
@@ -204,6 +208,11 @@ static int add_sync_states(void)
             return -1;
     }
     PyType_Modified(&gtpy_SyncState_Type);
+    /* Storage.SyncState: GDP-3's final text types the state so */
+    if (PyDict_SetItemString(gtpy_Storage_Type.tp_dict, "SyncState",
+                             (PyObject *)&gtpy_SyncState_Type) < 0)
+        return -1;
+    PyType_Modified(&gtpy_Storage_Type);
     return 0;
 }
 

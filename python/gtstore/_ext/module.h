@@ -167,6 +167,9 @@ typedef struct gtpy_source {
     const char *param; /* "data" or "a" */
     PyObject *array;   /* the object read (new reference) */
     PyObject *storage; /* the same if it is a gtstore Storage (borrowed), else NULL */
+    bool imported;     /* `storage` was made by the reader over another object's memory:
+                          it has no dims or halo of its own (the object's __gt_dims__, else
+                          the arguments, label it) */
     bool have_view;      /* false for a storage */
     Py_buffer view;
     int ndim;
@@ -176,8 +179,17 @@ typedef struct gtpy_source {
     gts_dtype dtype;
 } gtpy_source;
 
-/* source.c */
+/* source.c: the one reader of array objects. A Storage is read from its
+ * fields; host memory through the buffer protocol or NumPy (the array
+ * interface, __array__); device arrays (__cuda_array_interface__, or a
+ * __dlpack__ whose __dlpack_device__ is not the CPU) and objects that only
+ * speak DLPack are imported as a storage over their memory (`imported`),
+ * which keeps the producer alive. */
 int gtpy_source_open(gtpy_source *src, PyObject *obj, const char *param);
+/* The import of gtpy_source_open on its own: a new storage over the memory
+ * of a device array or a DLPack-only object; NULL with *found false and no
+ * exception for other objects, NULL with an exception on failure. */
+PyObject *gtpy_source_import(PyObject *obj, const char *param, bool *found);
 void gtpy_source_release(gtpy_source *src);
 /* TypeError: the source's dtype is not one gtstore supports. */
 int gtpy_source_dtype_error(const gtpy_source *src);
@@ -245,6 +257,13 @@ PyObject *gtpy_storage_preset(PyObject *storage);
 void gtpy_storage_restore(PyObject *storage, PyObject *preset, bool readonly);
 /* The SyncState shared by the views of `storage` (new reference). */
 PyObject *gtpy_storage_sync_state(PyObject *storage);
+/* The buffer whose state a SyncState reads (borrowed; the caller checked
+ * the type). */
+gts_buffer *gtpy_sync_state_buffer(PyObject *sync_state);
+/* as_storage / storage with device_data (storage_sides.c): one
+ * software-managed storage over (copy false) or copied from (copy true)
+ * the request's data and device_data, in the state sync_state says. */
+PyObject *gtpy_storage_sides(const gtpy_request *r, bool copy);
 /* A new Python storage that takes over `s`'s buffer reference (released on
  * failure too). `preset` and `sync_state` may be NULL. */
 PyObject *gtpy_storage_new(gts_storage *s, PyObject *preset, PyObject *sync_state);
@@ -288,9 +307,35 @@ int gtpy_check_gpu(const gtpy_request *r, const gts_storage_spec *spec);
 PyObject *gtpy_storage_to_ndarray(PyObject *storage, PyObject *unused);
 
 /* DLPack (dlpack.c): a storage over the memory a DLPack producer exports
- * (the parameters come after, from as_storage's checks), and
- * Storage.__dlpack__ and __dlpack_device__. */
-PyObject *gtpy_storage_from_dlpack(PyObject *producer);
+ * (the parameters come after, from as_storage's checks; memory of another
+ * GPU than gtstore's is refused, naming `param`), and Storage.__dlpack__
+ * and __dlpack_device__. */
+PyObject *gtpy_storage_from_dlpack(PyObject *producer, const char *param);
+/* Whether `obj` exports DLPack memory on a device other than the host
+ * (its __dlpack_device__), which NumPy cannot read. */
+bool gtpy_dlpack_on_device(PyObject *obj);
+
+/* The array interfaces (array_interface.c): __array_interface__,
+ * __cuda_array_interface__ (v2 and v3) and __gt_data_interface__'s entries
+ * read into C values ("what" names the dict in errors). */
+typedef struct gtpy_array_info {
+    int ndim;
+    int64_t shape[GTS_MAX_NDIM], strides[GTS_MAX_NDIM];
+    gts_dtype dtype;
+    void *data; /* element 0 */
+    bool readonly;
+    bool has_stream; /* "stream" given (not None) */
+    int64_t stream;
+} gtpy_array_info;
+int gtpy_array_info_read(PyObject *info, const char *what, int max_ndim, gtpy_array_info *out);
+/* The device of the CUDA memory `info` describes, checked usable with
+ * gtstore's GPU, after waiting on its stream (libgtstore decides each);
+ * errors name `param`. */
+int gtpy_cuda_memory(const gtpy_array_info *info, const char *param,
+                     const gts_device_ops **device);
+/* A storage over the memory `interface` (obj's __cuda_array_interface__)
+ * describes, without a copy; it keeps `obj` alive. */
+PyObject *gtpy_storage_from_cuda_array(PyObject *obj, PyObject *interface, const char *param);
 PyObject *gtpy_storage_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                               PyObject *kwnames);
 PyObject *gtpy_storage_dlpack_device(PyObject *self, PyObject *unused);

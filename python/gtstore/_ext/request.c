@@ -131,11 +131,14 @@ static int convert_template(const gtpy_request *r, const gtpy_source *src, int n
         return 0;
     out->spec.like = &out->like;
     if (src->storage) {
+        /* an imported array (another library's memory) is an array: its
+         * strides, dtype and device, and the labels it declares */
         gtpy_storage_load(src->storage, &out->like_storage);
-        gts_template_from_storage(&out->like_storage, r->storage_api, &out->like);
-        if (out->like_storage.ndim != nbase)
+        gts_template_from_storage(&out->like_storage, r->storage_api && !src->imported,
+                                  &out->like);
+        if (out->like_storage.ndim != nbase || src->imported)
             out->like.dims = NULL; /* a subarray's dims in the data: labelled anew */
-        return 0;
+        return src->imported && !r->dims ? source_dims(r, src, nbase, out) : 0;
     }
     out->like = (gts_template){.ndim = src->ndim, .shape = src->shape, .strides = src->strides,
                                .itemsize = src->have_view ? src->view.itemsize : 0};

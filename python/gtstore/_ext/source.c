@@ -1,6 +1,9 @@
 /* Array sources: the data or template of a call, opened through the
- * buffer protocol, NumPy's interfaces or DLPack, with its shape, strides
- * and dtype read once; and copying a source's values into new memory. */
+ * buffer protocol, NumPy's interfaces, the CUDA array interface or DLPack,
+ * with its shape, strides and dtype read once; and copying a source's
+ * values into new memory. The one reader of array objects of the creation
+ * functions (binding.c reads the same interfaces through
+ * array_interface.c and gtpy_source_import). */
 #include "module.h"
 
 #include <string.h>
@@ -69,12 +72,22 @@ static bool dlpack_only(PyObject *obj)
            !PyObject_HasAttrString(obj, "__array__");
 }
 
-static PyObject *as_array(PyObject *obj)
+PyObject *gtpy_source_import(PyObject *obj, const char *param, bool *found)
 {
-    if (dlpack_only(obj))
-        return gtpy_storage_from_dlpack(obj);
-    PyObject *asarray = gtpy_numpy_asarray();
-    return asarray ? PyObject_CallOneArg(asarray, obj) : NULL;
+    static PyObject *cuda_name;
+    *found = true;
+    /* DLPack first: it names the device, says read-only and owns the
+     * lifetime; CuPy, torch and JAX arrays on a GPU export it */
+    if (gtpy_dlpack_on_device(obj) || dlpack_only(obj))
+        return gtpy_storage_from_dlpack(obj, param);
+    PyObject *interface = gtpy_optional_attr(obj, "__cuda_array_interface__", &cuda_name);
+    if (interface) {
+        PyObject *storage = gtpy_storage_from_cuda_array(obj, interface, param);
+        Py_DECREF(interface);
+        return storage;
+    }
+    *found = false;
+    return NULL;
 }
 
 /* A gtstore storage is read from its own fields, on whatever device it is:
@@ -107,14 +120,22 @@ int gtpy_source_open(gtpy_source *s, PyObject *obj, const char *param)
         s->array = Py_NewRef(obj);
     } else {
         PyErr_Clear();
-        if (!(s->array = as_array(obj)))
+        bool found;
+        PyObject *imported = gtpy_source_import(obj, param, &found);
+        if (found) { /* a device array, or DLPack only: a storage over its memory */
+            int rc = imported ? source_from_storage(s, imported) : -1;
+            s->imported = true;
+            Py_XDECREF(imported); /* s->array holds it */
+            return rc;
+        }
+        PyObject *asarray = gtpy_numpy_asarray();
+        if (!asarray || !(s->array = PyObject_CallOneArg(asarray, obj)))
             return -1;
         if (PyObject_GetBuffer(s->array, &s->view, PyBUF_RECORDS_RO) < 0) {
             PyErr_Clear();
             return source_geometry_from_attributes(s);
         }
     }
-    s->storage = gtpy_is_storage(s->array) ? s->array : NULL;
     s->have_view = true;
     if (source_geometry_from_view(s) < 0)
         return -1;

@@ -129,6 +129,11 @@ PyObject *gtpy_storage_sync_state(PyObject *obj)
     return Py_NewRef(s->sync_state);
 }
 
+gts_buffer *gtpy_sync_state_buffer(PyObject *sync_state)
+{
+    return ((SyncStateObject *)sync_state)->buffer;
+}
+
 static void sync_state_dealloc(PyObject *self)
 {
     gts_buffer_release(((SyncStateObject *)self)->buffer);
@@ -462,7 +467,20 @@ static PyObject *host_values(PyObject *self)
     return array;
 }
 
-/* Pickling: the values (a C-ordered ndarray) and every parameter. */
+/* Who keeps a GPU storage's sides equal, as managed= names it. */
+static PyObject *managed_name(const gts_buffer *buffer)
+{
+    if (gts_buffer_mirrored(buffer))
+        return PyUnicode_FromString("gt4py");
+    if (gts_device_is_managed(gts_buffer_device(buffer)))
+        return PyUnicode_FromString("cuda");
+    Py_RETURN_NONE;
+}
+
+/* Pickling: the values (a C-ordered ndarray, read from the current side)
+ * and every parameter: dims, halo, aligned point, alignment, layout,
+ * preset, read-only flag, the device kind, managed= and the sync state
+ * (read after the values, which may have synced the host side). */
 static PyObject *storage_reduce(PyObject *self, PyObject *unused)
 {
     (void)unused;
@@ -477,13 +495,16 @@ static PyObject *storage_reduce(PyObject *self, PyObject *unused)
         Py_XDECREF(rebuild);
         return NULL;
     }
-    return Py_BuildValue("(N(NNNNNNOO))", rebuild, values,
+    bool gpu = gts_buffer_device_kind(s->buffer) == GTS_DEVICE_GPU;
+    return Py_BuildValue("(N(NNNNNNOOsNi))", rebuild, values,
                          gtpy_storage_get(self, (void *)(intptr_t)GET_DIMS),
                          gtpy_storage_get(self, (void *)(intptr_t)GET_HALO),
                          gtpy_storage_get(self, (void *)(intptr_t)GET_ALIGNED),
                          gtpy_storage_get(self, (void *)(intptr_t)GET_ALIGNMENT),
                          gtpy_storage_get(self, (void *)(intptr_t)GET_LAYOUT),
-                         s->preset ? s->preset : Py_None, s->readonly ? Py_True : Py_False);
+                         s->preset ? s->preset : Py_None, s->readonly ? Py_True : Py_False,
+                         gpu ? "gpu" : "cpu", managed_name(s->buffer),
+                         (int)gts_buffer_sync_state(s->buffer));
 }
 
 static PyObject *storage_repr(PyObject *self)

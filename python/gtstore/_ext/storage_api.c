@@ -60,6 +60,37 @@ static PyObject *resolved_call(const gtpy_request *r, gtpy_source *src,
     return result;
 }
 
+static int copy_into(PyObject *storage, const gts_storage *s, gtpy_source *src);
+
+/* Values of another dtype from an imported array (another library's
+ * memory, `from`): NumPy casts them from an ndarray, which it reads by
+ * position, over a host copy where they are in device memory. */
+static int copy_cast_imported(PyObject *storage, const gts_storage *s, const gtpy_source *src,
+                              const gts_storage *from)
+{
+    gts_storage copy;
+    gts_error err;
+    PyObject *host = NULL;
+    if (!gtpy_has_host_side(from->buffer)) {
+        if (gts_storage_copy_to(gts_device_host(), from, &copy, &err) != 0)
+            return gtpy_raise(&err);
+        if (!(host = gtpy_storage_new(&copy, NULL, NULL)))
+            return -1;
+    }
+    PyObject *array = gtpy_storage_ndarray(host ? host : src->storage, false);
+    Py_XDECREF(host); /* the ndarray's base */
+    if (!array)
+        return -1;
+    gtpy_source staged = *src;
+    staged.array = array;
+    staged.storage = NULL;
+    staged.imported = false;
+    staged.have_view = false;
+    int rc = copy_into(storage, s, &staged);
+    Py_DECREF(array);
+    return rc;
+}
+
 /* The source's values into the new storage `s` (the object `storage`):
  * from a storage of the same dtype by the library's copy (from and to any
  * device); else on its host side where it has one (marked written,
@@ -71,6 +102,11 @@ static int copy_into(PyObject *storage, const gts_storage *s, gtpy_source *src)
         gts_storage from;
         gtpy_storage_load(src->storage, &from);
         return gts_storage_assign(s, &from, &err) ? gtpy_raise(&err) : 0;
+    }
+    if (src->storage && src->imported) { /* another dtype */
+        gts_storage from;
+        gtpy_storage_load(src->storage, &from);
+        return copy_cast_imported(storage, s, src, &from);
     }
     if (gts_storage_data(s)) {
         if (gts_buffer_prepare_write(s->buffer, GTS_SIDE_HOST, NULL, &err) != 0)
@@ -210,7 +246,7 @@ static PyObject *wrap_resolved(const gtpy_request *r, gtpy_source *src, gtpy_res
     }
     if (rc)
         return gtpy_raise_null(&err);
-    if (src->storage && check_dims_kept(r, data, &s) < 0) {
+    if (src->storage && !src->imported && check_dims_kept(r, data, &s) < 0) {
         gts_storage_release(&s);
         return NULL;
     }
@@ -270,22 +306,21 @@ API_FUNCTION(zeros_like, like_names, 2, 1, FILL_ZEROS)
 API_FUNCTION(ones_like, like_names, 2, 1, FILL_ONES)
 API_FUNCTION(full_like, full_like_names, 3, 2, FILL_VALUE)
 
-/* data, device_data and sync_state of as_storage and storage. */
-static int check_data(const gtpy_request *r, const char *function)
+/* data, device_data and sync_state of as_storage and storage: 1 where
+ * device_data is given (gtpy_storage_sides takes the call over). */
+static int check_data(gtpy_request *r, const char *function)
 {
-    if (r->device_data) {
-        PyErr_Format(PyExc_NotImplementedError,
-                     "device_data: storages with a device buffer are not available in this "
-                     "version of gtstore");
-        return -1;
-    }
+    if (r->device_data == Py_None)
+        r->device_data = NULL;
+    if (r->sync_state == Py_None)
+        r->sync_state = NULL;
+    if (r->device_data)
+        return 1;
     if (r->sync_state) {
-        if (!PyObject_TypeCheck(r->sync_state, &gtpy_SyncState_Type))
-            PyErr_Format(PyExc_TypeError, "sync_state: expected a gtstore.SyncState, got %.200R",
-                         r->sync_state);
-        else
-            PyErr_SetString(PyExc_ValueError,
-                            "sync_state: only meaningful with both data and device_data");
+        PyErr_Format(PyExc_ValueError,
+                     "sync_state: %.200R says which of data and device_data is current; it "
+                     "needs both",
+                     r->sync_state);
         return -1;
     }
     if (!r->source || r->source == Py_None) {
@@ -300,6 +335,7 @@ static int check_data(const gtpy_request *r, const char *function)
 static bool has_memory(PyObject *obj)
 {
     return PyObject_CheckBuffer(obj) || PyObject_HasAttrString(obj, "__array_interface__") ||
+           PyObject_HasAttrString(obj, "__cuda_array_interface__") ||
            PyObject_HasAttrString(obj, "__array__") || PyObject_HasAttrString(obj, "__dlpack__");
 }
 
@@ -308,7 +344,8 @@ static PyObject *do_wrap(const gtpy_request *r, gtpy_source *src)
     if (!has_memory(r->source)) {
         PyErr_Format(PyExc_TypeError,
                      "data: %.80s has no memory to wrap (no buffer protocol, array interface, "
-                     "__array__ or __dlpack__); gtstore.storage(data) copies it",
+                     "CUDA array interface, __array__ or __dlpack__); gtstore.storage(data) "
+                     "copies it",
                      Py_TYPE(r->source)->tp_name);
         return NULL;
     }
@@ -323,10 +360,12 @@ static PyObject *api_as_storage(PyObject *self, PyObject *const *args, Py_ssize_
     (void)self;
     static gtpy_signature sig = GTPY_SIGNATURE("as_storage", as_storage_names, 2, 0, 0);
     gtpy_request r = {.fill = FILL_NONE, .source_is_data = true, .storage_api = true};
-    if (gtpy_request_parse(&r, &sig, args, nargs, kwnames) < 0 ||
-        check_data(&r, "as_storage") < 0)
+    int sides = gtpy_request_parse(&r, &sig, args, nargs, kwnames) < 0
+                    ? -1
+                    : check_data(&r, "as_storage");
+    if (sides < 0)
         return NULL;
-    return with_source(&r, do_wrap);
+    return sides ? gtpy_storage_sides(&r, false) : with_source(&r, do_wrap);
 }
 
 static const char *const storage_names[] = {"data", "device_data", "dtype", "copy",
@@ -338,11 +377,14 @@ static PyObject *api_storage(PyObject *self, PyObject *const *args, Py_ssize_t n
     (void)self;
     static gtpy_signature sig = GTPY_SIGNATURE("storage", storage_names, 2, 0, 0);
     gtpy_request r = {.fill = FILL_COPY, .source_is_data = true, .storage_api = true};
-    if (gtpy_request_parse(&r, &sig, args, nargs, kwnames) < 0 || check_data(&r, "storage") < 0)
-        return NULL;
-    int copy = r.copy ? PyObject_IsTrue(r.copy) : 1;
+    int sides = gtpy_request_parse(&r, &sig, args, nargs, kwnames) < 0
+                    ? -1
+                    : check_data(&r, "storage");
+    int copy = sides < 0 ? -1 : r.copy ? PyObject_IsTrue(r.copy) : 1;
     if (copy < 0)
         return NULL;
+    if (sides)
+        return gtpy_storage_sides(&r, copy);
     if (!copy && r.dtype) {
         PyErr_SetString(PyExc_ValueError,
                         "dtype: storage(copy=False) wraps the data as it is; a dtype needs a copy");
@@ -364,31 +406,78 @@ static PyObject *api_from_dlpack(PyObject *self, PyObject *const *args, Py_ssize
     if (gtpy_request_parse(&r, &sig, args, nargs, kwnames) < 0)
         return NULL;
     int copy = r.copy ? PyObject_IsTrue(r.copy) : 0;
-    if (copy < 0 || !(r.source = gtpy_storage_from_dlpack(r.source)))
+    if (copy < 0 || !(r.source = gtpy_storage_from_dlpack(r.source, "x")))
         return NULL;
     PyObject *result = with_source(&r, copy ? allocate : do_wrap);
     Py_DECREF(r.source);
     return result;
 }
 
+/* A GPU storage unpickled where no device plays the GPU: a host storage
+ * with the same values and parameters, and a warning that says so (the
+ * values stay readable; seed 000 leaves the choice open). */
+static int warn_host_fallback(PyObject *device, PyObject *managed)
+{
+    const gts_device_ops *gpu;
+    gts_error err;
+    if (gts_device_gpu(&gpu, &err) == GTS_OK)
+        return 0;
+    return PyErr_WarnFormat(PyExc_RuntimeWarning, 1,
+                            "unpickling a storage of device=%R, managed=%R without a GPU (%s): "
+                            "loaded as a CPUStorage with the same values, dims, halo, layout and "
+                            "alignment, as gtstore.storage(..., device='cpu') copies one",
+                            device, managed, err.message) < 0
+               ? -1
+               : 1;
+}
+
+/* After the values went to the host side of a mirrored storage: the device
+ * side gets them too, and the state becomes the one pickled. */
+static int restore_sync_state(PyObject *storage, int state)
+{
+    gts_storage g;
+    gts_error err;
+    gtpy_storage_load(storage, &g);
+    if (!gts_buffer_mirrored(g.buffer))
+        return 0;
+    if (gts_buffer_sync(g.buffer, GTS_SIDE_DEVICE, false, NULL, &err) != 0 ||
+        gts_buffer_set_sync_state(g.buffer, (gts_sync_state)state, &err) != 0)
+        return gtpy_raise(&err);
+    return 0;
+}
+
 /* Unpickling: (values, dims, halo, aligned_index, alignment_size, layout,
- * preset, readonly) as Storage.__reduce__ writes them. */
+ * preset, readonly[, device, managed, sync_state]) as Storage.__reduce__
+ * writes them (pickles of older versions stop after readonly: host
+ * storages). A GPU storage comes back on the device that plays the GPU. */
 static PyObject *api_rebuild_storage(PyObject *self, PyObject *args)
 {
     (void)self;
     PyObject *values, *dims, *halo, *aligned, *alignment, *layout, *preset, *readonly;
-    if (!PyArg_ParseTuple(args, "OOOOOOOO:_rebuild_storage", &values, &dims, &halo, &aligned,
-                          &alignment, &layout, &preset, &readonly))
+    PyObject *device = NULL, *managed = NULL;
+    int state = GTS_SYNC_CLEAN;
+    if (!PyArg_ParseTuple(args, "OOOOOOOO|OOi:_rebuild_storage", &values, &dims, &halo, &aligned,
+                          &alignment, &layout, &preset, &readonly, &device, &managed, &state))
         return NULL;
     gtpy_request r = {.fill = FILL_COPY, .source = values, .source_is_data = true,
                       .storage_api = true, .dims = dims, .dims_param = "dims", .halo = halo,
                       .aligned_index = aligned, .alignment_size = alignment, .layout = layout,
-                      .preset_param = "defaults"};
+                      .preset_param = "defaults", .device = device, .managed = managed};
+    int fallback = device && PyUnicode_Check(device) &&
+                           PyUnicode_CompareWithASCIIString(device, "gpu") == 0
+                       ? warn_host_fallback(device, managed)
+                       : 0;
+    if (fallback < 0)
+        return NULL;
+    if (fallback) {
+        r.device = NULL; /* the values' device: the host */
+        r.managed = NULL;
+    }
     PyObject *storage = with_source(&r, allocate);
     if (!storage)
         return NULL;
     int ro = PyObject_IsTrue(readonly);
-    if (ro < 0) {
+    if (ro < 0 || (!fallback && restore_sync_state(storage, state) < 0)) {
         Py_DECREF(storage);
         return NULL;
     }

@@ -262,12 +262,48 @@ static int assign_by_dims(PyObject *self, PyObject *key, PyObject *value)
     return rc < 0 ? -1 : 1;
 }
 
+/* Another library's GPU array (or a DLPack-only one) as the value: read as
+ * the creation functions read it (gtpy_source_import), a storage over its
+ * memory without labels. Of the selection's shape and dtype it is copied by
+ * libgtstore from its device; else (broadcasting, casting, an advanced
+ * key) the object goes on to the rules below. 1 when done, 0 when it does
+ * not apply. */
+static int assign_imported(PyObject *self, PyObject *key, PyObject *value)
+{
+    if (gtpy_is_storage(value) || PyFloat_Check(value) || PyLong_Check(value) ||
+        PyComplex_Check(value) || PyList_Check(value) || PyTuple_Check(value) ||
+        PyObject_CheckBuffer(value)) /* host values: NumPy's */
+        return 0;
+    bool found;
+    PyObject *imported = gtpy_source_import(value, "value", &found);
+    if (!found || !imported)
+        return found ? -1 : 0;
+    gts_storage view, source;
+    gts_error err;
+    int rc = 0;
+    key_result kind = apply_key(self, key, &view);
+    if (kind == KEY_ERROR) {
+        rc = -1;
+    } else if (kind != KEY_ADVANCED) {
+        gtpy_storage_load(imported, &source);
+        if (source.ndim == view.ndim && gts_dtype_equal(source.dtype, view.dtype) &&
+            memcmp(source.shape, view.shape, (size_t)view.ndim * sizeof *view.shape) == 0)
+            rc = gts_storage_assign(&view, &source, &err) ? gtpy_raise(&err) : 1;
+        gts_storage_release(&view);
+    }
+    Py_DECREF(imported);
+    return rc;
+}
+
 static int storage_setitem(PyObject *self, PyObject *key, PyObject *value)
 {
     if (!value) {
         PyErr_SetString(PyExc_ValueError, "cannot delete array elements");
         return -1;
     }
+    int imported = assign_imported(self, key, value);
+    if (imported != 0)
+        return imported < 0 ? -1 : 0;
     int by_dims = assign_by_dims(self, key, value);
     if (by_dims != 0)
         return by_dims < 0 ? -1 : 0;

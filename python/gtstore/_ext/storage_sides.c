@@ -1,0 +1,246 @@
+/* as_storage(data, device_data, sync_state=...) and storage(data,
+ * device_data, copy=...): one software-managed storage (GDP-3's
+ * GT4PySyncedGPUStorage) over, or copied from, a host buffer and a device
+ * buffer (seed 000). Both are read by the one reader (source.c); libgtstore
+ * checks their strides against each other and the layout (gtstore/wrap.h).
+ *
+ * sync_state says which side is current: SyncState.SYNC_CLEAN,
+ * SYNC_HOST_DIRTY or SYNC_DEVICE_DIRTY, None for "data is current"
+ * (SYNC_HOST_DIRTY: the first use on the device copies it over), or the
+ * SyncState of a storage whose buffers `data` and `device_data` were
+ * extracted from: the new storage is then a view of that storage's buffer
+ * and shares its state. */
+#include "module.h"
+
+#include <string.h>
+
+/* One side: its element 0 (a device or host address), strides and flags. */
+typedef struct side {
+    gtpy_source src;
+    gts_buffer *buffer; /* a storage's (borrowed), else NULL (an exported host view) */
+    void *element0;
+    bool readonly;
+} side;
+
+static int open_side(side *s, PyObject *obj, const char *param, bool device)
+{
+    memset(s, 0, sizeof *s);
+    if (gtpy_source_open(&s->src, obj, param) < 0)
+        return -1;
+    if (!s->src.dtype_known)
+        return gtpy_source_dtype_error(&s->src);
+    if (s->src.storage) {
+        gts_storage g;
+        gtpy_storage_load(s->src.storage, &g);
+        s->buffer = g.buffer;
+        s->readonly = g.readonly;
+        s->element0 = device ? (char *)gts_buffer_data(g.buffer) + g.offset : gts_storage_data(&g);
+        bool reaches = device ? !gts_buffer_device(g.buffer)->host_accessible
+                              : gtpy_has_host_side(g.buffer);
+        if (reaches && (device || gts_buffer_host(g.buffer)))
+            return 0;
+    } else if (!device && s->src.have_view) {
+        s->element0 = s->src.view.buf;
+        s->readonly = s->src.view.readonly;
+        return 0;
+    }
+    PyErr_Format(PyExc_ValueError,
+                 device ? "%s: a %.100s is not in device memory (a GPU array, or a storage on "
+                          "the GPU, is)"
+                        : "%s: a %.100s is not in host memory",
+                 param, Py_TYPE(obj)->tp_name);
+    return -1;
+}
+
+static void close_side(side *s)
+{
+    gtpy_source_release(&s->src);
+}
+
+/* The two sides must hold the same elements: shape and dtype. */
+static int check_same_array(const side *host, const side *device)
+{
+    const gtpy_source *h = &host->src, *d = &device->src;
+    if (h->ndim == d->ndim &&
+        memcmp(h->shape, d->shape, (size_t)h->ndim * sizeof *h->shape) == 0 &&
+        gts_dtype_equal(h->dtype, d->dtype))
+        return 0;
+    PyObject *hs = gtpy_int64_tuple(h->ndim, h->shape), *ds = gtpy_int64_tuple(d->ndim, d->shape);
+    PyObject *ht = gtpy_dtype_object(h->dtype), *dt = gtpy_dtype_object(d->dtype);
+    if (hs && ds && ht && dt)
+        PyErr_Format(PyExc_ValueError,
+                     "device_data: shape %R and dtype %S, and data has shape %R and dtype %S: "
+                     "the two sides of a storage hold the same elements",
+                     ds, dt, hs, ht);
+    Py_XDECREF(hs);
+    Py_XDECREF(ds);
+    Py_XDECREF(ht);
+    Py_XDECREF(dt);
+    return -1;
+}
+
+/* sync_state as a state; the SyncState object itself in *shared. */
+static int read_state(PyObject *obj, gts_sync_state *state, PyObject **shared)
+{
+    *shared = NULL;
+    *state = GTS_SYNC_HOST_DIRTY;
+    if (!obj || obj == Py_None)
+        return 0;
+    if (PyObject_TypeCheck(obj, &gtpy_SyncState_Type)) {
+        *shared = obj;
+        *state = gts_buffer_sync_state(gtpy_sync_state_buffer(obj));
+        return 0;
+    }
+    int64_t value;
+    if (gtpy_is_integer(obj) && gtpy_int(obj, "sync_state", &value) == 0 &&
+        (value == GTS_SYNC_CLEAN || value == GTS_SYNC_HOST_DIRTY ||
+         value == GTS_SYNC_DEVICE_DIRTY)) {
+        *state = (gts_sync_state)value;
+        return 0;
+    }
+    PyErr_Clear();
+    PyErr_Format(gtpy_is_integer(obj) ? PyExc_ValueError : PyExc_TypeError,
+                 "sync_state: expected None, SyncState.SYNC_CLEAN, SYNC_HOST_DIRTY, "
+                 "SYNC_DEVICE_DIRTY or a storage's SyncState, got %.200R",
+                 obj);
+    return -1;
+}
+
+/* What keeps both sides' memory alive: the host export (left open) and
+ * the two objects read. Released once, from any thread. */
+typedef struct keep_alive {
+    Py_buffer view;
+    bool have_view;
+    PyObject *objects[2];
+} keep_alive;
+
+static void release_keep_alive(void *ctx)
+{
+    if (!Py_IsInitialized())
+        return;
+    keep_alive *k = ctx;
+    PyGILState_STATE gil = PyGILState_Ensure();
+    if (k->have_view)
+        PyBuffer_Release(&k->view);
+    Py_XDECREF(k->objects[0]);
+    Py_XDECREF(k->objects[1]);
+    PyMem_RawFree(k);
+    PyGILState_Release(gil);
+}
+
+/* The spec: the request's keywords, data as the template. */
+static int spec_of(const gtpy_request *r, side *host, gtpy_resolved *resolved)
+{
+    return gtpy_request_spec(r, &host->src, resolved);
+}
+
+static PyObject *wrap_sides(const gtpy_request *r, side *host, side *device)
+{
+    gts_sync_state state;
+    PyObject *shared;
+    gtpy_resolved resolved;
+    gts_storage s;
+    gts_error err;
+    bool readonly = host->readonly || device->readonly;
+    if (read_state(r->sync_state, &state, &shared) < 0 || spec_of(r, host, &resolved) < 0)
+        return NULL;
+    int rc;
+    if (shared) { /* arrays extracted from a storage: a view of its buffer */
+        rc = gts_storage_wrap_in(gtpy_spec(&resolved), gtpy_sync_state_buffer(shared),
+                                 device->element0, device->src.strides, host->element0,
+                                 host->src.strides, readonly, &s, &err);
+    } else {
+        keep_alive *k = PyMem_RawCalloc(1, sizeof *k);
+        if (!k) {
+            gtpy_resolved_release(&resolved);
+            return PyErr_NoMemory();
+        }
+        rc = gts_storage_wrap_mirrored(gtpy_spec(&resolved), gts_buffer_device(device->buffer),
+                                       device->element0, device->src.strides, host->element0,
+                                       host->src.strides, readonly, state, release_keep_alive, k,
+                                       &s, &err);
+        if (rc) {
+            PyMem_RawFree(k);
+        } else { /* the storage owns them now */
+            k->view = host->src.view;
+            k->have_view = host->src.have_view;
+            host->src.have_view = false;
+            k->objects[0] = Py_NewRef(host->src.array);
+            k->objects[1] = Py_NewRef(device->src.array);
+        }
+    }
+    gtpy_resolved_release(&resolved);
+    if (rc)
+        return gtpy_raise_null(&err);
+    return gtpy_storage_new(&s, r->preset, shared);
+}
+
+/* A new software-managed storage on the GPU like data: data's values on
+ * its host side (NumPy copies and casts them in), device_data's on its
+ * device side (the library's copy, from any device), then the state. */
+static PyObject *copy_sides(const gtpy_request *r, side *host, side *device)
+{
+    gts_sync_state state;
+    PyObject *shared;
+    gtpy_resolved resolved;
+    gts_storage s, from;
+    gts_error err;
+    if (read_state(r->sync_state, &state, &shared) < 0)
+        return NULL;
+    gtpy_request copy = *r;
+    copy.fill = FILL_NONE;
+    if (!copy.device)
+        copy.device = PyUnicode_FromString("gpu"); /* a device buffer asks for one */
+    else
+        Py_INCREF(copy.device);
+    if (!copy.device || spec_of(&copy, host, &resolved) < 0) {
+        Py_XDECREF(copy.device);
+        return NULL;
+    }
+    PyObject *storage = NULL;
+    const gts_storage_spec *spec = gtpy_spec(&resolved);
+    if (gts_storage_spec_device(spec) != GTS_DEVICE_GPU || spec->managed != GTS_MANAGED_GT4PY)
+        PyErr_SetString(PyExc_ValueError,
+                        "device_data: a copy of two buffers is a storage on the GPU whose sides "
+                        "gtstore keeps in sync: device='gpu' and managed='gt4py' (the defaults)");
+    else if (gtpy_check_gpu(&copy, spec) == 0)
+        storage = gtpy_storage_allocate(&copy, &host->src, &resolved, &s);
+    gtpy_resolved_release(&resolved);
+    Py_DECREF(copy.device);
+    PyObject *host_side = storage ? gtpy_storage_ndarray(storage, true) : NULL; /* marked */
+    int rc = host_side ? PyObject_SetItem(host_side, Py_Ellipsis, host->src.array) : -1;
+    Py_XDECREF(host_side);
+    if (rc < 0) {
+        Py_XDECREF(storage);
+        return NULL;
+    }
+    gtpy_storage_load(device->src.storage, &from);
+    gtpy_storage_load(storage, &s);
+    if (gts_storage_assign(&s, &from, &err) != 0 ||
+        gts_buffer_set_sync_state(s.buffer, state, &err) != 0) {
+        Py_DECREF(storage);
+        return gtpy_raise_null(&err);
+    }
+    return storage;
+}
+
+PyObject *gtpy_storage_sides(const gtpy_request *r, bool copy)
+{
+    side host, device;
+    PyObject *result = NULL;
+    memset(&host, 0, sizeof host);
+    memset(&device, 0, sizeof device);
+    if (!r->source || r->source == Py_None) {
+        PyErr_SetString(PyExc_TypeError,
+                        "data: device_data needs data too (the host buffer); to wrap a device "
+                        "buffer alone pass it as data");
+        return NULL;
+    }
+    if (open_side(&host, r->source, "data", false) == 0 &&
+        open_side(&device, r->device_data, "device_data", true) == 0 &&
+        check_same_array(&host, &device) == 0)
+        result = copy ? copy_sides(r, &host, &device) : wrap_sides(r, &host, &device);
+    close_side(&host);
+    close_side(&device);
+    return result;
+}
