@@ -278,10 +278,18 @@ static int storage_setitem(PyObject *self, PyObject *key, PyObject *value)
         if (!gtpy_has_host_side(STORAGE(self)->buffer))
             return assign_through_host(self, key, value);
     }
+    gts_storage g;
+    gtpy_holds holds;
+    gtpy_storage_load(self, &g);
+    gtpy_holds_init(&holds);
+    gtpy_holds_add(&holds, &g);
     PyObject *array = gtpy_storage_ndarray(self, true);
-    if (!array)
+    if (!array || gtpy_holds_begin(&holds, GTS_SIDE_HOST) < 0) {
+        Py_XDECREF(array);
         return -1;
+    }
     int rc = PyObject_SetItem(array, key, value); /* NumPy's broadcasting and casting */
+    gtpy_holds_end(&holds);
     Py_DECREF(array);
     return rc;
 }

@@ -607,13 +607,29 @@ static int invoke(call *c, PyObject *function, bool with_where, bool assign)
     return result ? 0 : -1;
 }
 
+/* The output storages on `side` (those the engine reaches, on the device)
+ * held as writes in flight (gtstore/sync.h). */
+static int hold_outputs(call *c, gtpy_holds *holds, gts_side side)
+{
+    gtpy_holds_init(holds);
+    for (int k = c->nops; k < c->nops + c->nout; ++k)
+        if (c->operands[k].storage && !c->host_outs[k])
+            gtpy_holds_add(holds, &c->storages[k]);
+    return gtpy_holds_begin(holds, side);
+}
+
 /* On the host: NumPy computes on views of the operands' memory. */
 static int run_on_host(call *c, bool assign)
 {
+    gtpy_holds holds;
     for (int k = 0; k < c->nops + c->nout; ++k)
         if (!(c->views[k] = operand_view(c, k)))
             return -1;
-    return invoke(c, c->ufunc, c->has_where, assign);
+    if (hold_outputs(c, &holds, GTS_SIDE_HOST) < 0)
+        return -1;
+    int rc = invoke(c, c->ufunc, c->has_where, assign);
+    gtpy_holds_end(&holds);
+    return rc;
 }
 
 /* where= on the device: each output computed whole into a new array, then
@@ -655,6 +671,7 @@ static int invoke_where(call *c, PyObject *function)
  * then the outputs in host memory receive the result. */
 static int run_on_device(call *c, bool assign)
 {
+    gtpy_holds holds;
     for (int k = 0; k < c->nops + c->nout; ++k)
         if (device_operand_view(c, k) < 0)
             return -1;
@@ -663,11 +680,15 @@ static int run_on_device(call *c, bool assign)
                                                                c->kwargs) == 0)
                  ? 0
                  : -1;
-    if (rc == 0)
-        rc = c->has_where ? invoke_where(c, function) : invoke(c, function, false, assign);
+    bool held = rc == 0 && hold_outputs(c, &holds, GTS_SIDE_DEVICE) == 0;
+    rc = !held                ? -1
+         : c->has_where ? invoke_where(c, function)
+                        : invoke(c, function, false, assign);
     Py_XDECREF(function);
     if (gtpy_engine_finish(&c->engine) < 0)
         rc = -1;
+    if (held) /* the writes end once the device is done */
+        gtpy_holds_end(&holds);
     for (int k = c->nops; rc == 0 && k < c->nops + c->nout; ++k)
         if (c->host_outs[k])
             rc = gtpy_engine_to_host(&c->engine, c->host_outs[k], c->views[k]);
@@ -716,6 +737,23 @@ static PyObject *ufunc_call(PyObject *ufunc, PyObject *inputs, PyObject *kwargs)
         result = call_outputs(&c);
     call_release(&c);
     return result;
+}
+
+/* The storages among `objs` (a storage, or a tuple of objects), whose
+ * host sides NumPy writes, held while it does (gtstore/sync.h). */
+static int hold_host_writes(gtpy_holds *holds, PyObject *objs)
+{
+    gtpy_holds_init(holds);
+    Py_ssize_t n = objs && PyTuple_Check(objs) ? PyTuple_GET_SIZE(objs) : 1;
+    for (Py_ssize_t i = 0; objs && i < n; ++i) {
+        PyObject *obj = PyTuple_Check(objs) ? PyTuple_GET_ITEM(objs, i) : objs;
+        if (gtpy_is_storage(obj)) {
+            gts_storage g;
+            gtpy_storage_load(obj, &g);
+            gtpy_holds_add(holds, &g);
+        }
+    }
+    return gtpy_holds_begin(holds, GTS_SIDE_HOST);
 }
 
 /* ---- reductions ------------------------------------------------------------------------ */
@@ -1002,8 +1040,12 @@ static PyObject *reduce_with(PyObject *self, PyObject *function, const reduction
     if (view && !given && field && result.ndim > 0) {
         value = reduce_into_storage(&g, &result, function, view, kw);
     } else if (view) {
+        gtpy_holds holds; /* an out= storage: written on the host */
         PyObject *args = PyTuple_Pack(1, view);
-        value = args ? PyObject_Call(function, args, kw) : NULL;
+        if (args && hold_host_writes(&holds, out) == 0) {
+            value = PyObject_Call(function, args, kw);
+            gtpy_holds_end(&holds);
+        }
         Py_XDECREF(args);
     }
     Py_XDECREF(view);
@@ -1090,10 +1132,14 @@ static PyObject *numpy_on_host(PyObject *function, PyObject *inputs, PyObject *k
                                                            : NULL;
     PyObject *out_views = outs ? host_views(out, true) : NULL, *result = NULL;
     /* `out` lives on in kwargs when kw's entry is replaced */
+    gtpy_holds holds;
     if (args && (!where || !gtpy_is_storage(where) ||
                  (where_view && PyDict_SetItem(kw, name(NAME_WHERE), where_view) == 0)) &&
-        (!outs || (out_views && PyDict_SetItem(kw, name(NAME_OUT), out_views) == 0)))
+        (!outs || (out_views && PyDict_SetItem(kw, name(NAME_OUT), out_views) == 0)) &&
+        hold_host_writes(&holds, outs ? out : NULL) == 0) {
         result = PyObject_Call(function, args, kw);
+        gtpy_holds_end(&holds);
+    }
     if (result && outs) { /* the storages given, not their views */
         Py_DECREF(result);
         result = PyTuple_GET_SIZE(out) == 1 ? Py_NewRef(PyTuple_GET_ITEM(out, 0)) : Py_NewRef(out);
@@ -1121,8 +1167,13 @@ static PyObject *ufunc_at(PyObject *ufunc, PyObject *inputs)
             return NULL;
         }
     }
-    PyObject *result = PyObject_CallMethod(ufunc, "at", n == 2 ? "OO" : "OOO", items[0], items[1],
-                                           n == 3 ? items[2] : NULL);
+    gtpy_holds holds;
+    PyObject *result = NULL;
+    if (hold_host_writes(&holds, PyTuple_GET_ITEM(inputs, 0)) == 0) {
+        result = PyObject_CallMethod(ufunc, "at", n == 2 ? "OO" : "OOO", items[0], items[1],
+                                     n == 3 ? items[2] : NULL);
+        gtpy_holds_end(&holds);
+    }
     for (Py_ssize_t i = 0; i < n; ++i)
         Py_DECREF(items[i]);
     return result;
