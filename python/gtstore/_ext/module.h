@@ -277,7 +277,7 @@ void gtpy_write_hold_init(void);
  * storage) marked written. GTNoSuchBufferError where there is no host side
  * (a GPUStorage). storage_interop.c. */
 int gtpy_storage_host_access(const gts_storage *g, bool write);
-/* A new host storage in C order of the shape and dtype of `g`, for values
+/* A new host storage in C order of the shape, dtype and dims of `g`, for values
  * on their way to memory without a host side; `host` describes it (its
  * buffer borrowed from the returned object). storage_interop.c. */
 PyObject *gtpy_storage_host_staging(const gts_storage *g, gts_storage *host);
@@ -285,6 +285,10 @@ PyObject *gtpy_storage_host_staging(const gts_storage *g, gts_storage *host);
  * access: writable only for a `write` of a writable storage, so that reads
  * (repr, scalars, pickling) do not mark the host side written. */
 PyObject *gtpy_storage_ndarray(PyObject *storage, bool write);
+/* The values on the host, to be read (display, pickling, a value NumPy
+ * assigns): a read-only ndarray of the host side, or of a host copy of
+ * memory without one (a GPUStorage's). storage.c. */
+PyObject *gtpy_storage_host_values(PyObject *storage);
 /* The same over the elements of `g` with base `base`. */
 PyObject *gtpy_storage_ndarray_over(gts_storage *g, PyObject *base, bool write);
 /* A new host storage for a request resolved into `resolved` (a spec the

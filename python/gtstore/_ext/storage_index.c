@@ -283,14 +283,19 @@ static int storage_setitem(PyObject *self, PyObject *key, PyObject *value)
     gtpy_storage_load(self, &g);
     gtpy_holds_init(&holds);
     gtpy_holds_add(&holds, &g);
-    PyObject *array = gtpy_storage_ndarray(self, true);
-    if (!array || gtpy_holds_begin(&holds, GTS_SIDE_HOST) < 0) {
-        Py_XDECREF(array);
-        return -1;
+    /* a value in memory without a host side (a GPUStorage of another
+     * dtype): NumPy reads a host copy of it */
+    PyObject *host_value = gtpy_is_storage(value) && !gtpy_has_host_side(STORAGE(value)->buffer)
+                               ? gtpy_storage_host_values(value)
+                               : Py_NewRef(value);
+    PyObject *array = host_value ? gtpy_storage_ndarray(self, true) : NULL;
+    int rc = array && gtpy_holds_begin(&holds, GTS_SIDE_HOST) == 0 ? 0 : -1;
+    if (rc == 0) {
+        rc = PyObject_SetItem(array, key, host_value); /* NumPy's broadcasting and casting */
+        gtpy_holds_end(&holds);
     }
-    int rc = PyObject_SetItem(array, key, value); /* NumPy's broadcasting and casting */
-    gtpy_holds_end(&holds);
-    Py_DECREF(array);
+    Py_XDECREF(array);
+    Py_XDECREF(host_value);
     return rc;
 }
 

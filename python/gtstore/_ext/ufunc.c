@@ -232,11 +232,12 @@ static PyObject *operand_view(const call *c, int k)
     return Py_NewRef(c->objs[k]); /* a scalar */
 }
 
-/* An array of the engine over `g`'s device side in place, with the
- * result's shape: synced there first and, for a `write`, marked written. */
-static PyObject *device_storage_view(const call *c, int k, bool write)
+/* An array of the engine `e` over `g`'s device side in place, of `shape`
+ * and `strides`: synced there first and, for a `write`, marked written. */
+static PyObject *engine_view_of(const gtpy_engine *e, const gts_storage *g, int ndim,
+                                const Py_ssize_t *shape, const Py_ssize_t *strides, bool write,
+                                PyObject *owner)
 {
-    const gts_storage *g = &c->storages[k];
     gts_error err;
     int rc = write && !g->readonly
                  ? gts_buffer_prepare_write(g->buffer, GTS_SIDE_DEVICE, NULL, &err)
@@ -246,10 +247,17 @@ static PyObject *device_storage_view(const call *c, int k, bool write)
     char *base = gts_buffer_data(g->buffer);
     if (gts_buffer_device(g->buffer) == gts_device_emulated())
         base = gts_device_emulated_host_address(base);
+    return gtpy_engine_view(e, base ? base + g->offset : NULL, g->dtype, ndim, shape, strides,
+                            !write || g->readonly, owner);
+}
+
+/* The same with the result's shape, for operand k. */
+static PyObject *device_storage_view(const call *c, int k, bool write)
+{
     Py_ssize_t shape[GTS_MAX_NDIM], strides[GTS_MAX_NDIM];
     result_strides(c, k, shape, strides);
-    return gtpy_engine_view(&c->engine, base ? base + g->offset : NULL, g->dtype, c->result.ndim,
-                            shape, strides, !write || g->readonly, c->objs[k]);
+    return engine_view_of(&c->engine, &c->storages[k], c->result.ndim, shape, strides, write,
+                          c->objs[k]);
 }
 
 /* Operand k as the engine computes on it: storages the engine reaches in
@@ -739,6 +747,28 @@ static PyObject *ufunc_call(PyObject *ufunc, PyObject *inputs, PyObject *kwargs)
     return result;
 }
 
+/* An operand a computation reads: a storage as an array of the engine `e`
+ * (its device memory in place, else its host values copied there) or,
+ * without an engine, as host values (a host copy of memory without a
+ * host side); another array-like moved to a CUDA engine's device; anything
+ * else (indices, scalars) as it is. */
+static PyObject *read_operand(PyObject *obj, const gtpy_engine *e)
+{
+    bool storage = gtpy_is_storage(obj);
+    if (storage && e && gtpy_engine_reaches(e, gts_buffer_device(STORAGE(obj)->buffer)) &&
+        !gts_buffer_mirrored(STORAGE(obj)->buffer))
+        return gtpy_storage_to_ndarray(obj, NULL);
+    if (storage && !e)
+        return gtpy_has_host_side(STORAGE(obj)->buffer) ? gtpy_storage_ndarray(obj, false)
+                                                         : gtpy_storage_host_values(obj);
+    if (!e || (!storage && (!e->cuda || PyTuple_Check(obj) || is_scalar(obj))))
+        return Py_NewRef(obj);
+    PyObject *host = storage ? read_operand(obj, NULL) : Py_NewRef(obj);
+    PyObject *array = host ? gtpy_engine_asarray(e, host) : NULL;
+    Py_XDECREF(host);
+    return array;
+}
+
 /* The storages among `objs` (a storage, or a tuple of objects), whose
  * host sides NumPy writes, held while it does (gtstore/sync.h). */
 static int hold_host_writes(gtpy_holds *holds, PyObject *objs)
@@ -932,8 +962,11 @@ static PyObject *reduce_into_storage(const gts_storage *g, const gts_broadcast *
 }
 
 /* out= of a reduction, a storage: its axes along the result's dims (by
- * name), written on the host; it must have exactly those dims and extents. */
-static PyObject *reduction_out_view(PyObject *out, const gts_broadcast *result)
+ * name), written on the host, or with an engine `e` that reaches its memory
+ * (a GPUStorage's) on the device; it must have exactly those dims and
+ * extents. */
+static PyObject *reduction_out_view(PyObject *out, const gts_broadcast *result,
+                                    const gtpy_engine *e)
 {
     gts_storage o;
     gtpy_storage_load(out, &o);
@@ -963,6 +996,8 @@ static PyObject *reduction_out_view(PyObject *out, const gts_broadcast *result)
         Py_XDECREF(have_shape);
         return NULL;
     }
+    if (e && !gtpy_has_host_side(o.buffer))
+        return engine_view_of(e, &o, result->ndim, shape, strides, true, out);
     if (gtpy_storage_host_access(&o, true) < 0)
         return NULL;
     return gtpy_numpy_capi_array(o.dtype, result->ndim, shape, strides, gts_storage_data(&o),
@@ -1025,15 +1060,20 @@ static PyObject *reduce_with(PyObject *self, PyObject *function, const reduction
     if (out && PyTuple_Check(out) && PyTuple_GET_SIZE(out) == 1)
         out = PyTuple_GET_ITEM(out, 0); /* ufunc.reduce's form */
     Py_XINCREF(out);
-    int rc = 0;
-    if (out && gtpy_is_storage(out))
-        rc = replace_keyword(kw, "out", reduction_out_view(out, &result));
+    /* on the device where the storage or an out= storage has no host side
+     * (a GPUStorage): the engine reads the one and writes the other there */
+    const gts_buffer *device_only = !gtpy_has_host_side(g.buffer) ? g.buffer
+                                    : out && gtpy_is_storage(out) &&
+                                            !gtpy_has_host_side(STORAGE(out)->buffer)
+                                        ? STORAGE(out)->buffer
+                                        : NULL;
+    gtpy_engine engine, *on_device = device_only ? &engine : NULL;
+    int rc = device_only ? gtpy_engine_get(gts_buffer_device(device_only), &engine) : 0;
+    if (rc == 0 && out && gtpy_is_storage(out))
+        rc = replace_keyword(kw, "out", reduction_out_view(out, &result, on_device));
     if (rc == 0 && where && gtpy_is_storage(where))
         rc = replace_keyword(kw, "where", reduction_where_view(where, self));
-    /* the host side, else (a GPUStorage) the device's memory as an array */
-    PyObject *view = rc < 0 ? NULL
-                     : gtpy_has_host_side(g.buffer) ? gtpy_storage_ndarray(self, false)
-                                                    : gtpy_storage_to_ndarray(self, NULL);
+    PyObject *view = rc < 0 ? NULL : read_operand(self, on_device);
     bool given = out && out != Py_None;
     bool field = r->name[0] != 'a' || r->name[1] != 'r'; /* argmin, argmax: indices */
     PyObject *value = NULL;
@@ -1049,10 +1089,8 @@ static PyObject *reduce_with(PyObject *self, PyObject *function, const reduction
         Py_XDECREF(args);
     }
     Py_XDECREF(view);
-    gtpy_engine engine; /* device memory: CuPy's reduction has finished when this returns */
-    if (value && !gtpy_has_host_side(g.buffer) &&
-        (gtpy_engine_get(gts_buffer_device(g.buffer), &engine) < 0 ||
-         gtpy_engine_finish(&engine) < 0))
+    /* device memory: CuPy's reduction has finished when this returns */
+    if (value && on_device && gtpy_engine_finish(on_device) < 0)
         Py_CLEAR(value);
     if (value && given) { /* the storage or array given, not NumPy's view of it */
         Py_DECREF(value);
@@ -1151,31 +1189,43 @@ static PyObject *numpy_on_host(PyObject *function, PyObject *inputs, PyObject *k
     return result;
 }
 
-/* ufunc.at(a, indices, b): in place on the host side of `a`. */
+/* ufunc.at(a, indices, b): in place on the host side of `a`, or where it
+ * has none (a GPUStorage) on its device, by the engine's ufunc.at. */
 static PyObject *ufunc_at(PyObject *ufunc, PyObject *inputs)
 {
     Py_ssize_t n = PyTuple_GET_SIZE(inputs);
     if (n < 2 || n > 3)
         return PyErr_Format(PyExc_TypeError, "%S.at: takes (a, indices[, b])", ufunc);
-    PyObject *items[3];
-    for (Py_ssize_t i = 0; i < n; ++i) {
-        PyObject *obj = PyTuple_GET_ITEM(inputs, i);
-        items[i] = gtpy_is_storage(obj) ? gtpy_storage_ndarray(obj, i == 0) : Py_NewRef(obj);
-        if (!items[i]) {
-            while (i-- > 0)
-                Py_DECREF(items[i]);
+    PyObject *a = PyTuple_GET_ITEM(inputs, 0);
+    gtpy_engine engine, *on_device = NULL;
+    if (gtpy_is_storage(a) && !gtpy_has_host_side(STORAGE(a)->buffer)) {
+        if (gtpy_engine_get(gts_buffer_device(STORAGE(a)->buffer), &engine) < 0)
             return NULL;
-        }
+        on_device = &engine;
     }
+    PyObject *items[3] = {NULL, NULL, NULL};
+    bool ok = true;
+    for (Py_ssize_t i = 0; ok && i < n; ++i) {
+        PyObject *obj = PyTuple_GET_ITEM(inputs, i);
+        items[i] = i > 0 || !gtpy_is_storage(obj) ? read_operand(obj, on_device)
+                   : on_device                    ? gtpy_storage_to_ndarray(obj, NULL)
+                                                  : gtpy_storage_ndarray(obj, true);
+        ok = items[i] != NULL;
+    }
+    PyObject *function = !ok ? NULL : on_device ? gtpy_engine_function(on_device, ufunc)
+                                                : Py_NewRef(ufunc);
     gtpy_holds holds;
     PyObject *result = NULL;
-    if (hold_host_writes(&holds, PyTuple_GET_ITEM(inputs, 0)) == 0) {
-        result = PyObject_CallMethod(ufunc, "at", n == 2 ? "OO" : "OOO", items[0], items[1],
-                                     n == 3 ? items[2] : NULL);
+    if (function && hold_host_writes(&holds, a) == 0) {
+        result = PyObject_CallMethod(function, "at", n == 2 ? "OO" : "OOO", items[0], items[1],
+                                     items[2]);
+        if (on_device && gtpy_engine_finish(on_device) < 0)
+            Py_CLEAR(result);
         gtpy_holds_end(&holds);
     }
+    Py_XDECREF(function);
     for (Py_ssize_t i = 0; i < n; ++i)
-        Py_DECREF(items[i]);
+        Py_XDECREF(items[i]);
     return result;
 }
 
