@@ -176,7 +176,8 @@ static void test_random_sequence(void)
  * after syncing it; copy makes a mirrored copy; the host side is the
  * storage's host address. */
 /* DLPack exports the device side, or with GTS_DLPACK_HOST_SIDE the host
- * side as a CPU tensor; only mirrored buffers have one. */
+ * side as a CPU tensor: mirrored buffers have one, managed memory is one;
+ * plain device memory has none. */
 static void test_dlpack_sides(const gts_storage *s)
 {
     gts_dl_managed_versioned *t;
@@ -198,6 +199,18 @@ static void test_dlpack_sides(const gts_storage *s)
         CHECK_FAILS(gts_storage_to_dlpack(&plain, GTS_DLPACK_HOST_SIDE, &t, ERR), GTS_EINVAL,
                     "mirrored");
         gts_storage_release(&plain);
+    }
+    /* managed memory: its host side is itself, as a CPU tensor (no copy) */
+    const gts_device_ops *managed;
+    gts_storage shared;
+    if (CHECK_OK(gts_device_managed(emulated, &managed, ERR)) &&
+        CHECK_OK(gts_storage_create_on(managed, &spec, 0, &shared, ERR))) {
+        if (CHECK_OK(gts_storage_to_dlpack(&shared, GTS_DLPACK_HOST_SIDE, &t, ERR))) {
+            CHECK(t->dl_tensor.device.device_type == GTS_DL_CPU);
+            CHECK((char *)t->dl_tensor.data == (char *)gts_storage_data(&shared));
+            t->deleter(t);
+        }
+        gts_storage_release(&shared);
     }
 }
 

@@ -669,3 +669,20 @@ def test_ufunc_methods_with_a_device_only_out(method):
         result = getattr(np.add, method)(source, axis=0, out=out)
         assert result is out
         np.testing.assert_array_equal(device_values(out), expected)
+
+
+def test_dlpack_to_cpu_of_managed_memory_is_the_memory_itself():
+    """dl_device=(1, 0) of managed memory exports that memory (the buffer
+    protocol's zero copy): writes through it are the storage's."""
+    s = gtstore.full((2, 3), 1.0, device="gpu", managed="cuda")
+    a = np.from_dlpack(s, device="cpu")
+    assert np.shares_memory(a, np.asarray(s))
+    a[1, 2] = 7.0
+    assert float(np.asarray(s)[1, 2]) == 7.0 and s.to_ndarray()[1, 2] == 7.0
+    v = np.from_dlpack(s[::-1, 1:], device="cpu")  # a view
+    np.testing.assert_array_equal(v, [[1.0, 7.0], [1.0, 1.0]])
+    c = np.from_dlpack(s, device="cpu", copy=True)  # asked for a copy: one
+    c[0, 0] = -1.0
+    assert not np.shares_memory(c, np.asarray(s)) and float(np.asarray(s)[0, 0]) == 1.0
+    capsule = s.__dlpack__(dl_device=(1, 0), max_version=(1, 0), copy=False)
+    del capsule  # no copy needed: served
