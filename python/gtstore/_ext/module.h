@@ -46,6 +46,10 @@ const char *gtpy_text(PyObject *str, const char *param);
  * the AttributeError a plain getattr would (a microsecond on an ndarray).
  * `interned` caches the name. */
 PyObject *gtpy_optional_attr(PyObject *obj, const char *name, PyObject **interned);
+/* The same for a protocol attribute whose getter is user code (a class's
+ * __gt_data_interface__): 1 with the value, 0 where it has none (an
+ * AttributeError), -1 with the getter's exception as it raised it. */
+int gtpy_lookup_attr(PyObject *obj, const char *name, PyObject **interned, PyObject **value);
 
 /* An integer (int or an object with __index__; not bool). */
 int gtpy_int(PyObject *obj, const char *param, int64_t *out);
