@@ -396,6 +396,25 @@ static bool device_of_inputs(const call *c, gts_managed *managed)
     return false;
 }
 
+/* The dtype NumPy gives the result of `function`, as a storage's: a
+ * TypeError that says it is the result's dtype where storages hold no such
+ * elements (object, datetime64, a byte order not the machine's, a
+ * subarray). */
+static int result_dtype(PyObject *function, PyObject *dtype_obj, gtpy_dtype *dtype)
+{
+    if (gtpy_dtype_parse(dtype_obj, dtype) == 0 && dtype->nsub == 0)
+        return 0;
+    if (PyErr_Occurred() && !PyErr_ExceptionMatches(PyExc_TypeError))
+        return -1;
+    PyErr_Clear();
+    PyErr_Format(PyExc_TypeError,
+                 "%S: the result's dtype, %R, is not one a storage holds (storages hold bool, "
+                 "ints, floats and complex numbers in the machine's byte order); compute on "
+                 "np.asarray(...) for such a result",
+                 function, dtype_obj);
+    return -1;
+}
+
 /* A new storage for output k, of the result's dims and the parameters seed
  * 001 infers from the inputs. */
 static int allocate_output(call *c, int k, PyObject *dtype_obj)
@@ -403,13 +422,8 @@ static int allocate_output(call *c, int k, PyObject *dtype_obj)
     gtpy_dtype dtype;
     gts_storage_spec spec;
     gts_error err;
-    if (gtpy_dtype_parse(dtype_obj, &dtype) < 0)
+    if (result_dtype(c->ufunc, dtype_obj, &dtype) < 0)
         return -1;
-    if (dtype.nsub) {
-        PyErr_Format(PyExc_TypeError, "%S: a result of dtype %S is not a storage", c->ufunc,
-                     dtype_obj);
-        return -1;
-    }
     gts_managed managed = GTS_MANAGED_GT4PY;
     bool on_device = device_of_inputs(c, &managed) || c->on_device;
     if (gts_broadcast_output_spec(c->nin, c->operands, &c->result, dtype.base,
@@ -615,6 +629,98 @@ static int invoke(call *c, PyObject *function, bool with_where, bool assign)
     return result ? 0 : -1;
 }
 
+/* ---- NumPy's bugs routed around (docs/storage.md) -------------------------------------------- */
+
+/* Whether the Python int `value` is an element of the integer dtype. */
+static bool int_fits(PyObject *value, gts_dtype dtype)
+{
+    int bits = 8 * dtype.itemsize, overflow;
+    long long v = PyLong_AsLongLongAndOverflow(value, &overflow);
+    if (overflow || (v == -1 && PyErr_Occurred())) { /* beyond int64: only uint64 may hold it */
+        PyErr_Clear();
+        bool fits = overflow > 0 && dtype.kind == GTS_KIND_UINT && bits == 64 &&
+                    !(PyLong_AsUnsignedLongLong(value) == (unsigned long long)-1 &&
+                      PyErr_Occurred());
+        PyErr_Clear();
+        return fits;
+    }
+    if (dtype.kind == GTS_KIND_UINT)
+        return v >= 0 && (bits == 64 || v < (1LL << bits));
+    return bits == 64 || (v >= -(1LL << (bits - 1)) && v < (1LL << (bits - 1)));
+}
+
+/* The dtype of input j where it is an array (a storage or an ndarray). */
+static bool input_dtype(const call *c, int j, gts_dtype *out)
+{
+    if (c->operands[j].storage) {
+        *out = c->storages[j].dtype;
+        return true;
+    }
+    PyObject *dtype = c->arrays[j] ? PyObject_GetAttrString(c->arrays[j], "dtype") : NULL;
+    gtpy_dtype parsed;
+    bool known = dtype && gtpy_dtype_parse(dtype, &parsed) == 0 && parsed.nsub == 0;
+    Py_XDECREF(dtype);
+    PyErr_Clear(); /* (a dtype storages do not hold: no integer) */
+    if (known)
+        *out = parsed.base;
+    return known;
+}
+
+/* NumPy 2.4.6's comparisons of an integer array with a Python int outside
+ * its dtype's range (np.less(int8, 300)) crash in the masked loop of
+ * where=. Whether this call is one. */
+static bool masked_comparison_crashes(const call *c)
+{
+    static const char *const names[] = {"equal", "not_equal", "less", "less_equal", "greater",
+                                        "greater_equal"};
+    bool comparison = false;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; ++i)
+        comparison = comparison || c->ufunc == gtpy_numpy(names[i]);
+    for (int k = 0; comparison && k < c->nin; ++k) {
+        PyObject *value = c->objs[k];
+        if (!PyLong_Check(value) || PyBool_Check(value))
+            continue;
+        gts_dtype dtype;
+        for (int j = 0; j < c->nin; ++j)
+            if (input_dtype(c, j, &dtype) &&
+                (dtype.kind == GTS_KIND_INT || dtype.kind == GTS_KIND_UINT) &&
+                !int_fits(value, dtype))
+                return true;
+    }
+    return false;
+}
+
+/* NumPy 2.4.6 with where=, an output that overlaps an input and a cast
+ * writes elements the mask leaves out (np.less(s, s[::-1], out=s,
+ * where=m)): such inputs are copied first. */
+static int copy_overlapping_inputs(call *c)
+{
+    PyObject *may_share = gtpy_numpy("may_share_memory"), *copy = gtpy_numpy("array");
+    if (!may_share || !copy)
+        return -1;
+    for (int k = 0; k < c->nin; ++k) {
+        bool overlaps = false;
+        for (int j = c->nops; !overlaps && j < c->nops + c->nout; ++j) {
+            if (!c->objs[j] || is_scalar(c->views[k]))
+                continue;
+            PyObject *answer = PyObject_CallFunctionObjArgs(may_share, c->views[k], c->views[j],
+                                                            NULL);
+            int truth = answer ? PyObject_IsTrue(answer) : -1;
+            Py_XDECREF(answer);
+            if (truth < 0)
+                return -1;
+            overlaps = truth;
+        }
+        if (overlaps) {
+            PyObject *copied = PyObject_CallOneArg(copy, c->views[k]);
+            if (!copied)
+                return -1;
+            Py_SETREF(c->views[k], copied);
+        }
+    }
+    return 0;
+}
+
 /* The output storages on `side` (those the engine reaches, on the device)
  * held as writes in flight (gtstore/sync.h). */
 static int hold_outputs(call *c, gtpy_holds *holds, gts_side side)
@@ -624,20 +730,6 @@ static int hold_outputs(call *c, gtpy_holds *holds, gts_side side)
         if (c->operands[k].storage && !c->host_outs[k])
             gtpy_holds_add(holds, &c->storages[k]);
     return gtpy_holds_begin(holds, side);
-}
-
-/* On the host: NumPy computes on views of the operands' memory. */
-static int run_on_host(call *c, bool assign)
-{
-    gtpy_holds holds;
-    for (int k = 0; k < c->nops + c->nout; ++k)
-        if (!(c->views[k] = operand_view(c, k)))
-            return -1;
-    if (hold_outputs(c, &holds, GTS_SIDE_HOST) < 0)
-        return -1;
-    int rc = invoke(c, c->ufunc, c->has_where, assign);
-    gtpy_holds_end(&holds);
-    return rc;
 }
 
 /* where= on the device: each output computed whole into a new array, then
@@ -672,6 +764,27 @@ static int invoke_where(call *c, PyObject *function)
     for (int i = 0; i < c->nout; ++i) /* the views again the outputs' */
         if (targets[i])
             Py_SETREF(c->views[c->nops + i], targets[i]);
+    return rc;
+}
+
+/* On the host: NumPy computes on views of the operands' memory, around
+ * two bugs of NumPy's where= (docs/storage.md): an input that overlaps an
+ * output is copied first, and a comparison whose masked loop would crash
+ * computes whole into temporaries that the mask then selects from, as on
+ * the device. */
+static int run_on_host(call *c, bool assign)
+{
+    gtpy_holds holds;
+    for (int k = 0; k < c->nops + c->nout; ++k)
+        if (!(c->views[k] = operand_view(c, k)))
+            return -1;
+    bool around = c->has_where && !assign && masked_comparison_crashes(c);
+    if ((c->has_where && !assign && copy_overlapping_inputs(c) < 0) ||
+        (around && gtpy_engine_get(gts_device_host(), &c->engine) < 0) ||
+        hold_outputs(c, &holds, GTS_SIDE_HOST) < 0)
+        return -1;
+    int rc = around ? invoke_where(c, c->ufunc) : invoke(c, c->ufunc, c->has_where, assign);
+    gtpy_holds_end(&holds);
     return rc;
 }
 
@@ -871,11 +984,12 @@ static int reduced_axes(const gts_storage *g, PyObject *axis, bool default_all, 
     return rc;
 }
 
-/* NumPy's answer for one element of `dtype`: function(probe, axis=0[,
- * dtype=wanted]).dtype. */
+/* NumPy's answer for a 1 x 1 probe of `dtype`: function(probe, axis=0[,
+ * dtype=wanted]).dtype (an array, also where the result's elements are
+ * Python objects). */
 static PyObject *probe_dtype(PyObject *function, PyObject *dtype, PyObject *wanted)
 {
-    PyObject *probe = PyObject_CallFunction(gtpy_numpy("zeros"), "iO", 1, dtype);
+    PyObject *probe = PyObject_CallFunction(gtpy_numpy("zeros"), "(ii)O", 1, 1, dtype);
     PyObject *probe_kw = probe ? Py_BuildValue("{s:i}", "axis", 0) : NULL;
     PyObject *args = probe_kw && (!wanted || PyDict_SetItemString(probe_kw, "dtype", wanted) == 0)
                          ? PyTuple_Pack(1, probe)
@@ -917,8 +1031,8 @@ static PyObject *reduction_dtype(PyObject *function, PyObject *kw, const gts_sto
 /* A new storage for the result of a reduction of `g`, of the dims `result`
  * gives (gts_broadcast_reduce), the parameters gtstore/broadcast.h infers
  * from `g` and the dtype `dtype_obj`. */
-static PyObject *reduced_storage(const gts_storage *g, const gts_broadcast *result,
-                                 PyObject *dtype_obj)
+static PyObject *reduced_storage(PyObject *function, const gts_storage *g,
+                                 const gts_broadcast *result, PyObject *dtype_obj)
 {
     gts_storage_spec spec;
     gts_storage out;
@@ -926,7 +1040,7 @@ static PyObject *reduced_storage(const gts_storage *g, const gts_broadcast *resu
     gtpy_dtype dtype;
     gts_operand operand = {g, 0, NULL};
     const gts_device_ops *device = gts_buffer_device(g->buffer);
-    if (gtpy_dtype_parse(dtype_obj, &dtype) < 0)
+    if (result_dtype(function, dtype_obj, &dtype) < 0)
         return NULL;
     if (gts_broadcast_output_spec(1, &operand, result, dtype.base,
                                   device == gts_device_host() ? GTS_DEVICE_CPU : GTS_DEVICE_GPU,
@@ -944,7 +1058,7 @@ static PyObject *reduce_into_storage(const gts_storage *g, const gts_broadcast *
                                      PyObject *function, PyObject *view, PyObject *kw)
 {
     PyObject *dtype = reduction_dtype(function, kw, g);
-    PyObject *storage = dtype ? reduced_storage(g, result, dtype) : NULL;
+    PyObject *storage = dtype ? reduced_storage(function, g, result, dtype) : NULL;
     Py_XDECREF(dtype);
     PyObject *target = !storage                           ? NULL
                        : gtpy_has_host_side(g->buffer) ? gtpy_storage_ndarray(storage, true)
