@@ -255,9 +255,9 @@ static void test_storages(void)
     gts_storage_release(&s);
 }
 
-/* One thread writes the host side and marks it; another keeps syncing it
- * to the device. However they interleave, the device ends with every
- * write once the writer is done and one last sync ran. */
+/* One thread writes the host side (writes in flight); another keeps
+ * syncing it to the device. However they interleave, the device ends with
+ * every write once the writer is done and one last sync ran. */
 typedef struct race {
     gts_buffer *buffer;
     atomic_int done;
@@ -268,9 +268,10 @@ static void *writer(void *arg)
     race *r = arg;
     unsigned char *host = gts_buffer_host(r->buffer);
     for (int i = 0; i < 20000; ++i) {
-        if (gts_buffer_prepare_write(r->buffer, GTS_SIDE_HOST, NULL, NULL) != GTS_OK)
+        if (gts_buffer_write_begin(r->buffer, GTS_SIDE_HOST, NULL, NULL) != GTS_OK)
             break;
         host[i % 256] = (unsigned char)(i / 256 + 1);
+        gts_buffer_write_end(r->buffer, NULL);
     }
     atomic_store(&r->done, 1);
     return NULL;
