@@ -283,11 +283,11 @@ static int storage_setitem(PyObject *self, PyObject *key, PyObject *value)
     gtpy_storage_load(self, &g);
     gtpy_holds_init(&holds);
     gtpy_holds_add(&holds, &g);
-    /* a value in memory without a host side (a GPUStorage of another
-     * dtype): NumPy reads a host copy of it */
-    PyObject *host_value = gtpy_is_storage(value) && !gtpy_has_host_side(STORAGE(value)->buffer)
-                               ? gtpy_storage_host_values(value)
-                               : Py_NewRef(value);
+    /* a storage value read on the host before the write is held (its sync
+     * may wait for another thread): its host side, or a host copy where it
+     * has none (a GPUStorage of another dtype) */
+    PyObject *host_value = gtpy_is_storage(value) ? gtpy_storage_host_values(value)
+                                                  : Py_NewRef(value);
     PyObject *array = host_value ? gtpy_storage_ndarray(self, true) : NULL;
     int rc = array && gtpy_holds_begin(&holds, GTS_SIDE_HOST) == 0 ? 0 : -1;
     if (rc == 0) {
