@@ -18,10 +18,12 @@ typedef enum memory_kind {
 
 struct gts_buffer {
     atomic_llong refs;
-    /* A gts_sync_state in the low two bits, and above them a generation
+    /* A gts_sync_state in the low two bits; a flag raised while a sync
+     * copies; the count of writes in flight (gts_buffer_write_begin and
+     * _end), which a sync waits to see at 0; and above them a generation
      * that every mark raises: a sync that copied while another thread
-     * marked a write sees the generation moved and does not call the
-     * buffer clean. Always GTS_SYNC_CLEAN without a mirror. */
+     * declared a state does not call the buffer clean. Always
+     * GTS_SYNC_CLEAN without a mirror. */
     _Atomic uint64_t sync;
     memory_kind kind;
     const gts_device_ops *device; /* where the block lives */

@@ -40,10 +40,11 @@ static void delete_legacy(gts_dl_managed *self)
 static int export_tensor(const gts_storage *storage, export_block **out, gts_dl_tensor **tensor,
                          bool versioned, bool host_side, gts_error *err)
 {
-    if (host_side && !gts_buffer_mirrored(storage->buffer))
+    if (host_side && !gts_buffer_mirrored(storage->buffer) &&
+        !gts_buffer_device(storage->buffer)->host_accessible)
         return gts_error_set(err, GTS_EINVAL,
-                             "flags: GTS_DLPACK_HOST_SIDE needs a mirrored buffer, which has a "
-                             "host side");
+                             "flags: GTS_DLPACK_HOST_SIDE needs a host side: a mirrored "
+                             "buffer's, or memory the host reaches (managed, pinned)");
     int n = storage->ndim;
     int64_t itemsize = storage->dtype.itemsize;
     for (int d = 0; d < n; ++d)

@@ -462,16 +462,20 @@ static int check_message(const gts_halo_plan *plan, int index, const void *buffe
 static int copy_on_host(const gts_storage *g, const region *r, char *packed, bool send,
                         gts_error *err)
 {
-    /* a mirrored buffer: read its host side current, or mark it written */
+    /* a mirrored buffer: read its host side current, or write it (a write
+     * in flight, gtstore/sync.h) */
     int rc = send ? gts_buffer_sync(g->buffer, GTS_SIDE_HOST, false, NULL, err)
-                  : gts_buffer_prepare_write(g->buffer, GTS_SIDE_HOST, NULL, err);
+                  : gts_buffer_write_begin(g->buffer, GTS_SIDE_HOST, NULL, err);
     if (rc)
         return rc;
     char *field = (char *)gts_storage_data(g) + r->offset;
-    return send ? gts_copy(packed, r->packed_strides, field, g->strides, g->ndim, r->shape,
-                           g->dtype.itemsize, err)
-                : gts_copy(field, g->strides, packed, r->packed_strides, g->ndim, r->shape,
-                           g->dtype.itemsize, err);
+    if (send)
+        return gts_copy(packed, r->packed_strides, field, g->strides, g->ndim, r->shape,
+                        g->dtype.itemsize, err);
+    rc = gts_copy(field, g->strides, packed, r->packed_strides, g->ndim, r->shape,
+                  g->dtype.itemsize, err);
+    gts_buffer_write_end(g->buffer, NULL);
+    return rc;
 }
 
 /* Between a field in device memory only and memory of its device at

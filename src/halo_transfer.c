@@ -53,8 +53,12 @@ struct gts__halo_transfer {
     int ncross, cross_capacity;
     group *groups;          /* one per GPU of the plan */
     int ngroups;
-    bool *host_fields;      /* fields copied on the host, synced once per run */
+    unsigned char *host_fields; /* per field: READ and WRITTEN on the host */
+    gts_buffer **held;      /* the buffers written on the host, in address order */
+    int nheld;
 };
+
+enum { READ = 1, WRITTEN = 2 };
 
 /* ---- building ------------------------------------------------------------------ */
 
@@ -146,7 +150,7 @@ static int add_region(gts__halo_transfer *t, int f, const gts__halo_region *r, i
     char *field = field_memory(g, gpu);
     int rc;
     if (!gpu) {
-        t->host_fields[f] = true;
+        t->host_fields[f] |= t->send ? READ : WRITTEN;
         char *packed = block + offset;
         if (message_gpu) { /* through host staging, then across */
             if ((rc = staging(gts_device_host(), t->block_size, &t->host_staging, err)))
@@ -189,7 +193,7 @@ static int add_local(gts__halo_transfer *t, int f, int i, int j, gts_error *err)
     gts_strided_copy c = {field + to->offset, g->strides,   field + from->offset, g->strides,
                           g->ndim,            from->shape, g->dtype.itemsize};
     if (!gpu) {
-        t->host_fields[f] = true;
+        t->host_fields[f] |= READ | WRITTEN;
         return add_copy(&t->host, &t->nhost, &t->host_capacity, c, err);
     }
     group *gr = group_of(t, gpu);
@@ -230,7 +234,8 @@ static int make_groups(gts__halo_transfer *t, gts_error *err)
     const gts_device_ops **gpus = calloc((size_t)nfields, sizeof *gpus);
     t->groups = calloc((size_t)nfields, sizeof *t->groups);
     t->host_fields = calloc((size_t)nfields, sizeof *t->host_fields);
-    if (!gpus || !t->groups || !t->host_fields) {
+    t->held = calloc((size_t)nfields, sizeof *t->held);
+    if (!gpus || !t->groups || !t->host_fields || !t->held) {
         free(gpus);
         return gts_error_set(err, GTS_ENOMEM, "out of memory for a halo exchange");
     }
@@ -239,6 +244,29 @@ static int make_groups(gts__halo_transfer *t, gts_error *err)
         t->groups[g].gpu = gpus[g];
     free(gpus);
     return GTS_OK;
+}
+
+static int by_address(const void *a, const void *b)
+{
+    uintptr_t x = (uintptr_t)*(gts_buffer *const *)a, y = (uintptr_t)*(gts_buffer *const *)b;
+    return (x > y) - (x < y);
+}
+
+/* The buffers written on the host, each once, in address order: the order
+ * every holder of several takes them in (gtstore/sync.h), so that two
+ * holders never wait on each other. */
+static void list_held(gts__halo_transfer *t)
+{
+    int nfields = gts__halo_plan_nfields(t->plan);
+    for (int f = 0; f < nfields; ++f) {
+        gts_buffer *buffer = gts__halo_plan_field(t->plan, f)->buffer;
+        bool seen = false;
+        for (int k = 0; k < t->nheld; ++k)
+            seen = seen || t->held[k] == buffer;
+        if ((t->host_fields[f] & WRITTEN) && !seen)
+            t->held[t->nheld++] = buffer;
+    }
+    qsort(t->held, (size_t)t->nheld, sizeof *t->held, by_address);
 }
 
 int gts__halo_transfer_create(const gts_halo_plan *plan, bool send, const gts_device_ops *device,
@@ -256,6 +284,8 @@ int gts__halo_transfer_create(const gts_halo_plan *plan, bool send, const gts_de
     for (int i = 0; !rc && i < n; ++i)
         if (send || !paired_target(pair, n, i))
             rc = add_neighbor(t, i, pair, message_gpu, block, offset[i], err);
+    if (!rc)
+        list_held(t);
     /* the plan's regions never share an element: the sides need no check */
     for (int g = 0; !rc && g < t->ngroups; ++g)
         rc = gts__copy_batch_create(t->groups[g].gpu, t->groups[g].ncopies, t->groups[g].copies,
@@ -282,27 +312,39 @@ void gts__halo_transfer_destroy(gts__halo_transfer *t)
     free(t->host);
     free(t->cross);
     free(t->host_fields);
+    free(t->held);
     free(t);
 }
 
 /* ---- running ---------------------------------------------------------------------- */
 
-/* The host sides of the fields copied on the host: read current before
- * packing (and, for local pairs, written), marked written by unpacking. */
-static int sync_host_fields(const gts__halo_transfer *t, gts_error *err)
+/* The host sides of the fields copied on the host: those read are brought
+ * up to date; those written are held as writes in flight
+ * (gts_buffer_write_begin) until end_writes, so that a sync on another
+ * thread waits for the copies instead of losing them. */
+static int begin_host_access(const gts__halo_transfer *t, int *begun, gts_error *err)
 {
     int nfields = gts__halo_plan_nfields(t->plan);
-    for (int f = 0; f < nfields; ++f) {
-        if (!t->host_fields[f])
-            continue;
-        gts_buffer *buffer = gts__halo_plan_field(t->plan, f)->buffer;
-        int rc = t->send ? gts_buffer_sync(buffer, GTS_SIDE_HOST, false, NULL, err) : GTS_OK;
-        if (!rc)
-            rc = gts_buffer_prepare_write(buffer, GTS_SIDE_HOST, NULL, err);
+    *begun = 0;
+    for (int f = 0; f < nfields; ++f)
+        if (t->host_fields[f] == READ) {
+            int rc = gts_buffer_sync(gts__halo_plan_field(t->plan, f)->buffer, GTS_SIDE_HOST,
+                                     false, NULL, err);
+            if (rc)
+                return rc;
+        }
+    for (; *begun < t->nheld; ++*begun) {
+        int rc = gts_buffer_write_begin(t->held[*begun], GTS_SIDE_HOST, NULL, err);
         if (rc)
             return rc;
     }
     return GTS_OK;
+}
+
+static void end_writes(const gts__halo_transfer *t, int begun)
+{
+    while (begun > 0)
+        gts_buffer_write_end(t->held[--begun], NULL);
 }
 
 static int run_host(const gts__halo_transfer *t, gts_error *err)
@@ -346,15 +388,14 @@ static int run_crossings(const gts__halo_transfer *t, gts_error *err)
 
 int gts__halo_transfer_run(const gts__halo_transfer *t, gts_error *err)
 {
-    int rc = sync_host_fields(t, err);
-    if (rc)
-        return rc;
-    if (t->send) { /* fields -> (staging) -> messages */
+    int begun, rc = begin_host_access(t, &begun, err);
+    if (!rc && t->send) { /* fields -> (staging) -> messages */
         if (!(rc = run_host(t, err)) && !(rc = run_devices(t, err)))
             rc = run_crossings(t, err);
-    } else { /* messages -> (staging) -> fields */
+    } else if (!rc) { /* messages -> (staging) -> fields */
         if (!(rc = run_crossings(t, err)) && !(rc = run_devices(t, err)))
             rc = run_host(t, err);
     }
+    end_writes(t, begun);
     return rc;
 }

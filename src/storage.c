@@ -734,16 +734,20 @@ int gts_storage_assign(const gts_storage *dst, const gts_storage *src, gts_error
         return gts_error_set(err, GTS_ETYPE, "src: dtype %s does not match the destination's %s",
                              gts_dtype_name(src->dtype), gts_dtype_name(dst->dtype));
     /* On a mirrored buffer both read and write the device side: bring it
-     * up to date first (gtstore/sync.h), so that no write is lost. */
+     * up to date first (gtstore/sync.h), so that no write is lost, and hold
+     * the write in flight while it runs. */
     if ((rc = gts_buffer_sync(src->buffer, GTS_SIDE_DEVICE, false, NULL, err)) ||
-        (rc = gts_buffer_prepare_write(dst->buffer, GTS_SIDE_DEVICE, NULL, err)))
+        (rc = gts_buffer_write_begin(dst->buffer, GTS_SIDE_DEVICE, NULL, err)))
         return rc;
     const gts_device_ops *to = gts_buffer_device(dst->buffer);
     const gts_device_ops *from = gts_buffer_device(src->buffer);
     if (to == from || (to->host_accessible && from->host_accessible))
-        return to->copy(to, element0(dst), dst->strides, element0(src), src->strides, dst->ndim,
-                        dst->shape, dst->dtype.itemsize, NULL, err);
-    return assign_across(dst, to, src, from, err);
+        rc = to->copy(to, element0(dst), dst->strides, element0(src), src->strides, dst->ndim,
+                      dst->shape, dst->dtype.itemsize, NULL, err);
+    else
+        rc = assign_across(dst, to, src, from, err);
+    gts_buffer_write_end(dst->buffer, NULL);
+    return rc;
 }
 
 int gts_storage_fill(const gts_storage *storage, gts_scalar value, gts_error *err)
@@ -756,11 +760,13 @@ int gts_storage_fill(const gts_storage *storage, gts_scalar value, gts_error *er
 int gts_storage_fill_item(const gts_storage *storage, const void *item, gts_error *err)
 {
     int rc = check_writable(storage, err);
-    if (rc || (rc = gts_buffer_prepare_write(storage->buffer, GTS_SIDE_DEVICE, NULL, err)))
+    if (rc || (rc = gts_buffer_write_begin(storage->buffer, GTS_SIDE_DEVICE, NULL, err)))
         return rc;
     const gts_device_ops *device = gts_buffer_device(storage->buffer);
-    return device->fill(device, element0(storage), storage->ndim, storage->shape,
-                        storage->strides, storage->dtype.itemsize, item, NULL, err);
+    rc = device->fill(device, element0(storage), storage->ndim, storage->shape, storage->strides,
+                      storage->dtype.itemsize, item, NULL, err);
+    gts_buffer_write_end(storage->buffer, NULL);
+    return rc;
 }
 
 /* ---- properties ---------------------------------------------------------------- */

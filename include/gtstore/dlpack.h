@@ -27,9 +27,11 @@ extern "C" {
 /* Flags of the versioned struct. */
 #define GTS_DLPACK_READ_ONLY ((uint64_t)1 << 0)
 #define GTS_DLPACK_IS_COPIED ((uint64_t)1 << 1)
-/* Not a DLPack flag: asks gts_storage_to_dlpack for the host side of a
- * mirrored buffer (gtstore/sync.h), a CPU tensor. The caller has brought
- * that side up to date (gts_buffer_sync / gts_buffer_prepare_write). */
+/* Not a DLPack flag: asks gts_storage_to_dlpack for the host side, a CPU
+ * tensor: of a mirrored buffer (gtstore/sync.h), or memory of a device
+ * the host reaches itself (managed or pinned memory, whose host address is
+ * its own). The caller has brought that side up to date (gts_buffer_sync /
+ * gts_buffer_prepare_write; managed memory: the device synchronized). */
 #define GTS_DLPACK_HOST_SIDE ((uint64_t)1 << 32)
 
 /* DLDevice; the same layout as gts_device_id. */

@@ -7,9 +7,18 @@
  * writes the other lacks; every view shares it, and its changes are atomic.
  *
  * The rule that loses no write: read a side after gts_buffer_sync to it;
- * write a side after gts_buffer_prepare_write for it (a sync, then the mark,
- * as one step). A sync always moves the whole allocation, never the extent
- * of one view: another view may have written anywhere.
+ * write a side between gts_buffer_write_begin and gts_buffer_write_end (or
+ * after gts_buffer_prepare_write, which marks but holds nothing). A sync
+ * always moves the whole allocation, never the extent of one view: another
+ * view may have written anywhere.
+ *
+ * Between threads: a write begun (and not yet ended) is in flight, and a
+ * sync of either side waits until no write is in flight before it copies,
+ * so that it never copies half a write nor copies over one; a write begun
+ * while a sync copies waits for the copy. Writes to the same side run side
+ * by side. A thread that holds a write must not sync the other side of the
+ * same buffer (it would wait for itself), nor begin writes on several
+ * buffers in an order another thread reverses.
  *
  * Buffers with one side (host memory, plain device memory, managed or
  * pinned memory) have nothing to track: their state is always
@@ -21,6 +30,7 @@
 #define GTSTORE_SYNC_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "gtstore/buffer.h"
 #include "gtstore/device.h"
@@ -59,9 +69,40 @@ int gts_buffer_sync(gts_buffer *buffer, gts_side to, bool force, gts_stream stre
 
 /* Before writing side `side`: brings it up to date, then marks it modified,
  * atomically with respect to other marks (a write marked by another thread
- * meanwhile is synced too, never overwritten). */
+ * meanwhile is synced too, never overwritten). A sync by another thread may
+ * copy while the write that follows runs: use gts_buffer_write_begin where
+ * other threads may sync the buffer. */
 int gts_buffer_prepare_write(gts_buffer *buffer, gts_side side, gts_stream stream,
                              gts_error *err);
+
+/* gts_buffer_prepare_write, and the write is in flight until
+ * gts_buffer_write_end: syncs of the buffer (to either side) wait for it.
+ * The fast path (the side current, no copy running) is one atomic load and
+ * one compare-and-swap. Work queued on a stream is part of the write: end
+ * it once that work is complete. */
+int gts_buffer_write_begin(gts_buffer *buffer, gts_side side, gts_stream stream,
+                           gts_error *err);
+
+/* Ends one write begun by gts_buffer_write_begin (one atomic update).
+ * GTS_EINVAL where no write is in flight. */
+int gts_buffer_write_end(gts_buffer *buffer, gts_error *err);
+
+/* The writes in flight (begun and not ended): 0 for one-sided buffers. */
+int64_t gts_buffer_writes_in_flight(const gts_buffer *buffer);
+
+/* A caller that holds a lock of its own while it calls gtstore (CPython's
+ * GIL) must let it go while a call waits for another thread's write, or
+ * that thread could never end it. Before its first wait a call runs
+ * `leave` (which returns a token), and after its last `enter(token)`; a call
+ * that does not wait runs neither. NULL (the default) waits holding
+ * whatever the caller holds. The hooks are process-wide, set once before
+ * threads use mirrored buffers; `hooks` must outlive its use. */
+typedef struct gts_wait_hooks {
+    void *(*leave)(void);
+    void (*enter)(void *token);
+} gts_wait_hooks;
+
+void gts_sync_set_wait_hooks(const gts_wait_hooks *hooks);
 
 #ifdef __cplusplus
 }

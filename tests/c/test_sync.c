@@ -4,12 +4,16 @@
  * by one, a long random sequence of writes, reads, syncs and marks on both
  * sides against a model (no write is ever lost, and every transfer is one
  * the model needed), storages over mirrored buffers (fill, assign and copy
- * write the device side after syncing it), and two threads, one writing the
- * host side and one syncing it to the device, that must lose no write. */
+ * write the device side after syncing it), two threads, one writing the
+ * host side and one syncing it to the device, that must lose no write, and
+ * writes in flight (gts_buffer_write_begin/_end): a sync waits for them,
+ * and writers on both sides with syncers beside them lose nothing. */
+#define _POSIX_C_SOURCE 200809L /* nanosleep */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #include "check.h"
 #include "random.h"
@@ -181,7 +185,8 @@ static void test_random_sequence(void)
  * after syncing it; copy makes a mirrored copy; the host side is the
  * storage's host address. */
 /* DLPack exports the device side, or with GTS_DLPACK_HOST_SIDE the host
- * side as a CPU tensor; only mirrored buffers have one. */
+ * side as a CPU tensor: mirrored buffers have one, managed memory is one;
+ * plain device memory has none. */
 static void test_dlpack_sides(const gts_storage *s)
 {
     gts_dl_managed_versioned *t;
@@ -203,6 +208,18 @@ static void test_dlpack_sides(const gts_storage *s)
         CHECK_FAILS(gts_storage_to_dlpack(&plain, GTS_DLPACK_HOST_SIDE, &t, ERR), GTS_EINVAL,
                     "mirrored");
         gts_storage_release(&plain);
+    }
+    /* managed memory: its host side is itself, as a CPU tensor (no copy) */
+    const gts_device_ops *managed;
+    gts_storage shared;
+    if (CHECK_OK(gts_device_managed(emulated, &managed, ERR)) &&
+        CHECK_OK(gts_storage_create_on(managed, &spec, 0, &shared, ERR))) {
+        if (CHECK_OK(gts_storage_to_dlpack(&shared, GTS_DLPACK_HOST_SIDE, &t, ERR))) {
+            CHECK(t->dl_tensor.device.device_type == GTS_DL_CPU);
+            CHECK((char *)t->dl_tensor.data == (char *)gts_storage_data(&shared));
+            t->deleter(t);
+        }
+        gts_storage_release(&shared);
     }
 }
 
@@ -247,9 +264,9 @@ static void test_storages(void)
     gts_storage_release(&s);
 }
 
-/* One thread writes the host side and marks it; another keeps syncing it
- * to the device. However they interleave, the device ends with every
- * write once the writer is done and one last sync ran. */
+/* One thread writes the host side (writes in flight); another keeps
+ * syncing it to the device. However they interleave, the device ends with
+ * every write once the writer is done and one last sync ran. */
 typedef struct race {
     gts_buffer *buffer;
     atomic_int done;
@@ -260,9 +277,10 @@ static void *writer(void *arg)
     race *r = arg;
     unsigned char *host = gts_buffer_host(r->buffer);
     for (int i = 0; i < 20000; ++i) {
-        if (gts_buffer_prepare_write(r->buffer, GTS_SIDE_HOST, NULL, NULL) != GTS_OK)
+        if (gts_buffer_write_begin(r->buffer, GTS_SIDE_HOST, NULL, NULL) != GTS_OK)
             break;
         host[i % 256] = (unsigned char)(i / 256 + 1);
+        gts_buffer_write_end(r->buffer, NULL);
     }
     atomic_store(&r->done, 1);
     return NULL;
@@ -297,6 +315,188 @@ static void test_threads(void)
     gts_buffer_release(r.buffer);
 }
 
+static void sleep_ms(long ms)
+{
+    struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&t, NULL);
+}
+
+/* The wait hooks, counted: a caller's lock let go around each wait. */
+static atomic_int left, entered;
+
+static void *count_leave(void)
+{
+    atomic_fetch_add(&left, 1);
+    return &left;
+}
+
+static void count_enter(void *token)
+{
+    if (token == &left)
+        atomic_fetch_add(&entered, 1);
+}
+
+static const gts_wait_hooks counting_hooks = {count_leave, count_enter};
+
+/* Another thread's sync, or write on the other side, while the main thread
+ * holds a write: it returns only after the write ended, with it copied. */
+typedef struct held {
+    gts_buffer *buffer;
+    bool write; /* write_begin(DEVICE) rather than sync(DEVICE) */
+    atomic_int ended, returned_after_end, returned;
+} held;
+
+static void *sync_or_write_device(void *arg)
+{
+    held *h = arg;
+    int rc = h->write ? gts_buffer_write_begin(h->buffer, GTS_SIDE_DEVICE, NULL, NULL)
+                      : gts_buffer_sync(h->buffer, GTS_SIDE_DEVICE, false, NULL, NULL);
+    atomic_store(&h->returned_after_end, atomic_load(&h->ended));
+    atomic_store(&h->returned, 1);
+    if (rc == GTS_OK && h->write)
+        gts_buffer_write_end(h->buffer, NULL);
+    return NULL;
+}
+
+static void hold_against(bool write)
+{
+    held h = {.buffer = mirrored(256), .write = write};
+    if (!h.buffer)
+        return;
+    atomic_init(&h.ended, 0);
+    atomic_init(&h.returned_after_end, 0);
+    atomic_init(&h.returned, 0);
+    unsigned char *host = gts_buffer_host(h.buffer);
+    CHECK_OK(gts_buffer_write_begin(h.buffer, GTS_SIDE_HOST, NULL, ERR));
+    CHECK_INT_EQ(gts_buffer_writes_in_flight(h.buffer), 1);
+    host[0] = 1; /* the first half of the write */
+    pthread_t t;
+    if (!CHECK(pthread_create(&t, NULL, sync_or_write_device, &h) == 0))
+        return;
+    sleep_ms(30);
+    CHECK(!atomic_load(&h.returned)); /* it waits for the write in flight */
+    host[255] = 2;                    /* the second half */
+    atomic_store(&h.ended, 1);
+    CHECK_OK(gts_buffer_write_end(h.buffer, ERR));
+    pthread_join(t, NULL);
+    CHECK(atomic_load(&h.returned_after_end));
+    const unsigned char *device = device_side(h.buffer);
+    CHECK(device[0] == 1 && device[255] == 2); /* the whole write copied */
+    CHECK_INT_EQ(gts_buffer_sync_state(h.buffer),
+                 write ? GTS_SYNC_DEVICE_DIRTY : GTS_SYNC_CLEAN);
+    CHECK_INT_EQ(gts_buffer_writes_in_flight(h.buffer), 0);
+    gts_buffer_release(h.buffer);
+}
+
+static void test_write_in_flight(void)
+{
+    atomic_init(&left, 0);
+    atomic_init(&entered, 0);
+    gts_sync_set_wait_hooks(&counting_hooks);
+    hold_against(false);
+    hold_against(true);
+    gts_sync_set_wait_hooks(NULL);
+    CHECK(atomic_load(&left) >= 2 && atomic_load(&left) == atomic_load(&entered));
+
+    /* writes on the same side run side by side; the count pairs up */
+    gts_buffer *b = mirrored(64);
+    if (!b)
+        return;
+    CHECK_OK(gts_buffer_write_begin(b, GTS_SIDE_DEVICE, NULL, ERR));
+    CHECK_OK(gts_buffer_write_begin(b, GTS_SIDE_DEVICE, NULL, ERR));
+    CHECK_OK(gts_buffer_sync(b, GTS_SIDE_DEVICE, false, NULL, ERR)); /* current: no wait */
+    CHECK_INT_EQ(gts_buffer_writes_in_flight(b), 2);
+    CHECK_OK(gts_buffer_write_end(b, ERR));
+    CHECK_OK(gts_buffer_write_end(b, ERR));
+    CHECK_FAILS(gts_buffer_write_end(b, ERR), GTS_EINVAL, "no write is in flight");
+    CHECK_FAILS(gts_buffer_write_begin(b, (gts_side)5, NULL, ERR), GTS_EINVAL, "side");
+    CHECK_INT_EQ(gts_buffer_writes_in_flight(b), 0);
+    CHECK_INT_EQ(gts_buffer_sync_state(b), GTS_SYNC_DEVICE_DIRTY);
+    gts_buffer_release(b);
+}
+
+/* Writers on both sides, each in its own bytes and one byte at a time (a
+ * long write), with two syncers copying the buffer both ways meanwhile:
+ * every write must survive: after its begin, each writer finds its
+ * previous round, and the last rounds end on the host. With prepare_write
+ * instead of a write in flight, a sync copies half a write, the rest lands
+ * on a stale side, and the next sync back loses it. */
+enum { REGION = 1024, ROUNDS = 3000 };
+
+typedef struct flight {
+    gts_buffer *buffer;
+    atomic_int writers_done;
+    atomic_llong lost; /* bytes that did not hold their writer's last round */
+    int failures;
+} flight;
+
+static void write_rounds(flight *f, gts_side side, int64_t start)
+{
+    for (int round = 1; round <= ROUNDS; ++round) {
+        if (gts_buffer_write_begin(f->buffer, side, NULL, NULL) != GTS_OK) {
+            ++f->failures;
+            break;
+        }
+        volatile unsigned char *mem = side == GTS_SIDE_HOST
+                                          ? (unsigned char *)gts_buffer_host(f->buffer)
+                                          : device_side(f->buffer);
+        /* the side is current: it holds this writer's previous round */
+        for (int64_t i = start; i < start + REGION; ++i)
+            atomic_fetch_add(&f->lost, mem[i] != (unsigned char)(round - 1));
+        for (int64_t i = start; i < start + REGION; ++i)
+            mem[i] = (unsigned char)round;
+        gts_buffer_write_end(f->buffer, NULL);
+    }
+    atomic_fetch_add(&f->writers_done, 1);
+}
+
+static void *host_writer(void *arg)
+{
+    write_rounds(arg, GTS_SIDE_HOST, 0);
+    return NULL;
+}
+
+static void *device_writer(void *arg)
+{
+    write_rounds(arg, GTS_SIDE_DEVICE, 2 * REGION);
+    return NULL;
+}
+
+static void *both_ways(void *arg)
+{
+    flight *f = arg;
+    for (int n = 0; atomic_load(&f->writers_done) < 2; ++n)
+        gts_buffer_sync(f->buffer, n % 2 ? GTS_SIDE_HOST : GTS_SIDE_DEVICE, false, NULL,
+                        NULL);
+    return NULL;
+}
+
+static void test_writers_on_both_sides(void)
+{
+    flight f = {.buffer = mirrored(4 * REGION)};
+    if (!f.buffer)
+        return;
+    atomic_init(&f.writers_done, 0);
+    atomic_init(&f.lost, 0);
+    pthread_t t[4];
+    void *(*body[4])(void *) = {host_writer, device_writer, both_ways, both_ways};
+    for (int i = 0; i < 4; ++i)
+        if (!CHECK(pthread_create(&t[i], NULL, body[i], &f) == 0))
+            return;
+    for (int i = 0; i < 4; ++i)
+        pthread_join(t[i], NULL);
+    CHECK_INT_EQ(f.failures, 0);
+    CHECK_INT_EQ(atomic_load(&f.lost), 0);
+    CHECK_OK(gts_buffer_sync(f.buffer, GTS_SIDE_HOST, false, NULL, ERR));
+    const unsigned char *host = gts_buffer_host(f.buffer);
+    unsigned char last = (unsigned char)ROUNDS;
+    int64_t lost = 0;
+    for (int64_t i = 0; i < 4 * REGION; ++i)
+        lost += host[i] != (i < REGION || (i >= 2 * REGION && i < 3 * REGION) ? last : 0);
+    CHECK_INT_EQ(lost, 0);
+    gts_buffer_release(f.buffer);
+}
+
 int main(void)
 {
     if (!CHECK_OK(gts_device_get((gts_device_id){GTS_DL_EXT_DEV, 0}, &emulated, ERR)))
@@ -307,6 +507,8 @@ int main(void)
     test_random_sequence();
     test_storages();
     test_threads();
+    test_write_in_flight();
+    test_writers_on_both_sides();
     CHECK_INT_EQ(live_buffers(), start);
     return check_summary("sync");
 }

@@ -522,6 +522,19 @@ def test_c_kernel_errors(c_kernel_library):
     factor = ctypes.c_double(3.0)
     sig.call_c(kernel, a, b, ctx=ctypes.addressof(factor))
     assert (a == 3).all()
+    # what is no pointer is refused before the kernel runs: no jump to -1,
+    # no ctx of 2**64 - 1 (issue 19)
+    for bad in (-1, -(2**63), 2**64, 2**100):
+        with pytest.raises(ValueError, match=rf"kernel: {bad} is not an address"):
+            sig.call_c(bad, a, b, ctx=ctypes.addressof(factor))
+        with pytest.raises(ValueError, match=rf"ctx: {bad} is not an address"):
+            sig.call_c(kernel, a, b, ctx=bad)
+    for bad in (True, 1.5, "0x10"):
+        with pytest.raises(TypeError, match="ctx: expected an address"):
+            sig.call_c(kernel, a, b, ctx=bad)
+    with pytest.raises(TypeError, match="expected a capsule or the address"):
+        sig.call_c(True, a, b)
+    assert (a == 3).all()  # nothing ran
 
 
 class _CudaLike(CudaArray):
@@ -558,3 +571,34 @@ def test_gpu_signature_reads_device_interfaces(emulated_gpu):
         sig.bind(out, np.zeros((6, 5, 4)), origin=(1, 1, 0))
     with pytest.raises(ValueError, match="inp: __gt_data_interface__ has no buffer on the gpu"):
         sig.bind(out, Field(np.zeros((6, 5, 4)), "IJK"), origin=(1, 1, 0))
+
+
+class _RaisingInterface:
+    """An object whose __gt_data_interface__ (or __gt_dims__) getter raises."""
+
+    def __init__(self, error, attribute="__gt_data_interface__"):
+        self.error, self.attribute = error, attribute
+        self.__array_interface__ = np.zeros((3, 3, 3)).__array_interface__
+
+    def __getattr__(self, name):
+        if name == self.attribute:
+            raise self.error
+        raise AttributeError(name)
+
+
+@pytest.mark.parametrize("error", [KeyError("broken"), RuntimeError("broken"),
+                                   ZeroDivisionError("broken")])
+def test_data_interface_getter_errors_propagate(lap, error):
+    """The getter's own exception, unchanged, not "has no
+    __gt_data_interface__" (issue 19); other protocol getters' as the
+    cause of the field's error."""
+    with pytest.raises(type(error)) as info:
+        lap.bind(np.zeros((3, 3, 3)), _RaisingInterface(error))
+    assert info.value is error
+    with pytest.raises(type(error)) as info:
+        lap.bind(np.zeros((3, 3, 3)), _RaisingInterface(error, "__gt_dims__"))
+    assert info.value is error or info.value.__cause__ is error
+    # an AttributeError is the attribute's absence: the array interface is read
+    call = lap.bind(np.zeros((3, 3, 3)), _RaisingInterface(AttributeError("absent")),
+                    origin=(1, 1, 0))
+    assert call.domain == (1, 1, 3)

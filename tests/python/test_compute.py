@@ -1384,3 +1384,125 @@ def test_isnan_of_a_float_storage_with_a_preset():
     assert out.strides == r.strides
     np.isnan(s, out=out)
     np.testing.assert_array_equal(np.asarray(out), np.zeros((1, 40), bool))
+
+
+# ---- issue 19: NumPy's operator, result dtypes, and NumPy's where= bugs routed around -----------
+
+
+POWER_DTYPES = ["?", "i1", "u1", "i8", "u8", "f2", "f4", "f8", "c8", "c16"]
+EXPONENTS = [2, -1, 0.5, 2.0, 1, 0, 3, -2, -1.0, True, np.int64(2), np.float64(0.5), 2**70]
+
+
+def power_values(dtype):
+    """Values where ndarray's ** and np.power part ways: 0, inf and nan."""
+    if dtype == "?":
+        return np.array([True, False, True])
+    if np.dtype(dtype).kind in "iu":
+        return np.array([0, 1, 3], dtype)
+    values = [0.0, 1.5, np.inf, -np.inf, np.nan, -4.0]
+    if np.dtype(dtype).kind == "c":
+        values += [complex(np.inf, 0), complex(0, np.inf), complex(np.nan, 1), -1j]
+    return np.array(values, dtype)
+
+
+def outcome(compute):
+    """(dtype, values) of a computation, or its exception's type."""
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        try:
+            result = compute()
+        except Exception as error:  # noqa: BLE001 (the type is compared)
+            return type(error)
+    values = np.asarray(result)
+    return values.dtype, values.tolist()
+
+
+@pytest.mark.parametrize("dtype", POWER_DTYPES)
+def test_power_operator_is_ndarrays(dtype):
+    """`s ** x`, `x ** s` and `s **= x` give what the same ndarray gives
+    (NumPy's operator takes np.square, np.reciprocal or np.sqrt for some
+    exponents: bool ** 2 is int8, complex(inf) ** -1 is 0), not np.power's."""
+    base = power_values(dtype)
+    for exponent in EXPONENTS:
+        s = gts.storage(base, dims="I")
+        want, got = outcome(lambda: base ** exponent), outcome(lambda: s ** exponent)
+        assert repr(got) == repr(want), (dtype, exponent)
+        want, got = outcome(lambda: exponent ** base), outcome(lambda: exponent ** s)
+        assert repr(got) == repr(want), (dtype, exponent, "reflected")
+
+        def in_place(a):
+            a **= exponent
+            return a
+
+        want, got = outcome(lambda: in_place(base.copy())), outcome(lambda: in_place(s.copy()))
+        assert repr(got) == repr(want), (dtype, exponent, "in place")
+
+
+@pytest.mark.parametrize("compute, dtype", [
+    (lambda s: np.add(s, np.ones((3, 2), dtype=object)), "dtype('O')"),
+    (lambda s: np.multiply(s.astype("i8"), np.array(1, "m8[s]")), "dtype('<m8[s]')"),
+    (lambda s: s.sum(dtype=object, axis=1), "dtype('O')"),
+    (lambda s: np.add.accumulate(s, dtype=object), "dtype('O')"),
+])
+def test_unsupported_result_dtype_says_it_is_the_results(compute, dtype):
+    s = gts.ones((3, 2), dims="IJ")
+    with pytest.raises(TypeError, match=r"the result's dtype, (.*), is not one a storage holds") \
+            as info:
+        compute(s)
+    assert f"the result's dtype, {dtype}," in str(info.value)
+
+
+@pytest.mark.parametrize("ufunc", [np.less, np.greater_equal, np.add, np.not_equal])
+@pytest.mark.parametrize("dtype", ["f8", "f4", "i8"])
+def test_where_with_an_output_that_overlaps_an_input(ufunc, dtype):
+    """NumPy writes masked-out elements when where=, an output overlapping
+    an input and a cast meet (np.less(s, s[::-1], out=s, where=mask), issue
+    19): the input is copied first, so the result is the one of separate
+    memory."""
+    values = (np.arange(8) % 5).astype(dtype)
+    mask = np.array([True] * 4 + [False] * 4)
+    expected = values.copy()
+    expected[mask] = ufunc(values, values[::-1].copy())[mask].astype(dtype)
+    for where in (mask, gts.storage(mask, dims="I")):
+        s = gts.storage(values, dims="I")
+        assert ufunc(s, s[::-1], out=s, where=where) is s
+        np.testing.assert_array_equal(np.asarray(s), expected)
+        s = gts.storage(values, dims="I")  # an ndarray input over the same memory
+        ufunc(s, np.asarray(s)[::-1], out=s, where=where)
+        np.testing.assert_array_equal(np.asarray(s), expected)
+
+
+def test_masked_comparison_with_an_out_of_range_int_does_not_crash():
+    """A comparison of an integer storage with a Python int beyond its
+    dtype, with where= and out=, crashed inside NumPy's masked loop (issue
+    19); it runs in a child interpreter, many times, and gives NumPy's
+    values (the comparison as mathematics has it)."""
+    from conftest import run_python
+
+    code = r"""
+import numpy as np, gtstore as gts
+checked = 0
+for dtype, value in [("i1", 300), ("u1", 2**40), ("u1", -1), ("i2", 70000), ("u4", -5),
+                     ("i4", 2**40), ("i1", -129)]:
+    for out_dtype in ("f8", "?", "i2"):
+        for ufunc in (np.not_equal, np.less, np.greater_equal, np.equal):
+            for n in (3, 100, 1000):
+                for _ in range(5):
+                    base = np.arange(n).astype(dtype)
+                    mask = np.arange(n) % 3 == 0
+                    s = gts.storage(base, dims="I")
+                    o = gts.full((n,), 7, out_dtype, dims="I")
+                    for args in ((s, value), (value, s), (base, value)):
+                        o[...] = 7
+                        ufunc(*args, out=o, where=mask if n % 2 else gts.storage(mask, dims="I"))
+                        want = np.full(n, 7, out_dtype)
+                        truth = ufunc(base.astype(object), value) if args[0] is not value \
+                            else ufunc(value, base.astype(object))
+                        want[mask] = truth.astype(bool)[mask]
+                        assert (np.asarray(o) == want).all(), (dtype, value, ufunc, out_dtype)
+                        checked += 1
+print("checked", checked)
+"""
+    result = run_python(code, timeout=300)
+    assert result.returncode == 0, (result.returncode, result.stderr[-3000:])
+    assert "checked" in result.stdout

@@ -605,3 +605,92 @@ def test_array_priority(kind):
     s = gtstore.zeros((2,), **TYPES[kind])
     managed = kind in (gtstore.SoftwareManagedGPUStorage, gtstore.CudaManagedGPUStorage)
     assert s.__array_priority__ == (11 if managed else 10)
+
+
+# ---- issue 19: assignments across dtypes and ufunc methods on device-only storages ------------
+
+
+def device_values(s):
+    """The values of a storage on any device, as a host ndarray."""
+    return np.array(s.to_ndarray()) if s.data is None else np.array(s)
+
+
+def test_assigning_another_dtype_into_a_device_only_storage_keeps_the_dims():
+    """The host staging storage of an assignment into a GPUStorage carries the
+    view's dims: a value with dims is assigned by them, as into a host
+    storage (it was stored transposed, and a 1-d "J" view raised)."""
+    values = np.arange(9).reshape(3, 3)
+    for dims, shape, data in (("JI", (3, 3), values), ("J", (3,), values[0]),
+                              ("IJ", (3, 3), values)):
+        b = gtstore.storage(data, dims=dims)  # int64
+        host = gtstore.zeros(shape, "f8", dims=dims)
+        host[...] = b
+        g = gtstore.zeros(shape, "f8", dims=dims, device="gpu", managed=None)
+        g[...] = b
+        np.testing.assert_array_equal(device_values(g), np.asarray(host))
+        np.testing.assert_array_equal(device_values(g), data)
+    # a value with the dims in the other order: by dims, into the view of a key too
+    g = gtstore.zeros((2, 3, 3), "f8", dims="KJI", device="gpu", managed=None)
+    g[1] = gtstore.storage(values.T.copy(), dims="IJ")
+    np.testing.assert_array_equal(device_values(g)[1], values)
+    assert not device_values(g)[0].any()
+
+
+def test_assigning_a_device_only_storage_of_another_dtype_into_a_host_storage():
+    values = np.arange(6).reshape(2, 3)
+    g = gtstore.storage(values, device="gpu", managed=None)  # int64
+    for target in (gtstore.zeros((2, 3), "f4"), gtstore.zeros((2, 3), "f4", device="gpu")):
+        target[...] = g
+        np.testing.assert_array_equal(np.asarray(target), values.astype("f4"))
+        target[0, 1:2] = g[1, 2:]  # a view
+        assert float(np.asarray(target)[0, 1]) == 5.0
+        target[[0, 1], 0] = g[:, 2]  # an advanced key
+        np.testing.assert_array_equal(np.asarray(target)[:, 0], [2.0, 5.0])
+
+
+@pytest.mark.parametrize("index_dtype", ["i8", "i4"])
+def test_ufunc_at_on_a_device_only_storage(index_dtype):
+    """np.add.at and friends on a GPUStorage run on its device, with the
+    result of the same call on a host storage."""
+    indices = np.array([0, 1, 1, 4, 4, 4], dtype=index_dtype)
+    host = gtstore.zeros((5,), "f8")
+    g = gtstore.zeros((5,), "f8", device="gpu", managed=None)
+    for a in (host, g):
+        np.add.at(a, indices, 1.5)
+        np.multiply.at(a, [0, 4], gtstore.full((2,), 2.0, device="gpu", managed=None))
+        np.negative.at(a, [1])
+    np.testing.assert_array_equal(device_values(g), np.asarray(host))
+    np.testing.assert_array_equal(np.asarray(host), [3.0, -3.0, 0.0, 0.0, 9.0])
+    # a host storage with a device-only value: read through a host copy
+    np.add.at(host, [2, 3], gtstore.full((2,), 1.0, device="gpu", managed=None))
+    np.testing.assert_array_equal(np.asarray(host)[2:4], [1.0, 1.0])
+
+
+@pytest.mark.parametrize("method", ["accumulate", "reduce"])
+def test_ufunc_methods_with_a_device_only_out(method):
+    values = np.arange(12.0).reshape(3, 4)
+    expected = getattr(np.add, method)(values, axis=0)
+    for source in (gtstore.storage(values), gtstore.storage(values, device="gpu"),
+                   gtstore.storage(values, device="gpu", managed=None)):
+        dims = "IJ" if method == "accumulate" else "J"  # reduce: along I
+        out = gtstore.zeros(expected.shape, "f8", dims=dims, device="gpu", managed=None)
+        result = getattr(np.add, method)(source, axis=0, out=out)
+        assert result is out
+        np.testing.assert_array_equal(device_values(out), expected)
+
+
+def test_dlpack_to_cpu_of_managed_memory_is_the_memory_itself():
+    """dl_device=(1, 0) of managed memory exports that memory (the buffer
+    protocol's zero copy): writes through it are the storage's."""
+    s = gtstore.full((2, 3), 1.0, device="gpu", managed="cuda")
+    a = np.from_dlpack(s, device="cpu")
+    assert np.shares_memory(a, np.asarray(s))
+    a[1, 2] = 7.0
+    assert float(np.asarray(s)[1, 2]) == 7.0 and s.to_ndarray()[1, 2] == 7.0
+    v = np.from_dlpack(s[::-1, 1:], device="cpu")  # a view
+    np.testing.assert_array_equal(v, [[1.0, 7.0], [1.0, 1.0]])
+    c = np.from_dlpack(s, device="cpu", copy=True)  # asked for a copy: one
+    c[0, 0] = -1.0
+    assert not np.shares_memory(c, np.asarray(s)) and float(np.asarray(s)[0, 0]) == 1.0
+    capsule = s.__dlpack__(dl_device=(1, 0), max_version=(1, 0), copy=False)
+    del capsule  # no copy needed: served

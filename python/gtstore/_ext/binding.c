@@ -22,7 +22,9 @@ PyObject *gtpy_FieldWarning;
 /* ---- errors ------------------------------------------------------------- */
 
 /* Prefixes the pending exception's message with "name: " (the field), for
- * errors of the shared converters that name only their parameter. */
+ * errors of the shared converters that name only their parameter: an
+ * exception of the same type, with the original (user code's, perhaps) as
+ * its __cause__. */
 int gtpy_prefix_error(const char *name)
 {
     PyObject *error = gtpy_error_take();
@@ -30,7 +32,12 @@ int gtpy_prefix_error(const char *name)
     if (text && PyErr_GivenExceptionMatches(error, PyExc_Exception) &&
         !PyErr_GivenExceptionMatches(error, PyExc_MemoryError)) {
         PyErr_Format((PyObject *)Py_TYPE(error), "%s: %U", name, text);
-        Py_DECREF(error);
+        PyObject *prefixed = gtpy_error_take();
+        if (prefixed)
+            PyException_SetCause(prefixed, error); /* (steals `error`) */
+        else
+            Py_DECREF(error);
+        gtpy_error_put(prefixed);
     } else {
         gtpy_error_put(error);
     }
@@ -152,7 +159,9 @@ static int load_dims(bind_slot *slot, PyObject *dims, const char *param)
 static int load_gt_origin(bind_slot *slot, PyObject *obj)
 {
     static PyObject *interned;
-    PyObject *origin = gtpy_optional_attr(obj, "__gt_origin__", &interned);
+    PyObject *origin;
+    if (gtpy_lookup_attr(obj, "__gt_origin__", &interned, &origin) < 0)
+        return -1;
     if (!origin || origin == Py_None) {
         Py_XDECREF(origin);
         return 0;
@@ -173,7 +182,9 @@ static int load_gt_origin(bind_slot *slot, PyObject *obj)
 static int load_gt_dims(bind_slot *slot, PyObject *obj)
 {
     static PyObject *interned;
-    PyObject *dims = gtpy_optional_attr(obj, "__gt_dims__", &interned);
+    PyObject *dims;
+    if (gtpy_lookup_attr(obj, "__gt_dims__", &interned, &dims) < 0)
+        return -1;
     int rc = dims && dims != Py_None ? load_dims(slot, dims, "__gt_dims__") : 0;
     Py_XDECREF(dims);
     return rc;
@@ -355,7 +366,9 @@ int gtpy_slot_load(bind_slot *slot, PyObject *obj, const gts_field_spec *spec, g
         rc = gtpy_has_host_side(g.buffer) ? load_storage(slot, obj, &g)
                                           : load_copy_in(slot, obj, &g, spec);
     } else {
-        PyObject *interface = gtpy_optional_attr(obj, "__gt_data_interface__", &interface_name);
+        PyObject *interface;
+        if (gtpy_lookup_attr(obj, "__gt_data_interface__", &interface_name, &interface) < 0)
+            return -1; /* the getter's exception, unchanged */
         if (interface) {
             rc = load_data_interface(slot, obj, interface, device);
             Py_DECREF(interface);

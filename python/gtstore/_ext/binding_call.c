@@ -3,6 +3,8 @@
  * (gtstore.stencils), which bind through the same path. */
 #include "binding_object.h"
 
+#include <limits.h>
+#include <stdint.h>
 #include <string.h>
 
 typedef struct {
@@ -519,14 +521,41 @@ PyObject *gtpy_signature_call(PyObject *self, PyObject *const *args, Py_ssize_t 
     return bind_and_run(self, "call", args, nargs, kwnames, &extras, run_python_kernel);
 }
 
+/* An address given as an int (`param` names it): 0 to the largest
+ * pointer, else a ValueError (-1 is no address, and must not become
+ * 2**64 - 1); a TypeError for anything but an int. */
+static int address_arg(PyObject *obj, const char *param, void **out)
+{
+    *out = NULL;
+    if (!PyLong_Check(obj) || PyBool_Check(obj)) {
+        PyErr_Format(PyExc_TypeError, "%s: expected an address (an int), got %.200R", param, obj);
+        return -1;
+    }
+    unsigned long long value = PyLong_AsUnsignedLongLong(obj);
+    if (value == (unsigned long long)-1 && PyErr_Occurred()) {
+        if (!PyErr_ExceptionMatches(PyExc_OverflowError))
+            return -1;
+        PyErr_Clear(); /* negative, or beyond 64 bits */
+        goto out_of_range;
+    }
+    if (value > UINTPTR_MAX)
+        goto out_of_range;
+    *out = (void *)(uintptr_t)value;
+    return 0;
+out_of_range:
+    PyErr_Format(PyExc_ValueError, "%s: %.200R is not an address (0 to 2**%d - 1)", param, obj,
+                 (int)(sizeof(void *) * CHAR_BIT));
+    return -1;
+}
+
 /* A C kernel: a capsule holding a gts_kernel_fn, or its address as an int. */
 static gts_kernel_fn c_kernel(PyObject *obj)
 {
     void *address = NULL;
     if (PyCapsule_CheckExact(obj))
         address = PyCapsule_GetPointer(obj, PyCapsule_GetName(obj));
-    else if (PyLong_Check(obj))
-        address = PyLong_AsVoidPtr(obj);
+    else if (PyLong_Check(obj) && !PyBool_Check(obj) && address_arg(obj, "kernel", &address) < 0)
+        return NULL;
     if (!address && !PyErr_Occurred())
         PyErr_Format(PyExc_TypeError,
                      "call_c(kernel, ...): expected a capsule or the address (an int) of a "
@@ -545,10 +574,7 @@ static PyObject *run_c_kernel(const SignatureObject *s, bind_slot *slots, const 
     gts_kernel_fn fn = c_kernel(kernel);
     void *ctx = NULL;
     PyObject *ctx_obj = *x->ctx;
-    if (fn && ctx_obj && ctx_obj != Py_None && !(ctx = PyLong_AsVoidPtr(ctx_obj)) &&
-        PyErr_Occurred())
-        return NULL;
-    if (!fn)
+    if (!fn || (ctx_obj && ctx_obj != Py_None && address_arg(ctx_obj, "ctx", &ctx) < 0))
         return NULL;
     int n = s->sig.nfields;
     gts_bound_field stack[GTPY_BIND_STACK_FIELDS], *bound = stack;

@@ -239,21 +239,24 @@ static int dim_label(PyObject *item, const char *param, Py_ssize_t position, gts
     return rc;
 }
 
+int gtpy_lookup_attr(PyObject *obj, const char *name, PyObject **interned, PyObject **value)
+{
+    *value = NULL;
+    if (!*interned && !(*interned = PyUnicode_InternFromString(name)))
+        return -1;
+#if PY_VERSION_HEX >= 0x030D0000
+    return PyObject_GetOptionalAttr(obj, *interned, value);
+#else
+    return _PyObject_LookupAttr(obj, *interned, value);
+#endif
+}
+
 PyObject *gtpy_optional_attr(PyObject *obj, const char *name, PyObject **interned)
 {
-    if (!*interned && !(*interned = PyUnicode_InternFromString(name))) {
+    PyObject *value;
+    if (gtpy_lookup_attr(obj, name, interned, &value) < 0)
         PyErr_Clear();
-        return NULL;
-    }
-    PyObject *value = NULL;
-#if PY_VERSION_HEX >= 0x030D0000
-    int found = PyObject_GetOptionalAttr(obj, *interned, &value);
-#else
-    int found = _PyObject_LookupAttr(obj, *interned, &value);
-#endif
-    if (found < 0)
-        PyErr_Clear();
-    return found > 0 ? value : NULL;
+    return value;
 }
 
 const char *gtpy_text(PyObject *str, const char *param)

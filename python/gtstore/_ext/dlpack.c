@@ -66,12 +66,14 @@ static int read_version(PyObject *obj, long *major)
 }
 
 /* What an export gives, by dl_device and copy: the storage's own memory,
- * the host side of a mirrored storage, or a copy in host memory. */
+ * its host side (a mirrored storage's, or managed memory itself), or a copy
+ * in host memory. */
 typedef enum { EXPORT_OWN, EXPORT_HOST_SIDE, EXPORT_HOST_COPY } export_kind;
 
 /* dl_device: None or the storage's own device, else the CPU (device
- * (1, 0)): the host side of a mirrored storage, or a copy where the array
- * API allows one (copy=True, or copy=None when there is no host side).
+ * (1, 0)): the host side (of a mirrored storage, or memory the host
+ * reaches), or a copy where the array API allows one (copy=True, or
+ * copy=None when there is no host side).
  * `copy` is -1 for None. */
 static int read_device(PyObject *obj, const gts_buffer *buffer, int copy, export_kind *kind)
 {
@@ -90,12 +92,14 @@ static int read_device(PyObject *obj, const gts_buffer *buffer, int copy, export
     if (type == own.type && id == own.id)
         return 0;
     if (type == GTS_DL_CPU && id == 0) {
-        bool mirrored = gts_buffer_mirrored(buffer);
-        if (copy > 0 || (copy < 0 && !mirrored)) {
+        /* a mirrored buffer's host side, or memory the host reaches itself
+         * (managed, pinned): what the buffer protocol gives */
+        bool host_side = gts_buffer_mirrored(buffer) || gts_buffer_device(buffer)->host_accessible;
+        if (copy > 0 || (copy < 0 && !host_side)) {
             *kind = EXPORT_HOST_COPY;
             return 0;
         }
-        if (mirrored) {
+        if (host_side) {
             *kind = EXPORT_HOST_SIDE;
             return 0;
         }

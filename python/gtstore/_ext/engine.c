@@ -53,7 +53,7 @@ int gtpy_engine_get(const gts_device_ops *gpu, gtpy_engine *out)
     out->gpu = gpu;
     out->cuda = gpu->id.type == GTS_DL_CUDA;
     out->name = out->cuda ? "CuPy" : "NumPy";
-    if (!out->cuda && gpu != gts_device_emulated()) {
+    if (!out->cuda && gpu != gts_device_emulated() && gpu != gts_device_host()) {
         PyErr_Format(PyExc_NotImplementedError, "computing on the %s device is not supported",
                      gpu->name);
         return -1;

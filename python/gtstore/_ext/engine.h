@@ -22,8 +22,9 @@ typedef struct gtpy_engine {
     bool cuda;
 } gtpy_engine;
 
-/* The engine of `gpu` (the emulated device or a CUDA device). CUDA needs
- * CuPy, installed and current on the same GPU: else an error that says so. */
+/* The engine of `gpu` (the emulated device or a CUDA device; the host's is
+ * NumPy too, for the steps the host path borrows). CUDA needs CuPy,
+ * installed and current on the same GPU: else an error that says so. */
 int gtpy_engine_get(const gts_device_ops *gpu, gtpy_engine *out);
 
 /* Whether the engine reads and writes memory of `device` in place: the

@@ -242,6 +242,7 @@ PyMODINIT_FUNC PyInit__gtstore(void)
         goto fail;
     if (add_types(module) < 0 || add_sync_states() < 0 || gtpy_binding_init(module) < 0)
         goto fail;
+    gtpy_write_hold_init();
     if (add_arrays_module(module) < 0 ||
         PyModule_AddFunctions(module, gtpy_presets_methods) < 0 ||
         PyModule_AddFunctions(module, gtpy_memory_methods) < 0 ||

@@ -46,6 +46,10 @@ const char *gtpy_text(PyObject *str, const char *param);
  * the AttributeError a plain getattr would (a microsecond on an ndarray).
  * `interned` caches the name. */
 PyObject *gtpy_optional_attr(PyObject *obj, const char *name, PyObject **interned);
+/* The same for a protocol attribute whose getter is user code (a class's
+ * __gt_data_interface__): 1 with the value, 0 where it has none (an
+ * AttributeError), -1 with the getter's exception as it raised it. */
+int gtpy_lookup_attr(PyObject *obj, const char *name, PyObject **interned, PyObject **value);
 
 /* An integer (int or an object with __index__; not bool). */
 int gtpy_int(PyObject *obj, const char *param, int64_t *out);
@@ -274,12 +278,29 @@ static inline bool gtpy_has_host_side(const gts_buffer *buffer)
     return gts_buffer_device(buffer)->host_accessible || gts_buffer_mirrored(buffer);
 }
 
+/* The mirrored buffers one call writes, held as writes in flight while
+ * NumPy or the engine writes them (gtstore/sync.h): add the storages
+ * written, begin just before the write, end after it. write_hold.c. */
+#define GTPY_MAX_HOLDS 16
+typedef struct gtpy_holds {
+    int n, begun;
+    gts_buffer *buffers[GTPY_MAX_HOLDS];
+} gtpy_holds;
+void gtpy_holds_init(gtpy_holds *h);
+void gtpy_holds_add(gtpy_holds *h, const gts_storage *g);
+/* Begins each write (its side synced, marked and held): -1 with an
+ * exception, nothing held, on failure. */
+int gtpy_holds_begin(gtpy_holds *h, gts_side side);
+void gtpy_holds_end(gtpy_holds *h);
+/* Lets the GIL go while libgtstore waits for another thread's write. */
+void gtpy_write_hold_init(void);
+
 /* Before the host touches a storage's memory (the rule of gtstore/sync.h):
  * its host side brought up to date, and for a `write` (of a writable
  * storage) marked written. GTNoSuchBufferError where there is no host side
  * (a GPUStorage). storage_interop.c. */
 int gtpy_storage_host_access(const gts_storage *g, bool write);
-/* A new host storage in C order of the shape and dtype of `g`, for values
+/* A new host storage in C order of the shape, dtype and dims of `g`, for values
  * on their way to memory without a host side; `host` describes it (its
  * buffer borrowed from the returned object). storage_interop.c. */
 PyObject *gtpy_storage_host_staging(const gts_storage *g, gts_storage *host);
@@ -287,6 +308,10 @@ PyObject *gtpy_storage_host_staging(const gts_storage *g, gts_storage *host);
  * access: writable only for a `write` of a writable storage, so that reads
  * (repr, scalars, pickling) do not mark the host side written. */
 PyObject *gtpy_storage_ndarray(PyObject *storage, bool write);
+/* The values on the host, to be read (display, pickling, a value NumPy
+ * assigns): a read-only ndarray of the host side, or of a host copy of
+ * memory without one (a GPUStorage's). storage.c. */
+PyObject *gtpy_storage_host_values(PyObject *storage);
 /* The same over the elements of `g` with base `base`. */
 PyObject *gtpy_storage_ndarray_over(gts_storage *g, PyObject *base, bool write);
 /* A new host storage for a request resolved into `resolved` (a spec the

@@ -450,9 +450,7 @@ static PyObject *storage_synchronize(PyObject *self, PyObject *unused)
     Py_RETURN_NONE;
 }
 
-/* The values on the host, for display and pickling: the host side, or a
- * host copy of device memory. */
-static PyObject *host_values(PyObject *self)
+PyObject *gtpy_storage_host_values(PyObject *self)
 {
     gts_storage g, copy;
     gts_error err;
@@ -488,7 +486,7 @@ static PyObject *storage_reduce(PyObject *self, PyObject *unused)
     PyObject *module = PyImport_ImportModule("gtstore._gtstore");
     PyObject *rebuild = module ? PyObject_GetAttrString(module, "_rebuild_storage") : NULL;
     Py_XDECREF(module);
-    PyObject *array = rebuild ? host_values(self) : NULL;
+    PyObject *array = rebuild ? gtpy_storage_host_values(self) : NULL;
     PyObject *values = array ? PyObject_CallMethod(array, "copy", NULL) : NULL;
     Py_XDECREF(array);
     if (!values) {
@@ -510,7 +508,7 @@ static PyObject *storage_reduce(PyObject *self, PyObject *unused)
 static PyObject *storage_repr(PyObject *self)
 {
     StorageObject *s = STORAGE(self);
-    PyObject *array = host_values(self);
+    PyObject *array = gtpy_storage_host_values(self);
     PyObject *array2string = array ? gtpy_numpy("array2string") : NULL;
     const char *type = strrchr(Py_TYPE(self)->tp_name, '.');
     type = type ? type + 1 : Py_TYPE(self)->tp_name;

@@ -54,6 +54,18 @@ static PyObject *unary(const char *name, PyObject *a)
     return ufunc ? PyObject_CallOneArg(ufunc, a) : NULL;
 }
 
+/* op(a, out=(a,)): a itself the result. */
+static PyObject *in_place_unary(const char *name, PyObject *a)
+{
+    PyObject *ufunc = gtpy_numpy(name);
+    PyObject *kw = ufunc ? Py_BuildValue("{s:(O)}", "out", a) : NULL;
+    PyObject *args = kw ? PyTuple_Pack(1, a) : NULL;
+    PyObject *result = args ? PyObject_Call(ufunc, args, kw) : NULL;
+    Py_XDECREF(args);
+    Py_XDECREF(kw);
+    return result;
+}
+
 #define BINARY(slot, ufunc)                                                                  \
     static PyObject *op_##slot(PyObject *a, PyObject *b) { return binary(ufunc, a, b); }    \
     static PyObject *op_i##slot(PyObject *a, PyObject *b) { return in_place(ufunc, a, b); }
@@ -75,18 +87,45 @@ static PyObject *op_divmod(PyObject *a, PyObject *b)
     return binary("divmod", a, b);
 }
 
+/* The ufunc ndarray's `**` computes `a ** b` with (NumPy's
+ * fast_scalar_power), which is not always np.power: for an exponent that
+ * is exactly the Python int 2, np.square (so bool ** 2 is int8); for
+ * floats and complex numbers, the Python int -1 np.reciprocal and the
+ * Python float 0.5 np.sqrt (so complex(inf) ** -1 is 0, not nan). NULL for
+ * np.power. */
+static const char *power_shortcut(PyObject *a, PyObject *b)
+{
+    if (!gtpy_is_storage(a))
+        return NULL; /* a reflected power: np.power */
+    gts_storage g;
+    gtpy_storage_load(a, &g);
+    bool inexact = g.dtype.kind == GTS_KIND_FLOAT || g.dtype.kind == GTS_KIND_COMPLEX;
+    if (PyLong_CheckExact(b)) {
+        int overflow;
+        long exponent = PyLong_AsLongAndOverflow(b, &overflow);
+        if (!overflow && exponent == 2)
+            return "square";
+        return !overflow && exponent == -1 && inexact ? "reciprocal" : NULL;
+    }
+    if (PyFloat_CheckExact(b) && inexact && PyFloat_AS_DOUBLE(b) == 0.5)
+        return "sqrt";
+    return NULL;
+}
+
 static PyObject *op_power(PyObject *a, PyObject *b, PyObject *modulo)
 {
     if (modulo != Py_None)
         Py_RETURN_NOTIMPLEMENTED; /* pow(a, b, m): NumPy has none either */
-    return binary("power", a, b);
+    const char *shortcut = power_shortcut(a, b);
+    return shortcut ? unary(shortcut, a) : binary("power", a, b);
 }
 
 static PyObject *op_ipower(PyObject *a, PyObject *b, PyObject *modulo)
 {
     if (modulo != Py_None)
         Py_RETURN_NOTIMPLEMENTED;
-    return in_place("power", a, b);
+    const char *shortcut = power_shortcut(a, b);
+    return shortcut ? in_place_unary(shortcut, a) : in_place("power", a, b);
 }
 
 #define UNARY(slot, ufunc) \

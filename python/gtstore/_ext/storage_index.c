@@ -314,11 +314,24 @@ static int storage_setitem(PyObject *self, PyObject *key, PyObject *value)
         if (!gtpy_has_host_side(STORAGE(self)->buffer))
             return assign_through_host(self, key, value);
     }
-    PyObject *array = gtpy_storage_ndarray(self, true);
-    if (!array)
-        return -1;
-    int rc = PyObject_SetItem(array, key, value); /* NumPy's broadcasting and casting */
-    Py_DECREF(array);
+    gts_storage g;
+    gtpy_holds holds;
+    gtpy_storage_load(self, &g);
+    gtpy_holds_init(&holds);
+    gtpy_holds_add(&holds, &g);
+    /* a storage value read on the host before the write is held (its sync
+     * may wait for another thread): its host side, or a host copy where it
+     * has none (a GPUStorage of another dtype) */
+    PyObject *host_value = gtpy_is_storage(value) ? gtpy_storage_host_values(value)
+                                                  : Py_NewRef(value);
+    PyObject *array = host_value ? gtpy_storage_ndarray(self, true) : NULL;
+    int rc = array && gtpy_holds_begin(&holds, GTS_SIDE_HOST) == 0 ? 0 : -1;
+    if (rc == 0) {
+        rc = PyObject_SetItem(array, key, host_value); /* NumPy's broadcasting and casting */
+        gtpy_holds_end(&holds);
+    }
+    Py_XDECREF(array);
+    Py_XDECREF(host_value);
     return rc;
 }
 

@@ -27,8 +27,12 @@ PyObject *gtpy_storage_host_staging(const gts_storage *g, gts_storage *host)
 {
     gts_storage_spec spec;
     gts_error err;
-    if (gts_storage_spec_init(&spec, g->ndim, g->shape, g->dtype, &err) != 0 ||
-        gts_storage_create(&spec, 0, host, &err) != 0)
+    if (gts_storage_spec_init(&spec, g->ndim, g->shape, g->dtype, &err) != 0)
+        return gtpy_raise_null(&err);
+    /* the view's dims: a value with dims is assigned into it by them */
+    memcpy(spec.dims, g->dims, (size_t)g->ndim * sizeof *g->dims);
+    spec.has_dims = true;
+    if (gts_storage_create(&spec, 0, host, &err) != 0)
         return gtpy_raise_null(&err);
     PyObject *staging = gtpy_storage_new(host, NULL, NULL);
     if (staging)

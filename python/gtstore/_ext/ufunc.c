@@ -232,11 +232,12 @@ static PyObject *operand_view(const call *c, int k)
     return Py_NewRef(c->objs[k]); /* a scalar */
 }
 
-/* An array of the engine over `g`'s device side in place, with the
- * result's shape: synced there first and, for a `write`, marked written. */
-static PyObject *device_storage_view(const call *c, int k, bool write)
+/* An array of the engine `e` over `g`'s device side in place, of `shape`
+ * and `strides`: synced there first and, for a `write`, marked written. */
+static PyObject *engine_view_of(const gtpy_engine *e, const gts_storage *g, int ndim,
+                                const Py_ssize_t *shape, const Py_ssize_t *strides, bool write,
+                                PyObject *owner)
 {
-    const gts_storage *g = &c->storages[k];
     gts_error err;
     int rc = write && !g->readonly
                  ? gts_buffer_prepare_write(g->buffer, GTS_SIDE_DEVICE, NULL, &err)
@@ -246,10 +247,17 @@ static PyObject *device_storage_view(const call *c, int k, bool write)
     char *base = gts_buffer_data(g->buffer);
     if (gts_buffer_device(g->buffer) == gts_device_emulated())
         base = gts_device_emulated_host_address(base);
+    return gtpy_engine_view(e, base ? base + g->offset : NULL, g->dtype, ndim, shape, strides,
+                            !write || g->readonly, owner);
+}
+
+/* The same with the result's shape, for operand k. */
+static PyObject *device_storage_view(const call *c, int k, bool write)
+{
     Py_ssize_t shape[GTS_MAX_NDIM], strides[GTS_MAX_NDIM];
     result_strides(c, k, shape, strides);
-    return gtpy_engine_view(&c->engine, base ? base + g->offset : NULL, g->dtype, c->result.ndim,
-                            shape, strides, !write || g->readonly, c->objs[k]);
+    return engine_view_of(&c->engine, &c->storages[k], c->result.ndim, shape, strides, write,
+                          c->objs[k]);
 }
 
 /* Operand k as the engine computes on it: storages the engine reaches in
@@ -388,6 +396,25 @@ static bool device_of_inputs(const call *c, gts_managed *managed)
     return false;
 }
 
+/* The dtype NumPy gives the result of `function`, as a storage's: a
+ * TypeError that says it is the result's dtype where storages hold no such
+ * elements (object, datetime64, a byte order not the machine's, a
+ * subarray). */
+static int result_dtype(PyObject *function, PyObject *dtype_obj, gtpy_dtype *dtype)
+{
+    if (gtpy_dtype_parse(dtype_obj, dtype) == 0 && dtype->nsub == 0)
+        return 0;
+    if (PyErr_Occurred() && !PyErr_ExceptionMatches(PyExc_TypeError))
+        return -1;
+    PyErr_Clear();
+    PyErr_Format(PyExc_TypeError,
+                 "%S: the result's dtype, %R, is not one a storage holds (storages hold bool, "
+                 "ints, floats and complex numbers in the machine's byte order); compute on "
+                 "np.asarray(...) for such a result",
+                 function, dtype_obj);
+    return -1;
+}
+
 /* A new storage for output k, of the result's dims and the parameters seed
  * 001 infers from the inputs. */
 static int allocate_output(call *c, int k, PyObject *dtype_obj)
@@ -395,13 +422,8 @@ static int allocate_output(call *c, int k, PyObject *dtype_obj)
     gtpy_dtype dtype;
     gts_storage_spec spec;
     gts_error err;
-    if (gtpy_dtype_parse(dtype_obj, &dtype) < 0)
+    if (result_dtype(c->ufunc, dtype_obj, &dtype) < 0)
         return -1;
-    if (dtype.nsub) {
-        PyErr_Format(PyExc_TypeError, "%S: a result of dtype %S is not a storage", c->ufunc,
-                     dtype_obj);
-        return -1;
-    }
     gts_managed managed = GTS_MANAGED_GT4PY;
     bool on_device = device_of_inputs(c, &managed) || c->on_device;
     if (gts_broadcast_output_spec(c->nin, c->operands, &c->result, dtype.base,
@@ -607,13 +629,107 @@ static int invoke(call *c, PyObject *function, bool with_where, bool assign)
     return result ? 0 : -1;
 }
 
-/* On the host: NumPy computes on views of the operands' memory. */
-static int run_on_host(call *c, bool assign)
+/* ---- NumPy's bugs routed around (docs/storage.md) -------------------------------------------- */
+
+/* Whether the Python int `value` is an element of the integer dtype. */
+static bool int_fits(PyObject *value, gts_dtype dtype)
 {
-    for (int k = 0; k < c->nops + c->nout; ++k)
-        if (!(c->views[k] = operand_view(c, k)))
-            return -1;
-    return invoke(c, c->ufunc, c->has_where, assign);
+    int bits = 8 * dtype.itemsize, overflow;
+    long long v = PyLong_AsLongLongAndOverflow(value, &overflow);
+    if (overflow || (v == -1 && PyErr_Occurred())) { /* beyond int64: only uint64 may hold it */
+        PyErr_Clear();
+        bool fits = overflow > 0 && dtype.kind == GTS_KIND_UINT && bits == 64 &&
+                    !(PyLong_AsUnsignedLongLong(value) == (unsigned long long)-1 &&
+                      PyErr_Occurred());
+        PyErr_Clear();
+        return fits;
+    }
+    if (dtype.kind == GTS_KIND_UINT)
+        return v >= 0 && (bits == 64 || v < (1LL << bits));
+    return bits == 64 || (v >= -(1LL << (bits - 1)) && v < (1LL << (bits - 1)));
+}
+
+/* The dtype of input j where it is an array (a storage or an ndarray). */
+static bool input_dtype(const call *c, int j, gts_dtype *out)
+{
+    if (c->operands[j].storage) {
+        *out = c->storages[j].dtype;
+        return true;
+    }
+    PyObject *dtype = c->arrays[j] ? PyObject_GetAttrString(c->arrays[j], "dtype") : NULL;
+    gtpy_dtype parsed;
+    bool known = dtype && gtpy_dtype_parse(dtype, &parsed) == 0 && parsed.nsub == 0;
+    Py_XDECREF(dtype);
+    PyErr_Clear(); /* (a dtype storages do not hold: no integer) */
+    if (known)
+        *out = parsed.base;
+    return known;
+}
+
+/* NumPy 2.4.6's comparisons of an integer array with a Python int outside
+ * its dtype's range (np.less(int8, 300)) crash in the masked loop of
+ * where=. Whether this call is one. */
+static bool masked_comparison_crashes(const call *c)
+{
+    static const char *const names[] = {"equal", "not_equal", "less", "less_equal", "greater",
+                                        "greater_equal"};
+    bool comparison = false;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; ++i)
+        comparison = comparison || c->ufunc == gtpy_numpy(names[i]);
+    for (int k = 0; comparison && k < c->nin; ++k) {
+        PyObject *value = c->objs[k];
+        if (!PyLong_Check(value) || PyBool_Check(value))
+            continue;
+        gts_dtype dtype;
+        for (int j = 0; j < c->nin; ++j)
+            if (input_dtype(c, j, &dtype) &&
+                (dtype.kind == GTS_KIND_INT || dtype.kind == GTS_KIND_UINT) &&
+                !int_fits(value, dtype))
+                return true;
+    }
+    return false;
+}
+
+/* NumPy 2.4.6 with where=, an output that overlaps an input and a cast
+ * writes elements the mask leaves out (np.less(s, s[::-1], out=s,
+ * where=m)): such inputs are copied first. */
+static int copy_overlapping_inputs(call *c)
+{
+    PyObject *may_share = gtpy_numpy("may_share_memory"), *copy = gtpy_numpy("array");
+    if (!may_share || !copy)
+        return -1;
+    for (int k = 0; k < c->nin; ++k) {
+        bool overlaps = false;
+        for (int j = c->nops; !overlaps && j < c->nops + c->nout; ++j) {
+            if (!c->objs[j] || is_scalar(c->views[k]))
+                continue;
+            PyObject *answer = PyObject_CallFunctionObjArgs(may_share, c->views[k], c->views[j],
+                                                            NULL);
+            int truth = answer ? PyObject_IsTrue(answer) : -1;
+            Py_XDECREF(answer);
+            if (truth < 0)
+                return -1;
+            overlaps = truth;
+        }
+        if (overlaps) {
+            PyObject *copied = PyObject_CallOneArg(copy, c->views[k]);
+            if (!copied)
+                return -1;
+            Py_SETREF(c->views[k], copied);
+        }
+    }
+    return 0;
+}
+
+/* The output storages on `side` (those the engine reaches, on the device)
+ * held as writes in flight (gtstore/sync.h). */
+static int hold_outputs(call *c, gtpy_holds *holds, gts_side side)
+{
+    gtpy_holds_init(holds);
+    for (int k = c->nops; k < c->nops + c->nout; ++k)
+        if (c->operands[k].storage && !c->host_outs[k])
+            gtpy_holds_add(holds, &c->storages[k]);
+    return gtpy_holds_begin(holds, side);
 }
 
 /* where= on the device: each output computed whole into a new array, then
@@ -651,10 +767,32 @@ static int invoke_where(call *c, PyObject *function)
     return rc;
 }
 
+/* On the host: NumPy computes on views of the operands' memory, around
+ * two bugs of NumPy's where= (docs/storage.md): an input that overlaps an
+ * output is copied first, and a comparison whose masked loop would crash
+ * computes whole into temporaries that the mask then selects from, as on
+ * the device. */
+static int run_on_host(call *c, bool assign)
+{
+    gtpy_holds holds;
+    for (int k = 0; k < c->nops + c->nout; ++k)
+        if (!(c->views[k] = operand_view(c, k)))
+            return -1;
+    bool around = c->has_where && !assign && masked_comparison_crashes(c);
+    if ((c->has_where && !assign && copy_overlapping_inputs(c) < 0) ||
+        (around && gtpy_engine_get(gts_device_host(), &c->engine) < 0) ||
+        hold_outputs(c, &holds, GTS_SIDE_HOST) < 0)
+        return -1;
+    int rc = around ? invoke_where(c, c->ufunc) : invoke(c, c->ufunc, c->has_where, assign);
+    gtpy_holds_end(&holds);
+    return rc;
+}
+
 /* On the device: the engine computes (its function of the ufunc's name),
  * then the outputs in host memory receive the result. */
 static int run_on_device(call *c, bool assign)
 {
+    gtpy_holds holds;
     for (int k = 0; k < c->nops + c->nout; ++k)
         if (device_operand_view(c, k) < 0)
             return -1;
@@ -663,11 +801,15 @@ static int run_on_device(call *c, bool assign)
                                                                c->kwargs) == 0)
                  ? 0
                  : -1;
-    if (rc == 0)
-        rc = c->has_where ? invoke_where(c, function) : invoke(c, function, false, assign);
+    bool held = rc == 0 && hold_outputs(c, &holds, GTS_SIDE_DEVICE) == 0;
+    rc = !held                ? -1
+         : c->has_where ? invoke_where(c, function)
+                        : invoke(c, function, false, assign);
     Py_XDECREF(function);
     if (gtpy_engine_finish(&c->engine) < 0)
         rc = -1;
+    if (held) /* the writes end once the device is done */
+        gtpy_holds_end(&holds);
     for (int k = c->nops; rc == 0 && k < c->nops + c->nout; ++k)
         if (c->host_outs[k])
             rc = gtpy_engine_to_host(&c->engine, c->host_outs[k], c->views[k]);
@@ -716,6 +858,45 @@ static PyObject *ufunc_call(PyObject *ufunc, PyObject *inputs, PyObject *kwargs)
         result = call_outputs(&c);
     call_release(&c);
     return result;
+}
+
+/* An operand a computation reads: a storage as an array of the engine `e`
+ * (its device memory in place, else its host values copied there) or,
+ * without an engine, as host values (a host copy of memory without a
+ * host side); another array-like moved to a CUDA engine's device; anything
+ * else (indices, scalars) as it is. */
+static PyObject *read_operand(PyObject *obj, const gtpy_engine *e)
+{
+    bool storage = gtpy_is_storage(obj);
+    if (storage && e && gtpy_engine_reaches(e, gts_buffer_device(STORAGE(obj)->buffer)) &&
+        !gts_buffer_mirrored(STORAGE(obj)->buffer))
+        return gtpy_storage_to_ndarray(obj, NULL);
+    if (storage && !e)
+        return gtpy_has_host_side(STORAGE(obj)->buffer) ? gtpy_storage_ndarray(obj, false)
+                                                         : gtpy_storage_host_values(obj);
+    if (!e || (!storage && (!e->cuda || PyTuple_Check(obj) || is_scalar(obj))))
+        return Py_NewRef(obj);
+    PyObject *host = storage ? read_operand(obj, NULL) : Py_NewRef(obj);
+    PyObject *array = host ? gtpy_engine_asarray(e, host) : NULL;
+    Py_XDECREF(host);
+    return array;
+}
+
+/* The storages among `objs` (a storage, or a tuple of objects), whose
+ * host sides NumPy writes, held while it does (gtstore/sync.h). */
+static int hold_host_writes(gtpy_holds *holds, PyObject *objs)
+{
+    gtpy_holds_init(holds);
+    Py_ssize_t n = objs && PyTuple_Check(objs) ? PyTuple_GET_SIZE(objs) : 1;
+    for (Py_ssize_t i = 0; objs && i < n; ++i) {
+        PyObject *obj = PyTuple_Check(objs) ? PyTuple_GET_ITEM(objs, i) : objs;
+        if (gtpy_is_storage(obj)) {
+            gts_storage g;
+            gtpy_storage_load(obj, &g);
+            gtpy_holds_add(holds, &g);
+        }
+    }
+    return gtpy_holds_begin(holds, GTS_SIDE_HOST);
 }
 
 /* ---- reductions ------------------------------------------------------------------------ */
@@ -803,11 +984,12 @@ static int reduced_axes(const gts_storage *g, PyObject *axis, bool default_all, 
     return rc;
 }
 
-/* NumPy's answer for one element of `dtype`: function(probe, axis=0[,
- * dtype=wanted]).dtype. */
+/* NumPy's answer for a 1 x 1 probe of `dtype`: function(probe, axis=0[,
+ * dtype=wanted]).dtype (an array, also where the result's elements are
+ * Python objects). */
 static PyObject *probe_dtype(PyObject *function, PyObject *dtype, PyObject *wanted)
 {
-    PyObject *probe = PyObject_CallFunction(gtpy_numpy("zeros"), "iO", 1, dtype);
+    PyObject *probe = PyObject_CallFunction(gtpy_numpy("zeros"), "(ii)O", 1, 1, dtype);
     PyObject *probe_kw = probe ? Py_BuildValue("{s:i}", "axis", 0) : NULL;
     PyObject *args = probe_kw && (!wanted || PyDict_SetItemString(probe_kw, "dtype", wanted) == 0)
                          ? PyTuple_Pack(1, probe)
@@ -849,8 +1031,8 @@ static PyObject *reduction_dtype(PyObject *function, PyObject *kw, const gts_sto
 /* A new storage for the result of a reduction of `g`, of the dims `result`
  * gives (gts_broadcast_reduce), the parameters gtstore/broadcast.h infers
  * from `g` and the dtype `dtype_obj`. */
-static PyObject *reduced_storage(const gts_storage *g, const gts_broadcast *result,
-                                 PyObject *dtype_obj)
+static PyObject *reduced_storage(PyObject *function, const gts_storage *g,
+                                 const gts_broadcast *result, PyObject *dtype_obj)
 {
     gts_storage_spec spec;
     gts_storage out;
@@ -858,7 +1040,7 @@ static PyObject *reduced_storage(const gts_storage *g, const gts_broadcast *resu
     gtpy_dtype dtype;
     gts_operand operand = {g, 0, NULL};
     const gts_device_ops *device = gts_buffer_device(g->buffer);
-    if (gtpy_dtype_parse(dtype_obj, &dtype) < 0)
+    if (result_dtype(function, dtype_obj, &dtype) < 0)
         return NULL;
     if (gts_broadcast_output_spec(1, &operand, result, dtype.base,
                                   device == gts_device_host() ? GTS_DEVICE_CPU : GTS_DEVICE_GPU,
@@ -876,7 +1058,7 @@ static PyObject *reduce_into_storage(const gts_storage *g, const gts_broadcast *
                                      PyObject *function, PyObject *view, PyObject *kw)
 {
     PyObject *dtype = reduction_dtype(function, kw, g);
-    PyObject *storage = dtype ? reduced_storage(g, result, dtype) : NULL;
+    PyObject *storage = dtype ? reduced_storage(function, g, result, dtype) : NULL;
     Py_XDECREF(dtype);
     PyObject *target = !storage                           ? NULL
                        : gtpy_has_host_side(g->buffer) ? gtpy_storage_ndarray(storage, true)
@@ -894,8 +1076,11 @@ static PyObject *reduce_into_storage(const gts_storage *g, const gts_broadcast *
 }
 
 /* out= of a reduction, a storage: its axes along the result's dims (by
- * name), written on the host; it must have exactly those dims and extents. */
-static PyObject *reduction_out_view(PyObject *out, const gts_broadcast *result)
+ * name), written on the host, or with an engine `e` that reaches its memory
+ * (a GPUStorage's) on the device; it must have exactly those dims and
+ * extents. */
+static PyObject *reduction_out_view(PyObject *out, const gts_broadcast *result,
+                                    const gtpy_engine *e)
 {
     gts_storage o;
     gtpy_storage_load(out, &o);
@@ -925,6 +1110,8 @@ static PyObject *reduction_out_view(PyObject *out, const gts_broadcast *result)
         Py_XDECREF(have_shape);
         return NULL;
     }
+    if (e && !gtpy_has_host_side(o.buffer))
+        return engine_view_of(e, &o, result->ndim, shape, strides, true, out);
     if (gtpy_storage_host_access(&o, true) < 0)
         return NULL;
     return gtpy_numpy_capi_array(o.dtype, result->ndim, shape, strides, gts_storage_data(&o),
@@ -987,30 +1174,37 @@ static PyObject *reduce_with(PyObject *self, PyObject *function, const reduction
     if (out && PyTuple_Check(out) && PyTuple_GET_SIZE(out) == 1)
         out = PyTuple_GET_ITEM(out, 0); /* ufunc.reduce's form */
     Py_XINCREF(out);
-    int rc = 0;
-    if (out && gtpy_is_storage(out))
-        rc = replace_keyword(kw, "out", reduction_out_view(out, &result));
+    /* on the device where the storage or an out= storage has no host side
+     * (a GPUStorage): the engine reads the one and writes the other there */
+    const gts_buffer *device_only = !gtpy_has_host_side(g.buffer) ? g.buffer
+                                    : out && gtpy_is_storage(out) &&
+                                            !gtpy_has_host_side(STORAGE(out)->buffer)
+                                        ? STORAGE(out)->buffer
+                                        : NULL;
+    gtpy_engine engine, *on_device = device_only ? &engine : NULL;
+    int rc = device_only ? gtpy_engine_get(gts_buffer_device(device_only), &engine) : 0;
+    if (rc == 0 && out && gtpy_is_storage(out))
+        rc = replace_keyword(kw, "out", reduction_out_view(out, &result, on_device));
     if (rc == 0 && where && gtpy_is_storage(where))
         rc = replace_keyword(kw, "where", reduction_where_view(where, self));
-    /* the host side, else (a GPUStorage) the device's memory as an array */
-    PyObject *view = rc < 0 ? NULL
-                     : gtpy_has_host_side(g.buffer) ? gtpy_storage_ndarray(self, false)
-                                                    : gtpy_storage_to_ndarray(self, NULL);
+    PyObject *view = rc < 0 ? NULL : read_operand(self, on_device);
     bool given = out && out != Py_None;
     bool field = r->name[0] != 'a' || r->name[1] != 'r'; /* argmin, argmax: indices */
     PyObject *value = NULL;
     if (view && !given && field && result.ndim > 0) {
         value = reduce_into_storage(&g, &result, function, view, kw);
     } else if (view) {
+        gtpy_holds holds; /* an out= storage: written on the host */
         PyObject *args = PyTuple_Pack(1, view);
-        value = args ? PyObject_Call(function, args, kw) : NULL;
+        if (args && hold_host_writes(&holds, out) == 0) {
+            value = PyObject_Call(function, args, kw);
+            gtpy_holds_end(&holds);
+        }
         Py_XDECREF(args);
     }
     Py_XDECREF(view);
-    gtpy_engine engine; /* device memory: CuPy's reduction has finished when this returns */
-    if (value && !gtpy_has_host_side(g.buffer) &&
-        (gtpy_engine_get(gts_buffer_device(g.buffer), &engine) < 0 ||
-         gtpy_engine_finish(&engine) < 0))
+    /* device memory: CuPy's reduction has finished when this returns */
+    if (value && on_device && gtpy_engine_finish(on_device) < 0)
         Py_CLEAR(value);
     if (value && given) { /* the storage or array given, not NumPy's view of it */
         Py_DECREF(value);
@@ -1090,10 +1284,14 @@ static PyObject *numpy_on_host(PyObject *function, PyObject *inputs, PyObject *k
                                                            : NULL;
     PyObject *out_views = outs ? host_views(out, true) : NULL, *result = NULL;
     /* `out` lives on in kwargs when kw's entry is replaced */
+    gtpy_holds holds;
     if (args && (!where || !gtpy_is_storage(where) ||
                  (where_view && PyDict_SetItem(kw, name(NAME_WHERE), where_view) == 0)) &&
-        (!outs || (out_views && PyDict_SetItem(kw, name(NAME_OUT), out_views) == 0)))
+        (!outs || (out_views && PyDict_SetItem(kw, name(NAME_OUT), out_views) == 0)) &&
+        hold_host_writes(&holds, outs ? out : NULL) == 0) {
         result = PyObject_Call(function, args, kw);
+        gtpy_holds_end(&holds);
+    }
     if (result && outs) { /* the storages given, not their views */
         Py_DECREF(result);
         result = PyTuple_GET_SIZE(out) == 1 ? Py_NewRef(PyTuple_GET_ITEM(out, 0)) : Py_NewRef(out);
@@ -1105,26 +1303,43 @@ static PyObject *numpy_on_host(PyObject *function, PyObject *inputs, PyObject *k
     return result;
 }
 
-/* ufunc.at(a, indices, b): in place on the host side of `a`. */
+/* ufunc.at(a, indices, b): in place on the host side of `a`, or where it
+ * has none (a GPUStorage) on its device, by the engine's ufunc.at. */
 static PyObject *ufunc_at(PyObject *ufunc, PyObject *inputs)
 {
     Py_ssize_t n = PyTuple_GET_SIZE(inputs);
     if (n < 2 || n > 3)
         return PyErr_Format(PyExc_TypeError, "%S.at: takes (a, indices[, b])", ufunc);
-    PyObject *items[3];
-    for (Py_ssize_t i = 0; i < n; ++i) {
-        PyObject *obj = PyTuple_GET_ITEM(inputs, i);
-        items[i] = gtpy_is_storage(obj) ? gtpy_storage_ndarray(obj, i == 0) : Py_NewRef(obj);
-        if (!items[i]) {
-            while (i-- > 0)
-                Py_DECREF(items[i]);
+    PyObject *a = PyTuple_GET_ITEM(inputs, 0);
+    gtpy_engine engine, *on_device = NULL;
+    if (gtpy_is_storage(a) && !gtpy_has_host_side(STORAGE(a)->buffer)) {
+        if (gtpy_engine_get(gts_buffer_device(STORAGE(a)->buffer), &engine) < 0)
             return NULL;
-        }
+        on_device = &engine;
     }
-    PyObject *result = PyObject_CallMethod(ufunc, "at", n == 2 ? "OO" : "OOO", items[0], items[1],
-                                           n == 3 ? items[2] : NULL);
+    PyObject *items[3] = {NULL, NULL, NULL};
+    bool ok = true;
+    for (Py_ssize_t i = 0; ok && i < n; ++i) {
+        PyObject *obj = PyTuple_GET_ITEM(inputs, i);
+        items[i] = i > 0 || !gtpy_is_storage(obj) ? read_operand(obj, on_device)
+                   : on_device                    ? gtpy_storage_to_ndarray(obj, NULL)
+                                                  : gtpy_storage_ndarray(obj, true);
+        ok = items[i] != NULL;
+    }
+    PyObject *function = !ok ? NULL : on_device ? gtpy_engine_function(on_device, ufunc)
+                                                : Py_NewRef(ufunc);
+    gtpy_holds holds;
+    PyObject *result = NULL;
+    if (function && hold_host_writes(&holds, a) == 0) {
+        result = PyObject_CallMethod(function, "at", n == 2 ? "OO" : "OOO", items[0], items[1],
+                                     items[2]);
+        if (on_device && gtpy_engine_finish(on_device) < 0)
+            Py_CLEAR(result);
+        gtpy_holds_end(&holds);
+    }
+    Py_XDECREF(function);
     for (Py_ssize_t i = 0; i < n; ++i)
-        Py_DECREF(items[i]);
+        Py_XDECREF(items[i]);
     return result;
 }
 
