@@ -45,6 +45,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1238,4 +1239,30 @@ void fake_cuda_stats_get(fake_cuda_stats *out)
     pthread_mutex_lock(&lock);
     *out = stats;
     pthread_mutex_unlock(&lock);
+}
+
+long long fake_cuda_stat(const char *name)
+{
+#define STAT(field) {#field, offsetof(fake_cuda_stats, field)}
+    static const struct {
+        const char *name;
+        size_t offset;
+    } fields[] = {
+        STAT(lookups), STAT(retains), STAT(pushes), STAT(pops), STAT(context_syncs),
+        STAT(stream_syncs), STAT(htod), STAT(dtoh), STAT(dtod), STAT(generic),
+        STAT(async_calls), STAT(live_streams), STAT(errors), STAT(modules),
+        STAT(kernel_arrays), STAT(serial_launches), STAT(pinned_copies), STAT(pools),
+        STAT(pool_allocs), STAT(pool_reuses), STAT(pool_frees), STAT(events),
+        STAT(live_events), STAT(event_waits), STAT(pointer_queries),
+    };
+#undef STAT
+    fake_cuda_stats now;
+    fake_cuda_stats_get(&now);
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; ++i)
+        if (!strcmp(name, fields[i].name)) {
+            long long value;
+            memcpy(&value, (const char *)&now + fields[i].offset, sizeof value);
+            return value;
+        }
+    return -1;
 }

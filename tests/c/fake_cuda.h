@@ -28,6 +28,9 @@ typedef struct fake_cuda_stats {
 } fake_cuda_stats;
 
 FAKE_CUDA_EXPORT void fake_cuda_stats_get(fake_cuda_stats *out);
+/* One counter of the stats by its field's name (-1 for no such name), for
+ * tests in other languages, which then need not copy the struct's layout. */
+FAKE_CUDA_EXPORT long long fake_cuda_stat(const char *name);
 typedef void (*fake_cuda_stats_fn)(fake_cuda_stats *out);
 
 #endif
