@@ -73,7 +73,7 @@ run_step() {
     elif [ "$rc" = 77 ]; then
         result=SKIP detail=$(tail -1 "$OUT/$name.log")
     elif [ "$rc" != 0 ]; then
-        result=FAIL detail="exit status $rc"
+        result=FAIL detail="exit status $rc: $(grep -v '^ *$' "$OUT/$name.log" | tail -1 | cut -c1-150)"
     fi
     [ -z "$detail" ] && detail=$(summary_line "$OUT/$name.log")
     echo "$result $((SECONDS - began)) $detail" >"$OUT/$name.status"
