@@ -282,8 +282,10 @@ sanitizer() {
     "$tool" --tool memcheck --error-exitcode 1 "$WORK/c/tests/c/test_device_cuda" system
 }
 
-# The gpu group of the benchmarks: names bench/run.py lists that start with
-# "gpu", then the bench/*gpu*.py scripts it does not list, each --quick.
+# The gpu group of the benchmarks (bench/README.md): names bench/run.py
+# lists that start with "gpu", then the bench/*gpu*.py scripts it does not
+# list, each --quick; a script with GPU_CHECK_RANKS = (1, 4) under mpirun on
+# those rank counts.
 benchmarks() {
     local names scripts=() script ran=0
     names=$("$PY" bench/run.py --help 2>/dev/null | tr -s ' ,()\n' '\n' | grep -E '^gpu\w*$' |
@@ -302,8 +304,19 @@ benchmarks() {
         if [[ " $names " == *" $stem "* ]] || ! grep -q '__main__' "$script"; then
             continue
         fi
-        echo "-- $script --quick"
-        "$PY" "$script" --quick || return 1
+        # GPU_CHECK_RANKS = (1, 4) in a script: under mpirun on those rank counts
+        local ranks
+        ranks=$(sed -n 's/^GPU_CHECK_RANKS *= *[([]\([0-9, ]*\)[])].*/\1/p' "$script" | tr ',' ' ')
+        if [ -n "$ranks" ]; then
+            local n
+            for n in $ranks; do
+                echo "-- $script --quick on $n ranks"
+                tests/mpi/mpirun.sh "$n" 120 "$PY" "$script" --quick || return 1
+            done
+        else
+            echo "-- $script --quick"
+            "$PY" "$script" --quick || return 1
+        fi
         ran=1
     done
     [ "$ran" = 1 ] || skip "no gpu benchmarks in bench/ (none named gpu* in bench/run.py)"
