@@ -244,6 +244,14 @@ python_suite() {
         wait "${pids[i]}" || rc=1
         tail -n 15 "$OUT/python_suite.$i.log"
     done
+    local tally=()
+    for word in passed failed skipped error errors; do
+        local count
+        count=$(cat "$OUT"/python_suite.*.log | grep -E '^[0-9]+ (passed|failed)|^=+ [0-9]+ ' |
+            grep -oE "[0-9]+ $word\b" | awk '{n += $1} END {print n + 0}')
+        [ "$count" -gt 0 ] && tally+=("$count $word")
+    done
+    echo "$(IFS=,; echo "${tally[*]}" | sed 's/,/, /g') in ${#pids[@]} runs"
     return $rc
 }
 
