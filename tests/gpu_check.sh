@@ -141,8 +141,12 @@ pip_install() {
 # lacks are installed into it.
 python_env() {
     note "base Python: $PY ($("$PY" -c 'import sys; print(sys.version.split()[0])'))"
+    if [ -x "$VPY" ] && [ "$(cat "$WORK/venv/gpu-check-base" 2>/dev/null)" != "$PY" ]; then
+        rm -rf "$WORK/venv" "$WORK/python"  # made from another Python
+    fi
     if [ ! -x "$VPY" ]; then  # without ensurepip, a venv without pip (see vpip)
         "$PY" -m venv "$WORK/venv" || "$PY" -m venv --without-pip "$WORK/venv" || return 1
+        echo "$PY" >"$WORK/venv/gpu-check-base"
     fi
     local purelib
     purelib=$("$VPY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
