@@ -22,6 +22,8 @@
 #                             python3 and /opt/*/.venv/bin/python that imports
 #                             CuPy, else python3)
 #   GTSTORE_GPU_CHECK_JOBS    parallel pytest workers (default: cores / 2)
+#   GTSTORE_GPU_CHECK_BUDGET  seconds for all steps (default 450; a step
+#                             that would run past it is cut short and fails)
 #   GTSTORE_LIBCUDA           another CUDA driver library (for trying this
 #                             script with tests/c's fake driver)
 # The check runs in a venv, build/gpu/venv, that sees the chosen Python's
@@ -41,6 +43,9 @@ VPY=$WORK/venv/bin/python  # the check's Python (python_env)
 CORES=$(nproc)
 JOBS=${GTSTORE_GPU_CHECK_JOBS:-$(((CORES + 1) / 2))}
 START=$SECONDS
+# Every step ends by this many seconds after the start (the check's budget
+# is 8 minutes: a hanging step must not take the summary with it).
+DEADLINE=$((START + ${GTSTORE_GPU_CHECK_BUDGET:-450}))
 
 note() { printf '[%4ds] %s\n' $((SECONDS - START)) "$*"; }
 
@@ -51,6 +56,13 @@ note() { printf '[%4ds] %s\n' $((SECONDS - START)) "$*"; }
 run_step() {
     local name=$1 limit=$2 began=$SECONDS rc=0
     shift 2
+    if ((limit > DEADLINE - SECONDS)); then
+        limit=$((DEADLINE - SECONDS))
+    fi
+    if ((limit <= 0)); then
+        echo "FAIL 0 no time left of the check's budget" >"$OUT/$name.status"
+        return
+    fi
     note "start $name"
     # the script again, running the function (timeout runs no shell function)
     timeout --kill-after=10 "$limit" "$ROOT/tests/gpu_check.sh" --step "$@" >"$OUT/$name.log" 2>&1 ||
@@ -61,7 +73,7 @@ run_step() {
     elif [ "$rc" = 77 ]; then
         result=SKIP detail=$(tail -1 "$OUT/$name.log")
     elif [ "$rc" != 0 ]; then
-        result=FAIL detail="exit status $rc"
+        result=FAIL detail="exit status $rc: $(grep -v '^ *$' "$OUT/$name.log" | tail -1 | cut -c1-150)"
     fi
     [ -z "$detail" ] && detail=$(summary_line "$OUT/$name.log")
     echo "$result $((SECONDS - began)) $detail" >"$OUT/$name.status"
@@ -96,14 +108,31 @@ choose_python() {
     command -v python3
 }
 
+# vpip install ARGS...: pip for the check's venv: its own, else the base
+# Python's (pip >= 22.3 installs into another environment), else uv's.
+vpip() {
+    if "$VPY" -m pip --version >/dev/null 2>&1; then
+        "$VPY" -m pip "$@"
+    elif "$PY" -m pip --version >/dev/null 2>&1; then
+        "$PY" -m pip --python "$VPY" "$@"
+    elif command -v uv >/dev/null; then
+        local command=$1
+        shift
+        uv pip "$command" --python "$VPY" "$@"
+    else
+        echo "gpu-check: no pip for $VPY (nor in $PY, nor uv)" >&2
+        return 1
+    fi
+}
+
 # pip_install PACKAGE...: into the check's venv, without dependencies (the
 # base Python has them), from .whl/ first, else from the index.
 pip_install() {
     local common=(install --no-deps --upgrade)
-    if [ -d .whl ] && "$VPY" -m pip "${common[@]}" --no-index --find-links .whl "$@"; then
+    if [ -d .whl ] && vpip "${common[@]}" --no-index --find-links .whl "$@"; then
         return 0
     fi
-    "$VPY" -m pip "${common[@]}" --timeout 15 --retries 1 "$@"
+    vpip "${common[@]}" --timeout 15 --retries 1 "$@"
 }
 
 # A venv of the base Python that sees the base's packages (a venv of a venv
@@ -112,8 +141,12 @@ pip_install() {
 # lacks are installed into it.
 python_env() {
     note "base Python: $PY ($("$PY" -c 'import sys; print(sys.version.split()[0])'))"
-    if [ ! -x "$VPY" ]; then
-        "$PY" -m venv "$WORK/venv" || return 1
+    if [ -x "$VPY" ] && [ "$(cat "$WORK/venv/gpu-check-base" 2>/dev/null)" != "$PY" ]; then
+        rm -rf "$WORK/venv" "$WORK/python"  # made from another Python
+    fi
+    if [ ! -x "$VPY" ]; then  # without ensurepip, a venv without pip (see vpip)
+        "$PY" -m venv "$WORK/venv" || "$PY" -m venv --without-pip "$WORK/venv" || return 1
+        echo "$PY" >"$WORK/venv/gpu-check-base"
     fi
     local purelib
     purelib=$("$VPY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
@@ -163,8 +196,7 @@ build_c() {
 }
 
 build_python() {
-    "$PY" -m pip install --no-build-isolation --no-deps --upgrade \
-        -Cbuild-dir="$WORK/python" . ||
+    vpip install --no-build-isolation --no-deps --upgrade -Cbuild-dir="$WORK/python" . ||
         return 1
     # the installed package, not the source tree
     (cd /tmp && "$PY" -c 'import gtstore, sys; print("gtstore from", gtstore.__file__)')
@@ -216,6 +248,14 @@ python_suite() {
         wait "${pids[i]}" || rc=1
         tail -n 15 "$OUT/python_suite.$i.log"
     done
+    local tally=()
+    for word in passed failed skipped error errors; do
+        local count
+        count=$(cat "$OUT"/python_suite.*.log | grep -E '^[0-9]+ (passed|failed)|^=+ [0-9]+ ' |
+            grep -oE "[0-9]+ $word\b" | awk '{n += $1} END {print n + 0}')
+        [ "$count" -gt 0 ] && tally+=("$count $word")
+    done
+    echo "$(IFS=,; echo "${tally[*]}" | sed 's/,/, /g') in ${#pids[@]} runs"
     return $rc
 }
 
@@ -254,8 +294,10 @@ sanitizer() {
     "$tool" --tool memcheck --error-exitcode 1 "$WORK/c/tests/c/test_device_cuda" system
 }
 
-# The gpu group of the benchmarks: names bench/run.py lists that start with
-# "gpu", then the bench/*gpu*.py scripts it does not list, each --quick.
+# The gpu group of the benchmarks (bench/README.md): names bench/run.py
+# lists that start with "gpu", then the bench/*gpu*.py scripts it does not
+# list, each --quick; a script with GPU_CHECK_RANKS = (1, 4) under mpirun on
+# those rank counts.
 benchmarks() {
     local names scripts=() script ran=0
     names=$("$PY" bench/run.py --help 2>/dev/null | tr -s ' ,()\n' '\n' | grep -E '^gpu\w*$' |
@@ -277,8 +319,19 @@ benchmarks() {
         if [[ " $names " == *" $stem "* ]] || ! grep -q '__main__' "$script"; then
             continue
         fi
-        echo "-- $script --quick"
-        "$PY" "$script" --quick || return 1
+        # GPU_CHECK_RANKS = (1, 4) in a script: under mpirun on those rank counts
+        local ranks
+        ranks=$(sed -n 's/^GPU_CHECK_RANKS *= *[([]\([0-9, ]*\)[])].*/\1/p' "$script" | tr ',' ' ')
+        if [ -n "$ranks" ]; then
+            local n
+            for n in $ranks; do
+                echo "-- $script --quick on $n ranks"
+                tests/mpi/mpirun.sh "$n" 120 "$PY" "$script" --quick || return 1
+            done
+        else
+            echo "-- $script --quick"
+            "$PY" "$script" --quick || return 1
+        fi
         ran=1
     done
     [ "$ran" = 1 ] || skip "no gpu benchmarks in bench/ (none named gpu* in bench/run.py)"
@@ -298,7 +351,7 @@ summary() {
         echo
         echo "- commit: $(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet 2>/dev/null || echo ' (modified)')"
         echo "- GPU: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)"
-        echo "- Python: $PY; $("$PY" -c 'import numpy; print("NumPy", numpy.__version__)' 2>/dev/null);" \
+        echo "- Python: $BASE_PY (venv $WORK/venv); $("$PY" -c 'import numpy; print("NumPy", numpy.__version__)' 2>/dev/null);" \
             "$("$PY" -c 'import cupy; print("CuPy", cupy.__version__)' 2>/dev/null || echo 'no CuPy')"
         echo "- cores: $CORES, parallel jobs: $JOBS; total $((SECONDS - START)) s; logs: $OUT"
         echo
@@ -333,15 +386,16 @@ STEPS=(setup build_c build_python c_tests gpu_example python_suite cuda_python m
     mpi_cuda_2 mpi_cuda_4 sanitizer benchmarks)
 
 PY=$(choose_python)
+BASE_PY=$PY
 export GTSTORE_GPU_PYTHON=$PY GTSTORE_GPU_CHECK_OUT=$OUT GTSTORE_GPU_CHECK_JOBS=$JOBS
-run_step setup 300 python_env
+run_step setup 150 python_env
 if grep -q '^PASS' "$OUT/setup.status"; then
     # the environment python_env made, for the steps to come
     export PATH=$WORK/venv/bin:$(dirname "$PY"):$PATH
     PY=$VPY
     export GTSTORE_GPU_PYTHON=$PY
-    run_step build_c 300 build_c &
-    run_step build_python 300 build_python &
+    run_step build_c 180 build_c &
+    run_step build_python 180 build_python &
     wait
 fi
 if grep -q '^PASS' "$OUT/build_c.status" 2>/dev/null; then
@@ -350,7 +404,7 @@ if grep -q '^PASS' "$OUT/build_c.status" 2>/dev/null; then
     run_step sanitizer 300 sanitizer &
 fi
 if grep -q '^PASS' "$OUT/build_python.status" 2>/dev/null; then
-    run_step python_suite 360 python_suite &
+    run_step python_suite 300 python_suite &
     run_step cuda_python 300 cuda_python &
     for ranks in 1 2 4; do
         run_step "mpi_cuda_$ranks" 300 mpi_cuda "$ranks" &
@@ -358,6 +412,6 @@ if grep -q '^PASS' "$OUT/build_python.status" 2>/dev/null; then
 fi
 wait
 if grep -q '^PASS' "$OUT/build_python.status" 2>/dev/null; then
-    run_step benchmarks 150 benchmarks  # alone, so that the timings are quiet
+    run_step benchmarks 120 benchmarks  # alone, so that the timings are quiet
 fi
 summary

@@ -3,13 +3,24 @@
  * hand and of round trips: the same memory, options applied, C order for
  * NULL strides, byte_offset, negative strides, read-only, ownership (the
  * deleter runs once, after the last view; never on failure) and every
- * refusal. */
+ * refusal. CUDA memory is taken where CUDA device 0 exists and refused
+ * where not: meson runs this once as the machine has it and once with the
+ * fake driver of fake_cuda.c as GTSTORE_LIBCUDA. */
 #include <stdint.h>
 #include <string.h>
 
 #include "check.h"
 #include "storage_helpers.h"
+#include "gtstore/device.h"
 #include "gtstore/dlpack.h"
+
+/* Whether CUDA device 0 exists here (a driver with a device). */
+static bool cuda_present(void)
+{
+    const gts_device_ops *cuda;
+    gts_error err;
+    return gts_device_get((gts_device_id){GTS_DL_CUDA, 0}, &cuda, &err) == GTS_OK;
+}
 
 /* Element `index` of a DLPack tensor, from its own fields. */
 static double tensor_get(const gts_dl_tensor *t, const int64_t *index)
@@ -401,9 +412,7 @@ static void test_import_errors(void)
     gts_storage s;
     memset(&s, 0, sizeof s);
     foreign_init(&f);
-    f.managed.dl_tensor.device.device_type = GTS_DL_CUDA;
-    CHECK_FAILS(gts_storage_from_dlpack(&f.managed, NULL, &s, ERR), GTS_ENOTSUP, "device");
-    f.managed.dl_tensor.device.device_type = GTS_DL_ROCM;
+    f.managed.dl_tensor.device.device_type = GTS_DL_ROCM; /* no device of gtstore's */
     CHECK_FAILS(gts_storage_from_dlpack(&f.managed, NULL, &s, ERR), GTS_ENOTSUP, "device");
     foreign_init(&f);
     f.managed.dl_tensor.dtype = (gts_dl_dtype){2, 128, 1}; /* float128 */
@@ -527,7 +536,7 @@ static void test_import_legacy(void)
         gts_storage_release(&v);
     }
     CHECK_INT_EQ(f.deletes, 1);
-    f.managed.dl_tensor.device.device_type = GTS_DL_CUDA;
+    f.managed.dl_tensor.device.device_type = GTS_DL_ROCM;
     CHECK_FAILS(gts_storage_from_dlpack_legacy(&f.managed, NULL, &s, ERR), GTS_ENOTSUP,
                 "device");
     CHECK_INT_EQ(f.deletes, 1);
@@ -547,6 +556,51 @@ static void test_import_legacy(void)
     CHECK_INT_EQ(live_buffers(), start);
 }
 
+/* A tensor of CUDA device 0's memory (its address, never dereferenced on
+ * the host, is the foreign struct's): where the device exists, the storage
+ * wraps it on that device and the deleter runs at the release; where not,
+ * the import is refused and nothing taken over. Versioned and legacy. */
+static void test_import_cuda(void)
+{
+    int64_t start = live_buffers();
+    bool present = cuda_present();
+    foreign f;
+    foreign_init(&f);
+    f.managed.dl_tensor.device.device_type = GTS_DL_CUDA;
+    gts_storage s;
+    memset(&s, 0, sizeof s);
+    if (!present) {
+        CHECK_FAILS(gts_storage_from_dlpack(&f.managed, NULL, &s, ERR), GTS_ENOTSUP, "device");
+        CHECK(s.buffer == NULL);
+    } else if (CHECK_OK(gts_storage_from_dlpack(&f.managed, NULL, &s, ERR))) {
+        const gts_device_ops *device = gts_buffer_device(s.buffer);
+        CHECK(device->id.type == GTS_DL_CUDA && device->id.id == 0);
+        CHECK(gts_storage_data(&s) == NULL); /* no host address: device memory */
+        CHECK((char *)gts_buffer_data(s.buffer) + s.offset == (char *)f.data);
+        CHECK(s.strides[0] == 24 && s.strides[1] == 8);
+        CHECK_INT_EQ(live_buffers(), start + 1);
+        CHECK_INT_EQ(f.deletes, 0);
+        gts_storage_release(&s);
+    }
+    CHECK_INT_EQ(f.deletes, present ? 1 : 0);
+
+    foreign_legacy g = {.shape = {4}, .data = {1, 2, 3, 4}};
+    g.managed.manager_ctx = &g;
+    g.managed.deleter = count_legacy_delete;
+    g.managed.dl_tensor = (gts_dl_tensor){g.data, {GTS_DL_CUDA, 0}, 1, {2, 64, 1}, g.shape,
+                                          NULL, 0};
+    if (!present) {
+        CHECK_FAILS(gts_storage_from_dlpack_legacy(&g.managed, NULL, &s, ERR), GTS_ENOTSUP,
+                    "device");
+    } else if (CHECK_OK(gts_storage_from_dlpack_legacy(&g.managed, NULL, &s, ERR))) {
+        CHECK(gts_buffer_device(s.buffer)->id.type == GTS_DL_CUDA);
+        gts_storage_release(&s);
+    }
+    CHECK_INT_EQ(g.deletes, present ? 1 : 0);
+    CHECK_INT_EQ(live_buffers(), start);
+    printf("CUDA import: %s\n", present ? "taken (CUDA device 0 exists)" : "refused (no CUDA)");
+}
+
 int main(void)
 {
     int64_t start = live_buffers();
@@ -558,6 +612,7 @@ int main(void)
     test_import_errors();
     test_round_trip();
     test_import_legacy();
+    test_import_cuda();
     CHECK_INT_EQ(live_buffers(), start);
     return check_summary("dlpack");
 }

@@ -13,6 +13,7 @@ import gc
 import itertools
 import operator
 import os
+import re
 import subprocess
 import sys
 
@@ -238,7 +239,14 @@ def live():
 
 @pytest.fixture
 def baseline():
-    """Live buffers and bytes before the test; the test must come back to them."""
+    """Live buffers and bytes before the test; the test must come back to them.
+
+    An earlier test's failure does not count: pytest keeps its traceback
+    (sys.last_traceback, whose frames hold that test's storages) until the
+    call of the next test, after this fixture, so it goes first."""
+    for name in ("last_type", "last_value", "last_traceback", "last_exc"):
+        if hasattr(sys, name):
+            delattr(sys, name)
     return live()
 
 
@@ -260,6 +268,13 @@ def user_presets():
     for name in names:
         if name in ga.presets():
             ga.unregister_preset(name)
+
+
+def param_id(value):
+    """A parametrize id: the value's repr without memory addresses, which
+    differ from process to process (pytest-xdist's workers must collect the
+    same ids); pytest numbers the ids that then coincide."""
+    return re.sub(r" at 0x[0-9a-fA-F]+", "", repr(value))
 
 
 def normalize_key(key, ndim):

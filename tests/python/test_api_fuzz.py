@@ -527,15 +527,23 @@ def test_fuzz_creation_keyword_combinations(call):
     api, name, args, kwargs, model = call
     module = gtstore if api == "storage" else ga
     function = getattr(module, name)
+    gpu = gtstore.gpu()
     try:
         result = function(*args, **kwargs)
     except Exception as error:  # noqa: BLE001 - judged below
-        if model["valid"] and not model["gpu"]:
+        # a GPU request fails without a GPU, and GPU arrays (gtstore.arrays) without CuPy
+        if model["valid"] and (not model["gpu"] or (gpu is not None and api == "storage")):
             raise AssertionError(f"a valid call raised {error!r}") from error
         assert_clean_error(error, ALLOWED + (GPU_ERRORS if model["gpu"] else ()))
         return
     assert model["valid"], f"an invalid call succeeded: {name}({args}, {kwargs}) -> {result!r}"
-    assert not model["gpu"], "a GPU request gave a result without a GPU"
+    if model["gpu"]:
+        assert gpu is not None, "a GPU request gave a result without a GPU"
+        if api != "storage":  # a CuPy array
+            expected = tuple(model["shape"]) + model["dtype"].shape
+            assert result.__cuda_array_interface__["shape"] == expected
+            return
+        assert result.device == gpu["name"]  # a storage on the GPU, with a host side
     check_created(result, model)
 
 

@@ -1,6 +1,8 @@
 """Bad input: ValueError or TypeError whose message names the parameter and
 the value, never a crash; and the preset registry."""
 
+import json
+import os
 import re
 
 import numpy as np
@@ -8,7 +10,7 @@ import pytest
 
 import gtstore
 import gtstore.arrays as ga
-from conftest import assert_aligned, expected_geometry, expected_layout
+from conftest import assert_aligned, expected_geometry, expected_layout, param_id, run_python
 
 #: Every allocation function called on a 3-d shape with keyword arguments.
 FUNCTIONS = {
@@ -50,7 +52,7 @@ def test_unknown_preset(function, keyword, name):
 
 
 @function_param
-@pytest.mark.parametrize("value", [5, b"numpy", ("numpy",)], ids=repr)
+@pytest.mark.parametrize("value", [5, b"numpy", ("numpy",)], ids=param_id)
 def test_backend_not_a_string(function, value):
     with pytest.raises(TypeError, match=names("backend", value)):
         function(backend=value)
@@ -67,7 +69,7 @@ def test_get_preset_unknown():
 
 
 @pytest.mark.parametrize(
-    "shape, bad", [((2, -3), -3), (-1, -1), ((-5,), -5), ((0, -1, 2), -1)], ids=repr
+    "shape, bad", [((2, -3), -3), (-1, -1), ((-5,), -5), ((0, -1, 2), -1)], ids=param_id
 )
 @pytest.mark.parametrize("function", [ga.empty, ga.zeros, ga.plan])
 def test_negative_shape(function, shape, bad):
@@ -90,7 +92,7 @@ def test_negative_shape(function, shape, bad):
         ({2: 3}, 2),
         ((2, [3]), [3]),
     ],
-    ids=repr,
+    ids=param_id,
 )
 @pytest.mark.parametrize("function", [ga.empty, ga.ones, ga.plan])
 def test_non_integer_shape(function, shape, bad):
@@ -167,7 +169,7 @@ def test_lengths_that_disagree(function, kwargs, param, value):
         (("I", "J", "-1"), "-1"),
         (("I", "J", 0), "0"),
     ],
-    ids=repr,
+    ids=param_id,
 )
 def test_unknown_labels(function, dims, bad):
     with pytest.raises((ValueError, TypeError), match=names("dims", bad)):
@@ -175,13 +177,13 @@ def test_unknown_labels(function, dims, bad):
 
 
 @function_param
-@pytest.mark.parametrize("dims", ["IJI", "I00", ("K", "J", "K"), ("0", "I", "0")], ids=repr)
+@pytest.mark.parametrize("dims", ["IJI", "I00", ("K", "J", "K"), ("0", "I", "0")], ids=param_id)
 def test_repeated_dims(function, dims):
     with pytest.raises(ValueError, match=r"dims.*appears twice"):
         function(dims=dims)
 
 
-@pytest.mark.parametrize("dims", [5, 3.0, b"IJK", None], ids=repr)
+@pytest.mark.parametrize("dims", [5, 3.0, b"IJK", None], ids=param_id)
 def test_dims_not_a_sequence(dims):
     if dims is None:
         assert ga.plan((2, 3, 4), dims=dims).dims == ("I", "J", "K")
@@ -202,7 +204,7 @@ def test_alias_conflicts_name_both():
 
 @function_param
 @pytest.mark.parametrize(
-    "layout", [(0, 0, 1), (0, 1, 3), (-1, 0, 1), (1, 2, 3), (2, 2, 2)], ids=repr
+    "layout", [(0, 0, 1), (0, 1, 3), (-1, 0, 1), (1, 2, 3), (2, 2, 2)], ids=param_id
 )
 def test_layout_not_a_permutation(function, layout):
     with pytest.raises(ValueError, match=names("layout", layout) + ".*permutation"):
@@ -212,14 +214,14 @@ def test_layout_not_a_permutation(function, layout):
 @pytest.mark.parametrize(
     "layout, bad",
     [("IJ", "IJ"), ("IJKL", "IJKL"), ("IIJ", "IIJ"), ("KJIX", "KJIX"), ("", "''")],
-    ids=repr,
+    ids=param_id,
 )
 def test_layout_axis_string_that_does_not_fit(layout, bad):
     with pytest.raises(ValueError, match=names("layout", bad.strip("'"))):
         ga.empty((2, 3, 4), layout=layout)
 
 
-@pytest.mark.parametrize("layout", [5, 2.0, (0, 1.0, 2), (0, None, 2)], ids=repr)
+@pytest.mark.parametrize("layout", [5, 2.0, (0, 1.0, 2), (0, None, 2)], ids=param_id)
 def test_layout_not_integers(layout):
     with pytest.raises(TypeError, match="layout"):
         ga.empty((2, 3, 4), layout=layout)
@@ -244,7 +246,7 @@ def test_alignment_not_positive(function, alignment_size):
         function(alignment_size=alignment_size)
 
 
-@pytest.mark.parametrize("alignment_size", [8.0, "64", True, (64,)], ids=repr)
+@pytest.mark.parametrize("alignment_size", [8.0, "64", True, (64,)], ids=param_id)
 def test_alignment_not_an_integer(alignment_size):
     with pytest.raises(TypeError, match=names("alignment_size", alignment_size)):
         ga.empty((2, 3), alignment_size=alignment_size)
@@ -263,14 +265,14 @@ def test_alignment_divisor_of_itemsize_is_fine():
 @pytest.mark.parametrize(
     "index, bad",
     [((2, 0, 0), 2), ((0, 3, 0), 3), ((0, 0, 10), 10), ((-1, 0, 0), -1), ((0, 0, -4), -4)],
-    ids=repr,
+    ids=param_id,
 )
 def test_aligned_index_outside_the_shape(function, index, bad):
     with pytest.raises(ValueError, match=names("aligned_index", bad)):
         function(aligned_index=index)
 
 
-@pytest.mark.parametrize("index", [(0, 0.5, 0), 1, "000", (0, None, 0)], ids=repr)
+@pytest.mark.parametrize("index", [(0, 0.5, 0), 1, "000", (0, None, 0)], ids=param_id)
 def test_aligned_index_not_integers(index):
     with pytest.raises(TypeError, match="aligned_index"):
         ga.empty((2, 3, 4), aligned_index=index)
@@ -296,7 +298,7 @@ if np.dtype(np.longdouble).itemsize > 8:
 
 
 @function_param
-@pytest.mark.parametrize("dtype, shown", BAD_DTYPES, ids=repr)
+@pytest.mark.parametrize("dtype, shown", BAD_DTYPES, ids=param_id)
 def test_unsupported_dtype(function, dtype, shown):
     with pytest.raises(TypeError, match=names("dtype", shown)):
         function(dtype=dtype)
@@ -331,7 +333,7 @@ def test_template_without_a_buffer_is_fine_with_a_dtype():
 
 
 @function_param
-@pytest.mark.parametrize("device", ["tpu", "GPU", 5, ""], ids=repr)
+@pytest.mark.parametrize("device", ["tpu", "GPU", 5, ""], ids=param_id)
 def test_bad_device(function, device):
     with pytest.raises(ValueError, match=names("device", repr(device))):
         function(device=device)
@@ -384,20 +386,47 @@ def test_argument_given_twice():
 # ---- GPU presets without a GPU ------------------------------------------------------
 
 gpu_functions = {k: v for k, v in FUNCTIONS.items() if k != "plan"}
+GPU_REQUESTS = [
+    (dict(backend="gt:gpu"), "backend: preset 'gt:gpu'"),
+    (dict(backend="dace:gpu"), "backend: preset 'dace:gpu'"),
+    (dict(device="gpu"), "device: 'gpu'"),
+    (dict(defaults="gtcuda"), "defaults: preset 'gtcuda'"),
+]
 
 
-@pytest.mark.skipif(gtstore.gpu() is not None, reason="this machine has a GPU")
-@pytest.mark.parametrize("function", gpu_functions.values(), ids=gpu_functions.keys())
-@pytest.mark.parametrize(
-    "kwargs, named",
-    [(dict(backend="gt:gpu"), "backend: preset 'gt:gpu'"),
-     (dict(backend="dace:gpu"), "backend: preset 'dace:gpu'"),
-     (dict(device="gpu"), "device: 'gpu'"), (dict(defaults="gtcuda"), "defaults: preset 'gtcuda'")],
-    ids=repr,
-)
-def test_gpu_preset_without_gpu(function, kwargs, named):
-    with pytest.raises(NotImplementedError, match=re.escape(named) + ".*there is none here"):
-        function(**kwargs)
+@pytest.fixture(scope="module")
+def errors_without_a_gpu():
+    """{(function, request number): what the call raised}, every call made in
+    one child Python where no GPU exists (a CUDA driver that cannot be
+    loaded), so also on a machine with a GPU."""
+    code = f"""
+import json, sys
+sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})
+import gtstore
+from test_arrays_errors import GPU_REQUESTS, gpu_functions
+assert gtstore.gpu() is None
+out = {{}}
+for name, function in gpu_functions.items():
+    for i, (kwargs, _) in enumerate(GPU_REQUESTS):
+        try:
+            function(**kwargs)
+            out[f"{{name}} {{i}}"] = "no error"
+        except Exception as error:
+            out[f"{{name}} {{i}}"] = type(error).__name__ + ": " + str(error)
+print(json.dumps(out))
+"""
+    run = run_python(code, GTSTORE_LIBCUDA="/nonexistent/gtstore-test/libcuda.so.1",
+                     GTSTORE_GPU="cuda")
+    assert run.returncode == 0, run.stderr
+    return json.loads(run.stdout)
+
+
+@pytest.mark.parametrize("function", gpu_functions)
+@pytest.mark.parametrize("request_number", range(len(GPU_REQUESTS)))
+def test_gpu_preset_without_gpu(function, request_number, errors_without_a_gpu):
+    named = GPU_REQUESTS[request_number][1]
+    error = errors_without_a_gpu[f"{function} {request_number}"]
+    assert re.match("NotImplementedError: .*" + re.escape(named) + ".*there is none here", error)
 
 
 # ---- the preset registry ----------------------------------------------------------
@@ -431,7 +460,7 @@ def check_allocation(name, dims, layout, alignment_elements, dtype="f8"):
         ("F", "F"),
         (None, (0, 1, 2)),
     ],
-    ids=repr,
+    ids=param_id,
 )
 def test_register_preset(user_presets, layout, rule):
     register(user_presets, "test:user", alignment=4, layout=layout)
@@ -563,7 +592,7 @@ def test_layout_function_returning_garbage(user_presets, function, error, match)
         ga.plan((2, 3, 4), backend="test:garbage")
 
 
-@pytest.mark.parametrize("name", [5, None, b"numpy"], ids=repr)
+@pytest.mark.parametrize("name", [5, None, b"numpy"], ids=param_id)
 def test_unregister_preset_bad_name(name):
     with pytest.raises(TypeError, match="name"):
         ga.unregister_preset(name)

@@ -14,7 +14,7 @@ import pytest
 
 import gtstore
 import gtstore.arrays as ga
-from conftest import live, subprocess_env
+from conftest import live, param_id, subprocess_env
 
 MIB = 1 << 20
 
@@ -274,7 +274,7 @@ def test_set_cache_limit_rejects_negative(value):
         gtstore.set_cache_limit(value)
 
 
-@pytest.mark.parametrize("value", [1.5, "1", None, True, 2.0, [1]], ids=repr)
+@pytest.mark.parametrize("value", [1.5, "1", None, True, 2.0, [1]], ids=param_id)
 def test_set_cache_limit_rejects_non_int(value):
     with pytest.raises(TypeError, match="nbytes"):
         gtstore.set_cache_limit(value)

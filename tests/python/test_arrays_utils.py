@@ -17,6 +17,7 @@ from conftest import (
     element_offsets,
     expected_geometry,
     expected_layout,
+    param_id,
     preset_rule,
 )
 
@@ -146,7 +147,7 @@ class Axis:
         ([Axis("I"), "J"], ("I", "J")),
         ((), ()),
     ],
-    ids=repr,
+    ids=param_id,
 )
 def test_get_dims_from_gt_dims(dims, expected):
     assert ga.get_dims(Labeled(dims)) == expected
@@ -164,7 +165,7 @@ def test_get_dims_from_gt_dims(dims, expected):
         ("IJK01", 5, ("I", "J", "K", "0", "1")),
         ((Axis("J"), Axis("K")), 2, ("J", "K")),
     ],
-    ids=repr,
+    ids=param_id,
 )
 def test_get_dims_from_annotation(annotation, ndim, expected):
     assert ga.get_dims(np.zeros((2,) * ndim), annotation) == expected
@@ -206,7 +207,7 @@ def test_get_dims_length_mismatch(x, annotation, source):
         (Labeled(("I", "I")), None),
         (DATA, ("I", "J", "-1")),
     ],
-    ids=repr,
+    ids=param_id,
 )
 def test_get_dims_invalid_labels(x, annotation):
     # the message names where the labels came from
@@ -214,7 +215,7 @@ def test_get_dims_invalid_labels(x, annotation):
         ga.get_dims(x, annotation)
 
 
-@pytest.mark.parametrize("annotation", [5, 2.5], ids=repr)
+@pytest.mark.parametrize("annotation", [5, 2.5], ids=param_id)
 def test_get_dims_annotation_of_the_wrong_type(annotation):
     with pytest.raises(TypeError):
         ga.get_dims(DATA, annotation)
@@ -261,7 +262,7 @@ class Origin:
         ((), ()),
         (range(3), (0, 1, 2)),
     ],
-    ids=repr,
+    ids=param_id,
 )
 def test_get_origin(origin, expected):
     result = ga.get_origin(Origin(origin))
@@ -275,7 +276,7 @@ def test_get_origin_none_when_absent():
     assert ga.get_origin(Origin(None)) is None
 
 
-@pytest.mark.parametrize("origin", [(1.5, 2), ("1", 2), (None,), 5, (1, [2])], ids=repr)
+@pytest.mark.parametrize("origin", [(1.5, 2), ("1", 2), (None,), 5, (1, [2])], ids=param_id)
 def test_get_origin_non_integers(origin):
     with pytest.raises(TypeError, match="__gt_origin__"):
         ga.get_origin(Origin(origin))

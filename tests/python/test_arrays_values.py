@@ -14,6 +14,7 @@ from conftest import (
     assert_aligned,
     expected_geometry,
     expected_layout,
+    param_id,
     preset_rule,
     run_python,
 )
@@ -137,7 +138,7 @@ def test_full_truncates_floats_into_integers_like_numpy():
         (-1e300, "f2"),
         (1e-300, "f4"),
     ],
-    ids=repr,
+    ids=param_id,
 )
 def test_full_rounds_like_numpy(value, dtype):
     with np.errstate(over="ignore"):
@@ -145,7 +146,7 @@ def test_full_rounds_like_numpy(value, dtype):
     assert_same(ga.full((2,), value, dtype), expected)
 
 
-@pytest.mark.parametrize("value", [2**64, -(3**50)], ids=repr)
+@pytest.mark.parametrize("value", [2**64, -(3**50)], ids=param_id)
 @pytest.mark.parametrize("dtype", ["f8", "c8"])
 def test_full_python_int_beyond_64_bits_into_float(value, dtype):
     """NumPy (and GT4Py, which fills with dtype.type(value)) accept any
@@ -200,14 +201,14 @@ OUT_OF_RANGE = [
 ]
 
 
-@pytest.mark.parametrize("value, dtype", OUT_OF_RANGE, ids=repr)
+@pytest.mark.parametrize("value, dtype", OUT_OF_RANGE, ids=param_id)
 def test_full_out_of_range_integer(value, dtype):
     with pytest.raises(OverflowError, match=re.escape(str(value))):
         ga.full((2, 3), value, dtype)
 
 
 @pytest.mark.parametrize(
-    "value", [float("nan"), float("inf"), float("-inf"), np.float32("nan")], ids=repr
+    "value", [float("nan"), float("inf"), float("-inf"), np.float32("nan")], ids=param_id
 )
 @pytest.mark.parametrize("dtype", ["i1", "u1", "i4", "u8", "i8"])
 def test_full_nan_inf_into_integer(value, dtype):
@@ -216,14 +217,14 @@ def test_full_nan_inf_into_integer(value, dtype):
 
 
 @pytest.mark.parametrize("dtype", ["f8", "f4", "f2", "i4", "u1", "u8"])
-@pytest.mark.parametrize("value", [1 + 2j, -0.5j, np.complex64(3 + 1j)], ids=repr)
+@pytest.mark.parametrize("value", [1 + 2j, -0.5j, np.complex64(3 + 1j)], ids=param_id)
 def test_full_complex_into_real(value, dtype):
     with pytest.raises(TypeError, match=re.escape(str(complex(value)))):
         ga.full((2, 3), value, dtype)
 
 
 @pytest.mark.parametrize(
-    "value", ["x", "1", None, [1], (1,), object(), b"1", np.array([1, 2])], ids=repr
+    "value", ["x", "1", None, [1], (1,), object(), b"1", np.array([1, 2])], ids=param_id
 )
 def test_full_not_a_number(value):
     with pytest.raises(TypeError, match="fill_value"):
@@ -244,7 +245,7 @@ def test_full_not_a_number(value):
         (1 + 2j, "f8", TypeError),
         ("x", "f8", TypeError),
     ],
-    ids=repr,
+    ids=param_id,
 )
 def test_fill_value_errors_name_the_parameter(function, value, dtype, error):
     with pytest.raises(error, match=rf"fill_value.*{re.escape(str(value))}"):
@@ -329,7 +330,7 @@ def test_from_array_casts(source, dtype, name):
         (np.array(-2, "i2"), np.array(-2, "i2")),
         (memoryview(np.arange(6.0).reshape(2, 3)), np.arange(6.0).reshape(2, 3)),
     ],
-    ids=repr,
+    ids=param_id,
 )
 def test_from_array_other_sources(data, expected):
     assert_same(ga.from_array(data), expected)

@@ -14,7 +14,7 @@ import pytest
 
 import gtstore
 import gtstore.arrays as ga
-from conftest import run_python
+from conftest import param_id, run_python
 
 
 def run_ok(code, timeout=120):
@@ -302,7 +302,7 @@ def test_full_bool_with_ints_numpy_takes():
         ((None, 0, None), lambda s: s[0][None, None]),
         ((0, None, Ellipsis, None), lambda s: s[0][None, ..., None]),
     ],
-    ids=repr,
+    ids=param_id,
 )
 def test_new_axis_labels_do_not_depend_on_the_order_of_the_key(first, second):
     s = gtstore.zeros((3, 4, 2), dims="IJ0")

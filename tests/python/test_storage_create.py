@@ -21,8 +21,8 @@ import gtstore
 import gtstore.arrays as ga
 from conftest import (
     CPU_PRESETS,
-    DTYPE_IDS,
     DTYPES,
+    DTYPE_IDS,
     GPU_PRESETS,
     PRESETS,
     address_of,
@@ -31,6 +31,7 @@ from conftest import (
     expected_layout,
     layout_from_axes,
     live,
+    param_id,
     preset_rule,
 )
 
@@ -387,7 +388,7 @@ def test_like_drops_an_alignment_the_new_dtype_cannot_have():
         dict(layout=(0, 1, 2)),
         dict(layout="IJK"),
     ],
-    ids=repr,
+    ids=param_id,
 )
 def test_like_keywords_override_the_template(like, kwargs):
     t = template()
@@ -505,7 +506,35 @@ GPU_CALLS = {
     "as_storage": lambda **kw: gtstore.as_storage(np.zeros((3, 4)), **kw),
     "from_dlpack": lambda **kw: gtstore.from_dlpack(np.zeros((3, 4)), **kw),
 }
-gpu_call_param = pytest.mark.parametrize("call", GPU_CALLS.values(), ids=GPU_CALLS.keys())
+gpu_call_param = pytest.mark.parametrize("call", GPU_CALLS)
+#: The calls that wrap the argument's memory, here the host's.
+WRAPPING_CALLS = ("as_storage", "from_dlpack")
+
+
+def check_gpu_request(call, expected_defaults, named, **kwargs):
+    """``GPU_CALLS[call](**kwargs)`` asks for the GPU. Where one plays it
+    (gtstore.gpu()), an allocating call gives a storage on it and a
+    wrapping call refuses the host memory; where none does, every call
+    raises NotImplementedError (a RuntimeError) naming ``named``."""
+    if gtstore.gpu() is None:
+        with pytest.raises(NotImplementedError, match=named) as info:
+            GPU_CALLS[call](**kwargs)
+        assert isinstance(info.value, RuntimeError)
+    elif call in WRAPPING_CALLS:
+        with pytest.raises(NotImplementedError, match=named + ".*wrapped memory is the host's"):
+            GPU_CALLS[call](**kwargs)
+    else:
+        s = GPU_CALLS[call](**kwargs)
+        assert type(s) is gtstore.SoftwareManagedGPUStorage  # the default, managed="gt4py"
+        assert s.device == gtstore.gpu()["name"] and s.defaults == expected_defaults
+        assert s.shape == (3, 4)
+        if expected_defaults is not None:
+            assert s.layout == expected_preset_layout(expected_defaults, "IJ")
+            assert s.alignment_size == alignment_bytes(expected_defaults, 8)
+        expected = {"zeros": 0.0, "zeros_like": 0.0, "ones": 1.0, "ones_like": 1.0,
+                    "full": 2.0, "full_like": 2.0, "storage": 0.0}
+        if call in expected:
+            assert (s.to_numpy() == expected[call]).all()
 
 
 def test_gpu_presets_are_the_tables():
@@ -515,20 +544,15 @@ def test_gpu_presets_are_the_tables():
 @gpu_call_param
 @pytest.mark.parametrize("name", sorted(GPU_PRESETS))
 @pytest.mark.parametrize("keyword", ["defaults", "backend"])
-def test_gpu_preset_raises(call, name, keyword, baseline):
-    with pytest.raises(NotImplementedError, match=re.escape(repr(name))) as info:
-        call(**{keyword: name})
-    assert isinstance(info.value, RuntimeError)
+def test_gpu_preset(call, name, keyword, baseline):
+    check_gpu_request(call, name, re.escape(repr(name)), **{keyword: name})
     assert live() == baseline
 
 
 @gpu_call_param
-def test_device_gpu_raises(call, baseline):
-    with pytest.raises(NotImplementedError, match="device.*gpu") as info:
-        call(device="gpu")
-    assert isinstance(info.value, RuntimeError)
-    with pytest.raises(NotImplementedError, match="device.*gpu"):
-        call(device="gpu", defaults="gt:cpu_ifirst")
+def test_device_gpu(call, baseline):
+    check_gpu_request(call, None, "device.*gpu", device="gpu")
+    check_gpu_request(call, "gt:cpu_ifirst", "device.*gpu", device="gpu", defaults="gt:cpu_ifirst")
     assert live() == baseline
 
 
@@ -656,7 +680,7 @@ def test_halo_setter():
         ("IJK", TypeError, r"halo"),
         (None, TypeError, r"halo"),
     ],
-    ids=repr,
+    ids=param_id,
 )
 def test_halo_setter_rejects(bad, error, pattern):
     s = gtstore.zeros((5, 6, 7), halo=(1, (0, 2), 0))
@@ -746,7 +770,7 @@ def test_values_for_every_dtype(dtype, name):
         (float("nan"), "i4"),
         (float("inf"), "i8"),
     ],
-    ids=repr,
+    ids=param_id,
 )
 @pytest.mark.parametrize("function", ["full", "full_like"])
 def test_bad_fill_values(value, dtype, function, baseline):
@@ -777,7 +801,7 @@ def test_fill_value_is_checked_before_allocating():
         (np.int16(-5), "i1", -5),
         (1e300, "f4", np.inf),
     ],
-    ids=repr,
+    ids=param_id,
 )
 def test_good_fill_values(value, dtype, expected):
     s = gtstore.full((2, 3), value, dtype)
@@ -915,7 +939,7 @@ def test_as_storage_of_a_storage_is_a_view():
     assert u.dims == ("J", "K")
 
 
-@pytest.mark.parametrize("dims", ["IJ", "KJ", ("J", "I")], ids=repr)
+@pytest.mark.parametrize("dims", ["IJ", "KJ", ("J", "I")], ids=param_id)
 def test_as_storage_of_a_storage_cannot_relabel(dims):
     t = gtstore.zeros((5, 6), dims="JK")
     with pytest.raises(ValueError, match="dims"):
@@ -935,7 +959,7 @@ def test_as_storage_of_a_storage_cannot_relabel(dims):
         (lambda: np.zeros((4, 5, 6)), dict(defaults="dace:cpu")),
         (lambda: np.zeros((4, 5, 6)).transpose(1, 0, 2), dict(layout=(0, 1, 2))),
     ],
-    ids=repr,
+    ids=param_id,
 )
 @pytest.mark.parametrize("function", ["as_storage", "storage", "from_dlpack"])
 def test_wrap_layout_contradicts_strides(make, kwargs, function):
@@ -950,7 +974,7 @@ def test_wrap_layout_contradicts_strides(make, kwargs, function):
 
 
 @pytest.mark.parametrize(
-    "kwargs", [dict(defaults="gt:cpu_kfirst"), dict(layout=(0, 1)), dict(defaults="C")], ids=repr
+    "kwargs", [dict(defaults="gt:cpu_kfirst"), dict(layout=(0, 1)), dict(defaults="C")], ids=param_id
 )
 def test_wrap_layout_that_agrees(kwargs):
     data = np.zeros((4, 5))
@@ -1122,7 +1146,7 @@ def test_from_dlpack_read_only():
 
 
 @pytest.mark.parametrize(
-    "x", [[1, 2, 3], 3.0, "abc", object(), InterfaceOnly(np.zeros(3))], ids=repr
+    "x", [[1, 2, 3], 3.0, "abc", object(), InterfaceOnly(np.zeros(3))], ids=param_id
 )
 def test_from_dlpack_needs_dlpack(x):
     with pytest.raises(TypeError):
@@ -1147,14 +1171,14 @@ def test_unknown_preset(function, keyword, name):
 
 
 @function_param
-@pytest.mark.parametrize("value", [5, b"numpy", ("numpy",)], ids=repr)
+@pytest.mark.parametrize("value", [5, b"numpy", ("numpy",)], ids=param_id)
 def test_preset_not_a_string(function, value):
     with pytest.raises(TypeError, match=names("defaults", value)):
         function(defaults=value)
 
 
 @pytest.mark.parametrize(
-    "shape, bad", [((2, -3), -3), (-1, -1), ((-5,), -5), ((0, -1, 2), -1)], ids=repr
+    "shape, bad", [((2, -3), -3), (-1, -1), ((-5,), -5), ((0, -1, 2), -1)], ids=param_id
 )
 @by_shape
 def test_negative_shape(make, shape, bad):
@@ -1172,7 +1196,7 @@ def test_negative_shape(make, shape, bad):
         ("abc", "abc"),
         ((2, [3]), [3]),
     ],
-    ids=repr,
+    ids=param_id,
 )
 @by_shape
 def test_non_integer_shape(make, shape, bad):
@@ -1209,7 +1233,7 @@ def test_sizes_that_overflow(shape, name, baseline):
         (3, TypeError, r"halo.*3"),
         ("abc", TypeError, r"halo.*'abc'"),
     ],
-    ids=repr,
+    ids=param_id,
 )
 def test_bad_halo(function, halo, error, pattern):
     with pytest.raises(error, match=pattern):
@@ -1231,7 +1255,7 @@ def test_bad_halo(function, halo, error, pattern):
         (5, TypeError, "5"),
         (b"IJK", TypeError, "IJK"),
     ],
-    ids=repr,
+    ids=param_id,
 )
 @pytest.mark.parametrize("keyword", ["dims", "axes"])
 def test_bad_dims(function, dims, error, bad, keyword):
@@ -1256,7 +1280,7 @@ def test_bad_dims(function, dims, error, bad, keyword):
         (lambda dims: (0, 0, 0), ValueError),
         (lambda dims: "nope", ValueError),
     ],
-    ids=repr,
+    ids=param_id,
 )
 def test_bad_layout(function, layout, error):
     with pytest.raises(error, match="layout"):
@@ -1282,7 +1306,7 @@ def test_layout_callable_errors_propagate():
         (1.5, TypeError, "1.5"),
         ("8", TypeError, "'8'"),
     ],
-    ids=repr,
+    ids=param_id,
 )
 def test_bad_alignment_size(function, value, error, bad):
     with pytest.raises(error, match=names("alignment_size", bad)):
@@ -1301,7 +1325,7 @@ def test_bad_alignment_size(function, value, error, bad):
         ((0, 0.5, 0), TypeError, r"aligned_index.*0\.5"),
         (3, TypeError, r"aligned_index.*3"),
     ],
-    ids=repr,
+    ids=param_id,
 )
 def test_bad_aligned_index(function, index, error, pattern):
     with pytest.raises(error, match=pattern):
@@ -1323,14 +1347,14 @@ def test_unknown_dtype_name():
 
 
 @function_param
-@pytest.mark.parametrize("value", ["foo", True, 1, "GT4PY"], ids=repr)
+@pytest.mark.parametrize("value", ["foo", True, 1, "GT4PY"], ids=param_id)
 def test_bad_managed(function, value):
     with pytest.raises(ValueError, match=names("managed", repr(value))):
         function(managed=value)
 
 
 @function_param
-@pytest.mark.parametrize("value", ["tpu", "CPU", 5, ("cpu",)], ids=repr)
+@pytest.mark.parametrize("value", ["tpu", "CPU", 5, ("cpu",)], ids=param_id)
 def test_bad_device(function, value):
     with pytest.raises(ValueError, match=names("device", repr(value))):
         function(device=value)
@@ -1662,8 +1686,12 @@ def test_host_storage_of_a_gpu_preset_is_a_fine_template():
         assert_storage_aligned(s)
     assert (host(made["full_like"]) == 2.5).all()
     assert (host(made["pickle"]) == 1.5).all()
-    with pytest.raises(NotImplementedError, match="gt:gpu"):
-        gtstore.empty_like(g, defaults="gt:gpu")  # asked for explicitly
+    if gtstore.gpu() is None:  # asked for explicitly, the preset asks for the GPU
+        with pytest.raises(NotImplementedError, match="gt:gpu"):
+            gtstore.empty_like(g, defaults="gt:gpu")
+    else:
+        on_gpu = gtstore.empty_like(g, defaults="gt:gpu")
+        assert on_gpu.device == gtstore.gpu()["name"] and on_gpu.strides == g.strides
 
 
 @pytest.mark.parametrize(
@@ -1841,7 +1869,7 @@ def distinct(strides):
     return len(set(map(abs, strides))) == len(strides)
 
 
-@pytest.mark.parametrize("kwargs, shape, layout", EXTENT_ONE, ids=repr)
+@pytest.mark.parametrize("kwargs, shape, layout", EXTENT_ONE, ids=param_id)
 def test_extent_one_dims_layout(kwargs, shape, layout):
     """`layout` is the rank of each dim in decreasing stride order: a dim of
     extent 1 whose stride says where it sits is not moved outermost."""
@@ -1851,7 +1879,7 @@ def test_extent_one_dims_layout(kwargs, shape, layout):
         assert s.layout == layout
 
 
-@pytest.mark.parametrize("kwargs, shape, layout", EXTENT_ONE, ids=repr)
+@pytest.mark.parametrize("kwargs, shape, layout", EXTENT_ONE, ids=param_id)
 @pytest.mark.parametrize("how", ["copy", "deepcopy", "pickle", "empty_like", "storage"])
 def test_extent_one_dims_survive_copies(kwargs, shape, layout, how):
     """A copy is allocated as the original was: the same contiguous (padded)

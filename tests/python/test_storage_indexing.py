@@ -17,7 +17,16 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as npst
 
 import gtstore
-from conftest import DTYPES, address, address_of, distinct_values, filled, live, normalize_key
+from conftest import (
+    DTYPES,
+    address,
+    address_of,
+    distinct_values,
+    filled,
+    live,
+    normalize_key,
+    param_id,
+)
 
 # ---- helpers ------------------------------------------------------------------
 
@@ -176,7 +185,7 @@ def test_slice_returns_a_view_sharing_memory():
         (-1, -1),
         (np.int16(1), slice(None), -3),
     ],
-    ids=repr,
+    ids=param_id,
 )
 def test_int_index_removes_dim_label_and_halo(key):
     s = filled((4, 5, 6), dims="IJK", halo=((1, 0), (2, 1), (0, 3)))
@@ -213,7 +222,7 @@ def test_int_index_with_permuted_and_data_dims():
         (("0", "1"), (None, 0), ("2", "1")),
         (("J",), (None, 1, None), ("0", "1")),
     ],
-    ids=repr,
+    ids=param_id,
 )
 def test_none_inserts_the_next_data_dim(dims, key, expected_dims):
     s = filled((4,) * len(dims), dims=dims, halo=1)
@@ -257,9 +266,9 @@ def test_none_on_a_zero_dim_storage():
         (None, 1, Ellipsis, None, slice(2, None, -1)),
         (),
     ],
-    ids=repr,
+    ids=param_id,
 )
-@pytest.mark.parametrize("kind", [dict(), *ALIGNED_KINDS], ids=repr)
+@pytest.mark.parametrize("kind", [dict(), *ALIGNED_KINDS], ids=param_id)
 def test_basic_keys(key, kind):
     s = filled((5, 6, 7), halo=((1, 2), (2, 1), (3, 0)), **kind)
     check_basic_view(s, key)
@@ -334,7 +343,7 @@ def test_view_keeps_the_aligned_point():
     assert_aligned_point(w, s)
 
 
-@pytest.mark.parametrize("kind", ALIGNED_KINDS, ids=repr)
+@pytest.mark.parametrize("kind", ALIGNED_KINDS, ids=param_id)
 def test_views_missing_the_aligned_point_are_still_aligned(kind):
     s = gtstore.zeros((9, 8, 6), "f8", halo=((3, 1), (2, 2), (1, 1)), **kind)
     base = np.asarray(s)
@@ -377,7 +386,7 @@ def test_views_missing_the_aligned_point_are_still_aligned(kind):
         (("a", 0), None),
         (np.float64(1), None),
     ],
-    ids=repr,
+    ids=param_id,
 )
 def test_index_errors_like_numpy(key, match):
     s = filled((5, 6, 7))
@@ -485,7 +494,7 @@ def test_advanced_indexing_returns_numpy_result(key, dtype):
         np.array([0.0, 1.0]),  # float arrays
         ([0], Ellipsis, Ellipsis),
     ],
-    ids=repr,
+    ids=param_id,
 )
 def test_advanced_indexing_errors_like_numpy(key):
     s = filled((5, 6))
@@ -506,7 +515,7 @@ def test_advanced_indexing_errors_like_numpy(key):
         (0, np.array(False)),
         (np.array(True), slice(1, 3)),
     ],
-    ids=repr,
+    ids=param_id,
 )
 def test_zero_dim_boolean_array_keys(key):
     """A 0-d boolean array is a boolean mask (NumPy adds a dimension of extent
@@ -532,7 +541,7 @@ def test_zero_dim_boolean_array_key_of_zero_dim_storage():
 
 
 @pytest.mark.parametrize(
-    "key", [np.array(1), (np.array(-1), slice(None)), (1, np.array(2))], ids=repr
+    "key", [np.array(1), (np.array(-1), slice(None)), (1, np.array(2))], ids=param_id
 )
 def test_zero_dim_integer_array_keys_values(key):
     """0-d integer arrays act as integers in NumPy; whether gtstore returns a
@@ -595,8 +604,8 @@ def setitem_value(value, base, key):
     return value
 
 
-@pytest.mark.parametrize("key, value", SETITEM_CASES, ids=repr)
-@pytest.mark.parametrize("kind", [dict(), dict(defaults="gt:gpu", device="cpu")], ids=repr)
+@pytest.mark.parametrize("key, value", SETITEM_CASES, ids=param_id)
+@pytest.mark.parametrize("kind", [dict(), dict(defaults="gt:gpu", device="cpu")], ids=param_id)
 def test_setitem_like_numpy(key, value, kind):
     s = filled((3, 5, 4), halo=1, **kind)
     expected = np.asarray(s).copy()
@@ -657,7 +666,7 @@ def test_setitem_casts_like_numpy():
         (([0, 1],), np.ones(3)),
         ((Ellipsis, 0), [1.0, 2.0]),
     ],
-    ids=repr,
+    ids=param_id,
 )
 def test_setitem_shape_mismatch_is_value_error(key, value):
     s = filled((4, 5))
@@ -683,7 +692,7 @@ def test_setitem_bad_keys_like_numpy():
             s[key] = 0
 
 
-@pytest.mark.parametrize("key", [0, (Ellipsis,), [0, 1], (slice(None), 1), ()], ids=repr)
+@pytest.mark.parametrize("key", [0, (Ellipsis,), [0, 1], (slice(None), 1), ()], ids=param_id)
 def test_setitem_on_read_only_storage(key):
     a = np.arange(6.0).reshape(2, 3)
     a.setflags(write=False)
@@ -799,7 +808,7 @@ def test_transpose_writes_through():
 @pytest.mark.parametrize(
     "axes",
     [(0, 0, 1), (0, 1), (0, 1, 2, 3), (0, 1, 3), (0, 1, -4), (3, 1, 0), (1, 1, -2)],
-    ids=repr,
+    ids=param_id,
 )
 def test_transpose_invalid_axes(axes):
     s = filled((2, 3, 4))
@@ -819,9 +828,9 @@ def test_transpose_invalid_axes(axes):
 @pytest.mark.parametrize(
     "halo",
     [0, 1, ((1, 2), (0, 3), (2, 0)), ((3, 3), (1, 1), (0, 0)), ((6, 0), (0, 0), (0, 7))],
-    ids=repr,
+    ids=param_id,
 )
-@pytest.mark.parametrize("kind", [dict(), *ALIGNED_KINDS[:2]], ids=repr)
+@pytest.mark.parametrize("kind", [dict(), *ALIGNED_KINDS[:2]], ids=param_id)
 def test_domain_view(halo, kind):
     s = filled((6, 5, 7), halo=halo, **kind)
     d = s.domain_view

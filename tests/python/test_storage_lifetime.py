@@ -314,12 +314,15 @@ MAKERS = [
     lambda: gtstore.from_dlpack(SOURCE),
     lambda: gtstore.from_dlpack(SOURCE, copy=True, dims="KJI"),
 ]
+if gtstore.gpu() is not None:  # a storage on the GPU, with its host side
+    MAKERS.append(lambda: gtstore.zeros((3, 4), defaults="gt:gpu", halo=(1, 0)))
 
 FAILING = [
     lambda: gtstore.full((4,), 300, "i1"),
     lambda: gtstore.full((4,), 1j),
     lambda: gtstore.empty((2, 3), defaults="nope"),
-    lambda: gtstore.empty((2, 3), defaults="gt:gpu"),
+    # a GPU request that fails with or without a GPU: host memory is no GPU storage's
+    lambda: gtstore.as_storage(np.zeros((2, 3)), defaults="gt:gpu"),
     lambda: gtstore.empty((2, 3), alignment_size=12),
     lambda: gtstore.empty((2, 3), halo=(2, 0)),
     lambda: gtstore.empty_like(np.zeros((2, 3)), dims="IJK"),

@@ -20,7 +20,7 @@ from hypothesis.extra import numpy as npst
 
 import gtstore
 import gtstore.arrays as ga
-from conftest import DTYPES, DTYPE_IDS, address, address_of, distinct_values, filled, live
+from conftest import DTYPES, DTYPE_IDS, address, address_of, distinct_values, filled, live, param_id
 
 # ---- helpers ------------------------------------------------------------------
 
@@ -1035,7 +1035,7 @@ def test_released_memoryview_and_context_manager(baseline):
 
 
 @pytest.mark.parametrize("convert", [float, int, complex, bool], ids=lambda f: f.__name__)
-@pytest.mark.parametrize("shape", [(), (1,), (1, 1), (2,), (0,)], ids=repr)
+@pytest.mark.parametrize("shape", [(), (1,), (1, 1), (2,), (0,)], ids=param_id)
 @pytest.mark.parametrize("dtype, value", [("f8", 1.5), ("i4", -3), ("c16", 2 - 1j), ("?", True)])
 def test_scalar_conversions_are_numpys(convert, shape, dtype, value):
     """float(s), int(s), complex(s) and bool(s) behave as on an ndarray:
