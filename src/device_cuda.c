@@ -209,7 +209,8 @@ typedef struct cuda_api {
     CUresult (*EventDestroy)(CUevent event);
     CUresult (*MemHostRegister)(void *block, size_t bytes, unsigned int flags);
     CUresult (*MemHostUnregister)(void *block);
-    CUresult (*PointerGetAttribute)(void *data, int attribute, CUdeviceptr pointer);
+    CUresult (*PointerGetAttributes)(unsigned int count, int *attributes, void **data,
+                                     CUdeviceptr pointer);
 } cuda_api;
 
 /* Every entry point, by its base name (cuGetProcAddress picks the _v2 that
@@ -270,7 +271,7 @@ static const struct entry {
     ENTRY("cuEventDestroy", EventDestroy),
     ENTRY("cuMemHostRegister", MemHostRegister),
     ENTRY("cuMemHostUnregister", MemHostUnregister),
-    ENTRY("cuPointerGetAttribute", PointerGetAttribute),
+    ENTRY("cuPointerGetAttributes", PointerGetAttributes),
 };
 #undef ENTRY
 #define BOOTSTRAP_ENTRIES 3
@@ -1639,11 +1640,18 @@ int gts__cuda_get(gts_device_id id, const gts_device_ops **out, gts_error *err)
     return GTS_OK;
 }
 
-/* One attribute of a pointer; CUDA_ERROR_INVALID_VALUE for memory the
- * driver does not know (pageable host memory). */
-static CUresult pointer_attribute(void *data, int attribute, const void *address)
+/* What the driver knows of an address: its memory type (0 for memory it
+ * does not know, such as pageable host memory: cuPointerGetAttributes
+ * answers that as a success, where cuPointerGetAttribute fails and tools
+ * such as compute-sanitizer report the failure), whether it is managed,
+ * and its device. */
+static CUresult pointer_attributes(const void *address, unsigned int *type, int *managed,
+                                   int *ordinal)
 {
-    return api.PointerGetAttribute(data, attribute, dptr(address));
+    int attributes[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_IS_MANAGED,
+                        CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL};
+    void *data[] = {type, managed, ordinal};
+    return api.PointerGetAttributes(3, attributes, data, dptr(address));
 }
 
 int gts__cuda_locate(const void *address, const gts_device_ops **out, gts_error *err)
@@ -1657,16 +1665,12 @@ int gts__cuda_locate(const void *address, const gts_device_ops **out, gts_error 
         return rc;
     unsigned int type = 0;
     int managed = 0, ordinal = -1;
-    CUresult cu = pointer_attribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, address);
-    if (cu == CUDA_SUCCESS && type != CU_MEMORYTYPE_HOST)
-        cu = pointer_attribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, address);
-    if (cu == CUDA_SUCCESS && type != CU_MEMORYTYPE_HOST)
-        cu = pointer_attribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, address);
+    CUresult cu = pointer_attributes(address, &type, &managed, &ordinal);
     leave();
-    if (cu != CUDA_SUCCESS)
+    if (cu != CUDA_SUCCESS || type == 0)
         return gts_error_set(err, GTS_ENOTFOUND,
-                             "address %p is not CUDA memory (cuPointerGetAttribute: %s (%d))",
-                             address, result_name(cu), cu);
+                             "address %p is not CUDA memory (cuPointerGetAttributes: %s)",
+                             address, cu != CUDA_SUCCESS ? result_name(cu) : "no memory type");
     if (type == CU_MEMORYTYPE_HOST) {
         *out = &pinned_ops;
         return GTS_OK;

@@ -218,7 +218,7 @@ bool gts_device_id_equal(gts_device_id a, gts_device_id b);
 /* The device whose memory `address` is: for memory another library
  * describes without naming its device (the CUDA array interface). The
  * emulated device for an address inside one of its live blocks; for CUDA
- * what the driver says of the pointer (cuPointerGetAttribute): the device
+ * what the driver says of the pointer (cuPointerGetAttributes): the device
  * memory or managed memory of GPU n, or pinned host memory. GTS_ENOTFOUND,
  * naming the reasons, where no device gtstore reaches owns it (pageable
  * host memory, no driver). */

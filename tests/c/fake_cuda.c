@@ -1093,27 +1093,31 @@ static CUresult MemHostUnregister(void *p)
 
 /* What the driver knows of an address (CU_POINTER_ATTRIBUTE_*): the memory
  * type (CU_MEMORYTYPE_HOST 1 for pinned, DEVICE 2 for device and managed
- * memory), whether it is managed, and the device ordinal. Other memory is
- * CUDA_ERROR_INVALID_VALUE, as the real driver answers for pageable host
- * memory. */
-static CUresult PointerGetAttribute(void *data, int attribute, CUdeviceptr address)
+ * memory), whether it is managed, and the device ordinal. Memory it does
+ * not know reads as type 0, ordinal -2, with success, as the real driver's
+ * cuPointerGetAttributes answers for pageable host memory. */
+static CUresult PointerGetAttributes(unsigned int n, int *attributes, void **data,
+                                     CUdeviceptr address)
 {
-    int kind = -1, device = -1;
+    int kind = -1, device = -2;
     if (current() < 0)
         return fail(INVALID_CONTEXT);
-    if (!data)
+    if (!attributes || !data)
         return fail(INVALID_VALUE);
     count(&stats.pointer_queries);
-    if (!find_in((uintptr_t)address, 0, true, &kind, &device))
-        return INVALID_VALUE; /* an answer, not a misuse: the memory is not CUDA's */
-    switch (attribute) {
-    case 2:
-        *(unsigned int *)data = kind == PINNED_MEMORY || kind == REGISTERED_MEMORY ? 1u : 2u;
-        return OK;
-    case 8: *(int *)data = kind == MANAGED_MEMORY; return OK;
-    case 9: *(int *)data = device; return OK;
-    default: return fail(INVALID_VALUE);
+    bool known = find_in((uintptr_t)address, 0, true, &kind, &device) != NULL;
+    for (unsigned int i = 0; i < n; ++i) {
+        switch (attributes[i]) {
+        case 2:
+            *(unsigned int *)data[i] =
+                !known ? 0u : kind == PINNED_MEMORY || kind == REGISTERED_MEMORY ? 1u : 2u;
+            break;
+        case 8: *(int *)data[i] = known && kind == MANAGED_MEMORY; break;
+        case 9: *(int *)data[i] = known ? device : -2; break;
+        default: return fail(INVALID_VALUE);
+        }
     }
+    return OK;
 }
 
 /* ---- cuGetProcAddress ------------------------------------------------------------------- */
@@ -1173,7 +1177,7 @@ static const struct {
     FN("cuEventDestroy", EventDestroy),
     FN("cuMemHostRegister", MemHostRegister),
     FN("cuMemHostUnregister", MemHostUnregister),
-    FN("cuPointerGetAttribute", PointerGetAttribute),
+    FN("cuPointerGetAttributes", PointerGetAttributes),
 };
 
 static CUresult get_proc_address(const char *symbol, void **pfn, int version,

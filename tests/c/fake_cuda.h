@@ -24,7 +24,7 @@ typedef struct fake_cuda_stats {
     long long pinned_copies;      /* HtoD/DtoH whose host side is pinned or registered */
     long long pools, pool_allocs, pool_reuses, pool_frees; /* stream-ordered pools */
     long long events, live_events, event_waits; /* created, alive; syncs that waited */
-    long long pointer_queries; /* cuPointerGetAttribute */
+    long long pointer_queries; /* cuPointerGetAttributes */
 } fake_cuda_stats;
 
 FAKE_CUDA_EXPORT void fake_cuda_stats_get(fake_cuda_stats *out);

@@ -667,12 +667,15 @@ static void test_stream_ordered_pool(const gts_device_ops *dev)
         CHECK(f.pool_reuses == f0.pool_reuses + 1 && f.pool_frees == f0.pool_frees + 2);
         CHECK_INT_EQ(f.live[0], f0.live[0]);
     }
-    /* a free beyond the limit trims the pool to it; 0 keeps nothing */
+    /* a free beyond the limit trims the pool to it; 0 keeps nothing. A
+       GPU's driver reserves in chunks (32 MiB on an H100) and returns one
+       only once nothing in it lives: up to a chunk more may stay there */
+    int64_t chunk = fake_stats ? 0 : 32 * MIB;
     for (int64_t limit = MIB / 2; limit >= 0; limit -= MIB / 2) {
         gts_cache_set_limit(limit);
         if (CHECK_OK(gts_device_alloc(dev, MIB, 0, (void **)&a, ERR)))
             gts_device_free(dev, a, MIB);
-        CHECK(mem_now().device_cached_bytes <= limit);
+        CHECK(mem_now().device_cached_bytes <= limit + chunk);
     }
     gts_cache_set_limit((int64_t)1 << 30);
     /* gts_cache_clear releases what it holds */
