@@ -209,17 +209,24 @@ int gts_halo_exchange_start(gts_halo_exchange *ex, gts_error *err)
             if (rc != MPI_SUCCESS && !first_error)
                 first_error = mpi_error(err, rc, "MPI_Start");
         }
-    /* Every message packed at once (one launch per GPU), the halos of this
-       rank's own messages filled; every send is then started even after an
-       error, so that no neighbour waits for ever; the error is returned,
-       and wait completes them. */
+    /* Fields in device memory only: every message packed at once (one
+       launch per GPU), then sent. Host work: each message sent as soon as
+       it is packed, so that a neighbour can receive while the next is
+       packed. Either way this rank's own halos are filled, and every send
+       is started even after an error, so that no neighbour waits for ever;
+       the error is returned, and wait completes them. */
+    bool at_once = gts_halo_messages_at_once(ex->messages);
     gts_error pack_err;
-    int rc = gts_halo_messages_pack_all(ex->messages, &pack_err);
+    int rc = at_once ? gts_halo_messages_pack_all(ex->messages, &pack_err)
+                     : gts_halo_messages_pack_local(ex->messages, &pack_err);
     if (rc && !first_error)
         first_error = gts_error_set(err, rc, "%s", pack_err.message);
     for (int i = 0; i < ex->n; ++i) {
         if (ex->sends[i] == MPI_REQUEST_NULL)
             continue;
+        if (!at_once && (rc = gts_halo_messages_pack(ex->messages, i, &pack_err)) &&
+            !first_error)
+            first_error = gts_error_set(err, rc, "%s", pack_err.message);
         rc = MPI_Start(&ex->sends[i]);
         if (rc != MPI_SUCCESS && !first_error)
             first_error = mpi_error(err, rc, "MPI_Start");
@@ -262,7 +269,7 @@ int gts_halo_exchange_wait(gts_halo_exchange *ex, gts_error *err)
     if (!ex->started)
         return gts_error_set(err, GTS_EINVAL, "exchange: not started");
     ex->started = false;
-    int first_error = gts_halo_messages_unpacks_at_once(ex->messages)
+    int first_error = gts_halo_messages_at_once(ex->messages)
                           ? unpack_at_once(ex, err)
                           : unpack_each(ex, err);
     int rc = MPI_Waitall(ex->n, ex->sends, MPI_STATUSES_IGNORE);

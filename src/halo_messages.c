@@ -23,7 +23,7 @@ struct gts_halo_messages {
     int n;                        /* neighbours */
     direction send, recv;
     int *pair;                    /* per neighbour: see pair_local */
-    gts__halo_transfer *pack_all, *unpack_all;
+    gts__halo_transfer *pack_all, *pack_local, *unpack_all;
 };
 
 /* ---- the choice ---------------------------------------------------------------- */
@@ -137,6 +137,7 @@ void gts_halo_messages_destroy(gts_halo_messages *m)
     gts_device_free(m->device, m->send.block, m->send.size);
     gts_device_free(m->device, m->recv.block, m->recv.size);
     gts__halo_transfer_destroy(m->pack_all);
+    gts__halo_transfer_destroy(m->pack_local);
     gts__halo_transfer_destroy(m->unpack_all);
     free(m->pair);
     free(m->send.messages);
@@ -250,12 +251,17 @@ int gts_halo_messages_create(const gts_halo_plan *plan, gts_halo_memory memory,
     if (!rc)
         pair_local(m);
     int64_t *send_at = offsets, *recv_at = offsets + m->n;
-    if (!rc && !(rc = allocate(m, &m->send, true, send_at, err)) &&
-        !(rc = allocate(m, &m->recv, false, recv_at, err)) &&
-        !(rc = gts__halo_transfer_create(plan, true, device, m->send.block, send_at, m->pair,
-                                         &m->pack_all, err)))
-        rc = gts__halo_transfer_create(plan, false, device, m->recv.block, recv_at, m->pair,
-                                       &m->unpack_all, err);
+    if (!rc && !(rc = allocate(m, &m->send, true, send_at, err)))
+        rc = allocate(m, &m->recv, false, recv_at, err);
+    if (!rc)
+        rc = gts__halo_transfer_create(plan, GTS__HALO_PACK, device, m->send.block, send_at,
+                                       m->pair, &m->pack_all, err);
+    if (!rc)
+        rc = gts__halo_transfer_create(plan, GTS__HALO_LOCAL, device, m->send.block, send_at,
+                                       m->pair, &m->pack_local, err);
+    if (!rc)
+        rc = gts__halo_transfer_create(plan, GTS__HALO_UNPACK, device, m->recv.block, recv_at,
+                                       m->pair, &m->unpack_all, err);
     free(offsets);
     if (rc) {
         gts_halo_messages_destroy(m);
@@ -315,10 +321,15 @@ bool gts_halo_messages_local(const gts_halo_messages *m, int index)
     return false;
 }
 
-bool gts_halo_messages_unpacks_at_once(const gts_halo_messages *m)
+bool gts_halo_messages_at_once(const gts_halo_messages *m)
 {
     const gts_device_ops *gpu;
     return gts_halo_plan_devices(m->plan, &gpu, 1) > 0;
+}
+
+int gts_halo_messages_pack_local(const gts_halo_messages *m, gts_error *err)
+{
+    return gts__halo_transfer_run(m->pack_local, err);
 }
 
 int gts_halo_messages_pack_all(const gts_halo_messages *m, gts_error *err)

@@ -269,20 +269,31 @@ static void list_held(gts__halo_transfer *t)
     qsort(t->held, (size_t)t->nheld, sizeof *t->held, by_address);
 }
 
-int gts__halo_transfer_create(const gts_halo_plan *plan, bool send, const gts_device_ops *device,
-                              char *block, const int64_t *offset, const int *pair,
-                              gts__halo_transfer **out, gts_error *err)
+/* Whether neighbour i's regions belong to the transfer. */
+static bool moved(gts__halo_moves moves, const int *pair, int n, int i)
+{
+    switch (moves) {
+    case GTS__HALO_PACK: return true;
+    case GTS__HALO_LOCAL: return pair[i] >= 0;
+    default: return !paired_target(pair, n, i);
+    }
+}
+
+int gts__halo_transfer_create(const gts_halo_plan *plan, gts__halo_moves moves,
+                              const gts_device_ops *device, char *block, const int64_t *offset,
+                              const int *pair, gts__halo_transfer **out, gts_error *err)
 {
     gts__halo_transfer *t = calloc(1, sizeof *t);
     if (!t)
         return gts_error_set(err, GTS_ENOMEM, "out of memory for a halo exchange");
+    bool send = moves != GTS__HALO_UNPACK;
     t->plan = plan;
     t->send = send;
     t->block_size = send ? gts_halo_plan_send_bytes(plan) : gts_halo_plan_recv_bytes(plan);
     const gts_device_ops *message_gpu = device->host_accessible ? NULL : device;
     int n = gts_halo_plan_neighbor_count(plan), rc = make_groups(t, err);
     for (int i = 0; !rc && i < n; ++i)
-        if (send || !paired_target(pair, n, i))
+        if (moved(moves, pair, n, i))
             rc = add_neighbor(t, i, pair, message_gpu, block, offset[i], err);
     if (!rc)
         list_held(t);

@@ -103,12 +103,14 @@ const gts_halo_message *gts_halo_messages_recv(const gts_halo_messages *messages
 int gts_halo_messages_pack(const gts_halo_messages *messages, int index, gts_error *err);
 int gts_halo_messages_unpack(const gts_halo_messages *messages, int index, gts_error *err);
 
-/* Every message at once, which is how an exchange moves them:
+/* Every message at once:
  * - gts_halo_messages_pack_all packs the send buffer of every neighbour
  *   that is not local, and copies the regions of local neighbours straight
  *   from the fields' domains into their halos;
  * - gts_halo_messages_unpack_all unpacks the receive buffer of every
- *   neighbour that is not local.
+ *   neighbour that is not local;
+ * - gts_halo_messages_pack_local only copies the local neighbours' regions
+ *   (for an exchange that packs each message just before it sends it).
  * Each is one batch of device copies per GPU (gtstore/copy_batch.h: one
  * kernel launch on CUDA) for the fields in device memory only, the host
  * copies of the fields with a host side, and one transfer across the bus
@@ -116,19 +118,22 @@ int gts_halo_messages_unpack(const gts_halo_messages *messages, int index, gts_e
  * made. Completed on return. */
 int gts_halo_messages_pack_all(const gts_halo_messages *messages, gts_error *err);
 int gts_halo_messages_unpack_all(const gts_halo_messages *messages, gts_error *err);
+int gts_halo_messages_pack_local(const gts_halo_messages *messages, gts_error *err);
 
 /* Whether neighbour `index` is this rank itself, whose messages
- * pack_all has already delivered: an exchange sends and receives nothing
- * for it. (A rank is its own neighbour along a periodic dimension it does
- * not share; where one of its own messages would have no match, none is
- * local and all travel.) false for an index out of range. */
+ * pack_all (or pack_local) delivers: an exchange sends and receives
+ * nothing for it. (A rank is its own neighbour along a periodic dimension
+ * it does not share; where one of its own messages would have no match,
+ * none is local and all travel.) false for an index out of range. */
 bool gts_halo_messages_local(const gts_halo_messages *messages, int index);
 
-/* Whether an exchange should unpack all messages at once, once all have
- * arrived (the plan has fields in device memory only, whose unpacking is
- * one launch), rather than each as it arrives (host work that overlaps
- * the communication). */
-bool gts_halo_messages_unpacks_at_once(const gts_halo_messages *messages);
+/* How an exchange should move the messages: true where the plan has
+ * fields in device memory only, whose packing and unpacking are a launch
+ * each: pack_all, then send all; wait for all, then unpack_all. false for
+ * host work, which overlaps the communication best one message at a time:
+ * pack_local, then pack and send each message in turn; unpack each as it
+ * arrives. */
+bool gts_halo_messages_at_once(const gts_halo_messages *messages);
 
 #ifdef __cplusplus
 }

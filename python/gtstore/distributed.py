@@ -425,7 +425,7 @@ class HaloExchange:
         self._memory = messages.memory
         self._comm = partitioner.comm.Dup()
         self._started = False
-        self._recvs = []
+        self._sends, self._recvs = [], []
         self._send_requests, self._recv_requests = [], []
         for index, (rank, _, send_tag, recv_tag, send_bytes, recv_bytes) in enumerate(
                 plan.neighbors):
@@ -436,6 +436,7 @@ class HaloExchange:
                 self._recv_requests.append(self._comm.Recv_init(
                     [messages.recv_buffer(index), MPI.BYTE], source=rank, tag=recv_tag))
             if send_bytes:
+                self._sends.append(index)
                 self._send_requests.append(self._comm.Send_init(
                     [messages.send_buffer(index), MPI.BYTE], dest=rank, tag=send_tag))
 
@@ -467,9 +468,11 @@ class HaloExchange:
         return self._memory == "device"
 
     def start(self):
-        """Posts the receives, packs every message at once (one launch per
-        GPU; the rank's own halos are filled in passing, with no message),
-        then posts the sends."""
+        """Posts the receives, then packs and posts the sends: for fields in
+        device memory only every message at once (one launch per GPU), then
+        all sends; else each message just before its send, so that a
+        neighbour can receive while the next is packed. The rank's own
+        halos (``local_neighbors``) are filled in passing, with no message."""
         if self._started:
             raise RuntimeError("start: this exchange is already started (call wait first)")
         if self._comm is None:
@@ -477,10 +480,28 @@ class HaloExchange:
         Prequest = self._MPI.Prequest
         Prequest.Startall(self._recv_requests)
         self._started = True  # from here on wait(), close() or __del__ completes the requests
+        messages = self._messages
+        if messages.at_once:
+            try:
+                messages.pack_all()
+            finally:  # every send posted, even after an error: no neighbour waits for ever
+                Prequest.Startall(self._send_requests)
+            return
+        # Every send is started even after a failed pack, so that no
+        # neighbour waits for ever; the error is raised after.
+        error = None
         try:
-            self._messages.pack_all()
-        finally:  # every send posted, even after an error: no neighbour waits for ever
-            Prequest.Startall(self._send_requests)
+            messages.pack_local()
+        except Exception as e:  # noqa: BLE001 (raised below, once every send is posted)
+            error = e
+        for index, request in zip(self._sends, self._send_requests):
+            try:
+                messages.pack(index)
+            except Exception as e:  # noqa: BLE001
+                error = error or e
+            request.Start()
+        if error is not None:
+            raise error
 
     def wait(self):
         """Unpacks the messages into the halos, then waits for the sends:
@@ -492,7 +513,7 @@ class HaloExchange:
         Request = self._MPI.Request
         messages = self._messages
         try:
-            if messages.unpacks_at_once:
+            if messages.at_once:
                 Request.Waitall(self._recv_requests)
                 messages.unpack_all()
             else:

@@ -47,14 +47,24 @@ static void deliver(gts_halo_plan *const *plans, gts_halo_messages *const *messa
     CHECK_OK(gts_halo_messages_unpack(messages[n->rank], j, ERR));
 }
 
-/* Every message at once, as an exchange moves them: each rank packs all
- * (its own messages delivered in passing), the others travel, each rank
- * unpacks all. */
+/* As an exchange moves them: each rank packs all messages at once (its
+ * own delivered in passing), or (each) delivers its own and packs each
+ * other one by itself; those travel; each rank unpacks all at once, or
+ * each. */
 static void deliver_all(gts_halo_plan *const *plans, gts_halo_messages *const *messages,
-                        int nranks)
+                        int nranks, bool each)
 {
-    for (int r = 0; r < nranks; ++r)
-        CHECK_OK(gts_halo_messages_pack_all(messages[r], ERR));
+    for (int r = 0; r < nranks; ++r) {
+        if (!each) {
+            CHECK_OK(gts_halo_messages_pack_all(messages[r], ERR));
+            continue;
+        }
+        CHECK_OK(gts_halo_messages_pack_local(messages[r], ERR));
+        for (int i = 0; i < gts_halo_plan_neighbor_count(plans[r]); ++i)
+            if (!gts_halo_messages_local(messages[r], i) &&
+                gts_halo_plan_neighbor(plans[r], i)->send_bytes > 0)
+                CHECK_OK(gts_halo_messages_pack(messages[r], i, ERR));
+    }
     for (int r = 0; r < nranks; ++r)
         for (int i = 0; i < gts_halo_plan_neighbor_count(plans[r]); ++i) {
             const gts_halo_neighbor *n = gts_halo_plan_neighbor(plans[r], i);
@@ -67,11 +77,22 @@ static void deliver_all(gts_halo_plan *const *plans, gts_halo_messages *const *m
                 memcpy(gts_halo_messages_recv(messages[n->rank], j)->mpi,
                        gts_halo_messages_send(messages[r], i)->mpi, (size_t)n->send_bytes);
         }
-    for (int r = 0; r < nranks; ++r)
-        CHECK_OK(gts_halo_messages_unpack_all(messages[r], ERR));
+    for (int r = 0; r < nranks; ++r) {
+        if (!each) {
+            CHECK_OK(gts_halo_messages_unpack_all(messages[r], ERR));
+            continue;
+        }
+        for (int i = 0; i < gts_halo_plan_neighbor_count(plans[r]); ++i)
+            if (!gts_halo_messages_local(messages[r], i) &&
+                gts_halo_plan_neighbor(plans[r], i)->recv_bytes > 0)
+                CHECK_OK(gts_halo_messages_unpack(messages[r], i, ERR));
+    }
 }
 
-static void run_exchange(const scenario *sc, int memory, bool at_once)
+/* How run_exchange moves the messages (with the plan's message buffers). */
+enum { ONE_BY_ONE, AT_ONCE, LOCAL_THEN_EACH };
+
+static void run_exchange(const scenario *sc, int memory, int how)
 {
     gts_partition p;
     int nranks = scenario_ranks(sc);
@@ -93,9 +114,9 @@ static void run_exchange(const scenario *sc, int memory, bool at_once)
     for (int r = 0; r < nranks; ++r)
         CHECK(gts_halo_plan_signature(plans[r]) == gts_halo_plan_signature(plans[0]));
     /* Twice: a second exchange over the same plan gives the same result. */
-    for (int round = 0; round < 2 && at_once; ++round)
-        deliver_all(plans, messages, nranks);
-    for (int round = 0; round < 2 && !at_once; ++round)
+    for (int round = 0; round < 2 && how != ONE_BY_ONE; ++round)
+        deliver_all(plans, messages, nranks, how == LOCAL_THEN_EACH);
+    for (int round = 0; round < 2 && how == ONE_BY_ONE; ++round)
         for (int r = 0; r < nranks; ++r)
             for (int i = 0; i < gts_halo_plan_neighbor_count(plans[r]); ++i) {
                 const gts_halo_neighbor *n = gts_halo_plan_neighbor(plans[r], i);
@@ -112,8 +133,8 @@ static void run_exchange(const scenario *sc, int memory, bool at_once)
         for (int f = 0; f < sc->nfields; ++f)
             bad += visit(sc, &p, r, f, &fields[r][f], true);
     if (bad)
-        fprintf(stderr, "%s (messages: %d%s): %d points wrong\n", sc->name, memory,
-                at_once ? ", at once" : "", bad);
+        fprintf(stderr, "%s (messages: %d, moved %d): %d points wrong\n", sc->name, memory,
+                how, bad);
     CHECK(bad == 0);
     for (int r = 0; r < nranks; ++r) {
         gts_halo_messages_destroy(messages[r]);
@@ -510,13 +531,13 @@ int main(void)
 {
     for (size_t i = 0; i < NSCENARIOS; ++i) {
         const scenario *sc = &scenarios[i];
-        run_exchange(sc, OWN_BUFFERS, false);
-        for (int at_once = 0; at_once < 2; ++at_once) {
+        run_exchange(sc, OWN_BUFFERS, ONE_BY_ONE);
+        for (int how = ONE_BY_ONE; how <= LOCAL_THEN_EACH; ++how) {
             if (sc->device == 1 || sc->device == 3) { /* fields in device memory only */
-                run_exchange(sc, GTS_HALO_MEMORY_PINNED, at_once);
-                run_exchange(sc, GTS_HALO_MEMORY_DEVICE, at_once);
+                run_exchange(sc, GTS_HALO_MEMORY_PINNED, how);
+                run_exchange(sc, GTS_HALO_MEMORY_DEVICE, how);
             } else {
-                run_exchange(sc, GTS_HALO_MEMORY_HOST, at_once);
+                run_exchange(sc, GTS_HALO_MEMORY_HOST, how);
             }
         }
     }

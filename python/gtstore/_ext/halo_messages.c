@@ -224,6 +224,15 @@ static PyObject *messages_unpack_all(PyObject *self, PyObject *unused)
     return messages_all(self, false);
 }
 
+static PyObject *messages_pack_local(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    gts_error err;
+    if (gts_halo_messages_pack_local(((HaloMessages *)self)->messages, &err))
+        return gtpy_raise_null(&err);
+    Py_RETURN_NONE;
+}
+
 static PyObject *messages_local(PyObject *self, PyObject *index_obj)
 {
     HaloMessages *m = (HaloMessages *)self;
@@ -239,6 +248,9 @@ static PyMethodDef messages_methods[] = {
      "(local) messages straight from its domain: one launch per GPU."},
     {"unpack_all", messages_unpack_all, METH_NOARGS,
      "unpack_all(): writes every received message that travelled into the halos."},
+    {"pack_local", messages_pack_local, METH_NOARGS,
+     "pack_local(): fills the halos of the rank's own (local) messages straight from its "
+     "domain, and packs nothing (for an exchange that packs each message as it sends it)."},
     {"local", messages_local, METH_O,
      "local(index): whether neighbour `index` is this rank itself, whose halos pack_all fills "
      "(no message travels)."},
@@ -266,16 +278,18 @@ static PyObject *messages_device(PyObject *self, void *unused)
     return PyUnicode_FromString(gts_halo_messages_device(((HaloMessages *)self)->messages)->name);
 }
 
-static PyObject *messages_unpacks_at_once(PyObject *self, void *unused)
+static PyObject *messages_at_once(PyObject *self, void *unused)
 {
     (void)unused;
-    return PyBool_FromLong(gts_halo_messages_unpacks_at_once(((HaloMessages *)self)->messages));
+    return PyBool_FromLong(gts_halo_messages_at_once(((HaloMessages *)self)->messages));
 }
 
 static PyGetSetDef messages_getset[] = {
-    {"unpacks_at_once", messages_unpacks_at_once, NULL,
-     "Whether an exchange unpacks all messages once all have arrived (fields in device memory "
-     "only: one launch), rather than each as it arrives.",
+    {"at_once", messages_at_once, NULL,
+     "Whether an exchange packs all messages at once and unpacks them once all have arrived "
+     "(fields in device memory only: one launch each), rather than packing each just before "
+     "sending it and unpacking each as it arrives (host work, which overlaps the "
+     "communication).",
      NULL},
     {"memory", messages_memory, NULL,
      "Where the buffers are: 'host', 'pinned' (the GPU's pinned host memory) or 'device' (the "
