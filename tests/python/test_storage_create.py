@@ -9,6 +9,7 @@ tested in test_storage_indexing.py and test_storage_protocols.py.
 """
 
 import copy
+import math
 import pickle
 import re
 
@@ -1903,3 +1904,17 @@ def test_as_storage_of_a_storage_with_new_parameters():
     assert t.halo == ((1, 1), (2, 2))  # the original keeps its own
     assert np.shares_memory(host(s), host(t))
     assert s.sync_state is t.sync_state
+
+
+@pytest.mark.parametrize("shape", [(0, 3), (2, 3)])
+def test_storage_of_a_storage_casts_by_position_under_new_dims(shape):
+    """A copy of another dtype relabels as a copy of the same dtype does: by
+    position (found by the fuzzer: the cast used to assign by dims, and the
+    new labels have none of the old ones)."""
+    source = gtstore.storage(np.arange(math.prod(shape)).reshape(shape) % 2 == 0, dims="IJ")
+    cast = gtstore.storage(source, dtype="i1", dims=("0", "1"))
+    assert cast.dims == ("0", "1") and cast.dtype == np.int8 and cast.shape == shape
+    np.testing.assert_array_equal(np.asarray(cast), np.asarray(source).astype("i1"))
+    swapped = gtstore.storage(source, dtype="f4", dims="JI")
+    assert swapped.dims == ("J", "I") and swapped.shape == shape
+    np.testing.assert_array_equal(np.asarray(swapped), np.asarray(source).astype("f4"))

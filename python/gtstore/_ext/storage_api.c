@@ -62,11 +62,13 @@ static PyObject *resolved_call(const gtpy_request *r, gtpy_source *src,
 
 static int copy_into(PyObject *storage, const gts_storage *s, gtpy_source *src);
 
-/* Values of another dtype from an imported array (another library's
- * memory, `from`): NumPy casts them from an ndarray, which it reads by
- * position, over a host copy where they are in device memory. */
-static int copy_cast_imported(PyObject *storage, const gts_storage *s, const gtpy_source *src,
-                              const gts_storage *from)
+/* Values of another dtype from a storage or an imported array (another
+ * library's memory, `from`): NumPy casts them from an ndarray, which it
+ * reads by position (the new storage may label the dims anew, as a copy
+ * of the same dtype does), over a host copy where they are in device
+ * memory. */
+static int copy_cast(PyObject *storage, const gts_storage *s, const gtpy_source *src,
+                     const gts_storage *from)
 {
     gts_storage copy;
     gts_error err;
@@ -103,10 +105,10 @@ static int copy_into(PyObject *storage, const gts_storage *s, gtpy_source *src)
         gtpy_storage_load(src->storage, &from);
         return gts_storage_assign(s, &from, &err) ? gtpy_raise(&err) : 0;
     }
-    if (src->storage && src->imported) { /* another dtype */
+    if (src->storage) { /* another dtype */
         gts_storage from;
         gtpy_storage_load(src->storage, &from);
-        return copy_cast_imported(storage, s, src, &from);
+        return copy_cast(storage, s, src, &from);
     }
     if (gts_storage_data(s)) {
         if (gts_buffer_prepare_write(s->buffer, GTS_SIDE_HOST, NULL, &err) != 0)
