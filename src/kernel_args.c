@@ -68,25 +68,21 @@ int gts__kernel_plan_init(gts_kernel_plan *plan, void *dst, const int64_t *dst_s
     gts__strided_plan_init(&p, dst, dst_strides, src, src_strides, ndim, shape, itemsize);
     plan->serial = !gts__strided_plan_distinct(&p);
     int unit = choose_unit(&p);
-    int64_t words = itemsize / unit;
+    int64_t words = itemsize / unit, count = words;
+    for (int d = 0; d < p.ndim; ++d) /* so every product of extents below fits too */
+        if (gts_mul_overflow(count, p.shape[d], &count))
+            return gts_error_set(err, GTS_EOVERFLOW,
+                                 "shape: the array's %d-byte words do not fit in 64 bits", unit);
     int inner = p.ndim - 1; /* the plan's innermost dimension */
     /* the element's words, merged with contiguous elements */
     bool merge = words > 1 && inner >= 0 && p.dst_strides[inner] == itemsize &&
                  (!src || p.src_strides[inner] == itemsize);
     if (words > 1 && !merge)
         append(plan, words, unit, src ? unit : 0);
-    int64_t count = words;
     for (int d = inner; d >= 0; --d) {
         bool first = merge && d == inner;
-        int64_t extent = p.shape[d];
-        if (first && gts_mul_overflow(extent, words, &extent))
-            return gts_error_set(err, GTS_EOVERFLOW,
-                                 "shape: the array's %d-byte words do not fit in 64 bits", unit);
-        append(plan, extent, first ? unit : p.dst_strides[d],
+        append(plan, first ? p.shape[d] * words : p.shape[d], first ? unit : p.dst_strides[d],
                first ? (src ? unit : 0) : p.src_strides[d]);
-        if (gts_mul_overflow(count, p.shape[d], &count))
-            return gts_error_set(err, GTS_EOVERFLOW,
-                                 "shape: the array's %d-byte words do not fit in 64 bits", unit);
     }
     gts_kernel_array *a = &plan->inner;
     a->dst = (unsigned long long)(uintptr_t)p.dst;
@@ -94,7 +90,7 @@ int gts__kernel_plan_init(gts_kernel_plan *plan, void *dst, const int64_t *dst_s
     a->unit = unit;
     a->count = 1;
     for (int k = 0; k < a->ndim; ++k)
-        a->count *= a->shape[k]; /* a divisor of count: no overflow */
+        a->count *= a->shape[k]; /* a divisor of count */
     return GTS_OK;
 }
 
