@@ -902,16 +902,22 @@ static void pool_cache_stats(gts__cache *cache, gts__cache_stats *out)
 }
 
 /* The block cache's side (device_pool.h): cuMemFree, and events as fences. */
-static void block_release(gts__pool *pool, void *block, int64_t size)
+/* cuMemFree of a block of `d` (outside the context); a failure is
+ * reported, since a free cannot return one. */
+static void free_block(cuda_device *d, void *block)
 {
-    (void)size;
-    cuda_device *d = pool->ctx;
     if (enter(d, NULL))
         return;
     CUresult rc = api.MemFree(dptr(block));
     leave();
     if (rc != CUDA_SUCCESS)
         free_failed(d, "cuMemFree", rc, block);
+}
+
+static void block_release(gts__pool *pool, void *block, int64_t size)
+{
+    (void)size;
+    free_block(pool->ctx, block);
 }
 
 static bool block_fence(gts__pool *pool, void **fence)
@@ -1034,13 +1040,7 @@ static void memory_free(const gts_device_ops *dev, void *block, int64_t size)
 static void managed_free(const gts_device_ops *dev, void *block, int64_t size)
 {
     (void)size;
-    cuda_device *d = device_of(dev);
-    if (enter(d, NULL))
-        return;
-    CUresult rc = api.MemFree(dptr(block));
-    leave();
-    if (rc != CUDA_SUCCESS)
-        free_failed(d, "cuMemFree", rc, block);
+    free_block(device_of(dev), block);
 }
 
 /* How a contiguous transfer goes: cuMemcpy for managed memory finds out
@@ -1271,15 +1271,8 @@ static void memory_batch_release(const gts_device_ops *dev, void *state)
     cuda_batch *b = state;
     if (!b)
         return;
-    if (b->table) {
-        cuda_device *d = device_of(dev);
-        if (!enter(d, NULL)) {
-            CUresult rc = api.MemFree(b->table);
-            leave();
-            if (rc != CUDA_SUCCESS)
-                free_failed(d, "cuMemFree", rc, (void *)(uintptr_t)b->table);
-        }
-    }
+    if (b->table)
+        free_block(device_of(dev), (void *)(uintptr_t)b->table);
     free(b);
 }
 

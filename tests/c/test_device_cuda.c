@@ -108,6 +108,25 @@ typedef struct arena {
     unsigned char *back;   /* what they hold, read back */
 } arena;
 
+/* BLOCK bytes on `dev` and two host blocks; false (nothing held) on failure. */
+static bool arena_open(arena *a, const gts_device_ops *dev)
+{
+    *a = (arena){dev, NULL, malloc(BLOCK), malloc(BLOCK)};
+    if (CHECK(a->mirror && a->back) &&
+        CHECK_OK(gts_device_alloc(dev, BLOCK, 0, (void **)&a->device, ERR)))
+        return true;
+    free(a->mirror);
+    free(a->back);
+    return false;
+}
+
+static void arena_close(arena *a)
+{
+    gts_device_free(a->dev, a->device, BLOCK);
+    free(a->mirror);
+    free(a->back);
+}
+
 /* Sets device and mirror to the same random bytes. */
 static void scramble(arena *a)
 {
@@ -213,13 +232,9 @@ static void run_copy(arena *a, const copy_case *c, gts_stream stream)
 
 static void test_strided(const gts_device_ops *dev, gts_stream stream)
 {
-    arena a = {dev, NULL, malloc(BLOCK), malloc(BLOCK)};
-    if (!CHECK(a.mirror && a.back) ||
-        !CHECK_OK(gts_device_alloc(dev, BLOCK, 0, (void **)&a.device, ERR))) {
-        free(a.mirror);
-        free(a.back);
+    arena a;
+    if (!arena_open(&a, dev))
         return;
-    }
     const fill_case fills[] = {
         {"bytes, C order", 64, 2, {16, 16}, {128, 8}, 8, {0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a}, 1},
         {"2-byte pattern", 0, 1, {300}, {4}, 4, {0x34, 0x12, 0x34, 0x12}, 2},
@@ -263,9 +278,7 @@ static void test_strided(const gts_device_ops *dev, gts_stream stream)
                                 "abc", stream, ERR),
                 GTS_EINVAL, "itemsize");
     matches(&a, "refused calls");
-    gts_device_free(dev, a.device, BLOCK);
-    free(a.mirror);
-    free(a.back);
+    arena_close(&a);
 }
 
 /* A random strided array of `itemsize` bytes within [base, base + room):
@@ -319,13 +332,9 @@ static void random_layout(random_array *a, int ndim, const int64_t *shape, int64
 /* Random fills and copies, each against the host kernels. */
 static void test_random_strided(const gts_device_ops *dev)
 {
-    arena a = {dev, NULL, malloc(BLOCK), malloc(BLOCK)};
-    if (!CHECK(a.mirror && a.back) ||
-        !CHECK_OK(gts_device_alloc(dev, BLOCK, 0, (void **)&a.device, ERR))) {
-        free(a.mirror);
-        free(a.back);
+    arena a;
+    if (!arena_open(&a, dev))
         return;
-    }
     static const int64_t itemsizes[] = {1, 2, 4, 8, 16};
     for (int round = 0; round < 300; ++round) {
         int64_t itemsize = itemsizes[rnd(5)];
@@ -358,9 +367,7 @@ static void test_random_strided(const gts_device_ops *dev)
         if (!matches(&a, what))
             break;
     }
-    gts_device_free(dev, a.device, BLOCK);
-    free(a.mirror);
-    free(a.back);
+    arena_close(&a);
 }
 
 /* A batch: random copies from one half of the block into disjoint pieces
@@ -368,13 +375,9 @@ static void test_random_strided(const gts_device_ops *dev)
  * it as one launch. */
 static void test_batch(const gts_device_ops *dev)
 {
-    arena a = {dev, NULL, malloc(BLOCK), malloc(BLOCK)};
-    if (!CHECK(a.mirror && a.back) ||
-        !CHECK_OK(gts_device_alloc(dev, BLOCK, 0, (void **)&a.device, ERR))) {
-        free(a.mirror);
-        free(a.back);
+    arena a;
+    if (!arena_open(&a, dev))
         return;
-    }
     enum { COPIES = 12, PIECE = BLOCK / 2 / COPIES };
     random_array dst[COPIES], src[COPIES];
     int64_t shapes[COPIES][10];
@@ -443,9 +446,7 @@ static void test_batch(const gts_device_ops *dev)
         CHECK_OK(gts_copy_batch_run(batch, NULL, ERR));
         gts_copy_batch_destroy(batch);
     }
-    gts_device_free(dev, a.device, BLOCK);
-    free(a.mirror);
-    free(a.back);
+    arena_close(&a);
 }
 
 /* ---- streams ------------------------------------------------------------------------------------ */

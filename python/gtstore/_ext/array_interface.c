@@ -7,8 +7,8 @@
 
 #include <string.h>
 
-/* An optional entry of a mapping (new reference, or NULL without error). */
-static PyObject *entry(PyObject *map, const char *key)
+/* module.h */
+PyObject *gtpy_mapping_entry(PyObject *map, const char *key)
 {
     PyObject *value;
     if (PyDict_Check(map)) {
@@ -96,9 +96,12 @@ int gtpy_array_info_read(PyObject *info, const char *what, int max_ndim, gtpy_ar
         PyErr_Format(PyExc_TypeError, "%s: expected a dict, got %.200R", what, info);
         return -1;
     }
-    PyObject *shape = entry(info, "shape"), *typestr = entry(info, "typestr");
-    PyObject *data = entry(info, "data"), *strides = entry(info, "strides");
-    PyObject *mask = entry(info, "mask"), *stream = entry(info, "stream");
+    PyObject *shape = gtpy_mapping_entry(info, "shape");
+    PyObject *typestr = gtpy_mapping_entry(info, "typestr");
+    PyObject *data = gtpy_mapping_entry(info, "data");
+    PyObject *strides = gtpy_mapping_entry(info, "strides");
+    PyObject *mask = gtpy_mapping_entry(info, "mask");
+    PyObject *stream = gtpy_mapping_entry(info, "stream");
     char param[64];
     int rc = -1;
     snprintf(param, sizeof param, "%s['shape']", what);

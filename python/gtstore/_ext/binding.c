@@ -86,23 +86,9 @@ static int load_storage(bind_slot *slot, PyObject *storage, const gts_storage *s
     return 0;
 }
 
-/* An optional entry of a mapping (new reference, or NULL without error). */
-static PyObject *entry(PyObject *map, const char *key)
-{
-    PyObject *value;
-    if (PyDict_Check(map)) {
-        value = PyDict_GetItemString(map, key);
-        return Py_XNewRef(value);
-    }
-    value = PyMapping_GetItemString(map, key);
-    if (!value && PyErr_ExceptionMatches(PyExc_KeyError))
-        PyErr_Clear();
-    return value;
-}
-
 static int take_callback(PyObject *info, const char *key, PyObject **out)
 {
-    PyObject *value = entry(info, key);
+    PyObject *value = gtpy_mapping_entry(info, key);
     if (value && value != Py_None && !PyCallable_Check(value)) {
         PyErr_Format(PyExc_TypeError, "__gt_data_interface__['%s']: expected a callable or None, "
                                       "got %.200R", key, value);
@@ -220,8 +206,8 @@ static int load_data_interface(bind_slot *slot, PyObject *obj, PyObject *interfa
         take_callback(info, "touch", &slot->touch) < 0 ||
         take_callback(info, "release", &slot->release) < 0)
         return -1;
-    PyObject *dims = entry(info, "dims"), *halo = dims || !PyErr_Occurred() ? entry(info, "halo")
-                                                                          : NULL;
+    PyObject *dims = gtpy_mapping_entry(info, "dims");
+    PyObject *halo = dims || !PyErr_Occurred() ? gtpy_mapping_entry(info, "halo") : NULL;
     int rc = PyErr_Occurred() ? -1 : 0;
     if (rc == 0 && dims && dims != Py_None)
         rc = load_dims(slot, dims, "__gt_data_interface__['dims']");

@@ -353,6 +353,9 @@ typedef struct gtpy_array_info {
     int64_t stream;
 } gtpy_array_info;
 int gtpy_array_info_read(PyObject *info, const char *what, int max_ndim, gtpy_array_info *out);
+/* An optional entry of a mapping (a dict, or any mapping): a new
+ * reference, or NULL without an error where the key is absent. */
+PyObject *gtpy_mapping_entry(PyObject *map, const char *key);
 /* The device of the CUDA memory `info` describes, checked usable with
  * gtstore's GPU, after waiting on its stream (libgtstore decides each);
  * errors name `param`. */
