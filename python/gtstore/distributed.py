@@ -546,6 +546,8 @@ class HaloExchange:
         self._messages = None  # the buffers go (MPI no longer refers to them)
 
     def __del__(self):
+        """Completes a started exchange's messages (without unpacking them)
+        and frees what close() frees."""
         # Dropped without close() (an exception between start() and wait()
         # is enough): MPI writes into the receive buffers until their
         # requests complete, so a started exchange completes its messages
@@ -563,7 +565,9 @@ class HaloExchange:
         self._free()
 
     def __enter__(self):
+        """The exchange itself: ``with HaloExchange(...) as ex:`` closes it at the end."""
         return self
 
     def __exit__(self, *exc):
+        """Closes the exchange (close())."""
         self.close()

@@ -118,6 +118,7 @@ class Field:
     __slots__ = ("array", "dims")
 
     def __class_getitem__(cls, params):
+        """``Field[dtype, dims, ...]``: the annotation of a stencil's field."""
         return _annotation(params)
 
     def __init__(self, array, dims):

@@ -15,6 +15,7 @@
  * Labels: the object's own, else the annotation's (seed 003). */
 #include "binding_object.h"
 
+#include <stdio.h>
 #include <string.h>
 
 PyObject *gtpy_FieldWarning;
@@ -567,6 +568,27 @@ int gtpy_slots_release(bind_slot *slots, int n)
     return rc;
 }
 
+/* The built-in stencils go into the module as _stencil_<name> (gtstore.stencils
+ * re-exports them by their names), keeping their own name as __name__, which
+ * their text signatures must start with for inspect.signature and help(). */
+static int add_stencil_functions(PyObject *module)
+{
+    PyObject *module_name = PyModule_GetNameObject(module);
+    if (!module_name)
+        return -1;
+    int status = 0;
+    for (PyMethodDef *def = gtpy_stencil_methods; def->ml_name && status == 0; ++def) {
+        char name[64];
+        snprintf(name, sizeof name, "%s%s", def->ml_name[0] == '_' ? "" : "_stencil_",
+                 def->ml_name);
+        PyObject *function = PyCFunction_NewEx(def, NULL, module_name);
+        status = function ? PyModule_AddObjectRef(module, name, function) : -1;
+        Py_XDECREF(function);
+    }
+    Py_DECREF(module_name);
+    return status;
+}
+
 /* ---- module setup ------------------------------------------------------------------ */
 
 int gtpy_binding_init(PyObject *module)
@@ -586,5 +608,5 @@ int gtpy_binding_init(PyObject *module)
         return -1;
     if (gtpy_bound_field_init(module) < 0)
         return -1;
-    return PyModule_AddFunctions(module, gtpy_stencil_methods);
+    return add_stencil_functions(module);
 }

@@ -367,13 +367,13 @@ static PyGetSetDef binding_getset[] = {
 
 static PyMethodDef binding_methods[] = {
     {"__enter__", binding_enter, METH_NOARGS,
-     "Acquires every field (its data interface's acquire; a Storage's host side synced)."},
+     "__enter__($self, /)\n--\n\nAcquires every field (its data interface's acquire; a Storage's host side synced)."},
     {"__exit__", binding_exit, METH_VARARGS,
-     "Touches the written fields (only without an exception), then releases all."},
+     "__exit__($self, exc_type, exc_value, traceback, /)\n--\n\nTouches the written fields (only without an exception), then releases all."},
     {"origins", binding_origins, METH_NOARGS,
-     "origins() -> {name: origin}, each in the kernel's order (I, J, K, data dimensions)."},
+     "origins($self, /)\n--\n\n{name: origin}, each in the kernel's order (I, J, K, data dimensions)."},
     {"arrays", binding_arrays, METH_NOARGS,
-     "arrays() -> {name: ndarray}: each field's memory in the kernel's order of dimensions "
+     "arrays($self, /)\n--\n\n{name: ndarray}: each field's memory in the kernel's order of dimensions "
      "(a view, no copy; host memory only)."},
     {NULL, NULL, 0, NULL},
 };
@@ -687,14 +687,21 @@ static PyObject *stencil_signature(PyObject *module, PyObject *name)
 
 #define FASTCALL(f) (PyCFunction)(void (*)(void))(f), METH_FASTCALL | METH_KEYWORDS
 PyMethodDef gtpy_stencil_methods[] = {
-    {"_stencil_copy", FASTCALL(stencil_copy), "copy(out, inp, *, domain=None, origin=None)"},
-    {"_stencil_laplacian", FASTCALL(stencil_laplacian),
-     "laplacian(out, inp, *, domain=None, origin=None)"},
-    {"_stencil_hdiff", FASTCALL(stencil_hdiff),
-     "hdiff(out, inp, coeff, *, domain=None, origin=None)"},
-    {"_stencil_tridiagonal", FASTCALL(stencil_tridiagonal),
-     "tridiagonal(x, a, b, c, d, *, domain=None, origin=None)"},
+    {"copy", FASTCALL(stencil_copy),
+     "copy(out, inp, *, domain=None, origin=None)\n--\n\nout = inp over the domain."},
+    {"laplacian", FASTCALL(stencil_laplacian),
+     "laplacian(out, inp, *, domain=None, origin=None)\n--\n\n"
+     "out = inp[i-1] + inp[i+1] + inp[j-1] + inp[j+1] - 4 inp over the domain (inp: extent 1 "
+     "in I and J)."},
+    {"hdiff", FASTCALL(stencil_hdiff),
+     "hdiff(out, inp, coeff, *, domain=None, origin=None)\n--\n\n"
+     "The horizontal diffusion of GT4Py's examples, with flux limiter, into out (inp: extent 2 "
+     "in I and J)."},
+    {"tridiagonal", FASTCALL(stencil_tridiagonal),
+     "tridiagonal(x, a, b, c, d, *, domain=None, origin=None)\n--\n\n"
+     "Per column, the Thomas algorithm along K for a[k] x[k-1] + b[k] x[k] + c[k] x[k+1] = d[k] "
+     "over the domain's K (a at its first and c at its last level are not read; no pivoting)."},
     {"_stencil_signature", stencil_signature, METH_O,
-     "The Signature of a built-in stencil, by name."},
+     "_stencil_signature(name, /)\n--\n\nThe Signature of a built-in stencil, by name."},
     {NULL, NULL, 0, NULL},
 };

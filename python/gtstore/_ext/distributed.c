@@ -224,16 +224,16 @@ static PyObject *partition_min_block(PyObject *self, PyObject *dim_obj)
 }
 
 static PyMethodDef partition_methods[] = {
-    {"coords", partition_coords, METH_O, "coords(rank): the rank's position in the process grid."},
+    {"coords", partition_coords, METH_O, "coords($self, rank, /)\n--\n\nThe rank's position in the process grid."},
     {"rank_of", partition_rank_of, METH_O,
-     "rank_of(coords): the rank at these grid coordinates (periodic dimensions wrap); None past "
+     "rank_of($self, coords, /)\n--\n\nThe rank at these grid coordinates (periodic dimensions wrap); None past "
      "a non-periodic edge."},
     {"neighbor", (PyCFunction)(void (*)(void))partition_neighbor, METH_FASTCALL,
-     "neighbor(rank, offset): the rank at `offset` from `rank`, or None."},
+     "neighbor($self, rank, offset, /)\n--\n\nThe rank at `offset` from `rank`, or None."},
     {"subdomain", partition_subdomain, METH_O,
-     "subdomain(rank): (starts, sizes) of the rank's block, per split dimension."},
+     "subdomain($self, rank, /)\n--\n\n(starts, sizes) of the rank's block, per split dimension."},
     {"min_block", partition_min_block, METH_O,
-     "min_block(dim): the smallest block along split dimension `dim`."},
+     "min_block($self, dim, /)\n--\n\nThe smallest block along split dimension `dim`."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -446,10 +446,10 @@ static PyObject *halo_plan_unpack(PyObject *self, PyObject *const *args, Py_ssiz
 
 static PyMethodDef halo_plan_methods[] = {
     {"pack", (PyCFunction)(void (*)(void))halo_plan_pack, METH_FASTCALL,
-     "pack(index, buffer): writes the message for neighbour `index` into `buffer` (writable, "
+     "pack($self, index, buffer, /)\n--\n\nWrites the message for neighbour `index` into `buffer` (writable, "
      "C-contiguous, exactly its send_bytes)."},
     {"unpack", (PyCFunction)(void (*)(void))halo_plan_unpack, METH_FASTCALL,
-     "unpack(index, buffer): writes the message received from neighbour `index` (exactly its "
+     "unpack($self, index, buffer, /)\n--\n\nWrites the message received from neighbour `index` (exactly its "
      "recv_bytes) into the fields' halos."},
     {NULL, NULL, 0, NULL},
 };

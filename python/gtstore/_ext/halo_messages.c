@@ -244,24 +244,24 @@ static PyObject *messages_local(PyObject *self, PyObject *index_obj)
 
 static PyMethodDef messages_methods[] = {
     {"pack_all", messages_pack_all, METH_NOARGS,
-     "pack_all(): packs every message that travels and fills the halos of the rank's own "
+     "pack_all($self, /)\n--\n\nPacks every message that travels and fills the halos of the rank's own "
      "(local) messages straight from its domain: one launch per GPU."},
     {"unpack_all", messages_unpack_all, METH_NOARGS,
-     "unpack_all(): writes every received message that travelled into the halos."},
+     "unpack_all($self, /)\n--\n\nWrites every received message that travelled into the halos."},
     {"pack_local", messages_pack_local, METH_NOARGS,
-     "pack_local(): fills the halos of the rank's own (local) messages straight from its "
+     "pack_local($self, /)\n--\n\nFills the halos of the rank's own (local) messages straight from its "
      "domain, and packs nothing (for an exchange that packs each message as it sends it)."},
     {"local", messages_local, METH_O,
-     "local(index): whether neighbour `index` is this rank itself, whose halos pack_all fills "
+     "local($self, index, /)\n--\n\nWhether neighbour `index` is this rank itself, whose halos pack_all fills "
      "(no message travels)."},
     {"send_buffer", messages_send_buffer, METH_O,
-     "send_buffer(index): neighbour `index`'s send buffer, a HaloMessage for MPI."},
+     "send_buffer($self, index, /)\n--\n\nNeighbour `index`'s send buffer, a HaloMessage for MPI."},
     {"recv_buffer", messages_recv_buffer, METH_O,
-     "recv_buffer(index): neighbour `index`'s receive buffer, a HaloMessage for MPI."},
+     "recv_buffer($self, index, /)\n--\n\nNeighbour `index`'s receive buffer, a HaloMessage for MPI."},
     {"pack", messages_pack, METH_O,
-     "pack(index): packs neighbour `index`'s message from the fields into its send buffer."},
+     "pack($self, index, /)\n--\n\nPacks neighbour `index`'s message from the fields into its send buffer."},
     {"unpack", messages_unpack, METH_O,
-     "unpack(index): writes neighbour `index`'s received message into the fields' halos."},
+     "unpack($self, index, /)\n--\n\nWrites neighbour `index`'s received message into the fields' halos."},
     {NULL, NULL, 0, NULL},
 };
 

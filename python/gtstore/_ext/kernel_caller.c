@@ -274,7 +274,7 @@ PyTypeObject gtpy_KernelCaller_Type = {
     .tp_basicsize = sizeof(KernelCallerObject),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC |
                 Py_TPFLAGS_HAVE_VECTORCALL,
-    .tp_doc = "KernelCaller(signature, kernel, parameters=(), leading=(), ignored=())\n\n"
+    .tp_doc = "KernelCaller(signature, kernel, parameters=(), leading=(), ignored=())\n--\n\n"
               "A Python kernel with a stencil's call signature: the fields, then the named "
               "parameters, by position or name, with domain= and origin=. Every call binds "
               "the fields (every check), acquires them, calls kernel(domain, origins, "

@@ -302,18 +302,20 @@ static PyGetSetDef signature_getset[] = {
 
 static PyMethodDef signature_methods[] = {
     {"bind", (PyCFunction)(void (*)(void))gtpy_signature_bind, METH_FASTCALL | METH_KEYWORDS,
-     "bind(*fields, domain=None, origin=None, **fields) -> Binding\n\n"
+     "bind($self, /, *fields, domain=None, origin=None, **named_fields)\n--\n\n"
+     "Returns a Binding. "
      "Reads each field (any object: Storage, NumPy, CuPy, xarray, Field(array, dims), a "
      "DLPack producer), decides origins and the domain and checks everything (see "
      "docs/stencils.md). Nothing is acquired until the Binding is entered."},
     {"call", (PyCFunction)(void (*)(void))gtpy_signature_call, METH_FASTCALL | METH_KEYWORDS,
-     "call(kernel, *fields, domain=None, origin=None, args=(), kwargs=None, **fields)\n\n"
+     "call($self, kernel, /, *fields, domain=None, origin=None, args=(), kwargs=None, "
+     "**named_fields)\n--\n\n"
      "Binds the fields as bind() does, acquires them, calls kernel(domain, origins, *args, "
      "**arrays, **kwargs) (origins and arrays: {name: ...} in the kernel's order of "
      "dimensions), then touches the written fields (only if the kernel returned) and "
      "releases all. Returns the kernel's result."},
     {"call_c", (PyCFunction)(void (*)(void))gtpy_signature_call_c, METH_FASTCALL | METH_KEYWORDS,
-     "call_c(kernel, *fields, domain=None, origin=None, ctx=None, **fields)\n\n"
+     "call_c($self, kernel, /, *fields, domain=None, origin=None, ctx=None, **named_fields)\n--\n\n"
      "As call(), with a C kernel (gtstore/binding.h's gts_kernel_fn: a capsule, or its address "
      "as an int, e.g. ctypes.cast(lib.kernel, ctypes.c_void_p).value) that receives the "
      "binding and the bound fields, with ctx (an int address or None) and the GIL "
@@ -326,7 +328,7 @@ PyTypeObject gtpy_Signature_Type = {
     .tp_basicsize = sizeof(SignatureObject),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "Signature(*, extents=None, writes=None, device='cpu', relies_on_layout=False, "
-              "**fields)\n\n"
+              "**fields)\n--\n\n"
               "A stencil's fields: each a Field annotation (Field['f8', 'IJK', ...]); extents "
               "per field as ((lower, upper) per dimension, I, J, K first); the names of the "
               "fields it writes; the device kind it computes on. With relies_on_layout, "

@@ -543,7 +543,7 @@ static PyObject *storage_repr(PyObject *self)
 #define FASTCALL(fn) (PyCFunction)(void (*)(void))(fn), METH_FASTCALL | METH_KEYWORDS
 #define REDUCTION_METHOD(name, doc)                                                         \
     {#name, (PyCFunction)(void (*)(void))gtpy_storage_##name, METH_VARARGS | METH_KEYWORDS, \
-     #name "(axis=None, ...)\n--\n\n" doc " NumPy's parameters; a storage of the remaining " \
+     #name "($self, /, axis=None, **kwargs)\n--\n\n" doc " NumPy's parameters; a storage of the remaining " \
      "dims, or NumPy's scalar where none remain."}
 
 static PyMethodDef storage_methods[] = {
@@ -593,7 +593,7 @@ static PyMethodDef storage_methods[] = {
     {"synchronize", storage_synchronize, METH_NOARGS,
      "synchronize()\n--\n\nCopies whichever side was modified to the other (no-op without a "
      "device buffer)."},
-    {"__reduce__", storage_reduce, METH_NOARGS, "Pickling support."},
+    {"__reduce__", storage_reduce, METH_NOARGS, "__reduce__($self, /)\n--\n\nPickling support."},
     {"__array_ufunc__", (PyCFunction)(void (*)(void))gtpy_storage_array_ufunc,
      METH_VARARGS | METH_KEYWORDS,
      "__array_ufunc__(ufunc, method, *inputs, **kwargs)\n--\n\nNEP 13: ufuncs on storages, "

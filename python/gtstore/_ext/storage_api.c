@@ -496,23 +496,27 @@ static PyObject *api_rebuild_storage(PyObject *self, PyObject *args)
     "the fallback):\n"                                                                       \
     "  defaults, backend: a preset name (aliases), e.g. 'gt:cpu_ifirst'.\n"                 \
     "  aligned_index: the index whose element is aligned; default: the lower halo.\n"       \
-    "  alignment_size: alignment of that element in bytes; default 1.\n"                    \
-    "  device: 'cpu' (None: the preset's). GPU storages are not available yet.\n"           \
+    "  alignment_size: alignment of that element in bytes; default: the preset's\n"        \
+    "    alignment times the itemsize, else 1.\n"                                           \
+    "  device: 'cpu' or 'gpu' (None: the preset's); default 'cpu'. 'gpu' allocates on the\n" \
+    "    device gtstore.gpu() names (CUDA, or the emulated device: gtstore.use_gpu).\n"     \
     "  dims, axes: labels 'I', 'J', 'K', '0', ... (aliases); default 'IJK'[:ndim].\n"       \
     "  halo: per dimension an int or a pair (lower, upper); default none.\n"                \
-    "  layout: ranks in decreasing stride order such as (2, 1, 0), or axis names from the\n" \
-    "    largest stride in such as 'KJI'; default: the preset's, else C order.\n"           \
-    "  managed: None, False, 'gt4py' or 'cuda' (host/device sync; no effect on the CPU)."
+    "  layout: ranks in decreasing stride order such as (2, 1, 0), axis names from the\n"  \
+    "    largest stride in such as 'KJI', or a function of the dims; default: the\n"       \
+    "    preset's, else C order.\n"                                                         \
+    "  managed: for GPU storages, 'gt4py' (a host copy kept in sync; the default), None or\n" \
+    "    False (device memory only) or 'cuda' (CUDA managed memory); no effect on the CPU."
 
 #define METHOD(fn, signature, doc)                                                           \
     {#fn, (PyCFunction)(void (*)(void))api_##fn, METH_FASTCALL | METH_KEYWORDS,              \
      #fn signature COMMON_SIGNATURE doc COMMON_DOC}
 
 PyMethodDef gtpy_storage_api_methods[] = {
-    METHOD(empty, "(shape, dtype=float64, *, ", "A storage of uninitialized values."),
-    METHOD(zeros, "(shape, dtype=float64, *, ", "A storage of zeros."),
-    METHOD(ones, "(shape, dtype=float64, *, ", "A storage of ones."),
-    METHOD(full, "(shape, fill_value, dtype=float64, *, ", "A storage filled with fill_value."),
+    METHOD(empty, "(shape, dtype='float64', *, ", "A storage of uninitialized values."),
+    METHOD(zeros, "(shape, dtype='float64', *, ", "A storage of zeros."),
+    METHOD(ones, "(shape, dtype='float64', *, ", "A storage of ones."),
+    METHOD(full, "(shape, fill_value, dtype='float64', *, ", "A storage filled with fill_value."),
     METHOD(empty_like, "(data, dtype=None, *, ",
            "Like empty(), with what is not given taken from data: its shape (fixed), dtype, "
            "dims, layout and, for a storage, halo, aligned_index and alignment_size."),
