@@ -1,8 +1,10 @@
 """A C kernel called from Python: examples/c_kernel.c's scale_kernel,
 built as a shared library, bound by gtstore through Signature.call_c.
 
-    cc -shared -fPIC -Iinclude -Ibuild/h/include examples/c_kernel.c -o /tmp/libc_kernel.so
+    cc -shared -fPIC -std=c11 -Iinclude examples/c_kernel.c -o /tmp/libc_kernel.so
     python examples/c_kernel.py /tmp/libc_kernel.so
+
+(run from the repository's root; gtstore/binding.h needs no generated header).
 """
 
 import ctypes
@@ -33,4 +35,9 @@ def main(library):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    if len(sys.argv) != 2:
+        sys.exit(__doc__.strip() + "\n\nusage: python examples/c_kernel.py LIBRARY.so")
+    try:
+        main(sys.argv[1])
+    except OSError as error:  # ctypes could not load it
+        sys.exit(f"examples/c_kernel.py: cannot load {sys.argv[1]!r} ({error}); build it as above")

@@ -1,7 +1,7 @@
 #define _DEFAULT_SOURCE /* mmap flags and madvise */
 #include "gtstore/buffer.h"
 
-#include <errno.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -65,19 +65,16 @@ static void read_environment(void)
     const char *text = getenv("GTSTORE_CACHE_LIMIT");
     if (!text || !*text)
         return;
-    char *end;
-    errno = 0;
-    long long value = strtoll(text, &end, 10);
-    int shift = 0;
-    switch (*end) {
-    case 'k': case 'K': shift = 10; ++end; break;
-    case 'm': case 'M': shift = 20; ++end; break;
-    case 'g': case 'G': shift = 30; ++end; break;
-    default: break;
+    int64_t bytes;
+    gts_error err;
+    if (gts_cache_limit_parse(text, &bytes, &err) != GTS_OK) {
+        /* No caller to return it to (the Python package refuses it at
+         * import): say so, once, and keep the default rather than guess. */
+        fprintf(stderr, "gtstore: %s; the caches keep the default limit of %lld bytes\n",
+                err.message, (long long)cache_bytes_limit);
+        return;
     }
-    if (errno || end == text || *end || value < 0 || value > (INT64_MAX >> shift))
-        return; /* malformed: keep the default rather than guess */
-    cache_bytes_limit = (int64_t)value << shift;
+    cache_bytes_limit = bytes;
 }
 
 static void unmap(cached_block block)

@@ -126,6 +126,15 @@ int64_t gts_cache_limit(void);
 void gts_cache_set_limit(int64_t bytes);
 void gts_cache_clear(void);
 
+/* A limit as GTSTORE_CACHE_LIMIT spells it: decimal bytes with an optional K,
+ * M or G suffix (powers of 1024). Anything else is GTS_EINVAL (GTS_EOVERFLOW
+ * past 64 bits), with a message naming the variable and the text. A bad
+ * GTSTORE_CACHE_LIMIT leaves the caches at the default, with one line on
+ * stderr; gts_cache_limit_check_environment returns that error instead
+ * (GTS_OK where the variable is unset, empty or valid). */
+int gts_cache_limit_parse(const char *text, int64_t *bytes, gts_error *err);
+int gts_cache_limit_check_environment(gts_error *err);
+
 typedef struct gts_memory_stats {
     int64_t live_buffers; /* buffers not yet released, on every device */
     int64_t live_bytes;   /* bytes of memory they own, on every device */

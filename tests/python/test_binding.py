@@ -492,6 +492,21 @@ def c_kernel_library(tmp_path_factory):
     return library
 
 
+def test_c_kernel_example_usage(tmp_path):
+    # Without the library, or with one that is not there: the usage (the build
+    # command) or what went wrong, and exit status 1; never a traceback.
+    import subprocess
+    import sys
+
+    script = str(pathlib_root() / "examples" / "c_kernel.py")
+    for args in ([], [str(tmp_path / "missing.so")]):
+        run = subprocess.run([sys.executable, script, *args], capture_output=True, text=True,
+                             timeout=60)
+        assert run.returncode == 1 and "Traceback" not in run.stderr
+        assert "cc -shared -fPIC -std=c11 -Iinclude examples/c_kernel.c" in run.stderr or \
+            "cannot load" in run.stderr
+
+
 def test_c_kernel_example(c_kernel_library):
     import runpy
 

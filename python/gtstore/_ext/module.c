@@ -218,6 +218,9 @@ static int add_sync_states(void)
 
 PyMODINIT_FUNC PyInit__gtstore(void)
 {
+    gts_error err;
+    if (gts_cache_limit_check_environment(&err) != GTS_OK)
+        return (PyObject *)gtpy_raise_null(&err); /* a typo is an error, not the default */
     PyObject *module = PyModule_Create(&module_def);
     if (!module)
         return NULL;
