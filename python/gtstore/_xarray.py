@@ -1,4 +1,4 @@
-"""The default xarray accessor of GDP-3 (seed 000): ``DataArray.__gt_data_interface__``.
+"""The default xarray accessor of GDP-3's final text: ``DataArray.__gt_data_interface__``.
 
 Registered when gtstore is imported if xarray is already imported, else the
 first time xarray is imported (a one-shot import hook), so that gtstore never

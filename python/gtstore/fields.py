@@ -2,11 +2,11 @@
 labels the dimensions of any array.
 
 - ``Field["f8", "IJK", LayoutMap[(2, 1, 0)], Alignment[64]]`` is an
-  annotation (seed 001): dtype required, dims optional ("IJK" by default),
+  annotation (GDP-3's first draft): dtype required, dims optional ("IJK" by default),
   then optional ``LayoutMap``, ``Alignment`` and ``DefaultParameters``
   ("C", "F" or a gtstore preset name). ``Signature(out=Field[...], ...)``
   reads it.
-- ``Field(array, dims="KJI")`` wraps any array (seed 003) and exports GDP-3's
+- ``Field(array, dims="KJI")`` wraps any array (the "No-Storage" work plan) and exports GDP-3's
   ``__gt_data_interface__`` with those labels, so that a stencil reads it in
   the right order. ``Field.zeros(shape, dims=..., dtype=...)`` and friends
   allocate a NumPy array and wrap it.
@@ -112,8 +112,8 @@ def _annotation(params):
 
 
 class Field:
-    """An array with dimension labels (seed 003), or, subscripted, the
-    annotation of a stencil's field (seed 001); see the module docstring."""
+    """An array with dimension labels (the "No-Storage" work plan), or, subscripted, the
+    annotation of a stencil's field (GDP-3's first draft); see the module docstring."""
 
     __slots__ = ("array", "dims")
 
