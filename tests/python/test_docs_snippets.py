@@ -11,6 +11,7 @@ import subprocess
 import sys
 
 import pytest
+from conftest import subprocess_env
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "tests" / "docs_snippets.py"
@@ -24,7 +25,7 @@ BLOCKS = [(path, line) for path in FILES for line, _, _ in docs_snippets.blocks(
 @functools.lru_cache(maxsize=None)
 def results(path):
     run = subprocess.run([sys.executable, str(SCRIPT), "--json", str(path)], capture_output=True,
-                         text=True, timeout=600, cwd=ROOT)
+                         text=True, timeout=600, cwd=ROOT, env=subprocess_env())
     assert run.returncode == 0, run.stderr
     return {line: (status, detail) for line, status, detail in json.loads(run.stdout)}
 
@@ -115,6 +116,6 @@ def test_the_script_fails_on_a_wrong_snippet(tmp_path):
     doc = tmp_path / "doc.md"
     doc.write_text("```python\n1 + 1    # 3\n```\n")
     run = subprocess.run([sys.executable, str(SCRIPT), str(doc)], capture_output=True, text=True,
-                         timeout=120)
+                         timeout=120, env=subprocess_env())
     assert run.returncode == 1
     assert "doc.md:1: failed" in run.stdout and "the docs say 3" in run.stdout

@@ -9,12 +9,13 @@ import subprocess
 import sys
 
 import pytest
+from conftest import subprocess_env
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def python_with(env_updates, code):
-    env = dict(os.environ, **env_updates)
+    env = subprocess_env(**env_updates)
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120, env=env)
 
@@ -40,8 +41,9 @@ def test_mpirun_sh_without_venv_on_path():
     beside = pathlib.Path(sys.executable).parent / "mpirun"
     if not beside.exists():
         pytest.skip(f"no mpirun beside {sys.executable} (the test group's Open MPI wheel)")
-    env = dict(os.environ, PATH="/usr/local/bin:/usr/bin:/bin")
+    env = subprocess_env(PATH="/usr/local/bin:/usr/bin:/bin")
     env.pop("MPIRUN", None)
+    env.pop("LD_PRELOAD", None)  # the sanitizer run's: not for mpirun (no gtstore is imported)
     run = subprocess.run([str(ROOT / "tests/mpi/mpirun.sh"), "2", "120", sys.executable, "-c",
                           "from mpi4py import MPI; print(MPI.COMM_WORLD.size)"],
                          capture_output=True, text=True, timeout=180, env=env)
@@ -52,7 +54,7 @@ def test_mpirun_sh_without_venv_on_path():
 def test_mpirun_sh_says_what_is_missing(tmp_path):
     if shutil.which("mpirun", path="/usr/local/bin:/usr/bin:/bin"):
         pytest.skip("a system mpirun is installed")
-    env = dict(os.environ, PATH="/usr/local/bin:/usr/bin:/bin")
+    env = subprocess_env(PATH="/usr/local/bin:/usr/bin:/bin")
     env.pop("MPIRUN", None)
     run = subprocess.run([str(ROOT / "tests/mpi/mpirun.sh"), "2", "60", "true"],
                          capture_output=True, text=True, timeout=60, env=env)
