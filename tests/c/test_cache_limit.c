@@ -1,9 +1,12 @@
 /* GTSTORE_CACHE_LIMIT's syntax (gts_cache_limit_parse): bytes with an
  * optional K, M or G suffix; anything else is an error naming the text, and
  * a bad variable is reported, not silently replaced by the default. */
-#define _POSIX_C_SOURCE 200112L /* setenv */
+#define _POSIX_C_SOURCE 200112L /* setenv, dup, fileno */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "gtstore/buffer.h"
@@ -53,8 +56,38 @@ static void test_environment(void)
     CHECK_FAILS(gts_cache_limit_check_environment(ERR), GTS_EINVAL, "'lots' is not a size");
 }
 
+/* The library reads the variable at its first use of the caches: a bad
+ * value keeps the default and says so on stderr (once), where it was
+ * silently ignored. Runs first, before anything touches the caches. */
+static void test_library_reports_a_bad_environment(void)
+{
+    CHECK(setenv("GTSTORE_CACHE_LIMIT", "12X", 1) == 0);
+    FILE *log = tmpfile();
+    CHECK(log != NULL);
+    if (!log)
+        return;
+    fflush(stderr);
+    int saved = dup(STDERR_FILENO);
+    CHECK(saved >= 0 && dup2(fileno(log), STDERR_FILENO) >= 0);
+    int64_t limit = gts_cache_limit();
+    int64_t again = gts_cache_limit();
+    fflush(stderr);
+    CHECK(dup2(saved, STDERR_FILENO) >= 0);
+    close(saved);
+    char text[512] = {0};
+    rewind(log);
+    size_t n = fread(text, 1, sizeof text - 1, log);
+    fclose(log);
+    CHECK_INT_EQ(limit, GTS_DEFAULT_CACHE_LIMIT);
+    CHECK_INT_EQ(again, GTS_DEFAULT_CACHE_LIMIT);
+    CHECK(n > 0 && strstr(text, "gtstore: GTSTORE_CACHE_LIMIT: '12X' is not a size") != NULL);
+    CHECK(strstr(text, "the caches keep the default limit") != NULL);
+    CHECK(strchr(text, '\n') == text + n - 1); /* one line */
+}
+
 int main(void)
 {
+    test_library_reports_a_bad_environment();
     test_valid();
     test_invalid();
     test_environment();
