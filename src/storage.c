@@ -586,6 +586,18 @@ int gts_storage_transpose(gts_storage *view, const int *axes, gts_error *err)
     return GTS_OK;
 }
 
+int gts_storage_view_dtype(gts_storage *view, gts_dtype dtype, gts_error *err)
+{
+    if (dtype.itemsize != view->dtype.itemsize)
+        return gts_error_set(err, GTS_EINVAL,
+                             "dtype: a view as %d-byte elements of a storage of %d-byte "
+                             "elements would regroup a dimension and its halo; a storage "
+                             "views only a dtype of the same itemsize",
+                             (int)dtype.itemsize, (int)view->dtype.itemsize);
+    view->dtype = dtype;
+    return GTS_OK;
+}
+
 int gts_storage_domain(gts_storage *view, gts_error *err)
 {
     gts_storage result;

@@ -136,6 +136,12 @@ int gts_storage_insert_dim(gts_storage *view, int dim, gts_error *err);
  * reversed). Shape, strides, dims, halo and aligned_index move together. */
 int gts_storage_transpose(gts_storage *view, const int *axes, gts_error *err);
 
+/* Reads the same bytes as another dtype of the same itemsize (NumPy's
+ * ndarray.view(dtype)); shape, strides, dims, halo and the aligned point
+ * stay. Another itemsize would regroup the elements of a dimension and its
+ * halo: GTS_EINVAL naming both itemsizes. */
+int gts_storage_view_dtype(gts_storage *view, gts_dtype dtype, gts_error *err);
+
 /* Removes the halo: the view of the domain, whose index 0 is the first
  * domain point; its halo is zero. */
 int gts_storage_domain(gts_storage *view, gts_error *err);

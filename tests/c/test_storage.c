@@ -1001,6 +1001,30 @@ static void test_transpose(void)
     gts_storage_release(&root);
 }
 
+/* Another dtype of the same itemsize views the same bytes with the same
+ * geometry; another itemsize is refused and leaves the view as it was. */
+static void test_view_dtype(void)
+{
+    gts_storage root, v;
+    gts_dtype same, wider;
+    if (!make_reference(&root))
+        return;
+    gts_storage_view(&root, &v);
+    CHECK_OK(gts_dtype_make(GTS_KIND_UINT, root.dtype.itemsize, &same, ERR));
+    CHECK_OK(gts_dtype_make(GTS_KIND_COMPLEX, 2 * root.dtype.itemsize, &wider, ERR));
+    if (CHECK_OK(gts_storage_view_dtype(&v, same, ERR))) {
+        CHECK(gts_dtype_equal(v.dtype, same));
+        CHECK(ints_eq(3, v.shape, root.shape) && ints_eq(3, v.strides, root.strides));
+        CHECK(halos_eq(3, v.halo, root.halo) && v.offset == root.offset);
+        CHECK(gts_storage_data(&v) == gts_storage_data(&root));
+    }
+    gts_storage before = v;
+    CHECK_FAILS(gts_storage_view_dtype(&v, wider, ERR), GTS_EINVAL, "same itemsize");
+    CHECK(same_storage(&v, &before));
+    gts_storage_release(&v);
+    gts_storage_release(&root);
+}
+
 static void test_domain(void)
 {
     gts_storage root, v;
@@ -1665,6 +1689,7 @@ int main(void)
     test_index();
     test_insert_dim();
     test_transpose();
+    test_view_dtype();
     test_domain();
     test_set_halo();
     test_wrap();

@@ -4,6 +4,7 @@
  * loads it into a gts_storage, lets libgtstore compute, and stores the
  * result in a new object. CPUStorage is the kind with host memory only.
  * Indexing and NumPy interop are in storage_index.c and storage_interop.c. */
+#include "axes.h"
 #include "storage_object.h"
 #include "ufunc.h"
 
@@ -339,42 +340,35 @@ static PyObject *storage_deepcopy(PyObject *self, PyObject *memo)
     return storage_copy(self, NULL);
 }
 
-/* transpose(), transpose(None), transpose((1, 0)) or transpose(1, 0). */
+/* transpose(), transpose(None), transpose((1, 0)), transpose(1, 0) or the
+ * same with dim labels, transpose("K", "J", "I") (axes.h). */
 PyObject *gtpy_storage_transpose(PyObject *self, PyObject *args)
 {
-    StorageObject *s = STORAGE(self);
     PyObject *axes = args;
-    if (PyTuple_GET_SIZE(args) == 1 && !gtpy_is_integer(PyTuple_GET_ITEM(args, 0)))
+    if (PyTuple_GET_SIZE(args) == 1 && !gtpy_is_integer(PyTuple_GET_ITEM(args, 0)) &&
+        !PyUnicode_Check(PyTuple_GET_ITEM(args, 0)))
         axes = PyTuple_GET_ITEM(args, 0);
-    int order[GTS_MAX_NDIM], *given = NULL;
-    if (axes != Py_None && !(axes == args && PyTuple_GET_SIZE(args) == 0)) {
-        int64_t values[GTS_MAX_NDIM];
-        int n;
-        if (gtpy_int_tuple(axes, "axes", GTS_MAX_NDIM, &n, values) < 0)
-            return NULL;
-        if (n != s->ndim) {
-            PyErr_Format(PyExc_ValueError, "axes: %.200R don't match array of %d dimensions",
-                         axes, s->ndim);
-            return NULL;
-        }
-        for (int i = 0; i < n; ++i) {
-            if (values[i] < -n || values[i] >= n) {
-                PyErr_Format(PyExc_ValueError, "axes: axis %lld in %.200R is out of bounds for a "
-                             "storage of %d dimensions", (long long)values[i], axes, n);
-                return NULL;
-            }
-            order[i] = (int)(values[i] < 0 ? values[i] + n : values[i]);
-        }
-        given = order;
-    }
     gts_storage g, view;
     gts_error err;
     gtpy_storage_load(self, &g);
+    int order[GTS_MAX_NDIM], *given = NULL;
+    if (axes != Py_None && !(axes == args && PyTuple_GET_SIZE(args) == 0)) {
+        int n, rc = -1;
+        PyObject *items = PySequence_Fast(axes, "axes: expected a sequence of axes");
+        if (items && PySequence_Fast_GET_SIZE(items) != g.ndim)
+            PyErr_Format(PyExc_ValueError, "axes: %.200R don't match array of %d dimensions",
+                         axes, g.ndim);
+        else if (items)
+            rc = gtpy_axes(items, &g, "axes", &n, order);
+        Py_XDECREF(items);
+        if (rc < 0)
+            return NULL;
+        given = order;
+    }
     gts_storage_view(&g, &view);
     if (gts_storage_transpose(&view, given, &err) != 0) {
         gts_storage_release(&view);
-        PyErr_Format(PyExc_ValueError, "axes: %.200R repeats an axis", axes);
-        return NULL;
+        return gtpy_raise_null(&err);
     }
     return gtpy_storage_derived(self, &view);
 }
