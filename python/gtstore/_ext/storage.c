@@ -5,6 +5,7 @@
  * result in a new object. CPUStorage is the kind with host memory only.
  * Indexing and NumPy interop are in storage_index.c and storage_interop.c. */
 #include "axes.h"
+#include "storage_array_api.h"
 #include "storage_object.h"
 #include "ufunc.h"
 
@@ -622,6 +623,7 @@ static PyMethodDef storage_methods[] = {
      "dropped; anything else raises ValueError (dims cannot be regrouped)."},
     {"__complex__", gtpy_storage_complex, METH_NOARGS,
      "__complex__()\n--\n\ncomplex(storage): NumPy's conversion of a size-1 array."},
+    GTPY_STORAGE_ARRAY_API_METHODS,
     {NULL, NULL, 0, NULL},
 };
 
