@@ -562,8 +562,10 @@ static PyMethodDef storage_methods[] = {
      "__array__(dtype=None, /, *, copy=None)\n--\n\nA numpy.ndarray: a view unless dtype "
      "differs or copy=True; copy=False raises ValueError when a copy is needed."},
     {"__array_function__", gtpy_storage_array_function, METH_VARARGS,
-     "__array_function__(func, types, args, kwargs)\n--\n\nNEP 18: numpy.transpose returns a "
-     "storage; other NumPy functions see ndarray views and return NumPy results."},
+     "__array_function__(func, types, args, kwargs)\n--\n\nNEP 18: numpy.transpose, the "
+     "reductions and the functions of the array methods (round, clip, squeeze, ravel, cumsum, "
+     "cumprod, argsort; sort: a sorted copy) give what the methods give; other NumPy functions "
+     "see ndarray views and return NumPy results."},
     {"__dlpack__", FASTCALL(gtpy_storage_dlpack),
      "__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None)\n--\n\n"
      "A DLPack capsule viewing the storage (versioned when max_version >= (1, 0))."},

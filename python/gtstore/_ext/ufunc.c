@@ -907,35 +907,38 @@ static int hold_host_writes(gtpy_holds *holds, PyObject *objs)
  * result of the array's dims: along an axis (accumulate, cumsum, cumprod,
  * argsort), which `flat_without_axis` ones flatten to NumPy's 1-d result
  * where axis is None, or elementwise (round). `indices` (argmin, argmax) are
- * NumPy's result, not a field. */
+ * NumPy's result, not a field. A result that `assigns` is computed, then
+ * assigned to the new storage: argsort has no out=, and NumPy's round of
+ * integers to decimals < 0 fails with out= of their dtype. */
 typedef struct reduction {
     const char *name;
     const char *params[6];
-    bool keeps_dims, flat_without_axis, indices;
+    bool keeps_dims, flat_without_axis, indices, assigns;
 } reduction;
 
 static const reduction REDUCTIONS[] = {
-    {"sum", {"axis", "dtype", "out", "keepdims", "initial", "where"}, false, false, false},
-    {"prod", {"axis", "dtype", "out", "keepdims", "initial", "where"}, false, false, false},
-    {"mean", {"axis", "dtype", "out", "keepdims", "where"}, false, false, false},
-    {"std", {"axis", "dtype", "out", "ddof", "keepdims", "where"}, false, false, false},
-    {"var", {"axis", "dtype", "out", "ddof", "keepdims", "where"}, false, false, false},
-    {"min", {"axis", "out", "keepdims", "initial", "where"}, false, false, false},
-    {"max", {"axis", "out", "keepdims", "initial", "where"}, false, false, false},
-    {"any", {"axis", "out", "keepdims", "where"}, false, false, false},
-    {"all", {"axis", "out", "keepdims", "where"}, false, false, false},
-    {"argmin", {"axis", "out", "keepdims"}, false, false, true},
-    {"argmax", {"axis", "out", "keepdims"}, false, false, true},
-    {"reduce", {"axis", "dtype", "out", "keepdims", "initial", "where"}, false, false, false},
-    {"accumulate", {"axis", "dtype", "out"}, true, false, false},
-    {"cumsum", {"axis", "dtype", "out"}, true, true, false},
-    {"cumprod", {"axis", "dtype", "out"}, true, true, false},
-    {"argsort", {"axis", "kind", "order"}, true, true, false},
-    {"round", {"decimals", "out"}, true, false, false},
+    {"sum", {"axis", "dtype", "out", "keepdims", "initial", "where"}, false, false, false, false},
+    {"prod", {"axis", "dtype", "out", "keepdims", "initial", "where"}, false, false, false, false},
+    {"mean", {"axis", "dtype", "out", "keepdims", "where"}, false, false, false, false},
+    {"std", {"axis", "dtype", "out", "ddof", "keepdims", "where"}, false, false, false, false},
+    {"var", {"axis", "dtype", "out", "ddof", "keepdims", "where"}, false, false, false, false},
+    {"min", {"axis", "out", "keepdims", "initial", "where"}, false, false, false, false},
+    {"max", {"axis", "out", "keepdims", "initial", "where"}, false, false, false, false},
+    {"any", {"axis", "out", "keepdims", "where"}, false, false, false, false},
+    {"all", {"axis", "out", "keepdims", "where"}, false, false, false, false},
+    {"argmin", {"axis", "out", "keepdims"}, false, false, true, false},
+    {"argmax", {"axis", "out", "keepdims"}, false, false, true, false},
+    {"reduce", {"axis", "dtype", "out", "keepdims", "initial", "where"}, false, false, false,
+     false},
+    {"accumulate", {"axis", "dtype", "out"}, true, false, false, false},
+    {"cumsum", {"axis", "dtype", "out"}, true, true, false, false},
+    {"cumprod", {"axis", "dtype", "out"}, true, true, false, false},
+    {"argsort", {"axis", "kind", "order"}, true, true, false, true},
+    {"round", {"decimals", "out"}, true, false, false, true},
 };
 
-/* Whether `r` takes `param`: argsort has no out= (its result is copied
- * into the new storage), round no axis= (its dtype probe takes none). */
+/* Whether `r` takes `param`: round takes no axis= (nor does its dtype
+ * probe). */
 static bool takes(const reduction *r, const char *param)
 {
     for (int i = 0; i < 6 && r->params[i]; ++i)
@@ -1028,7 +1031,8 @@ static PyObject *reduction_dtype(const reduction *r, PyObject *function, PyObjec
     PyObject *result = key ? PyDict_GetItemWithError(cache, key) : NULL; /* borrowed */
     if (result)
         Py_INCREF(result);
-    else if (key && !PyErr_Occurred() && (result = probe_dtype(function, dtype, wanted, takes(r, "axis")))) {
+    else if (key && !PyErr_Occurred() &&
+             (result = probe_dtype(function, dtype, wanted, takes(r, "axis")))) {
         if (PyDict_GET_SIZE(cache) > 4096)
             PyDict_Clear(cache); /* a bound, for programs that make dtypes */
         if (PyDict_SetItem(cache, key, result) < 0)
@@ -1065,7 +1069,7 @@ static PyObject *reduced_storage(PyObject *function, const gts_storage *g,
 
 /* function(view, **kw) writing straight into a new storage of the result
  * (no temporary): its memory on the side the reduction reads, as out=, or
- * for a function without out= (argsort) assigned to it. */
+ * where `r` assigns, NumPy's result assigned to it. */
 static PyObject *reduce_into_storage(const reduction *r, const gts_storage *g,
                                      const gts_broadcast *result, PyObject *function,
                                      PyObject *view, PyObject *kw)
@@ -1076,12 +1080,11 @@ static PyObject *reduce_into_storage(const reduction *r, const gts_storage *g,
     PyObject *target = !storage                           ? NULL
                        : gtpy_has_host_side(g->buffer) ? gtpy_storage_ndarray(storage, true)
                                                         : gtpy_storage_to_ndarray(storage, NULL);
-    bool out = takes(r, "out");
-    PyObject *args = target && (!out || PyDict_SetItemString(kw, "out", target) == 0)
+    PyObject *args = target && (r->assigns || PyDict_SetItemString(kw, "out", target) == 0)
                          ? PyTuple_Pack(1, view)
                          : NULL;
     PyObject *value = args ? PyObject_Call(function, args, kw) : NULL;
-    if (value && !out && PyObject_SetItem(target, Py_Ellipsis, value) < 0)
+    if (value && r->assigns && PyObject_SetItem(target, Py_Ellipsis, value) < 0)
         Py_CLEAR(value);
     Py_XDECREF(args);
     Py_XDECREF(target);
