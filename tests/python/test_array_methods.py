@@ -234,6 +234,8 @@ def test_clip_bounds_broadcast_by_dims_and_out():
     assert_storage(ints.clip(-1000, 1000), np.array([0, 100, 255], dtype=np.uint8), "I")
     with pytest.raises(TypeError, match="multiple values for argument 'min'"):
         s.clip(1, min=2)
+    with pytest.raises(TypeError, match="a_min and min are the same bound"):
+        np.clip(s, a_min=1, min=2)
     with pytest.raises(TypeError, match="at most 3 positional"):
         s.clip(1, 2, None, 4)
 
@@ -367,6 +369,7 @@ def test_sort_and_argsort_like_numpy(data):
     np.testing.assert_array_equal(s.argsort(axis=None, kind="stable"),
                                   np.sort(x, axis).argsort(axis=None, kind="stable"))
     assert type(np.sort(s, axis=None)) is np.ndarray
+    np.testing.assert_array_equal(np.sort(s, None, "stable"), np.sort(x, None, "stable"))
 
 
 def test_sort_defaults_and_errors():

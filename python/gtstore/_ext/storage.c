@@ -538,8 +538,8 @@ static PyObject *storage_repr(PyObject *self)
 #define FASTCALL(fn) (PyCFunction)(void (*)(void))(fn), METH_FASTCALL | METH_KEYWORDS
 #define REDUCTION_METHOD(name, doc)                                                         \
     {#name, (PyCFunction)(void (*)(void))gtpy_storage_##name, METH_VARARGS | METH_KEYWORDS, \
-     #name "(axis=None, ...)\n--\n\n" doc " NumPy's parameters; a storage of the remaining " \
-     "dims, or NumPy's scalar where none remain."}
+     #name "(axis=None, ...)\n--\n\n" doc " NumPy's parameters (axes also by dim label, "     \
+     "axis='K'); a storage of the remaining dims, or NumPy's scalar where none remain."}
 
 static PyMethodDef storage_methods[] = {
     {"copy", storage_copy, METH_NOARGS,
@@ -549,7 +549,8 @@ static PyMethodDef storage_methods[] = {
     {"__deepcopy__", storage_deepcopy, METH_O, "__deepcopy__(memo)\n--\n\nThe same as copy()."},
     {"transpose", gtpy_storage_transpose, METH_VARARGS,
      "transpose(*axes)\n--\n\nA view with the dimensions permuted (reversed without axes); "
-     "dims, halo and aligned_index move with them."},
+     "axes are positions or dim labels (transpose('K', 'J', 'I')); dims, halo and "
+     "aligned_index move with them."},
     {"to_numpy", gtpy_storage_to_numpy, METH_NOARGS,
      "to_numpy()\n--\n\nA numpy.ndarray viewing the host memory (no copy)."},
     {"to_ndarray", gtpy_storage_to_ndarray, METH_NOARGS,

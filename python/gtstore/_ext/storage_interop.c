@@ -398,9 +398,11 @@ static PyObject *sorted_copy(PyObject *self, PyObject *rest, PyObject *kw)
                                                 : PyDict_GetItemString(kw, "axis");
     if (axis == Py_None) {
         PyObject *values = gtpy_storage_host_values(self);
-        PyObject *all = values ? PyTuple_Pack(1, values) : NULL;
+        PyObject *first = values ? PyTuple_Pack(1, values) : NULL;
+        PyObject *all = first ? PySequence_Concat(first, rest) : NULL;
         PyObject *result = all ? PyObject_Call(gtpy_numpy("sort"), all, kw) : NULL;
         Py_XDECREF(all);
+        Py_XDECREF(first);
         Py_XDECREF(values);
         return result;
     }
@@ -421,6 +423,9 @@ static PyObject *as_method(PyObject *self, const char *name, PyObject *rest, PyO
     static const char *const renamed[][2] = {{"a_min", "min"}, {"a_max", "max"}};
     for (size_t i = 0; strcmp(name, "clip") == 0 && i < 2; ++i) {
         PyObject *value = PyDict_GetItemString(kw, renamed[i][0]);
+        if (value && PyDict_GetItemString(kw, renamed[i][1]))
+            return PyErr_Format(PyExc_TypeError, "clip: %s and %s are the same bound; pass one",
+                                renamed[i][0], renamed[i][1]);
         if (value && (PyDict_SetItemString(kw, renamed[i][1], value) < 0 ||
                       PyDict_DelItemString(kw, renamed[i][0]) < 0))
             return NULL;
