@@ -70,9 +70,11 @@ static PyObject *clip_argument(PyObject *args, Py_ssize_t i, PyObject *kw, const
 {
     PyObject *key = PyUnicode_FromString(name);
     PyObject *value = key ? PyDict_GetItemWithError(kw, key) : NULL;
-    if (value && i < PyTuple_GET_SIZE(args))
+    if (value && i < PyTuple_GET_SIZE(args)) {
+        Py_DECREF(key);
         return PyErr_Format(PyExc_TypeError, "clip() got multiple values for argument '%s'",
                             name);
+    }
     if (value) {
         Py_INCREF(value);
         if (PyDict_DelItem(kw, key) < 0)
