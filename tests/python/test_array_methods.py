@@ -6,8 +6,11 @@ through the engine (the emulated device here, CUDA where gtstore.gpu() has
 one). docs/storage.md, "Array methods", says what each result is.
 """
 
+import gc
 import inspect
 import os
+import sys
+import tracemalloc
 
 import numpy as np
 import pytest
@@ -15,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import gtstore as gts
-from conftest import PRESETS
+from conftest import PRESETS, live
 
 LABELS = ("I", "J", "K", "0")
 DTYPES = ("float64", "float32", "float16", "int32", "uint8", "int8", "int64", "bool")
@@ -541,3 +544,48 @@ def test_cuda_storages_where_the_engine_allows():
         return
     if not os.environ.get("GTSTORE_LIBCUDA"):  # CuPy's GPU is gtstore's
         np.testing.assert_array_equal(values(s.cumsum("K")), x.cumsum(2))
+
+
+# ---- lifetime --------------------------------------------------------------------------------
+
+
+def every_call(s, bound, out, tmp_path):
+    """Each method once, and each of its errors once."""
+    s.round(1), s.round(1, out=out), s.clip(bound, 3), s.clip(min=1, out=out)
+    s.squeeze(), s[:, :1].squeeze("J"), s.ravel(), s.flatten("F"), s.view("i8"), s.view(np.ndarray)
+    s.cumsum("J"), s.cumsum(), s.cumprod(0, out=out), s.argsort("I"), s.argsort(None)
+    s.copy().sort("K"), np.sort(s, None), np.clip(s, a_min=bound, a_max=4)
+    s.sum(axis=("I", "K")), s.transpose("K", "J", "I"), s.tofile(tmp_path / "values")
+    for fail in (lambda: s.sum(axis="X"), lambda: s.squeeze("I"), lambda: s.view("f4"),
+                 lambda: s.clip(1, min=2), lambda: s.transpose("K", "K", "I"),
+                 lambda: s.sort(None), lambda: s.round(out=gts.zeros(3)),
+                 lambda: s.cumsum(("I", "J")), lambda: np.clip(s, a_min=1, min=1)):
+        with pytest.raises((ValueError, TypeError)):
+            fail()
+
+
+def test_methods_release_what_they_take(tmp_path, baseline):
+    s = gts.storage(np.arange(24.0).reshape(2, 3, 4), defaults="gtmc", halo=(1, 0, 1))
+    bound = gts.full((3,), 2.0, dims="J")
+    out = gts.zeros((2, 3, 4))
+    counts = sys.getrefcount(s), sys.getrefcount(bound), sys.getrefcount(out)
+    for _ in range(5):  # caches (NumPy's, the dtype probes) fill first
+        every_call(s, bound, out, tmp_path)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        for _ in range(30):
+            every_call(s, bound, out, tmp_path)
+        gc.collect()
+        before = tracemalloc.get_traced_memory()[0]
+        for _ in range(30):
+            every_call(s, bound, out, tmp_path)
+        gc.collect()
+        after = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert after - before < 32 * 1024, after - before  # a leak per call would be far over
+    assert (sys.getrefcount(s), sys.getrefcount(bound), sys.getrefcount(out)) == counts
+    del s, bound, out
+    gc.collect()
+    assert live() == baseline
