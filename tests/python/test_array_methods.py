@@ -435,11 +435,50 @@ def test_view_shares_memory_and_parameters():
     assert isinstance(masked, np.ma.MaskedArray)
 
 
+def test_view_of_another_itemsize_regroups_the_last_dim():
+    x = np.arange(12.0).reshape(3, 4)
+    s = gts.storage(x, dims="JK", halo=((1, 1), (1, 0)))  # K last and contiguous
+    halves = s.view("f4")
+    assert halves.shape == (3, 8) and halves.dims == ("J", "K")
+    assert halves.halo == ((1, 1), (2, 0)) and halves.aligned_index == (1, 2)
+    np.testing.assert_array_equal(np.asarray(halves), x.view("f4"))
+    back = halves.view("f8")
+    assert (back.shape, back.halo, back.strides) == (s.shape, s.halo, s.strides)
+    np.testing.assert_array_equal(np.asarray(back), x)
+
+
+@settings(max_examples=80, deadline=None)
+@given(data=st.data())
+def test_view_like_numpy(data):
+    """Where NumPy's view of the values works, ours gives the same values
+    unless the halo or aligned point would split an element; where NumPy's
+    refuses, ours does."""
+    s, x = data.draw(storages(), label="storage")
+    dtype = np.dtype(data.draw(st.sampled_from(["u1", "i2", "f4", "f8", "c16"])))
+    try:
+        expected = np.asarray(s).view(dtype)
+    except ValueError:
+        with pytest.raises(ValueError, match="dtype: "):
+            s.view(dtype)
+        return
+    try:
+        result = s.view(dtype)
+    except ValueError as error:
+        assert "is no whole number of" in str(error)
+        return
+    assert result.dims == s.dims and result.dtype == dtype
+    np.testing.assert_array_equal(np.asarray(result), expected)
+
+
 def test_view_errors():
-    s = gts.zeros((3, 4), dims="IJ")
-    with pytest.raises(ValueError, match="dtype: a view as 4-byte elements of a storage of "
-                                         "8-byte elements"):
+    s = gts.zeros((3, 4), dims="IJ", defaults="gt:cpu_ifirst")  # I contiguous, J last
+    with pytest.raises(ValueError, match=r"dtype: to view 8-byte elements as 4-byte ones, the "
+                                         r"last dimension \('J'\) must be contiguous"):
         s.view("f4")
+    with pytest.raises(ValueError, match="no whole number of 16-byte elements"):
+        gts.zeros(3).view("c16")
+    with pytest.raises(ValueError, match="a 0-d storage"):
+        gts.zeros(3)[0:1].squeeze().view("f4")
     with pytest.raises(TypeError, match="type: <class 'list'> is neither"):
         s.view(type=list)
     with pytest.raises(TypeError, match="subarray"):
@@ -556,7 +595,7 @@ def every_call(s, bound, out, tmp_path):
     s.cumsum("J"), s.cumsum(), s.cumprod(0, out=out), s.argsort("I"), s.argsort(None)
     s.copy().sort("K"), np.sort(s, None), np.clip(s, a_min=bound, a_max=4)
     s.sum(axis=("I", "K")), s.transpose("K", "J", "I"), s.tofile(tmp_path / "values")
-    for fail in (lambda: s.sum(axis="X"), lambda: s.squeeze("I"), lambda: s.view("f4"),
+    for fail in (lambda: s.sum(axis="X"), lambda: s.squeeze("I"), lambda: s.view("c16"),
                  lambda: s.clip(1, min=2), lambda: s.transpose("K", "K", "I"),
                  lambda: s.sort(None), lambda: s.round(out=gts.zeros(3)),
                  lambda: s.cumsum(("I", "J")), lambda: np.clip(s, a_min=1, min=1)):

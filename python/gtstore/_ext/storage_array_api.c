@@ -286,9 +286,10 @@ static bool is_subtype(PyObject *obj, PyObject *base)
 }
 
 /* view([dtype][, type]): as ndarray.view. A storage over the same memory
- * (shared sync state), of another dtype of the same itemsize
- * (gts_storage_view_dtype) where one is given; with a `type` that is no
- * Storage type (an ndarray subclass), NumPy's view of the host memory. */
+ * (shared sync state), of another dtype where one is given (libgtstore's
+ * gts_storage_view_dtype regroups the last dim for another itemsize); with
+ * a `type` that is no Storage type (an ndarray subclass), NumPy's view of
+ * the host memory. */
 PyObject *gtpy_storage_view(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                             PyObject *kwnames)
 {

@@ -60,9 +60,10 @@ PyObject *gtpy_storage_view(PyObject *self, PyObject *const *args, Py_ssize_t na
                            "storage of integers of the same dims; along no axis (None) "       \
                            "NumPy's 1-d array for the values in C order."),                     \
     GTPY_ARRAY_API_FASTCALL(view, "($self, /, dtype=None, type=None)",                          \
-                            "A storage over the same memory, read as another dtype of the same " \
-                            "itemsize if given; with an ndarray type (view(np.ndarray)), "      \
-                            "NumPy's view of the host memory."),                                \
+                            "A storage over the same memory, read as another dtype if given "   \
+                            "(of another itemsize, NumPy's rule: the last dim, contiguous, "    \
+                            "regrouped with its halo); with an ndarray type "                  \
+                            "(view(np.ndarray)), NumPy's view of the host memory."),            \
     GTPY_ARRAY_API_VARARGS(tofile, "($self, fid, /, sep='', format='%s')",                     \
                            "Writes the values (halo included) in C order to a file, as "       \
                            "ndarray.tofile.")
