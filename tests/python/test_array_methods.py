@@ -165,7 +165,8 @@ METHODS_WITH_AXIS = {
 @pytest.mark.parametrize("label", ["X", "0", "", "IJ", "k"])
 def test_unknown_label_is_a_value_error_naming_it(method, label):
     s = gts.ones((1, 1, 1), dims="IJK")
-    with pytest.raises(ValueError, match=rf"ax[ie]s: '{label}' is not one of the dims \('I', 'J', 'K'\)"):
+    message = rf"ax[ie]s: '{label}' is not one of the dims \('I', 'J', 'K'\)"
+    with pytest.raises(ValueError, match=message):
         METHODS_WITH_AXIS[method](s, label)
 
 
@@ -198,7 +199,7 @@ def test_transpose_label_errors():
     assert s.transpose(np.array([2, 1, 0])).dims == ("K", "J", "I")
 
 
-# ---- round and clip ---------------------------------------------------------------------------
+# ---- round and clip --------------------------------------------------------------------------
 
 
 @settings(max_examples=80, deadline=None)
@@ -267,7 +268,7 @@ def test_clip_bounds_broadcast_by_dims_and_out():
         s.clip(1, 2, None, 4)
 
 
-# ---- squeeze -----------------------------------------------------------------------------------
+# ---- squeeze ---------------------------------------------------------------------------------
 
 
 @settings(max_examples=80, deadline=None)
@@ -302,7 +303,7 @@ def test_squeeze_errors_and_numpy():
     assert gts.zeros((1, 1)).squeeze().shape == ()
 
 
-# ---- ravel, flatten and tofile --------------------------------------------------------------------
+# ---- ravel, flatten and tofile ---------------------------------------------------------------
 
 
 @settings(max_examples=80, deadline=None)
@@ -342,7 +343,7 @@ def test_tofile_writes_what_numpy_writes(tmp_path):
         s.tofile()
 
 
-# ---- cumsum, cumprod ----------------------------------------------------------------------------
+# ---- cumsum, cumprod -------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("name", ["cumsum", "cumprod"])
@@ -377,7 +378,7 @@ def test_cumsum_into_out():
         s.cumsum(0, None, None, 1)
 
 
-# ---- sort, argsort -------------------------------------------------------------------------------
+# ---- sort, argsort ---------------------------------------------------------------------------
 
 
 @settings(max_examples=80, deadline=None)
@@ -413,7 +414,7 @@ def test_sort_defaults_and_errors():
         readonly.sort()
 
 
-# ---- view ---------------------------------------------------------------------------------------
+# ---- view ------------------------------------------------------------------------------------
 
 
 def test_view_shares_memory_and_parameters():
@@ -487,7 +488,7 @@ def test_view_errors():
         s.view("f8", np.ndarray, 1)
 
 
-# ---- signatures --------------------------------------------------------------------------------
+# ---- signatures ------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("name, signature", [
@@ -510,7 +511,7 @@ def test_signatures_are_numpys(name, signature):
     assert getattr(gts.Storage, name).__doc__
 
 
-# ---- on the GPU ---------------------------------------------------------------------------------
+# ---- on the GPU ------------------------------------------------------------------------------
 
 DEVICE_KINDS = {None: gts.GPUStorage, "gt4py": gts.SoftwareManagedGPUStorage,
                 "cuda": gts.CudaManagedGPUStorage}
