@@ -371,6 +371,7 @@ def test_cumsum_into_out():
     out = gts.zeros((3, 2), dims="JI")
     assert s.cumsum("J", out=out) is out
     np.testing.assert_array_equal(np.asarray(out), x.cumsum(1).T)
+    assert type(np.cumsum(s)) is np.ndarray and type(np.cumprod(s, axis=None)) is np.ndarray
     flat = gts.zeros(6, dims="I")
     assert s.cumsum(out=flat) is flat  # along no axis: out is 1-d, as NumPy's
     np.testing.assert_array_equal(np.asarray(flat), x.cumsum())
