@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import gtstore as gts
-from conftest import PRESETS, live
+from conftest import PRESETS, live, run_python
 
 LABELS = ("I", "J", "K", "0")
 DTYPES = ("float64", "float32", "float16", "int32", "uint8", "int8", "int64", "bool")
@@ -630,3 +630,26 @@ def test_methods_release_what_they_take(tmp_path, baseline):
     del s, bound, out
     gc.collect()
     assert live() == baseline
+
+
+@pytest.mark.parametrize("capi", ["1", "0"])
+def test_out_storage_as_the_first_call_of_a_process(capi):
+    """out= a storage of a reduction or cumsum was NumPy's C API's first
+    user in a fresh process, which found it unbound and crashed; without
+    the C API (GTSTORE_NUMPY_CAPI=0) it is a RuntimeError."""
+    code = (
+        "import numpy as np, gtstore as gts\n"
+        "s = gts.storage(np.arange(6.0).reshape(2, 3), dims='IJ')\n"
+        "out = gts.zeros((3, 2), dims='JI')\n"
+        "try:\n"
+        "    assert s.cumsum('J', out=out) is out\n"
+        "    assert s.sum(axis='I', out=gts.zeros(3, dims='J')) is not None\n"
+        "    print(np.asarray(out).T.tolist())\n"
+        "except RuntimeError as error:\n"
+        "    print('RuntimeError', error)\n")
+    result = run_python(code, GTSTORE_NUMPY_CAPI=capi)
+    assert result.returncode == 0, result.stderr
+    if capi == "1":
+        assert result.stdout.strip() == "[[0.0, 1.0, 3.0], [3.0, 7.0, 12.0]]"
+    else:
+        assert "RuntimeError this needs NumPy's C API" in result.stdout
