@@ -997,9 +997,9 @@ static int reduced_axes(const gts_storage *g, PyObject *kw, bool default_all, bo
     return 0;
 }
 
-/* NumPy's answer for a 1 x 1 probe of `dtype`: function(probe, axis=0[,
+/* NumPy's answer for a 1 x 1 probe of `dtype`: function(probe[, axis=0][,
  * dtype=wanted]).dtype (an array, also where the result's elements are
- * Python objects). */
+ * Python objects; axis=0 where the function takes an axis). */
 static PyObject *probe_dtype(PyObject *function, PyObject *dtype, PyObject *wanted, bool axis)
 {
     PyObject *probe = PyObject_CallFunction(gtpy_numpy("zeros"), "(ii)O", 1, 1, dtype);
