@@ -52,6 +52,31 @@ void gts_dim_format(gts_dim dim, char text[GTS_DIM_TEXT_SIZE])
         snprintf(text, GTS_DIM_TEXT_SIZE, "%d", (int)(dim % (GTS_MAX_DATA_DIM + 1)));
 }
 
+int gts_dims_axis(int ndim, const gts_dim *dims, const char *label, int *axis, gts_error *err)
+{
+    gts_dim dim;
+    int rc = check_ndim(ndim, err);
+    if (rc)
+        return rc;
+    bool valid = gts_dim_parse(label, &dim, NULL) == GTS_OK;
+    for (int d = 0; valid && d < ndim; ++d) {
+        if (dims[d] == dim) {
+            *axis = d;
+            return GTS_OK;
+        }
+    }
+    char have[GTS_MAX_NDIM * (GTS_DIM_TEXT_SIZE + 4) + 1] = "";
+    size_t used = 0;
+    for (int d = 0; d < ndim; ++d) {
+        char text[GTS_DIM_TEXT_SIZE];
+        gts_dim_format(dims[d], text);
+        used += (size_t)snprintf(have + used, sizeof have - used, "%s'%s'", d ? ", " : "", text);
+    }
+    return gts_error_set(err, GTS_EINVAL, "'%.20s' is not one of the dims (%s)%s",
+                         label ? label : "(null)", have,
+                         valid ? "" : " (a label is 'I', 'J', 'K' or a data dimension number)");
+}
+
 int gts_dims_check(int ndim, const gts_dim *dims, gts_error *err)
 {
     int rc = check_ndim(ndim, err);

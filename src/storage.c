@@ -586,6 +586,55 @@ int gts_storage_transpose(gts_storage *view, const int *axes, gts_error *err)
     return GTS_OK;
 }
 
+/* `value` elements of `from` bytes as elements of `to` bytes, into `out`;
+ * false where they would split an element. */
+static bool regroup(int64_t value, int from, int to, int64_t *out)
+{
+    *out = value * from / to; /* value <= the extent: no overflow */
+    return value * from % to == 0;
+}
+
+int gts_storage_view_dtype(gts_storage *view, gts_dtype dtype, gts_error *err)
+{
+    int from = view->dtype.itemsize, to = dtype.itemsize, d = view->ndim - 1;
+    if (to == from) {
+        view->dtype = dtype;
+        return GTS_OK;
+    }
+    if (d < 0)
+        return gts_error_set(err, GTS_EINVAL,
+                             "dtype: a 0-d storage of %d-byte elements cannot be viewed as "
+                             "%d-byte elements (NumPy's rule: only the same itemsize)",
+                             from, to);
+    char label[GTS_DIM_TEXT_SIZE];
+    gts_dim_format(view->dims[d], label);
+    if (view->shape[d] != 1 && view->strides[d] != from)
+        return gts_error_set(err, GTS_EINVAL,
+                             "dtype: to view %d-byte elements as %d-byte ones, the last dimension "
+                             "('%s') must be contiguous, and its stride is %lld bytes",
+                             from, to, label, (long long)view->strides[d]);
+    /* the last dimension regrouped, with its halo and aligned point (the
+     * same bytes: the aligned point's address does not move) */
+    int64_t shape, lower, upper, aligned;
+    if (!regroup(view->shape[d], from, to, &shape) ||
+        !regroup(view->halo[d].lower, from, to, &lower) ||
+        !regroup(view->halo[d].upper, from, to, &upper) ||
+        !regroup(view->aligned_index[d], from, to, &aligned))
+        return gts_error_set(err, GTS_EINVAL,
+                             "dtype: the last dimension ('%s': extent %lld, halo (%lld, %lld), "
+                             "aligned index %lld) of %d-byte elements is no whole number of "
+                             "%d-byte elements",
+                             label, (long long)view->shape[d], (long long)view->halo[d].lower,
+                             (long long)view->halo[d].upper, (long long)view->aligned_index[d],
+                             from, to);
+    view->shape[d] = shape;
+    view->strides[d] = to;
+    view->halo[d] = (gts_halo){lower, upper};
+    view->aligned_index[d] = aligned;
+    view->dtype = dtype;
+    return GTS_OK;
+}
+
 int gts_storage_domain(gts_storage *view, gts_error *err)
 {
     gts_storage result;

@@ -43,6 +43,12 @@ void gts_dim_format(gts_dim dim, char text[GTS_DIM_TEXT_SIZE]);
  * count. Checked with gts_dims_check. */
 int gts_dims_parse(const char *text, gts_dim *dims, int *ndim, gts_error *err);
 
+/* The position of the dimension labelled `label` ("I", "0", ...) among
+ * `dims`: how an axis given by its label (axis="K") becomes the axis
+ * number NumPy's functions take. A label that is not one of `dims`, or no
+ * label at all, is GTS_EINVAL naming it and the dims there are. */
+int gts_dims_axis(int ndim, const gts_dim *dims, const char *label, int *axis, gts_error *err);
+
 /* Valid labels, none repeated, ndim in [0, GTS_MAX_NDIM]. */
 int gts_dims_check(int ndim, const gts_dim *dims, gts_error *err);
 

@@ -136,6 +136,14 @@ int gts_storage_insert_dim(gts_storage *view, int dim, gts_error *err);
  * reversed). Shape, strides, dims, halo and aligned_index move together. */
 int gts_storage_transpose(gts_storage *view, const int *axes, gts_error *err);
 
+/* Reads the same bytes as another dtype (NumPy's ndarray.view(dtype)). Of
+ * the same itemsize, everything else stays. Of another itemsize, as NumPy:
+ * the last dimension (by position) must be contiguous (or of extent 1),
+ * and its extent, halo and aligned index are regrouped into elements of
+ * the new size, each a whole number of them; a 0-d storage keeps its
+ * itemsize. GTS_EINVAL otherwise, naming the dimension and the sizes. */
+int gts_storage_view_dtype(gts_storage *view, gts_dtype dtype, gts_error *err);
+
 /* Removes the halo: the view of the domain, whose index 0 is the first
  * domain point; its halo is zero. */
 int gts_storage_domain(gts_storage *view, gts_error *err);

@@ -91,6 +91,31 @@ static void test_dim_parse_format(void)
     CHECK_FAILS(gts_dim_parse(NULL, &dim, ERR), GTS_EINVAL, "(null)");
 }
 
+/* An axis named by its label: its position among the dims, whatever the
+ * order of the dims; labels that are not there, or no labels, name what is. */
+static void test_dims_axis(void)
+{
+    gts_dim dims[GTS_MAX_NDIM];
+    int ndim = parse_dims("K0JI", dims), axis = -1;
+    const struct {
+        const char *label;
+        int axis;
+    } found[] = {{"K", 0}, {"0", 1}, {"J", 2}, {"I", 3}};
+    for (size_t i = 0; i < sizeof found / sizeof found[0]; ++i) {
+        CHECK_OK(gts_dims_axis(ndim, dims, found[i].label, &axis, ERR));
+        CHECK_INT_EQ(axis, found[i].axis);
+    }
+    CHECK_FAILS(gts_dims_axis(ndim, dims, "1", &axis, ERR), GTS_EINVAL,
+                "'1' is not one of the dims ('K', '0', 'J', 'I')");
+    CHECK_FAILS(gts_dims_axis(2, dims, "J", &axis, ERR), GTS_EINVAL, "'J' is not one");
+    CHECK_FAILS(gts_dims_axis(ndim, dims, "X", &axis, ERR), GTS_EINVAL, "a label is 'I'");
+    CHECK_FAILS(gts_dims_axis(ndim, dims, "", &axis, ERR), GTS_EINVAL, "'' is not one");
+    CHECK_FAILS(gts_dims_axis(ndim, dims, NULL, &axis, ERR), GTS_EINVAL, "(null)");
+    CHECK_FAILS(gts_dims_axis(0, dims, "I", &axis, ERR), GTS_EINVAL, "dims ()");
+    CHECK_FAILS(gts_dims_axis(-1, dims, "I", &axis, ERR), GTS_EINVAL, "ndim");
+    CHECK_INT_EQ(axis, 3); /* failures leave it */
+}
+
 static void test_dims_parse_check(void)
 {
     gts_dim dims[GTS_MAX_NDIM];
@@ -633,6 +658,7 @@ int main(void)
     test_dims_default();
     test_dim_parse_format();
     test_dims_parse_check();
+    test_dims_axis();
     test_layout_check_c_f();
     test_layout_from_order();
     test_layout_from_order_errors();

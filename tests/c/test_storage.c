@@ -1001,6 +1001,52 @@ static void test_transpose(void)
     gts_storage_release(&root);
 }
 
+/* Another dtype views the same bytes: of the same itemsize with the same
+ * geometry; of another itemsize (NumPy's rule) with the last dimension,
+ * its halo and aligned point regrouped, and back again. What cannot be
+ * regrouped is refused and leaves the view as it was. */
+static void test_view_dtype(void)
+{
+    gts_storage root, v;
+    gts_dtype same, half, wider;
+    if (!make_reference(&root)) /* (7, 6, 5) float64, last halo (1, 1) */
+        return;
+    gts_storage_view(&root, &v);
+    CHECK_OK(gts_dtype_make(GTS_KIND_UINT, 8, &same, ERR));
+    CHECK_OK(gts_dtype_make(GTS_KIND_FLOAT, 4, &half, ERR));
+    CHECK_OK(gts_dtype_make(GTS_KIND_COMPLEX, 16, &wider, ERR));
+    if (CHECK_OK(gts_storage_view_dtype(&v, same, ERR))) {
+        CHECK(gts_dtype_equal(v.dtype, same));
+        CHECK(ints_eq(3, v.shape, root.shape) && ints_eq(3, v.strides, root.strides));
+        CHECK(halos_eq(3, v.halo, root.halo) && v.offset == root.offset);
+        CHECK(gts_storage_data(&v) == gts_storage_data(&root));
+    }
+    if (CHECK_OK(gts_storage_view_dtype(&v, half, ERR))) {
+        CHECK(ints_eq(3, v.shape, (const int64_t[]){7, 6, 10}));
+        CHECK(v.strides[2] == 4 && v.strides[1] == root.strides[1]);
+        CHECK(halos_eq(3, v.halo, (const gts_halo[]){{2, 1}, {0, 3}, {2, 2}}));
+        CHECK(v.aligned_index[2] == 2 * root.aligned_index[2]);
+        CHECK(gts_storage_data(&v) == gts_storage_data(&root));
+    }
+    CHECK_OK(gts_storage_view_dtype(&v, root.dtype, ERR)); /* back: the same geometry */
+    CHECK(ints_eq(3, v.shape, root.shape) && ints_eq(3, v.strides, root.strides));
+    CHECK(halos_eq(3, v.halo, root.halo) && ints_eq(3, v.aligned_index, root.aligned_index));
+    gts_storage before = v;
+    /* 5 float64 are 2.5 complex128 */
+    CHECK_FAILS(gts_storage_view_dtype(&v, wider, ERR), GTS_EINVAL, "no whole number of 16-byte");
+    CHECK(same_storage(&v, &before));
+    CHECK_OK(gts_storage_transpose(&v, NULL, ERR)); /* I last: not contiguous */
+    before = v;
+    CHECK_FAILS(gts_storage_view_dtype(&v, half, ERR), GTS_EINVAL,
+                "the last dimension ('I') must be contiguous");
+    CHECK(same_storage(&v, &before));
+    for (int d = 2; d >= 0; --d)
+        CHECK_OK(gts_storage_index(&v, d, 0, ERR));
+    CHECK_FAILS(gts_storage_view_dtype(&v, half, ERR), GTS_EINVAL, "a 0-d storage");
+    gts_storage_release(&v);
+    gts_storage_release(&root);
+}
+
 static void test_domain(void)
 {
     gts_storage root, v;
@@ -1665,6 +1711,7 @@ int main(void)
     test_index();
     test_insert_dim();
     test_transpose();
+    test_view_dtype();
     test_domain();
     test_set_halo();
     test_wrap();

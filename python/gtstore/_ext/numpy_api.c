@@ -113,6 +113,12 @@ PyObject *gtpy_numpy_capi_array(gts_dtype dtype, int ndim, const Py_ssize_t *sha
                                 const Py_ssize_t *strides, void *data, bool readonly,
                                 PyObject *base)
 {
+    if (!gtpy_numpy_capi()) { /* bound on first use: a caller may be the first */
+        PyErr_SetString(PyExc_RuntimeError,
+                        "this needs NumPy's C API, which is unavailable here "
+                        "(GTSTORE_NUMPY_CAPI=0 or an unknown NumPy ABI)");
+        return NULL;
+    }
     int number = type_number(dtype);
     if (!api.descrs[number] && !(api.descrs[number] = api.descr_from_type(number)))
         return NULL;

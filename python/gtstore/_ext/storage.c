@@ -4,6 +4,8 @@
  * loads it into a gts_storage, lets libgtstore compute, and stores the
  * result in a new object. CPUStorage is the kind with host memory only.
  * Indexing and NumPy interop are in storage_index.c and storage_interop.c. */
+#include "axes.h"
+#include "storage_array_api.h"
 #include "storage_object.h"
 #include "ufunc.h"
 
@@ -339,42 +341,35 @@ static PyObject *storage_deepcopy(PyObject *self, PyObject *memo)
     return storage_copy(self, NULL);
 }
 
-/* transpose(), transpose(None), transpose((1, 0)) or transpose(1, 0). */
+/* transpose(), transpose(None), transpose((1, 0)), transpose(1, 0) or the
+ * same with dim labels, transpose("K", "J", "I") (axes.h). */
 PyObject *gtpy_storage_transpose(PyObject *self, PyObject *args)
 {
-    StorageObject *s = STORAGE(self);
     PyObject *axes = args;
-    if (PyTuple_GET_SIZE(args) == 1 && !gtpy_is_integer(PyTuple_GET_ITEM(args, 0)))
+    if (PyTuple_GET_SIZE(args) == 1 && !gtpy_is_integer(PyTuple_GET_ITEM(args, 0)) &&
+        !PyUnicode_Check(PyTuple_GET_ITEM(args, 0)))
         axes = PyTuple_GET_ITEM(args, 0);
-    int order[GTS_MAX_NDIM], *given = NULL;
-    if (axes != Py_None && !(axes == args && PyTuple_GET_SIZE(args) == 0)) {
-        int64_t values[GTS_MAX_NDIM];
-        int n;
-        if (gtpy_int_tuple(axes, "axes", GTS_MAX_NDIM, &n, values) < 0)
-            return NULL;
-        if (n != s->ndim) {
-            PyErr_Format(PyExc_ValueError, "axes: %.200R don't match array of %d dimensions",
-                         axes, s->ndim);
-            return NULL;
-        }
-        for (int i = 0; i < n; ++i) {
-            if (values[i] < -n || values[i] >= n) {
-                PyErr_Format(PyExc_ValueError, "axes: axis %lld in %.200R is out of bounds for a "
-                             "storage of %d dimensions", (long long)values[i], axes, n);
-                return NULL;
-            }
-            order[i] = (int)(values[i] < 0 ? values[i] + n : values[i]);
-        }
-        given = order;
-    }
     gts_storage g, view;
     gts_error err;
     gtpy_storage_load(self, &g);
+    int order[GTS_MAX_NDIM], *given = NULL;
+    if (axes != Py_None && !(axes == args && PyTuple_GET_SIZE(args) == 0)) {
+        int n, rc = -1;
+        PyObject *items = PySequence_Fast(axes, "axes: expected a sequence of axes");
+        if (items && PySequence_Fast_GET_SIZE(items) != g.ndim)
+            PyErr_Format(PyExc_ValueError, "axes: %.200R don't match array of %d dimensions",
+                         axes, g.ndim);
+        else if (items)
+            rc = gtpy_axes(items, &g, "axes", &n, order);
+        Py_XDECREF(items);
+        if (rc < 0)
+            return NULL;
+        given = order;
+    }
     gts_storage_view(&g, &view);
     if (gts_storage_transpose(&view, given, &err) != 0) {
         gts_storage_release(&view);
-        PyErr_Format(PyExc_ValueError, "axes: %.200R repeats an axis", axes);
-        return NULL;
+        return gtpy_raise_null(&err);
     }
     return gtpy_storage_derived(self, &view);
 }
@@ -543,8 +538,8 @@ static PyObject *storage_repr(PyObject *self)
 #define FASTCALL(fn) (PyCFunction)(void (*)(void))(fn), METH_FASTCALL | METH_KEYWORDS
 #define REDUCTION_METHOD(name, doc)                                                         \
     {#name, (PyCFunction)(void (*)(void))gtpy_storage_##name, METH_VARARGS | METH_KEYWORDS, \
-     #name "($self, /, axis=None, **kwargs)\n--\n\n" doc " NumPy's parameters; a storage of the remaining " \
-     "dims, or NumPy's scalar where none remain."}
+     #name "($self, /, axis=None, **kwargs)\n--\n\n" doc " NumPy's parameters (axes also by dim " \
+     "label, axis='K'); a storage of the remaining dims, or NumPy's scalar where none remain."}
 
 static PyMethodDef storage_methods[] = {
     {"copy", storage_copy, METH_NOARGS,
@@ -554,7 +549,8 @@ static PyMethodDef storage_methods[] = {
     {"__deepcopy__", storage_deepcopy, METH_O, "__deepcopy__(memo)\n--\n\nThe same as copy()."},
     {"transpose", gtpy_storage_transpose, METH_VARARGS,
      "transpose(*axes)\n--\n\nA view with the dimensions permuted (reversed without axes); "
-     "dims, halo and aligned_index move with them."},
+     "axes are positions or dim labels (transpose('K', 'J', 'I')); dims, halo and "
+     "aligned_index move with them."},
     {"to_numpy", gtpy_storage_to_numpy, METH_NOARGS,
      "to_numpy()\n--\n\nA numpy.ndarray viewing the host memory (no copy)."},
     {"to_ndarray", gtpy_storage_to_ndarray, METH_NOARGS,
@@ -567,8 +563,10 @@ static PyMethodDef storage_methods[] = {
      "__array__(dtype=None, /, *, copy=None)\n--\n\nA numpy.ndarray: a view unless dtype "
      "differs or copy=True; copy=False raises ValueError when a copy is needed."},
     {"__array_function__", gtpy_storage_array_function, METH_VARARGS,
-     "__array_function__(func, types, args, kwargs)\n--\n\nNEP 18: numpy.transpose returns a "
-     "storage; other NumPy functions see ndarray views and return NumPy results."},
+     "__array_function__(func, types, args, kwargs)\n--\n\nNEP 18: numpy.transpose, the "
+     "reductions and the functions of the array methods (round, clip, squeeze, ravel, cumsum, "
+     "cumprod, argsort; sort: a sorted copy) give what the methods give; other NumPy functions "
+     "see ndarray views and return NumPy results."},
     {"__dlpack__", FASTCALL(gtpy_storage_dlpack),
      "__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None)\n--\n\n"
      "A DLPack capsule viewing the storage (versioned when max_version >= (1, 0))."},
@@ -628,6 +626,7 @@ static PyMethodDef storage_methods[] = {
      "dropped; anything else raises ValueError (dims cannot be regrouped)."},
     {"__complex__", gtpy_storage_complex, METH_NOARGS,
      "__complex__()\n--\n\ncomplex(storage): NumPy's conversion of a size-1 array."},
+    GTPY_STORAGE_ARRAY_API_METHODS,
     {NULL, NULL, 0, NULL},
 };
 

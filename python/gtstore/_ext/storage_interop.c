@@ -354,8 +354,10 @@ static PyObject *storages_as_ndarrays(PyObject *obj, PyObject **seen)
     return storages_as_ndarrays_in(obj, seen, 0);
 }
 
-/* NEP 18: np.transpose gives a storage; every other function runs on
- * ndarray views of the storages and returns NumPy's result. */
+/* NEP 18: np.transpose, the reductions and the functions of the Storage
+ * methods (np.cumsum, np.clip, ...) give what the methods give; every other
+ * function runs on ndarray views of the storages and returns NumPy's
+ * result. */
 /* The reduction a NumPy function is, by the name of the Storage method
  * that does it (ufunc.c), or NULL. */
 static const char *reduction_of(PyObject *func)
@@ -370,6 +372,70 @@ static const char *reduction_of(PyObject *func)
             return names[i][1];
     PyErr_Clear();
     return NULL;
+}
+
+/* The Storage method a NumPy function is (np.cumsum(s, ...) is
+ * s.cumsum(...); storage_array_api.c), or NULL. np.sort is a sorted copy. */
+static const char *method_of(PyObject *func)
+{
+    static const char *const names[][2] = {
+        {"round", "round"},     {"around", "round"},   {"clip", "clip"},
+        {"squeeze", "squeeze"}, {"ravel", "ravel"},    {"cumsum", "cumsum"},
+        {"cumprod", "cumprod"}, {"argsort", "argsort"}, {"sort", "sort"},
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; ++i)
+        if (func == gtpy_numpy(names[i][0]))
+            return names[i][1];
+    PyErr_Clear();
+    return NULL;
+}
+
+/* np.sort(s, ...): a sorted copy, a storage; along no axis (axis=None)
+ * NumPy's sorted 1-d array of the values. */
+static PyObject *sorted_copy(PyObject *self, PyObject *rest, PyObject *kw)
+{
+    PyObject *axis = PyTuple_GET_SIZE(rest) > 0 ? PyTuple_GET_ITEM(rest, 0)
+                                                : PyDict_GetItemString(kw, "axis");
+    if (axis == Py_None) {
+        PyObject *values = gtpy_storage_host_values(self);
+        PyObject *first = values ? PyTuple_Pack(1, values) : NULL;
+        PyObject *all = first ? PySequence_Concat(first, rest) : NULL;
+        PyObject *result = all ? PyObject_Call(gtpy_numpy("sort"), all, kw) : NULL;
+        Py_XDECREF(all);
+        Py_XDECREF(first);
+        Py_XDECREF(values);
+        return result;
+    }
+    PyObject *copy = PyObject_CallMethod(self, "copy", NULL);
+    PyObject *sort = copy ? PyObject_GetAttrString(copy, "sort") : NULL;
+    PyObject *done = sort ? PyObject_Call(sort, rest, kw) : NULL;
+    Py_XDECREF(sort);
+    if (!done)
+        Py_CLEAR(copy);
+    Py_XDECREF(done);
+    return copy;
+}
+
+/* np.<function>(s, ...) as the Storage method `name`: s.<name>(...), clip's
+ * a_min= and a_max= as min= and max=. */
+static PyObject *as_method(PyObject *self, const char *name, PyObject *rest, PyObject *kw)
+{
+    static const char *const renamed[][2] = {{"a_min", "min"}, {"a_max", "max"}};
+    for (size_t i = 0; strcmp(name, "clip") == 0 && i < 2; ++i) {
+        PyObject *value = PyDict_GetItemString(kw, renamed[i][0]);
+        if (value && PyDict_GetItemString(kw, renamed[i][1]))
+            return PyErr_Format(PyExc_TypeError, "clip: %s and %s are the same bound; pass one",
+                                renamed[i][0], renamed[i][1]);
+        if (value && (PyDict_SetItemString(kw, renamed[i][1], value) < 0 ||
+                      PyDict_DelItemString(kw, renamed[i][0]) < 0))
+            return NULL;
+    }
+    if (strcmp(name, "sort") == 0)
+        return sorted_copy(self, rest, kw);
+    PyObject *method = PyObject_GetAttrString(self, name);
+    PyObject *result = method ? PyObject_Call(method, rest, kw) : NULL;
+    Py_XDECREF(method);
+    return result;
 }
 
 PyObject *gtpy_storage_array_function(PyObject *self, PyObject *args)
@@ -389,13 +455,15 @@ PyObject *gtpy_storage_array_function(PyObject *self, PyObject *args)
         return result;
     }
     const char *reduction = array == self ? reduction_of(func) : NULL;
-    if (reduction) { /* np.sum(s, ...) is s.sum(...): a storage of the remaining dims */
+    const char *method = array == self && !reduction ? method_of(func) : NULL;
+    if (reduction || method) { /* np.sum(s, ...) is s.sum(...): a storage of the remaining dims */
         PyObject *rest = PyTuple_GetSlice(fargs, PyTuple_GET_SIZE(fargs) >= 1 ? 1 : 0,
                                           PyTuple_GET_SIZE(fargs));
         PyObject *kw = PyDict_Copy(fkwargs);
-        PyObject *result = rest && kw && (PyDict_DelItemString(kw, "a") == 0 || (PyErr_Clear(), 1))
-                               ? gtpy_storage_reduction(self, reduction, rest, kw)
-                               : NULL;
+        bool ok = rest && kw && (PyDict_DelItemString(kw, "a") == 0 || (PyErr_Clear(), 1));
+        PyObject *result = !ok       ? NULL
+                           : method ? as_method(self, method, rest, kw)
+                                    : gtpy_storage_reduction(self, reduction, rest, kw);
         Py_XDECREF(rest);
         Py_XDECREF(kw);
         return result;

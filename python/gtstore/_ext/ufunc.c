@@ -18,6 +18,7 @@
  * written (gtstore/sync.h). */
 #include "ufunc.h"
 
+#include "axes.h"
 #include "engine.h"
 #include "storage_object.h"
 
@@ -901,27 +902,50 @@ static int hold_host_writes(gtpy_holds *holds, PyObject *objs)
 
 /* ---- reductions ------------------------------------------------------------------------ */
 
-/* The positional parameters of a reduction, after the array: NumPy's. */
+/* The positional parameters of a reduction, after the array: NumPy's. A
+ * reduction drops the axes it reduces; the others (`keeps_dims`) give a
+ * result of the array's dims: along an axis (accumulate, cumsum, cumprod,
+ * argsort), which `flat_without_axis` ones flatten to NumPy's 1-d result
+ * where axis is None, or elementwise (round). `indices` (argmin, argmax) are
+ * NumPy's result, not a field. A result that `assigns` is computed, then
+ * assigned to the new storage: argsort has no out=, and NumPy's round of
+ * integers to decimals < 0 fails with out= of their dtype. */
 typedef struct reduction {
     const char *name;
     const char *params[6];
+    bool keeps_dims, flat_without_axis, indices, assigns;
 } reduction;
 
 static const reduction REDUCTIONS[] = {
-    {"sum", {"axis", "dtype", "out", "keepdims", "initial", "where"}},
-    {"prod", {"axis", "dtype", "out", "keepdims", "initial", "where"}},
-    {"mean", {"axis", "dtype", "out", "keepdims", "where"}},
-    {"std", {"axis", "dtype", "out", "ddof", "keepdims", "where"}},
-    {"var", {"axis", "dtype", "out", "ddof", "keepdims", "where"}},
-    {"min", {"axis", "out", "keepdims", "initial", "where"}},
-    {"max", {"axis", "out", "keepdims", "initial", "where"}},
-    {"any", {"axis", "out", "keepdims", "where"}},
-    {"all", {"axis", "out", "keepdims", "where"}},
-    {"argmin", {"axis", "out", "keepdims"}},
-    {"argmax", {"axis", "out", "keepdims"}},
-    {"reduce", {"axis", "dtype", "out", "keepdims", "initial", "where"}},
-    {"accumulate", {"axis", "dtype", "out"}},
+    {"sum", {"axis", "dtype", "out", "keepdims", "initial", "where"}, false, false, false, false},
+    {"prod", {"axis", "dtype", "out", "keepdims", "initial", "where"}, false, false, false, false},
+    {"mean", {"axis", "dtype", "out", "keepdims", "where"}, false, false, false, false},
+    {"std", {"axis", "dtype", "out", "ddof", "keepdims", "where"}, false, false, false, false},
+    {"var", {"axis", "dtype", "out", "ddof", "keepdims", "where"}, false, false, false, false},
+    {"min", {"axis", "out", "keepdims", "initial", "where"}, false, false, false, false},
+    {"max", {"axis", "out", "keepdims", "initial", "where"}, false, false, false, false},
+    {"any", {"axis", "out", "keepdims", "where"}, false, false, false, false},
+    {"all", {"axis", "out", "keepdims", "where"}, false, false, false, false},
+    {"argmin", {"axis", "out", "keepdims"}, false, false, true, false},
+    {"argmax", {"axis", "out", "keepdims"}, false, false, true, false},
+    {"reduce", {"axis", "dtype", "out", "keepdims", "initial", "where"}, false, false, false,
+     false},
+    {"accumulate", {"axis", "dtype", "out"}, true, false, false, false},
+    {"cumsum", {"axis", "dtype", "out"}, true, true, false, false},
+    {"cumprod", {"axis", "dtype", "out"}, true, true, false, false},
+    {"argsort", {"axis", "kind", "order"}, true, true, false, true},
+    {"round", {"decimals", "out"}, true, false, false, true},
 };
+
+/* Whether `r` takes `param`: round takes no axis= (nor does its dtype
+ * probe). */
+static bool takes(const reduction *r, const char *param)
+{
+    for (int i = 0; i < 6 && r->params[i]; ++i)
+        if (strcmp(r->params[i], param) == 0)
+            return true;
+    return false;
+}
 
 /* Positional arguments moved into a new dict of keywords by name. */
 static PyObject *keywords_of(const reduction *r, PyObject *args, Py_ssize_t first,
@@ -949,48 +973,37 @@ static PyObject *keywords_of(const reduction *r, PyObject *args, Py_ssize_t firs
 }
 
 /* axis= (None: all; default_all says what absent means) into one flag per
- * axis; NumPy's AxisError for a bad one. */
-static int reduced_axes(const gts_storage *g, PyObject *axis, bool default_all, bool *reduced)
+ * axis, and in `kw` as the axis numbers NumPy takes (labels resolved,
+ * axes.h). */
+static int reduced_axes(const gts_storage *g, PyObject *kw, bool default_all, bool *reduced)
 {
+    PyObject *axis = PyDict_GetItemString(kw, "axis");
     for (int a = 0; a < g->ndim; ++a)
         reduced[a] = axis ? axis == Py_None : default_all;
     if (!axis && !default_all && g->ndim > 0)
         reduced[0] = true; /* ufunc.reduce: axis=0 */
     if (!axis || axis == Py_None)
         return 0;
-    PyObject *items = PyTuple_Check(axis) ? Py_NewRef(axis) : PyTuple_Pack(1, axis);
-    if (!items)
+    PyObject *numbers = gtpy_axis_argument(axis, g, "axis");
+    if (!numbers || PyDict_SetItemString(kw, "axis", numbers) < 0) {
+        Py_XDECREF(numbers);
         return -1;
-    int rc = 0;
-    for (Py_ssize_t i = 0; rc == 0 && i < PyTuple_GET_SIZE(items); ++i) {
-        int64_t a;
-        if ((rc = gtpy_int(PyTuple_GET_ITEM(items, i), "axis", &a)) < 0)
-            break;
-        int64_t normal = a < 0 ? a + g->ndim : a;
-        if (normal < 0 || normal >= g->ndim || reduced[normal]) {
-            PyObject *error = PyObject_GetAttrString(gtpy_numpy("exceptions"), "AxisError");
-            if (error)
-                PyErr_Format(error, normal < 0 || normal >= g->ndim
-                                        ? "axis %lld is out of bounds for array of dimension %d"
-                                        : "axis %lld: repeated axis",
-                             (long long)a, g->ndim);
-            Py_XDECREF(error);
-            rc = -1;
-        } else {
-            reduced[normal] = true;
-        }
     }
-    Py_DECREF(items);
-    return rc;
+    Py_ssize_t n = PyTuple_Check(numbers) ? PyTuple_GET_SIZE(numbers) : 1;
+    for (Py_ssize_t i = 0; i < n; ++i)
+        reduced[PyLong_AsLong(PyTuple_Check(numbers) ? PyTuple_GET_ITEM(numbers, i) : numbers)] =
+            true;
+    Py_DECREF(numbers);
+    return 0;
 }
 
-/* NumPy's answer for a 1 x 1 probe of `dtype`: function(probe, axis=0[,
+/* NumPy's answer for a 1 x 1 probe of `dtype`: function(probe[, axis=0][,
  * dtype=wanted]).dtype (an array, also where the result's elements are
- * Python objects). */
-static PyObject *probe_dtype(PyObject *function, PyObject *dtype, PyObject *wanted)
+ * Python objects; axis=0 where the function takes an axis). */
+static PyObject *probe_dtype(PyObject *function, PyObject *dtype, PyObject *wanted, bool axis)
 {
     PyObject *probe = PyObject_CallFunction(gtpy_numpy("zeros"), "(ii)O", 1, 1, dtype);
-    PyObject *probe_kw = probe ? Py_BuildValue("{s:i}", "axis", 0) : NULL;
+    PyObject *probe_kw = !probe ? NULL : axis ? Py_BuildValue("{s:i}", "axis", 0) : PyDict_New();
     PyObject *args = probe_kw && (!wanted || PyDict_SetItemString(probe_kw, "dtype", wanted) == 0)
                          ? PyTuple_Pack(1, probe)
                          : NULL;
@@ -1006,7 +1019,8 @@ static PyObject *probe_dtype(PyObject *function, PyObject *dtype, PyObject *want
 /* The dtype of `function`'s result for the keywords `kw` (only dtype=
  * matters) on elements of `g`'s dtype, remembered per function and dtypes
  * (asking NumPy costs microseconds). */
-static PyObject *reduction_dtype(PyObject *function, PyObject *kw, const gts_storage *g)
+static PyObject *reduction_dtype(const reduction *r, PyObject *function, PyObject *kw,
+                                 const gts_storage *g)
 {
     static PyObject *cache;
     PyObject *wanted = PyDict_GetItemString(kw, "dtype");
@@ -1017,7 +1031,8 @@ static PyObject *reduction_dtype(PyObject *function, PyObject *kw, const gts_sto
     PyObject *result = key ? PyDict_GetItemWithError(cache, key) : NULL; /* borrowed */
     if (result)
         Py_INCREF(result);
-    else if (key && !PyErr_Occurred() && (result = probe_dtype(function, dtype, wanted))) {
+    else if (key && !PyErr_Occurred() &&
+             (result = probe_dtype(function, dtype, wanted, takes(r, "axis")))) {
         if (PyDict_GET_SIZE(cache) > 4096)
             PyDict_Clear(cache); /* a bound, for programs that make dtypes */
         if (PyDict_SetItem(cache, key, result) < 0)
@@ -1053,20 +1068,24 @@ static PyObject *reduced_storage(PyObject *function, const gts_storage *g,
 }
 
 /* function(view, **kw) writing straight into a new storage of the result
- * (no temporary): its memory on the side the reduction reads, as out=. */
-static PyObject *reduce_into_storage(const gts_storage *g, const gts_broadcast *result,
-                                     PyObject *function, PyObject *view, PyObject *kw)
+ * (no temporary): its memory on the side the reduction reads, as out=, or
+ * where `r` assigns, NumPy's result assigned to it. */
+static PyObject *reduce_into_storage(const reduction *r, const gts_storage *g,
+                                     const gts_broadcast *result, PyObject *function,
+                                     PyObject *view, PyObject *kw)
 {
-    PyObject *dtype = reduction_dtype(function, kw, g);
+    PyObject *dtype = reduction_dtype(r, function, kw, g);
     PyObject *storage = dtype ? reduced_storage(function, g, result, dtype) : NULL;
     Py_XDECREF(dtype);
     PyObject *target = !storage                           ? NULL
                        : gtpy_has_host_side(g->buffer) ? gtpy_storage_ndarray(storage, true)
                                                         : gtpy_storage_to_ndarray(storage, NULL);
-    PyObject *args = target && PyDict_SetItemString(kw, "out", target) == 0
+    PyObject *args = target && (r->assigns || PyDict_SetItemString(kw, "out", target) == 0)
                          ? PyTuple_Pack(1, view)
                          : NULL;
     PyObject *value = args ? PyObject_Call(function, args, kw) : NULL;
+    if (value && r->assigns && PyObject_SetItem(target, Py_Ellipsis, value) < 0)
+        Py_CLEAR(value);
     Py_XDECREF(args);
     Py_XDECREF(target);
     if (!value)
@@ -1160,14 +1179,13 @@ static PyObject *reduce_with(PyObject *self, PyObject *function, const reduction
     gts_error err;
     bool reduced[GTS_MAX_NDIM];
     gtpy_storage_load(self, &g);
-    PyObject *axis = PyDict_GetItemString(kw, "axis");
     PyObject *keep = PyDict_GetItemString(kw, "keepdims");
     PyObject *out = PyDict_GetItemString(kw, "out");
     PyObject *where = PyDict_GetItemString(kw, "where");
     int keepdims = keep ? PyObject_IsTrue(keep) : 0;
-    if (keepdims < 0 || reduced_axes(&g, axis, default_all, reduced) < 0)
+    if (keepdims < 0 || reduced_axes(&g, kw, default_all, reduced) < 0)
         return NULL;
-    if (strcmp(r->name, "accumulate") == 0) /* along an axis, which stays */
+    if (r->keeps_dims) /* along an axis, which stays, or elementwise */
         memset(reduced, 0, sizeof reduced);
     if (gts_broadcast_reduce(&g, reduced, keepdims, &result, &err) != 0)
         return gtpy_raise_null(&err);
@@ -1189,10 +1207,10 @@ static PyObject *reduce_with(PyObject *self, PyObject *function, const reduction
         rc = replace_keyword(kw, "where", reduction_where_view(where, self));
     PyObject *view = rc < 0 ? NULL : read_operand(self, on_device);
     bool given = out && out != Py_None;
-    bool field = r->name[0] != 'a' || r->name[1] != 'r'; /* argmin, argmax: indices */
+    bool field = !r->indices;
     PyObject *value = NULL;
     if (view && !given && field && result.ndim > 0) {
-        value = reduce_into_storage(&g, &result, function, view, kw);
+        value = reduce_into_storage(r, &g, &result, function, view, kw);
     } else if (view) {
         gtpy_holds holds; /* an out= storage: written on the host */
         PyObject *args = PyTuple_Pack(1, view);
@@ -1214,6 +1232,33 @@ static PyObject *reduce_with(PyObject *self, PyObject *function, const reduction
     return value;
 }
 
+/* function(values, **kw) along no axis (cumsum(), argsort(axis=None)):
+ * NumPy's 1-d result of the values in C order, read on the host (a copy
+ * from a device without host side); an out= storage is written there. */
+static PyObject *flat_on_host(PyObject *self, PyObject *function, PyObject *kw)
+{
+    PyObject *out = PyDict_GetItemString(kw, "out");
+    bool storage_out = out && gtpy_is_storage(out);
+    Py_XINCREF(out);
+    PyObject *values = gtpy_storage_host_values(self);
+    PyObject *args = values ? PyTuple_Pack(1, values) : NULL;
+    int rc = args ? 0 : -1;
+    if (rc == 0 && storage_out)
+        rc = replace_keyword(kw, "out", gtpy_storage_ndarray(out, true));
+    gtpy_holds holds;
+    PyObject *result = NULL;
+    if (rc == 0 && hold_host_writes(&holds, storage_out ? out : NULL) == 0) {
+        result = PyObject_Call(function, args, kw);
+        gtpy_holds_end(&holds);
+    }
+    if (result && storage_out) /* the storage given, not its view */
+        Py_SETREF(result, Py_NewRef(out));
+    Py_XDECREF(out);
+    Py_XDECREF(args);
+    Py_XDECREF(values);
+    return result;
+}
+
 PyObject *gtpy_storage_reduction(PyObject *self, const char *name, PyObject *args,
                                  PyObject *kwargs)
 {
@@ -1223,7 +1268,18 @@ PyObject *gtpy_storage_reduction(PyObject *self, const char *name, PyObject *arg
             r = &REDUCTIONS[i];
     PyObject *function = r ? gtpy_numpy(name) : NULL;
     PyObject *kw = function ? keywords_of(r, args, 0, kwargs) : NULL;
-    PyObject *result = kw ? reduce_with(self, function, r, kw, true) : NULL;
+    PyObject *axis = kw ? PyDict_GetItemString(kw, "axis") : NULL, *result = NULL;
+    if (kw && !axis && strcmp(name, "argsort") == 0) { /* NumPy's default: the last axis */
+        PyObject *last = PyLong_FromLong(-1);
+        if (!last || PyDict_SetItemString(kw, "axis", last) < 0)
+            Py_CLEAR(kw);
+        axis = last; /* borrowed from kw */
+        Py_XDECREF(last);
+    }
+    if (kw && r->flat_without_axis && (!axis || axis == Py_None))
+        result = flat_on_host(self, function, kw);
+    else if (kw)
+        result = reduce_with(self, function, r, kw, true);
     Py_XDECREF(kw);
     return result;
 }
