@@ -87,6 +87,7 @@ program diffusion
     print '(a, i0, a, es9.2)', 'rank ', rank, ' differs from the serial reference by ', error
     error stop 1
   end if
+  deallocate (t_ref, q_ref)
   call gts_exchange_destroy(exchange)
   call gts_release(fields(1))
   call gts_release(fields(2))
