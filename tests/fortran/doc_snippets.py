@@ -1,6 +1,7 @@
 """Compiles and runs every ```fortran block of docs/fortran.md that is a
-complete program: doc_snippets.py DOC FC MODDIR LIB... (the libraries to
-link, in order). FFLAGS: more flags (sanitizers)."""
+complete program: doc_snippets.py DOC FC MODDIR LIB... (the shared
+libraries to link, in order, found at run time where they are). FFLAGS: more
+flags (sanitizers)."""
 import os
 import pathlib
 import re
@@ -17,7 +18,8 @@ with tempfile.TemporaryDirectory() as tmp:
     for n, block in enumerate(blocks):
         src, exe = pathlib.Path(tmp, f"snippet{n}.f90"), pathlib.Path(tmp, f"snippet{n}")
         src.write_text(block)
-        subprocess.run([fc, *os.environ.get("FFLAGS", "").split(), "-I" + moddir, str(src), *libs, "-lm", "-ldl", "-lpthread", "-fopenmp",
+        subprocess.run([fc, *os.environ.get("FFLAGS", "").split(), "-I" + moddir, str(src), *libs,
+                        *(f"-Wl,-rpath,{pathlib.Path(lib).resolve().parent}" for lib in libs),
                         "-o", str(exe)], check=True)
         subprocess.run([str(exe)], check=True)
         print(f"snippet {n}: ok")
