@@ -39,11 +39,11 @@ module gtstore_mpi
       import :: c_ptr
       type(c_ptr), value :: p
     end subroutine gtsf_partition_free
-    subroutine gtsf_partition_subdomain(p, start, size, rank, nranks) bind(c)
+    subroutine gtsf_partition_subdomain(p, start, size, rank, nranks, ndim) bind(c)
       import :: c_ptr, c_int32_t, c_int64_t
       type(c_ptr), value :: p
       integer(c_int64_t), intent(out) :: start(*), size(*)
-      integer(c_int32_t), intent(out) :: rank, nranks
+      integer(c_int32_t), intent(out) :: rank, nranks, ndim
     end subroutine gtsf_partition_subdomain
     integer(c_int) function gtsf_exchange_create(p, nfields, fields, out, err) bind(c)
       import :: c_int, c_int32_t, c_ptr, gts_error_c
@@ -152,16 +152,18 @@ contains
     integer, intent(out), optional :: rank, nranks
     character(*), intent(out), optional :: errmsg
     integer(c_int64_t) :: s(3), n(3)
-    integer(c_int32_t) :: r, nr
+    integer(c_int32_t) :: r, nr, ndim
     if (.not. c_associated(partition%p)) then
       call fail('partition: not created', status, errmsg)
       return
     end if
-    s = 0
-    n = 0
-    call gtsf_partition_subdomain(partition%p, s, n, r, nr)
-    start = int(s(1:min(3, ubound(start, 1))))
-    size = int(n(1:min(3, ubound(size, 1))))
+    call gtsf_partition_subdomain(partition%p, s, n, r, nr, ndim)
+    if (ubound(start, 1) /= ndim .or. ubound(size, 1) /= ndim) then
+      call fail('start, size: sized unlike the partition''s split dimensions', status, errmsg)
+      return
+    end if
+    start = int(s(1:ndim))
+    size = int(n(1:ndim))
     if (present(rank)) rank = int(r)
     if (present(nranks)) nranks = int(nr)
     status = GTS_OK

@@ -74,15 +74,17 @@ void gtsf_partition_free(gtsf_partition *partition)
 }
 
 /* This rank's subdomain: per split dimension its first global index,
- * counted from 1 as Fortran counts, and its extent; and the rank. */
+ * counted from 1 as Fortran counts, and its extent; the rank, the number
+ * of ranks and of split dimensions. */
 void gtsf_partition_subdomain(const gtsf_partition *p, int64_t *start, int64_t *size,
-                              int32_t *rank, int32_t *nranks)
+                              int32_t *rank, int32_t *nranks, int32_t *ndim)
 {
     gts_partition_subdomain(&p->partition, p->rank, start, size);
     for (int d = 0; d < p->partition.ndim; ++d)
         start[d] += 1;
     *rank = p->rank;
     *nranks = p->partition.nranks;
+    *ndim = p->partition.ndim;
 }
 
 /* The exchange of the `nfields` fields (handles) on the partition's
