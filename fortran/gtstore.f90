@@ -40,13 +40,15 @@ module gtstore
     integer(c_int32_t) :: nhalo_lower = 0, nhalo_upper = 0, naligned_index = 0
     integer(c_int32_t) :: device = -1, readonly = 0
     integer(c_int64_t) :: alignment = 0
-    integer(c_int64_t) :: halo_lower(MAX_RANK) = 0, halo_upper(MAX_RANK) = 0
-    integer(c_int64_t) :: aligned_index(MAX_RANK) = 0
+    ! read only as far as the counts say: not initialized (a wrap costs less)
+    integer(c_int64_t) :: halo_lower(MAX_RANK), halo_upper(MAX_RANK)
+    integer(c_int64_t) :: aligned_index(MAX_RANK)
     character(kind=c_char) :: invalid(NAME_SIZE * 2) = c_null_char
   end type gtsf_options
+  ! The C side writes the message on failure only, and only then is it read.
   type, bind(c), public :: gts_error_c
     integer(c_int) :: code = 0
-    character(kind=c_char) :: message(GTS_ERRMSG_LEN) = c_null_char
+    character(kind=c_char) :: message(GTS_ERRMSG_LEN)
   end type gts_error_c
 
   public :: gts_allocate, gts_wrap, gts_release, gts_associated
