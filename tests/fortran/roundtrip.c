@@ -1,5 +1,6 @@
 /* The C side of test_gtstore.f90's round trips through the C API: a field
- * Fortran allocated is read here with gts_storage_data and its strides, and
+ * Fortran allocated is read here with gts_storage_data and its strides (and
+ * after a DLPack export and import), and
  * a storage made here is read in Fortran. The value at Fortran index
  * (i, j, k) is 10000 i + 100 j + k in both directions. */
 #include <stdint.h>
@@ -65,4 +66,26 @@ void roundtrip_release(gts_storage *s)
 int64_t roundtrip_storage_size(void)
 {
     return (int64_t)sizeof(gts_storage);
+}
+
+/* `s` exported to DLPack and imported back (gts_storage_from_dlpack), as a
+ * DLPack consumer would take a Fortran field: into `out`, with `s`'s halo
+ * given again (DLPack carries none). Same memory, no copy. */
+int roundtrip_dlpack(const gts_storage *s, gts_storage *out, gts_error *err)
+{
+    gts_dl_managed_versioned *tensor;
+    int rc = gts_storage_to_dlpack(s, 0, &tensor, err);
+    if (rc)
+        return rc;
+    gts_storage_spec options;
+    rc = gts_storage_spec_init(&options, s->ndim, s->shape, s->dtype, err);
+    if (!rc) {
+        options.has_halo = true;
+        for (int d = 0; d < s->ndim; ++d)
+            options.halo[d] = s->halo[d];
+        rc = gts_storage_from_dlpack(tensor, &options, out, err);
+    }
+    if (rc && tensor->deleter) /* on failure the tensor is still ours */
+        tensor->deleter(tensor);
+    return rc;
 }

@@ -21,6 +21,11 @@ program test_gtstore
       import :: c_ptr
       type(c_ptr), value :: s
     end subroutine roundtrip_release
+    integer(c_int) function roundtrip_dlpack(s, out, err) bind(c)
+      import :: c_int, c_ptr, gts_error_c
+      type(c_ptr), value :: s, out
+      type(gts_error_c), intent(inout) :: err
+    end function roundtrip_dlpack
     integer(c_int64_t) function roundtrip_storage_size() bind(c)
       import :: c_int64_t
     end function roundtrip_storage_size
@@ -245,7 +250,7 @@ contains
   ! Fortran writes, C reads through the C API; C writes, Fortran reads.
   subroutine test_roundtrip_c()
     type(gts_field) :: f, v
-    real(c_double), pointer :: u(:, :, :) => null()
+    real(c_double), pointer :: u(:, :, :) => null(), w(:, :, :) => null()
     integer(c_int8_t), allocatable, target :: storage(:)
     type(gts_error_c) :: err
     integer :: i, j, k
@@ -259,10 +264,20 @@ contains
       end do
     end do
     call check(roundtrip_count_wrong(gts_storage_of(f)) == 0, 'C reads what Fortran wrote')
+    ! through DLPack: exported, imported as a consumer would, seen again in Fortran
+    allocate (storage(roundtrip_storage_size()))
+    call check(roundtrip_dlpack(gts_storage_of(f), c_loc(storage), err) == 0, 'DLPack round trip')
+    call check(roundtrip_count_wrong(c_loc(storage)) == 0, 'C reads the DLPack import')
+    call gts_view_storage(c_loc(storage), v, st, errmsg=msg)
+    call check_ok('view of the DLPack import')
+    call roundtrip_release(c_loc(storage))
+    call gts_pointer(v, w, st, errmsg=msg)
+    call check(all(lbound(w) == lbound(u)) .and. all(ubound(w) == ubound(u)), 'DLPack bounds')
+    call check(c_associated(c_loc(w(1, 1, 1)), c_loc(u(1, 1, 1))), 'DLPack: the same memory')
+    call gts_release(v)
     u(1, 1, 1) = 0
     call check(roundtrip_count_wrong(gts_storage_of(f)) == 1, 'C sees one wrong value')
     call gts_release(f)
-    allocate (storage(roundtrip_storage_size()))
     call check(roundtrip_make(c_loc(storage), err) == 0, 'C makes a storage')
     call gts_view_storage(c_loc(storage), v, st, errmsg=msg)
     call check_ok('view of a C storage')
