@@ -20,6 +20,10 @@ module gtstore_mpi
   end type gts_exchange
 
   public :: gts_partition_create, gts_partition_free, gts_subdomain
+  ! From an integer handle here; gtstore_mpi_f08 adds type(MPI_Comm).
+  interface gts_partition_create
+    module procedure partition_create
+  end interface gts_partition_create
   public :: gts_exchange_create, gts_exchange_start, gts_exchange_wait, gts_exchange_run
   public :: gts_exchange_destroy
 
@@ -83,8 +87,8 @@ contains
   ! unless labels says otherwise, e.g. 'IJK') over the ranks of `comm` (an
   ! integer handle). process_grid: ranks per dimension, 0 to let gtstore
   ! choose; periodic: per dimension. Every rank computes the same partition.
-  subroutine gts_partition_create(partition, comm, global_shape, status, process_grid, &
-                                  periodic, labels, errmsg)
+  subroutine partition_create(partition, comm, global_shape, status, process_grid, &
+                              periodic, labels, errmsg)
     type(gts_partition), intent(inout) :: partition
     integer, intent(in) :: comm
     integer, intent(in) :: global_shape(:)
@@ -135,7 +139,7 @@ contains
     if (status /= GTS_OK) return
     call gts_partition_free(partition)
     partition%p = out
-  end subroutine gts_partition_create
+  end subroutine partition_create
 
   subroutine gts_partition_free(partition)
     type(gts_partition), intent(inout) :: partition

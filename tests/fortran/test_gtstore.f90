@@ -141,7 +141,7 @@ contains
     real(c_double), target :: a(0:9, 5, 4)
     integer(c_int32_t), target :: b(3, 4)
     type(gts_field) :: f, g
-    real(c_double), pointer :: p(:, :, :) => null(), d(:, :, :) => null()
+    real(c_double), pointer :: p(:, :, :) => null(), d(:, :, :) => null(), p2(:, :) => null()
     integer(c_int32_t), pointer :: q(:, :) => null()
     integer :: i, j, k
     do k = 1, 4
@@ -169,6 +169,11 @@ contains
     call check_ok('pointer of a reversed section')
     b = reshape([(i, i = 1, 12)], [3, 4])
     call check(all(q == b(3:1:-1, 2:)), 'negative strides')
+    ! an empty section is an empty storage, not an error
+    call gts_wrap(g, a(5:4, :, 1), st, errmsg=msg)
+    call check_ok('wrap an empty section')
+    call gts_pointer(g, p2, st, errmsg=msg)
+    call check(st == GTS_OK .and. all(shape(p2) == [0, 5]), 'empty section: shape (0, 5)')
     call gts_release(f)
     call gts_release(g)
     call check(a(7, 5, 3) == -1, 'the array outlives its field')
