@@ -112,8 +112,12 @@ int gtsf_wrap(const CFI_cdesc_t *array, const gtsf_options *options, gts_storage
     rc = gtsf_spec_apply(options, &spec, &preset, &has_preset, err);
     if (rc)
         return rc;
+    /* The device argument alone says where the memory is (a GPU preset only
+     * lends its layout and alignment to host memory). */
     const gts_device_ops *device = gts_device_host();
-    if (gts_storage_spec_device(&spec) == GTS_DEVICE_GPU)
+    spec.has_device = true;
+    spec.device = options->device == GTS_DEVICE_GPU ? GTS_DEVICE_GPU : GTS_DEVICE_CPU;
+    if (spec.device == GTS_DEVICE_GPU)
         rc = gts_device_gpu(&device, err);
     gts_storage *storage = NULL;
     if (!rc) {

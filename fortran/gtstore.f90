@@ -241,23 +241,24 @@ contains
 
   ! Wraps `array` (any type gtstore stores, any rank, any section, any
   ! bounds) without a copy: `field`'s index 0 is the array's first element.
-  ! The array must be a target or a pointer, and outlive the field. With
-  ! device=GTS_GPU its address is a device address (inside
-  ! !$acc host_data use_device(array), or a CUDA Fortran device array).
-  subroutine gts_wrap(field, array, status, dims, halo, halo_upper, preset, device, &
+  ! The array must be a target or a pointer, and outlive the field. It is
+  ! host memory unless device=GTS_GPU: then its address is a device address
+  ! (inside !$acc host_data use_device(array), or a CUDA Fortran device
+  ! array). A preset lends its layout and alignment, which are checked.
+  subroutine gts_wrap(field, array, status, dims, halo, halo_upper, preset, alignment, device, &
                       readonly, errmsg)
     type(gts_field), intent(inout) :: field
     type(*), target, intent(in) :: array(..)
     integer, intent(out) :: status
     character(*), intent(in), optional :: dims, preset
-    integer, intent(in), optional :: halo(:), halo_upper(:), device
+    integer, intent(in), optional :: halo(:), halo_upper(:), alignment, device
     logical, intent(in), optional :: readonly
     character(*), intent(out), optional :: errmsg
     type(gtsf_options) :: o
     type(gts_error_c) :: err
     type(c_ptr) :: out
     call make_options(o, preset=preset, dims=dims, halo=halo, halo_upper=halo_upper, &
-                      device=device, readonly=readonly)
+                      alignment=alignment, device=device, readonly=readonly)
     call gts_status_finish(gtsf_wrap(array, o, out, err), err, status, errmsg)
     if (status == GTS_OK) call replace(field, out)
   end subroutine gts_wrap

@@ -169,6 +169,19 @@ contains
     call check_ok('pointer of a reversed section')
     b = reshape([(i, i = 1, 12)], [3, 4])
     call check(all(q == b(3:1:-1, 2:)), 'negative strides')
+    ! a GPU preset lends its layout (I contiguous, as here) and alignment to
+    ! host memory, which stays host memory
+    call gts_wrap(g, a(1:2, 1:2, 1:2), st, preset='gt:gpu', errmsg=msg)
+    call check(st == GTS_EINVAL .and. index(msg, 'multiple of 256') > 0, &
+               'the preset''s alignment is checked: ' // trim(msg))
+    call gts_wrap(g, a(1:2, 1:2, 1:2), st, preset='gt:gpu', alignment=8, errmsg=msg)
+    call check_ok('wrap with a GPU preset')
+    call gts_pointer(g, p, st, errmsg=msg)
+    call check(st == GTS_OK .and. c_associated(c_loc(p(1, 1, 1)), c_loc(a(1, 1, 1))), &
+               'a GPU preset wraps host memory as host memory')
+    call gts_wrap(g, a(1:2, 1:2, 1:2), st, preset='gt:cpu_kfirst', dims='IJK', errmsg=msg)
+    call check(st == GTS_EINVAL .and. index(msg, 'layout') > 0, &
+               'K contiguous asked of an I-contiguous array: ' // trim(msg))
     ! an empty section is an empty storage, not an error
     call gts_wrap(g, a(5:4, :, 1), st, errmsg=msg)
     call check_ok('wrap an empty section')
@@ -229,6 +242,9 @@ contains
     call check(st == GTS_EINVAL .and. index(msg, 'halo: 16') > 0, 'more halo entries than a rank')
     call gts_allocate(f, u, [4, 4], st, preset=repeat('x', 100), errmsg=msg)
     call check(st == GTS_EINVAL .and. index(msg, 'too long') > 0, 'preset name too long')
+    call gts_allocate(f, u, [4, 4], st, alignment=-8, errmsg=msg)
+    call check(st == GTS_EINVAL .and. index(msg, 'alignment') > 0, 'negative alignment: ' // &
+               trim(msg))
     call gts_allocate(f, u, [4, 4], st, errmsg=msg)
     call check_ok('allocate')
     call gts_pointer(f, r, st, errmsg=msg)
