@@ -66,7 +66,10 @@ static int host_synchronize(const gts_device_ops *dev, gts_stream stream, gts_er
     .synchronize = host_synchronize, .stream_create = NULL, .stream_destroy = NULL
 #define HOST_OPERATIONS .alloc = host_alloc, .free = host_free, HOST_KERNELS
 
-const gts_device_ops gts__device_host = {.id = {GTS_DL_CPU, 0}, .name = "cpu", HOST_OPERATIONS};
+const gts_device_ops gts__device_host = {.id = {GTS_DL_CPU, 0}, .name = "cpu", HOST_OPERATIONS,
+                                         .kind = GTS_MEMORY_HOST, .engine = GTS_ENGINE_NUMPY};
+
+extern const gts_device_ops gts__device_emulated; /* device_emulated.c */
 
 /* The emulated device's managed memory, (GTS_DL_EXT_DEV, 1): memory both
  * sides reach, as CUDA managed memory is to a CUDA GPU, so that storages in
@@ -75,7 +78,8 @@ const gts_device_ops gts__device_host = {.id = {GTS_DL_CPU, 0}, .name = "cpu", H
  * operation the host's; unlike the host's, its DLPack device is not the
  * CPU. */
 static const gts_device_ops emulated_managed = {
-    .id = {GTS_DL_EXT_DEV, 1}, .name = "emulated_managed", HOST_OPERATIONS};
+    .id = {GTS_DL_EXT_DEV, 1}, .name = "emulated_managed", HOST_OPERATIONS,
+    .kind = GTS_MEMORY_MANAGED, .owner = &gts__device_emulated, .engine = GTS_ENGINE_NUMPY};
 
 /* The emulated device's pinned host memory, (GTS_DL_EXT_DEV, 2): host
  * memory, as CUDA's pinned memory is, in whole pages of its own; its blocks
@@ -117,12 +121,11 @@ static void pinned_free(const gts_device_ops *dev, void *block, int64_t size)
 
 static const gts_device_ops emulated_pinned = {
     .id = {GTS_DL_EXT_DEV, 2}, .name = "emulated_pinned", .alloc = pinned_alloc,
-    .free = pinned_free, HOST_KERNELS};
+    .free = pinned_free, HOST_KERNELS, .kind = GTS_MEMORY_PINNED, .owner = &gts__device_emulated,
+    .engine = GTS_ENGINE_NUMPY};
 
 
 /* ---- the registry ------------------------------------------------------------ */
-
-extern const gts_device_ops gts__device_emulated; /* device_emulated.c */
 
 static const gts_device_ops *const devices[] = {&gts__device_host, &gts__device_emulated,
                                                  &emulated_managed, &emulated_pinned};
@@ -174,6 +177,15 @@ int gts_device_pinned(const gts_device_ops *gpu, const gts_device_ops **out, gts
 bool gts_device_is_pinned(const gts_device_ops *device)
 {
     return device == &emulated_pinned || (device && device->id.type == GTS_DL_CUDA_HOST);
+}
+
+void *gts_device_host_alias(const gts_device_ops *device, const void *address)
+{
+    if (!device)
+        return NULL;
+    if (device->host_accessible)
+        return (void *)address;
+    return device->host_alias ? device->host_alias(device, address) : NULL;
 }
 
 /* ---- for device implementations ------------------------------------------------ */

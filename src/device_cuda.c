@@ -1533,6 +1533,9 @@ static void build_ops(void)
             .batch_prepare = memory_batch_prepare,
             .batch_run = memory_batch_run,
             .batch_release = memory_batch_release,
+            .kind = GTS_MEMORY_GPU,
+            .cuda_array_interface = true,
+            .engine = GTS_ENGINE_CUPY,
         };
         managed_ops[n] = (gts_device_ops){
             .id = {GTS_DL_CUDA_MANAGED, n},
@@ -1549,6 +1552,10 @@ static void build_ops(void)
             .synchronize = any_synchronize,
             .stream_create = any_stream_create,
             .stream_destroy = any_stream_destroy,
+            .kind = GTS_MEMORY_MANAGED,
+            .owner = &memory_ops[n],
+            .cuda_array_interface = true,
+            .engine = GTS_ENGINE_CUPY,
         };
     }
     snprintf(devices[0].names[2], NAME_SIZE, "cuda_host:0");
@@ -1567,6 +1574,8 @@ static void build_ops(void)
         .synchronize = any_synchronize,
         .stream_create = any_stream_create,
         .stream_destroy = any_stream_destroy,
+        .kind = GTS_MEMORY_PINNED,
+        .engine = GTS_ENGINE_NUMPY,
     };
 }
 

@@ -375,6 +375,12 @@ static void emu_stream_destroy(const gts_device_ops *dev, gts_stream s)
     free(found);
 }
 
+static void *emu_host_alias(const gts_device_ops *dev, const void *address)
+{
+    (void)dev;
+    return gts_device_emulated_host_address(address);
+}
+
 const gts_device_ops gts__device_emulated = {
     .id = {GTS_DL_EXT_DEV, 0},
     .name = "emulated",
@@ -390,6 +396,9 @@ const gts_device_ops gts__device_emulated = {
     .synchronize = emu_synchronize,
     .stream_create = emu_stream_create,
     .stream_destroy = emu_stream_destroy,
+    .kind = GTS_MEMORY_GPU,
+    .engine = GTS_ENGINE_NUMPY,
+    .host_alias = emu_host_alias,
 };
 
 /* ---- counts and inspection -------------------------------------------------------- */

@@ -152,7 +152,9 @@ static int prepare_export(const gts_storage *g, export_kind kind, int copy, gts_
         }
         return *keep ? 0 : -1;
     }
-    if (gts_buffer_prepare_write(g->buffer, GTS_SIDE_DEVICE, NULL, &err) != 0 ||
+    void *data;
+    gts_access access = g->readonly ? GTS_ACCESS_READ : GTS_ACCESS_WRITE;
+    if (gts_storage_access(g, GTS_SIDE_DEVICE, access, NULL, &data, &err) != 0 ||
         (copy > 0 && gts_storage_copy(g, out, &err) != 0))
         return gtpy_raise(&err);
     if (copy <= 0)

@@ -19,8 +19,12 @@ static bool on_cuda(const gts_device_ops *device)
 
 static int device_write_access(PyObject *self)
 {
+    gts_storage g;
     gts_error err;
-    if (gts_buffer_prepare_write(STORAGE(self)->buffer, GTS_SIDE_DEVICE, NULL, &err) != 0)
+    void *data;
+    gtpy_storage_load(self, &g);
+    gts_access access = g.readonly ? GTS_ACCESS_READ : GTS_ACCESS_WRITE;
+    if (gts_storage_access(&g, GTS_SIDE_DEVICE, access, NULL, &data, &err) != 0)
         return gtpy_raise(&err);
     return 0;
 }

@@ -239,16 +239,16 @@ static PyObject *engine_view_of(const gtpy_engine *e, const gts_storage *g, int 
                                 PyObject *owner)
 {
     gts_error err;
-    int rc = write && !g->readonly
-                 ? gts_buffer_prepare_write(g->buffer, GTS_SIDE_DEVICE, NULL, &err)
-                 : gts_buffer_sync(g->buffer, GTS_SIDE_DEVICE, false, NULL, &err);
-    if (rc)
+    void *data;
+    gts_access access = write && !g->readonly ? GTS_ACCESS_WRITE : GTS_ACCESS_READ;
+    if (gts_storage_access(g, GTS_SIDE_DEVICE, access, NULL, &data, &err) != 0)
         return gtpy_raise_null(&err);
-    char *base = gts_buffer_data(g->buffer);
-    if (gts_buffer_device(g->buffer) == gts_device_emulated())
-        base = gts_device_emulated_host_address(base);
-    return gtpy_engine_view(e, base ? base + g->offset : NULL, g->dtype, ndim, shape, strides,
-                            !write || g->readonly, owner);
+    /* the address the engine uses (the host's behind emulated memory) */
+    const gts_device_ops *device = gts_buffer_device(g->buffer);
+    if (device->engine == GTS_ENGINE_NUMPY)
+        data = gts_device_host_alias(device, data);
+    return gtpy_engine_view(e, data, g->dtype, ndim, shape, strides, !write || g->readonly,
+                            owner);
 }
 
 /* The same with the result's shape, for operand k. */
