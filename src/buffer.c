@@ -405,7 +405,7 @@ int gts_buffer_alloc(const gts_device_ops *device, int64_t size, unsigned flags,
                      gts_buffer **out, gts_error *err)
 {
     bool mirrored = flags & GTS_ALLOC_MIRRORED;
-    if (device == &gts__device_host && !mirrored)
+    if (device && device->kind == GTS_MEMORY_HOST && !mirrored)
         return gts_buffer_alloc_host(size, flags, out, err);
     if (!device || !out)
         return gts_error_set(err, GTS_EINVAL, "%s: NULL", !device ? "device" : "out");
@@ -544,8 +544,8 @@ void gts_buffer_release(gts_buffer *buffer)
 
 gts_device gts_buffer_device_kind(const gts_buffer *buffer)
 {
-    int32_t type = buffer->device->id.type;
-    return type == GTS_DL_CPU || type == GTS_DL_CUDA_HOST ? GTS_DEVICE_CPU : GTS_DEVICE_GPU;
+    gts_memory_kind kind = buffer->device->kind;
+    return kind == GTS_MEMORY_HOST || kind == GTS_MEMORY_PINNED ? GTS_DEVICE_CPU : GTS_DEVICE_GPU;
 }
 
 const gts_device_ops *gts_buffer_device(const gts_buffer *buffer)

@@ -668,7 +668,7 @@ static char *element0(const gts_storage *s)
 static int assign_across(const gts_storage *dst, const gts_device_ops *to,
                          const gts_storage *src, const gts_device_ops *from, gts_error *err)
 {
-    const gts_device_ops *host = gts_device_host();
+    const gts_device_ops *host = gts_device_host(); /* for staging */
     int n = dst->ndim;
     int64_t itemsize = dst->dtype.itemsize, bytes = gts_storage_nbytes(src);
     if (bytes == 0)
@@ -679,8 +679,10 @@ static int assign_across(const gts_storage *dst, const gts_device_ops *to,
         return rc;
     /* The host reads or writes host-accessible device memory (managed,
      * pinned) in place below: only once the work queued there is done. */
-    if ((from != host && from->host_accessible && (rc = from->synchronize(from, NULL, err))) ||
-        (to != host && to->host_accessible && (rc = to->synchronize(to, NULL, err))))
+    if ((from->kind != GTS_MEMORY_HOST && from->host_accessible &&
+         (rc = from->synchronize(from, NULL, err))) ||
+        (to->kind != GTS_MEMORY_HOST && to->host_accessible &&
+         (rc = to->synchronize(to, NULL, err))))
         return rc;
     void *on_host = NULL, *on_from = NULL, *on_to = NULL;
     const void *host_c; /* the values on the host, in C order */
