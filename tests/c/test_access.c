@@ -175,12 +175,13 @@ static void test_capabilities(void)
     for (size_t i = 0; i < n && i < 64; ++i) {
         const gts_device_ops *d = devices[i];
         int32_t type = d->id.type;
-        gts_memory_kind kind = type == GTS_DL_CPU                                 ? GTS_MEMORY_HOST
-                               : type == GTS_DL_CUDA_MANAGED                      ? GTS_MEMORY_MANAGED
-                               : type == GTS_DL_CUDA_HOST                         ? GTS_MEMORY_PINNED
-                               : type == GTS_DL_EXT_DEV && d->id.id == 1          ? GTS_MEMORY_MANAGED
-                               : type == GTS_DL_EXT_DEV && d->id.id == 2          ? GTS_MEMORY_PINNED
-                                                                                  : GTS_MEMORY_GPU;
+        bool emulated = type == GTS_DL_EXT_DEV;
+        gts_memory_kind kind = type == GTS_DL_CPU                     ? GTS_MEMORY_HOST
+                               : type == GTS_DL_CUDA_MANAGED          ? GTS_MEMORY_MANAGED
+                               : type == GTS_DL_CUDA_HOST             ? GTS_MEMORY_PINNED
+                               : emulated && d->id.id == 1            ? GTS_MEMORY_MANAGED
+                               : emulated && d->id.id == 2            ? GTS_MEMORY_PINNED
+                                                                      : GTS_MEMORY_GPU;
         bool cuda = type == GTS_DL_CUDA || type == GTS_DL_CUDA_MANAGED;
         CHECK_INT_EQ(d->kind, kind);
         CHECK_INT_EQ(d->cuda_array_interface, cuda);
