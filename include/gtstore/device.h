@@ -7,7 +7,10 @@
  * within the device, strided fill and copy of device memory (the contracts
  * of gts_fill and gts_copy), synchronise, and optionally streams. Buffers
  * know their device (gts_buffer_device) and storages dispatch copy and fill
- * through it.
+ * through it. Each device also says what it is (its capabilities: the kind
+ * of its memory, the GPU that owns it, whether it is exported with the CUDA
+ * array interface, which engine computes on it, its host alias), which
+ * callers ask instead of comparing devices by identity or DLPack type.
  *
  * Built in:
  * - the host (GTS_DL_CPU, 0): always present. Its memory is host memory;
@@ -168,7 +171,7 @@ struct gts_device_ops {
                          void **out, gts_error *err);
     int (*batch_run)(const gts_device_ops *dev, void *batch, gts_stream stream, gts_error *err);
     void (*batch_release)(const gts_device_ops *dev, void *batch);
-    /* ---- capabilities (added in ABI 3, after every operation) ---- */
+    /* ---- capabilities (ABI 4; after every operation) ---- */
     gts_memory_kind kind;
     /* The GPU whose companion memory this is (a managed or pinned memory;
      * NULL for CUDA's pinned memory, which every CUDA GPU shares), NULL for
