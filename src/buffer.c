@@ -1,29 +1,17 @@
-#define _DEFAULT_SOURCE /* mmap flags and madvise */
+/* Buffers (gtstore/buffer.h): reference-counted blocks of a device's
+ * memory, from the host allocator (host_memory.c), a device, or their
+ * owner. */
 #include "gtstore/buffer.h"
 
-#include <stdio.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "buffer_private.h"
 #include "device_pool.h"
+#include "host_memory.h"
 #include "internal.h"
-
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23 /* Linux 5.14; older kernels answer EINVAL */
-#endif
-
-#define HUGE_PAGE ((int64_t)2 << 20)
-#define HEAP_ALIGNMENT 64
-
-/* The largest request. Rounding it up to whole huge pages and adding the
- * alignment slack of a mapping stay at most PTRDIFF_MAX, so no size
- * computation below can overflow (a request near 2**63 once rounded to a
- * small number and was served by a cached 4 MiB block). */
-#define MAX_ALLOC_SIZE (PTRDIFF_MAX / HUGE_PAGE * HUGE_PAGE - 2 * HUGE_PAGE)
 
 /* ---- statistics -------------------------------------------------------- */
 
@@ -35,159 +23,24 @@ static void count_live(int64_t buffers, int64_t bytes)
     atomic_fetch_add_explicit(&live_bytes, bytes, memory_order_relaxed);
 }
 
-/* ---- the cache of large mappings ----------------------------------------
- * A small array, most recently freed last. Bounded by `cache_bytes_limit`;
- * the oldest mappings are unmapped first. */
+/* ---- pinned host sides -------------------------------------------------- */
 
-#define CACHE_SLOTS 64
-
-typedef struct cached_block {
-    void *base;
-    int64_t size;
-} cached_block;
-
-static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
-static cached_block cache[CACHE_SLOTS];
-static int cache_count;
-static int64_t cache_bytes, cache_bytes_limit = GTS_DEFAULT_CACHE_LIMIT;
-static int64_t cache_hits, cache_misses;
-
+static pthread_once_t environment_once = PTHREAD_ONCE_INIT;
 static atomic_bool pinned_host_sides = true;
 
-/* GTSTORE_CACHE_LIMIT: bytes with an optional K, M or G suffix.
- * GTSTORE_PINNED_HOST_SIDES: "0" turns pinned host sides off. */
+/* GTSTORE_PINNED_HOST_SIDES: "0" turns pinned host sides off. */
 static void read_environment(void)
 {
     const char *pinned = getenv("GTSTORE_PINNED_HOST_SIDES");
     if (pinned && !strcmp(pinned, "0"))
         atomic_store(&pinned_host_sides, false);
-    const char *text = getenv("GTSTORE_CACHE_LIMIT");
-    if (!text || !*text)
-        return;
-    int64_t bytes;
-    gts_error err;
-    if (gts_cache_limit_parse(text, &bytes, &err) != GTS_OK) {
-        /* No caller to return it to (the Python package refuses it at
-         * import): say so, once, and keep the default rather than guess. */
-        fprintf(stderr, "gtstore: %s; the caches keep the default limit of %lld bytes\n",
-                err.message, (long long)cache_bytes_limit);
-        return;
-    }
-    cache_bytes_limit = bytes;
-}
-
-static void unmap(cached_block block)
-{
-    munmap(block.base, (size_t)block.size);
-}
-
-/* Removes the oldest entries until `incoming` more bytes fit; caller holds
- * the lock, has checked incoming <= cache_bytes_limit (so the subtraction
- * cannot overflow) and unmaps what lands in `evicted`. */
-static int evict_for(int64_t incoming, cached_block *evicted)
-{
-    int n = 0;
-    while (cache_count > 0 &&
-           (cache_bytes > cache_bytes_limit - incoming || cache_count == CACHE_SLOTS)) {
-        evicted[n++] = cache[0];
-        cache_bytes -= cache[0].size;
-        memmove(cache, cache + 1, (size_t)--cache_count * sizeof *cache);
-    }
-    return n;
-}
-
-/* The best-fitting cached mapping of at least `size` bytes and at most a
- * quarter more, or {NULL, 0}. */
-static cached_block cache_take(int64_t size)
-{
-    pthread_once(&cache_once, read_environment);
-    pthread_mutex_lock(&cache_lock);
-    int best = -1;
-    for (int i = 0; i < cache_count; ++i) {
-        int64_t s = cache[i].size;
-        if (s >= size && s - size <= size / 4 && (best < 0 || s < cache[best].size))
-            best = i;
-    }
-    cached_block block = {NULL, 0};
-    if (best >= 0) {
-        block = cache[best];
-        cache_bytes -= block.size;
-        memmove(cache + best, cache + best + 1, (size_t)(--cache_count - best) * sizeof *cache);
-        ++cache_hits;
-    } else {
-        ++cache_misses;
-    }
-    pthread_mutex_unlock(&cache_lock);
-    return block;
-}
-
-static void cache_put(cached_block block)
-{
-    cached_block evicted[CACHE_SLOTS + 1];
-    int n = 0;
-    pthread_once(&cache_once, read_environment);
-    pthread_mutex_lock(&cache_lock);
-    if (block.size <= cache_bytes_limit) {
-        n = evict_for(block.size, evicted);
-        cache[cache_count++] = block;
-        cache_bytes += block.size;
-    } else {
-        evicted[n++] = block;
-    }
-    pthread_mutex_unlock(&cache_lock);
-    for (int i = 0; i < n; ++i)
-        unmap(evicted[i]);
-}
-
-int64_t gts_cache_limit(void)
-{
-    pthread_once(&cache_once, read_environment);
-    pthread_mutex_lock(&cache_lock);
-    int64_t limit = cache_bytes_limit;
-    pthread_mutex_unlock(&cache_lock);
-    return limit;
-}
-
-void gts_cache_set_limit(int64_t bytes)
-{
-    cached_block evicted[CACHE_SLOTS + 1];
-    pthread_once(&cache_once, read_environment);
-    pthread_mutex_lock(&cache_lock);
-    cache_bytes_limit = bytes > 0 ? bytes : 0;
-    int n = evict_for(0, evicted);
-    pthread_mutex_unlock(&cache_lock);
-    for (int i = 0; i < n; ++i)
-        unmap(evicted[i]);
-    gts__caches_trim(bytes > 0 ? bytes : 0); /* the device and pinned caches */
-}
-
-void gts_cache_clear(void)
-{
-    /* device and pinned blocks first: releasing a pinned block hands its
-     * host memory to the host cache */
-    gts__caches_trim(0);
-    cached_block evicted[CACHE_SLOTS];
-    pthread_mutex_lock(&cache_lock);
-    int n = cache_count;
-    memcpy(evicted, cache, (size_t)n * sizeof *cache);
-    cache_count = 0;
-    cache_bytes = 0;
-    pthread_mutex_unlock(&cache_lock);
-    for (int i = 0; i < n; ++i)
-        unmap(evicted[i]);
 }
 
 void gts_memory_stats_get(gts_memory_stats *stats)
 {
     stats->live_buffers = atomic_load_explicit(&live_buffers, memory_order_relaxed);
     stats->live_bytes = atomic_load_explicit(&live_bytes, memory_order_relaxed);
-    pthread_mutex_lock(&cache_lock);
-    stats->cached_blocks = cache_count;
-    stats->cached_bytes = cache_bytes;
-    stats->cache_hits = cache_hits;
-    stats->cache_misses = cache_misses;
-    pthread_mutex_unlock(&cache_lock);
+    gts__host_cache_stats(stats);
     gts__cache_stats device, pinned;
     gts__caches_stats(&device, &pinned);
     stats->device_cached_blocks = device.blocks;
@@ -202,121 +55,19 @@ void gts_memory_stats_get(gts_memory_stats *stats)
 
 bool gts_pinned_host_sides(void)
 {
-    pthread_once(&cache_once, read_environment);
+    pthread_once(&environment_once, read_environment);
     return atomic_load(&pinned_host_sides);
 }
 
 void gts_set_pinned_host_sides(bool pinned)
 {
-    pthread_once(&cache_once, read_environment); /* so that it cannot override this later */
+    pthread_once(&environment_once, read_environment); /* so that it cannot override this later */
     atomic_store(&pinned_host_sides, pinned);
-}
-
-/* ---- allocation --------------------------------------------------------- */
-
-static int out_of_memory(gts_error *err, int64_t size)
-{
-    return gts_error_set(err, GTS_ENOMEM, "out of memory: cannot allocate %lld bytes",
-                         (long long)size);
-}
-
-/* A fresh mapping, aligned to the huge page size, advised to use huge pages
- * and populated; its pages read as zeros. */
-static cached_block map_huge(int64_t size)
-{
-    size_t length = (size_t)size + (size_t)HUGE_PAGE;
-    char *raw = mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (raw == MAP_FAILED)
-        return (cached_block){NULL, 0};
-    uintptr_t start = ((uintptr_t)raw + (uintptr_t)HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1);
-    size_t head = start - (uintptr_t)raw, tail = length - head - (size_t)size;
-    if (head)
-        munmap(raw, head);
-    if (tail)
-        munmap((char *)start + size, tail);
-#ifdef MADV_HUGEPAGE
-    madvise((void *)start, (size_t)size, MADV_HUGEPAGE);
-#endif
-    /* Fault the pages in now, in the kernel and from one thread: faulting
-     * from user space runs at a fraction of the speed, and parallel kernels
-     * that fault the same fresh mapping from several threads are slower
-     * still (measured in docs/design.md). Without the flag (Linux < 5.14)
-     * the pages fault in on first use. */
-    madvise((void *)start, (size_t)size, MADV_POPULATE_WRITE);
-    return (cached_block){(void *)start, size};
-}
-
-static int check_size(int64_t size, gts_error *err)
-{
-    if (size < 0 || size > MAX_ALLOC_SIZE)
-        return gts_error_set(err, size < 0 ? GTS_EINVAL : GTS_EOVERFLOW,
-                             "size: %lld bytes cannot be allocated (at most %lld)",
-                             (long long)size, (long long)MAX_ALLOC_SIZE);
-    return GTS_OK;
-}
-
-/* A huge-page mapping of at least `size` bytes (whole huge pages, at most a
- * quarter more if it comes from the cache), zeroed if asked: a fresh one
- * reads as zeros already. */
-static int map_block(int64_t size, unsigned flags, cached_block *out, gts_error *err)
-{
-    int64_t rounded = (size + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
-    cached_block block = cache_take(rounded);
-    bool fresh = block.base == NULL;
-    if (fresh)
-        block = map_huge(rounded);
-    if (!block.base)
-        return out_of_memory(err, size);
-    if ((flags & GTS_ALLOC_ZERO) && !fresh)
-        gts__zero(block.base, size);
-    *out = block;
-    return GTS_OK;
-}
-
-/* ---- the host device's allocator -----------------------------------------
- * The same memory as the buffers' (64-byte aligned heap blocks, large ones
- * from the huge-page cache) for callers that hold raw blocks: the host
- * device's alloc and free, staging for copies between devices. A cached
- * mapping larger than asked for is trimmed, so that the size given to free
- * tells the mapping's length. */
-
-int gts__host_alloc(int64_t size, unsigned flags, void **out, gts_error *err)
-{
-    int rc = check_size(size, err);
-    if (rc)
-        return rc;
-    if (size < GTS_LARGE_BLOCK) {
-        void *block = NULL;
-        if (posix_memalign(&block, HEAP_ALIGNMENT, (size_t)(size ? size : 1)))
-            return out_of_memory(err, size);
-        if (flags & GTS_ALLOC_ZERO)
-            memset(block, 0, (size_t)size);
-        *out = block;
-        return GTS_OK;
-    }
-    cached_block block;
-    if ((rc = map_block(size, flags, &block, err)))
-        return rc;
-    int64_t rounded = (size + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
-    if (block.size > rounded)
-        munmap((char *)block.base + rounded, (size_t)(block.size - rounded));
-    *out = block.base;
-    return GTS_OK;
-}
-
-void gts__host_free(void *block, int64_t size)
-{
-    if (!block)
-        return;
-    if (size < GTS_LARGE_BLOCK)
-        free(block);
-    else
-        cache_put((cached_block){block, (size + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE});
 }
 
 static size_t heap_header_size(void)
 {
-    return (sizeof(gts_buffer) + HEAP_ALIGNMENT - 1) / HEAP_ALIGNMENT * HEAP_ALIGNMENT;
+    return (sizeof(gts_buffer) + GTS__HEAP_ALIGNMENT - 1) / GTS__HEAP_ALIGNMENT * GTS__HEAP_ALIGNMENT;
 }
 
 /* Fills in a new buffer of one reference over `data` on `device`. */
@@ -341,31 +92,32 @@ static gts_buffer *buffer_init(gts_buffer *buffer, const gts_device_ops *device,
 
 int gts_buffer_alloc_host(int64_t size, unsigned flags, gts_buffer **out, gts_error *err)
 {
-    int rc = check_size(size, err);
+    int rc = gts__host_check_size(size, err);
     if (rc)
         return rc;
     if (size < GTS_LARGE_BLOCK) {
         /* One block: header, then the data on a 64-byte boundary. */
-        char *raw = malloc(heap_header_size() + HEAP_ALIGNMENT + (size_t)size);
+        char *raw = malloc(heap_header_size() + GTS__HEAP_ALIGNMENT + (size_t)size);
         if (!raw)
-            return out_of_memory(err, size);
-        uintptr_t data = ((uintptr_t)raw + heap_header_size() + HEAP_ALIGNMENT - 1) &
-                         ~(uintptr_t)(HEAP_ALIGNMENT - 1);
+            return gts__host_out_of_memory(err, size);
+        uintptr_t data = ((uintptr_t)raw + heap_header_size() + GTS__HEAP_ALIGNMENT - 1) &
+                         ~(uintptr_t)(GTS__HEAP_ALIGNMENT - 1);
         if (flags & GTS_ALLOC_ZERO)
             memset((void *)data, 0, (size_t)size);
-        *out = buffer_init((gts_buffer *)raw, &gts__device_host, MEMORY_HEAP, (void *)data, size);
+        *out = buffer_init((gts_buffer *)raw, gts_device_host(), MEMORY_HEAP, (void *)data, size);
         return GTS_OK;
     }
     gts_buffer *buffer = malloc(sizeof *buffer);
     if (!buffer)
-        return out_of_memory(err, size);
-    cached_block block;
-    if ((rc = map_block(size, flags, &block, err))) {
+        return gts__host_out_of_memory(err, size);
+    void *base;
+    int64_t mapped;
+    if ((rc = gts__host_map(size, flags, &base, &mapped, err))) {
         free(buffer);
         return rc;
     }
-    *out = buffer_init(buffer, &gts__device_host, MEMORY_MAPPED, block.base, size);
-    buffer->mapped_size = block.size;
+    *out = buffer_init(buffer, gts_device_host(), MEMORY_MAPPED, base, size);
+    buffer->mapped_size = mapped;
     return GTS_OK;
 }
 
@@ -391,7 +143,7 @@ static int add_mirror(gts_buffer *buffer, unsigned flags, gts_error *err)
         int rc = gts__host_alloc(buffer->size, zero, &buffer->mirror, err);
         if (rc)
             return rc;
-        buffer->mirror_device = &gts__device_host;
+        buffer->mirror_device = gts_device_host();
     }
     buffer->host = buffer->mirror;
     count_live(0, buffer->size);
@@ -402,13 +154,13 @@ int gts_buffer_alloc(const gts_device_ops *device, int64_t size, unsigned flags,
                      gts_buffer **out, gts_error *err)
 {
     bool mirrored = flags & GTS_ALLOC_MIRRORED;
-    if (device == &gts__device_host && !mirrored)
+    if (device && device->kind == GTS_MEMORY_HOST && !mirrored)
         return gts_buffer_alloc_host(size, flags, out, err);
     if (!device || !out)
         return gts_error_set(err, GTS_EINVAL, "%s: NULL", !device ? "device" : "out");
     gts_buffer *buffer = malloc(sizeof *buffer);
     if (!buffer)
-        return out_of_memory(err, (int64_t)sizeof *buffer);
+        return gts__host_out_of_memory(err, (int64_t)sizeof *buffer);
     void *block;
     int rc = gts_device_alloc(device, size, flags & GTS_ALLOC_ZERO, &block, err);
     if (rc) {
@@ -427,7 +179,7 @@ int gts_buffer_alloc(const gts_device_ops *device, int64_t size, unsigned flags,
 int gts_buffer_wrap_host(void *data, int64_t size, gts_release_fn release, void *ctx,
                          gts_buffer **out, gts_error *err)
 {
-    return gts_buffer_wrap(&gts__device_host, data, size, release, ctx, out, err);
+    return gts_buffer_wrap(gts_device_host(), data, size, release, ctx, out, err);
 }
 
 int gts_buffer_wrap(const gts_device_ops *device, void *data, int64_t size,
@@ -441,7 +193,7 @@ int gts_buffer_wrap(const gts_device_ops *device, void *data, int64_t size,
         return gts_error_set(err, GTS_EINVAL, "data: NULL for %lld bytes", (long long)size);
     gts_buffer *buffer = malloc(sizeof *buffer);
     if (!buffer)
-        return out_of_memory(err, (int64_t)sizeof *buffer);
+        return gts__host_out_of_memory(err, (int64_t)sizeof *buffer);
     *out = buffer_init(buffer, device, MEMORY_WRAPPED, data, size);
     buffer->release = release;
     buffer->ctx = ctx;
@@ -520,7 +272,7 @@ void gts_buffer_release(gts_buffer *buffer)
         return;
     case MEMORY_MAPPED:
         count_live(-1, -buffer->size);
-        cache_put((cached_block){buffer->host, buffer->mapped_size});
+        gts__host_unmap(buffer->host, buffer->mapped_size);
         break;
     case MEMORY_WRAPPED:
         count_live(-1, 0);
@@ -541,8 +293,8 @@ void gts_buffer_release(gts_buffer *buffer)
 
 gts_device gts_buffer_device_kind(const gts_buffer *buffer)
 {
-    int32_t type = buffer->device->id.type;
-    return type == GTS_DL_CPU || type == GTS_DL_CUDA_HOST ? GTS_DEVICE_CPU : GTS_DEVICE_GPU;
+    gts_memory_kind kind = buffer->device->kind;
+    return kind == GTS_MEMORY_HOST || kind == GTS_MEMORY_PINNED ? GTS_DEVICE_CPU : GTS_DEVICE_GPU;
 }
 
 const gts_device_ops *gts_buffer_device(const gts_buffer *buffer)

@@ -1,149 +1,27 @@
+/* The registry of devices (gtstore/device.h): the built-in devices and
+ * CUDA's, the device that plays the GPU, and the checked operations. */
 #include "gtstore/device.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "gtstore/geometry.h"
-#include "gtstore/kernels.h"
-#include "device_pool.h"
+#include "device_emulated.h"
+#include "device_host.h"
 #include "internal.h"
-
-/* ---- the host device -------------------------------------------------------
- * The host allocator of buffer.c and the kernels of kernels.c; every
- * "transfer" is a memmove. There is one stream, and everything has completed
- * when a call returns. */
-
-static int host_alloc(const gts_device_ops *dev, int64_t size, unsigned flags, void **out,
-                      gts_error *err)
-{
-    (void)dev;
-    return gts__host_alloc(size, flags, out, err);
-}
-
-static void host_free(const gts_device_ops *dev, void *block, int64_t size)
-{
-    (void)dev;
-    gts__host_free(block, size);
-}
-
-static int host_move(const gts_device_ops *dev, void *dst, const void *src, int64_t bytes,
-                     gts_stream stream, gts_error *err)
-{
-    (void)dev, (void)stream, (void)err;
-    if (bytes > 0)
-        memmove(dst, src, (size_t)bytes);
-    return GTS_OK;
-}
-
-static int host_fill(const gts_device_ops *dev, void *data, int ndim, const int64_t *shape,
-                     const int64_t *strides, int64_t itemsize, const void *item,
-                     gts_stream stream, gts_error *err)
-{
-    (void)dev, (void)stream;
-    return gts_fill(data, ndim, shape, strides, itemsize, item, err);
-}
-
-static int host_copy(const gts_device_ops *dev, void *dst, const int64_t *dst_strides,
-                     const void *src, const int64_t *src_strides, int ndim, const int64_t *shape,
-                     int64_t itemsize, gts_stream stream, gts_error *err)
-{
-    (void)dev, (void)stream;
-    return gts_copy(dst, dst_strides, src, src_strides, ndim, shape, itemsize, err);
-}
-
-static int host_synchronize(const gts_device_ops *dev, gts_stream stream, gts_error *err)
-{
-    (void)dev, (void)stream, (void)err;
-    return GTS_OK;
-}
-
-/* The host's operations but allocation, shared by the devices whose memory
- * is host memory. */
-#define HOST_KERNELS                                                                            \
-    .host_accessible = true, .ctx = NULL, .copy_to_device = host_move,                          \
-    .copy_to_host = host_move, .copy_within = host_move, .fill = host_fill, .copy = host_copy,  \
-    .synchronize = host_synchronize, .stream_create = NULL, .stream_destroy = NULL
-#define HOST_OPERATIONS .alloc = host_alloc, .free = host_free, HOST_KERNELS
-
-const gts_device_ops gts__device_host = {.id = {GTS_DL_CPU, 0}, .name = "cpu", HOST_OPERATIONS};
-
-/* The emulated device's managed memory, (GTS_DL_EXT_DEV, 1): memory both
- * sides reach, as CUDA managed memory is to a CUDA GPU, so that storages in
- * managed memory are tested where there is no GPU. The emulated device's
- * kernels are the host's, so here its memory is host memory and every
- * operation the host's; unlike the host's, its DLPack device is not the
- * CPU. */
-static const gts_device_ops emulated_managed = {
-    .id = {GTS_DL_EXT_DEV, 1}, .name = "emulated_managed", HOST_OPERATIONS};
-
-/* The emulated device's pinned host memory, (GTS_DL_EXT_DEV, 2): host
- * memory, as CUDA's pinned memory is, in whole pages of its own; its blocks
- * are counted with the emulated device's, so that tests see which buffers
- * are pinned and that they are made once. Freed blocks are cached in size
- * classes, as CUDA's pinned blocks are (device_cuda.c), so that every CI
- * run tests the cache that spares CUDA its milliseconds of pinning. */
-static void pinned_release(gts__pool *pool, void *block, int64_t size)
-{
-    (void)pool;
-    gts__host_pages_free(block, size);
-}
-
-static const gts__pool_memory pinned_memory = {.release = pinned_release};
-static gts__pool pinned_pool = GTS__POOL_INIT(GTS__CACHE_PINNED, &pinned_memory, NULL, true);
-
-static int pinned_alloc(const gts_device_ops *dev, int64_t size, unsigned flags, void **out,
-                        gts_error *err)
-{
-    (void)dev;
-    int rc = GTS_OK;
-    if (gts__pool_take(&pinned_pool, size, out)) {
-        if (flags & GTS_ALLOC_ZERO)
-            gts__zero(*out, size);
-    } else {
-        rc = gts__host_pages_alloc(gts__pool_size(&pinned_pool, size), flags, out, err);
-    }
-    if (!rc)
-        gts__emulated_count_pinned(size, false);
-    return rc;
-}
-
-static void pinned_free(const gts_device_ops *dev, void *block, int64_t size)
-{
-    (void)dev;
-    gts__pool_put(&pinned_pool, block, size);
-    gts__emulated_count_pinned(size, true);
-}
-
-static const gts_device_ops emulated_pinned = {
-    .id = {GTS_DL_EXT_DEV, 2}, .name = "emulated_pinned", .alloc = pinned_alloc,
-    .free = pinned_free, HOST_KERNELS};
-
 
 /* ---- the registry ------------------------------------------------------------ */
 
-extern const gts_device_ops gts__device_emulated; /* device_emulated.c */
-
 static const gts_device_ops *const devices[] = {&gts__device_host, &gts__device_emulated,
-                                                 &emulated_managed, &emulated_pinned};
+                                                 &gts__emulated_managed, &gts__emulated_pinned};
 #define DEVICE_COUNT (sizeof devices / sizeof devices[0])
-
-const gts_device_ops *gts_device_host(void)
-{
-    return &gts__device_host;
-}
-
-const gts_device_ops *gts_device_emulated(void)
-{
-    return &gts__device_emulated;
-}
 
 int gts_device_managed(const gts_device_ops *gpu, const gts_device_ops **out, gts_error *err)
 {
     if (!out)
         return gts_error_set(err, GTS_EINVAL, "out: NULL");
     if (gpu == &gts__device_emulated) {
-        *out = &emulated_managed;
+        *out = &gts__emulated_managed;
         return GTS_OK;
     }
     if (gpu && gpu->id.type == GTS_DL_CUDA)
@@ -154,7 +32,7 @@ int gts_device_managed(const gts_device_ops *gpu, const gts_device_ops **out, gt
 
 bool gts_device_is_managed(const gts_device_ops *device)
 {
-    return device == &emulated_managed || (device && device->id.type == GTS_DL_CUDA_MANAGED);
+    return device && device->kind == GTS_MEMORY_MANAGED;
 }
 
 int gts_device_pinned(const gts_device_ops *gpu, const gts_device_ops **out, gts_error *err)
@@ -162,7 +40,7 @@ int gts_device_pinned(const gts_device_ops *gpu, const gts_device_ops **out, gts
     if (!out)
         return gts_error_set(err, GTS_EINVAL, "out: NULL");
     if (gpu == &gts__device_emulated) {
-        *out = &emulated_pinned;
+        *out = &gts__emulated_pinned;
         return GTS_OK;
     }
     if (gpu && gpu->id.type == GTS_DL_CUDA)
@@ -173,25 +51,16 @@ int gts_device_pinned(const gts_device_ops *gpu, const gts_device_ops **out, gts
 
 bool gts_device_is_pinned(const gts_device_ops *device)
 {
-    return device == &emulated_pinned || (device && device->id.type == GTS_DL_CUDA_HOST);
+    return device && device->kind == GTS_MEMORY_PINNED;
 }
 
-/* ---- for device implementations ------------------------------------------------ */
-
-int gts__strided_range(int ndim, const int64_t *shape, const int64_t *strides, int64_t itemsize,
-                       bool *valid, int64_t *low, int64_t *high, gts_error *err)
+void *gts_device_host_alias(const gts_device_ops *device, const void *address)
 {
-    *valid = false;
-    *low = *high = 0;
-    if (ndim < 0 || ndim > GTS_MAX_NDIM || (ndim > 0 && !shape) || itemsize <= 0)
-        return GTS_OK;
-    for (int d = 0; d < ndim; ++d)
-        if (shape[d] <= 0)
-            return GTS_OK; /* empty, or refused by the kernel */
-    if (ndim > 0 && !strides)
-        return GTS_OK;
-    *valid = true;
-    return gts_strided_extent(ndim, shape, strides, itemsize, low, high, err);
+    if (!device)
+        return NULL;
+    if (device->host_accessible)
+        return (void *)address;
+    return device->host_alias ? device->host_alias(device, address) : NULL;
 }
 
 /* ---- the device that plays the GPU ------------------------------------------- */

@@ -26,6 +26,8 @@
 
 #include "gtstore/geometry.h"
 #include "gtstore/kernels.h"
+#include "device_emulated.h"
+#include "device_host.h"
 #include "device_pool.h"
 #include "internal.h"
 
@@ -375,6 +377,12 @@ static void emu_stream_destroy(const gts_device_ops *dev, gts_stream s)
     free(found);
 }
 
+static void *emu_host_alias(const gts_device_ops *dev, const void *address)
+{
+    (void)dev;
+    return gts_device_emulated_host_address(address);
+}
+
 const gts_device_ops gts__device_emulated = {
     .id = {GTS_DL_EXT_DEV, 0},
     .name = "emulated",
@@ -390,6 +398,9 @@ const gts_device_ops gts__device_emulated = {
     .synchronize = emu_synchronize,
     .stream_create = emu_stream_create,
     .stream_destroy = emu_stream_destroy,
+    .kind = GTS_MEMORY_GPU,
+    .engine = GTS_ENGINE_NUMPY,
+    .host_alias = emu_host_alias,
 };
 
 /* ---- counts and inspection -------------------------------------------------------- */
@@ -426,13 +437,6 @@ void gts_device_emulated_reset_counts(void)
         atomic_store_explicit(all[i], 0, memory_order_relaxed);
 }
 
-void gts__emulated_count_pinned(int64_t size, bool freed)
-{
-    count(freed ? &pinned_frees : &pinned_allocs, NULL, 0);
-    atomic_fetch_add_explicit(&pinned_live_blocks, freed ? -1 : 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&pinned_live_bytes, freed ? -size : size, memory_order_relaxed);
-}
-
 void gts_device_emulated_pinned_counts(gts_pinned_counts *out)
 {
     out->allocs = load(&pinned_allocs);
@@ -451,3 +455,71 @@ void *gts_device_emulated_host_address(const void *address)
     pthread_mutex_unlock(&lock);
     return host;
 }
+
+const gts_device_ops *gts_device_emulated(void)
+{
+    return &gts__device_emulated;
+}
+
+/* Counts a block of its pinned memory: `size` bytes allocated, or freed. */
+static void count_pinned(int64_t size, bool freed)
+{
+    count(freed ? &pinned_frees : &pinned_allocs, NULL, 0);
+    atomic_fetch_add_explicit(&pinned_live_blocks, freed ? -1 : 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&pinned_live_bytes, freed ? -size : size, memory_order_relaxed);
+}
+
+/* ---- the emulated device's managed and pinned memory -------------------------------- */
+
+/* The emulated device's managed memory, (GTS_DL_EXT_DEV, 1): memory both
+ * sides reach, as CUDA managed memory is to a CUDA GPU, so that storages in
+ * managed memory are tested where there is no GPU. The emulated device's
+ * kernels are the host's, so here its memory is host memory and every
+ * operation the host's; unlike the host's, its DLPack device is not the
+ * CPU. */
+const gts_device_ops gts__emulated_managed = {
+    .id = {GTS_DL_EXT_DEV, 1}, .name = "emulated_managed", GTS__HOST_OPERATIONS,
+    .kind = GTS_MEMORY_MANAGED, .owner = &gts__device_emulated, .engine = GTS_ENGINE_NUMPY};
+
+/* The emulated device's pinned host memory, (GTS_DL_EXT_DEV, 2): host
+ * memory, as CUDA's pinned memory is, in whole pages of its own; its blocks
+ * are counted with the emulated device's, so that tests see which buffers
+ * are pinned and that they are made once. Freed blocks are cached in size
+ * classes, as CUDA's pinned blocks are (device_cuda.c), so that every CI
+ * run tests the cache that spares CUDA its milliseconds of pinning. */
+static void pinned_release(gts__pool *pool, void *block, int64_t size)
+{
+    (void)pool;
+    gts__host_pages_free(block, size);
+}
+
+static const gts__pool_memory pinned_memory = {.release = pinned_release};
+static gts__pool pinned_pool = GTS__POOL_INIT(GTS__CACHE_PINNED, &pinned_memory, NULL, true);
+
+static int pinned_alloc(const gts_device_ops *dev, int64_t size, unsigned flags, void **out,
+                        gts_error *err)
+{
+    (void)dev;
+    int rc = GTS_OK;
+    if (gts__pool_take(&pinned_pool, size, out)) {
+        if (flags & GTS_ALLOC_ZERO)
+            gts__zero(*out, size);
+    } else {
+        rc = gts__host_pages_alloc(gts__pool_size(&pinned_pool, size), flags, out, err);
+    }
+    if (!rc)
+        count_pinned(size, false);
+    return rc;
+}
+
+static void pinned_free(const gts_device_ops *dev, void *block, int64_t size)
+{
+    (void)dev;
+    gts__pool_put(&pinned_pool, block, size);
+    count_pinned(size, true);
+}
+
+const gts_device_ops gts__emulated_pinned = {
+    .id = {GTS_DL_EXT_DEV, 2}, .name = "emulated_pinned", .alloc = pinned_alloc,
+    .free = pinned_free, GTS__HOST_KERNELS, .kind = GTS_MEMORY_PINNED,
+    .owner = &gts__device_emulated, .engine = GTS_ENGINE_NUMPY};

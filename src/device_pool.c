@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "host_memory.h"
 #include "internal.h"
 
 /* ---- the registry of caches --------------------------------------------------
@@ -178,6 +179,22 @@ void gts__pool_stats(gts__cache *cache, gts__cache_stats *out)
     out->hits += pool->hits;
     out->misses += pool->misses;
     pthread_mutex_unlock(&pool->lock);
+}
+
+/* ---- the caches' limit, for every cache ------------------------------------------ */
+
+void gts_cache_set_limit(int64_t bytes)
+{
+    gts__host_cache_set_limit(bytes);
+    gts__caches_trim(bytes > 0 ? bytes : 0); /* the device and pinned caches */
+}
+
+void gts_cache_clear(void)
+{
+    /* device and pinned blocks first: releasing a pinned block hands its
+     * host memory to the host cache */
+    gts__caches_trim(0);
+    gts__host_cache_clear();
 }
 
 /* ---- host memory for pinning ---------------------------------------------------- */

@@ -4,7 +4,7 @@
  * Allocating device memory or pinning host memory costs far more than
  * reusing a block (an H100 takes 92 us for cudaMalloc + cudaFree of 64 MiB,
  * 27 ms to cudaHostAlloc it), so the devices keep freed blocks for the next
- * allocation, as buffer.c keeps huge-page mappings. Two kinds of cache:
+ * allocation, as the host allocator (host_memory.c) keeps huge-page mappings. Two kinds of cache:
  *
  * - a gts__pool: freed blocks of one device, each reused for a request of
  *   its size class, at most gts_cache_limit() bytes (oldest released

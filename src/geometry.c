@@ -4,6 +4,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "internal.h"
+
 bool gts_mul_overflow(int64_t a, int64_t b, int64_t *out)
 {
     int64_t result;
@@ -202,4 +204,21 @@ int gts_strides_contiguous(int ndim, const int64_t *shape, int64_t itemsize, int
     for (int d = 0; d < ndim; ++d)
         strides[d] = computed[d];
     return GTS_OK;
+}
+
+/* For devices that move or check the bytes of strided arrays (internal.h). */
+int gts__strided_range(int ndim, const int64_t *shape, const int64_t *strides, int64_t itemsize,
+                       bool *valid, int64_t *low, int64_t *high, gts_error *err)
+{
+    *valid = false;
+    *low = *high = 0;
+    if (ndim < 0 || ndim > GTS_MAX_NDIM || (ndim > 0 && !shape) || itemsize <= 0)
+        return GTS_OK;
+    for (int d = 0; d < ndim; ++d)
+        if (shape[d] <= 0)
+            return GTS_OK; /* empty, or refused by the kernel */
+    if (ndim > 0 && !strides)
+        return GTS_OK;
+    *valid = true;
+    return gts_strided_extent(ndim, shape, strides, itemsize, low, high, err);
 }

@@ -54,7 +54,8 @@ static int device_impossible(const gts_device_ops *const *gpus, int n, int32_t m
                              "device_aware: the fields in device memory only are on %s and %s; "
                              "messages in device memory need them on one device",
                              gpus[0]->name, gpus[1]->name);
-    if (gpus[0] == gts_device_emulated() || gpus[0]->id.type == mpi_reads)
+    /* memory with a host alias (the emulated device's): MPI reads that */
+    if (gpus[0]->host_alias || gpus[0]->id.type == mpi_reads)
         return 0;
     return gts_error_set(err, GTS_EINVAL,
                          "device_aware: asked for, but this MPI cannot read %s memory (it did "
@@ -160,9 +161,10 @@ static int allocate(gts_halo_messages *m, direction *dir, bool send, int64_t *of
     int rc = gts_device_alloc(m->device, dir->size, 0, &dir->block, err);
     if (rc)
         return rc;
-    /* a device-aware MPI reads the emulated device's memory where it is */
+    /* a device-aware MPI reads memory with a host alias (the emulated
+     * device's) there, other device memory where it is */
     char *data = dir->block;
-    char *mpi = m->device == gts_device_emulated() ? gts_device_emulated_host_address(data) : data;
+    char *mpi = m->device->host_alias ? gts_device_host_alias(m->device, data) : data;
     int64_t next = 0; /* within the block: the plan's totals are the sums */
     for (int local = 0; local < 2; ++local)
         for (int i = 0; i < m->n; ++i) {

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gtstore/access.h"
 #include "gtstore/device.h"
 #include "gtstore/kernels.h"
 #include "gtstore/sync.h"
@@ -462,19 +463,21 @@ static int check_message(const gts_halo_plan *plan, int index, const void *buffe
 static int copy_on_host(const gts_storage *g, const region *r, char *packed, bool send,
                         gts_error *err)
 {
-    /* a mirrored buffer: read its host side current, or write it (a write
-     * in flight, gtstore/sync.h) */
-    int rc = send ? gts_buffer_sync(g->buffer, GTS_SIDE_HOST, false, NULL, err)
-                  : gts_buffer_write_begin(g->buffer, GTS_SIDE_HOST, NULL, err);
+    /* read its host side current, or write it (a write in flight,
+     * gtstore/access.h) */
+    void *data;
+    gts_access access = send ? GTS_ACCESS_READ : GTS_ACCESS_WRITE_HELD;
+    int rc = gts_storage_access(g, GTS_SIDE_HOST, access, NULL, &data, err);
     if (rc)
         return rc;
-    char *field = (char *)gts_storage_data(g) + r->offset;
+    char *field = (char *)data + r->offset;
     if (send)
-        return gts_copy(packed, r->packed_strides, field, g->strides, g->ndim, r->shape,
-                        g->dtype.itemsize, err);
-    rc = gts_copy(field, g->strides, packed, r->packed_strides, g->ndim, r->shape,
-                  g->dtype.itemsize, err);
-    gts_buffer_write_end(g->buffer, NULL);
+        rc = gts_copy(packed, r->packed_strides, field, g->strides, g->ndim, r->shape,
+                      g->dtype.itemsize, err);
+    else
+        rc = gts_copy(field, g->strides, packed, r->packed_strides, g->ndim, r->shape,
+                      g->dtype.itemsize, err);
+    gts_storage_access_end(g, access);
     return rc;
 }
 

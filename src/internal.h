@@ -13,9 +13,6 @@
 #include "gtstore/storage.h"
 #include "gtstore/sync.h"
 
-/* The host device (device.c); buffers compare against it. */
-extern const gts_device_ops gts__device_host;
-
 /* The CUDA devices (device_cuda.c), which load the driver on first use.
  * gts__cuda_get: the device of a CUDA type (GTS_DL_CUDA, GTS_DL_CUDA_HOST,
  * GTS_DL_CUDA_MANAGED) with the errors of gts_device_get. gts__cuda_list:
@@ -27,24 +24,13 @@ size_t gts__cuda_list(const gts_device_ops **out, size_t capacity);
  * (gts_device_locate); GTS_ENOTFOUND where it is not CUDA memory. */
 int gts__cuda_locate(const void *address, const gts_device_ops **out, gts_error *err);
 
-/* Counts a block of the emulated device's pinned host memory (device.c) in
- * the emulated device's counts (device_emulated.c): `size` bytes allocated,
- * or freed where `freed`. */
-void gts__emulated_count_pinned(int64_t size, bool freed);
-
 /* The bytes a strided array touches, [element 0 + *low, element 0 +
- * *high), for devices that move or check them (device.c). Arguments the
+ * *high), for devices that move or check them (geometry.c). Arguments the
  * kernels refuse before touching memory (ndim, shape, itemsize, NULL
  * strides) and arrays that touch nothing give *valid false, and the caller
  * hands them to the kernel, which says why. */
 int gts__strided_range(int ndim, const int64_t *shape, const int64_t *strides, int64_t itemsize,
                        bool *valid, int64_t *low, int64_t *high, gts_error *err);
-
-/* The host allocator of buffer.c for raw blocks: 64-byte aligned heap
- * blocks, large ones (>= GTS_LARGE_BLOCK) from the huge-page cache. `size`
- * at free is the size allocated. */
-int gts__host_alloc(int64_t size, unsigned flags, void **out, gts_error *err);
-void gts__host_free(void *block, int64_t size);
 
 /* gts_copy_batch_create (gtstore/copy_batch.h), where `check_sides` may be
  * false for callers that know their copies independent (a halo plan's

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "gtstore/access.h"
 #include "gtstore/device.h"
 #include "gtstore/kernels.h"
 #include "gtstore/sync.h"
@@ -716,7 +717,7 @@ static char *element0(const gts_storage *s)
 static int assign_across(const gts_storage *dst, const gts_device_ops *to,
                          const gts_storage *src, const gts_device_ops *from, gts_error *err)
 {
-    const gts_device_ops *host = gts_device_host();
+    const gts_device_ops *host = gts_device_host(); /* for staging */
     int n = dst->ndim;
     int64_t itemsize = dst->dtype.itemsize, bytes = gts_storage_nbytes(src);
     if (bytes == 0)
@@ -727,8 +728,10 @@ static int assign_across(const gts_storage *dst, const gts_device_ops *to,
         return rc;
     /* The host reads or writes host-accessible device memory (managed,
      * pinned) in place below: only once the work queued there is done. */
-    if ((from != host && from->host_accessible && (rc = from->synchronize(from, NULL, err))) ||
-        (to != host && to->host_accessible && (rc = to->synchronize(to, NULL, err))))
+    if ((from->kind != GTS_MEMORY_HOST && from->host_accessible &&
+         (rc = from->synchronize(from, NULL, err))) ||
+        (to->kind != GTS_MEMORY_HOST && to->host_accessible &&
+         (rc = to->synchronize(to, NULL, err))))
         return rc;
     void *on_host = NULL, *on_from = NULL, *on_to = NULL;
     const void *host_c; /* the values on the host, in C order */
@@ -782,20 +785,21 @@ int gts_storage_assign(const gts_storage *dst, const gts_storage *src, gts_error
     if (!gts_dtype_equal(dst->dtype, src->dtype))
         return gts_error_set(err, GTS_ETYPE, "src: dtype %s does not match the destination's %s",
                              gts_dtype_name(src->dtype), gts_dtype_name(dst->dtype));
-    /* On a mirrored buffer both read and write the device side: bring it
-     * up to date first (gtstore/sync.h), so that no write is lost, and hold
-     * the write in flight while it runs. */
-    if ((rc = gts_buffer_sync(src->buffer, GTS_SIDE_DEVICE, false, NULL, err)) ||
-        (rc = gts_buffer_write_begin(dst->buffer, GTS_SIDE_DEVICE, NULL, err)))
+    /* Both read and write the device side (gtstore/access.h): the write
+     * in flight while it runs, so that no write is lost. */
+    void *from_data, *to_data;
+    if ((rc = gts_storage_access(src, GTS_SIDE_DEVICE, GTS_ACCESS_READ, NULL, &from_data, err)) ||
+        (rc = gts_storage_access(dst, GTS_SIDE_DEVICE, GTS_ACCESS_WRITE_HELD, NULL, &to_data,
+                                 err)))
         return rc;
     const gts_device_ops *to = gts_buffer_device(dst->buffer);
     const gts_device_ops *from = gts_buffer_device(src->buffer);
     if (to == from || (to->host_accessible && from->host_accessible))
-        rc = to->copy(to, element0(dst), dst->strides, element0(src), src->strides, dst->ndim,
-                      dst->shape, dst->dtype.itemsize, NULL, err);
+        rc = to->copy(to, to_data, dst->strides, from_data, src->strides, dst->ndim, dst->shape,
+                      dst->dtype.itemsize, NULL, err);
     else
         rc = assign_across(dst, to, src, from, err);
-    gts_buffer_write_end(dst->buffer, NULL);
+    gts_storage_access_end(dst, GTS_ACCESS_WRITE_HELD);
     return rc;
 }
 
@@ -808,13 +812,14 @@ int gts_storage_fill(const gts_storage *storage, gts_scalar value, gts_error *er
 
 int gts_storage_fill_item(const gts_storage *storage, const void *item, gts_error *err)
 {
-    int rc = check_writable(storage, err);
-    if (rc || (rc = gts_buffer_write_begin(storage->buffer, GTS_SIDE_DEVICE, NULL, err)))
+    void *data;
+    int rc = gts_storage_access(storage, GTS_SIDE_DEVICE, GTS_ACCESS_WRITE_HELD, NULL, &data, err);
+    if (rc)
         return rc;
     const gts_device_ops *device = gts_buffer_device(storage->buffer);
-    rc = device->fill(device, element0(storage), storage->ndim, storage->shape, storage->strides,
+    rc = device->fill(device, data, storage->ndim, storage->shape, storage->strides,
                       storage->dtype.itemsize, item, NULL, err);
-    gts_buffer_write_end(storage->buffer, NULL);
+    gts_storage_access_end(storage, GTS_ACCESS_WRITE_HELD);
     return rc;
 }
 

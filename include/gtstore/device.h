@@ -7,7 +7,10 @@
  * within the device, strided fill and copy of device memory (the contracts
  * of gts_fill and gts_copy), synchronise, and optionally streams. Buffers
  * know their device (gts_buffer_device) and storages dispatch copy and fill
- * through it.
+ * through it. Each device also says what it is (its capabilities: the kind
+ * of its memory, the GPU that owns it, whether it is exported with the CUDA
+ * array interface, which engine computes on it, its host alias), which
+ * callers ask instead of comparing devices by identity or DLPack type.
  *
  * Built in:
  * - the host (GTS_DL_CPU, 0): always present. Its memory is host memory;
@@ -87,6 +90,24 @@ enum {
     GTS_ALLOC_ZERO = 1 /* the block reads as zeros (like calloc) */
 };
 
+/* What kind of memory a device is: what callers ask instead of comparing
+ * devices by identity. */
+typedef enum gts_memory_kind {
+    GTS_MEMORY_HOST = 0,    /* the host's own memory (the host device) */
+    GTS_MEMORY_GPU = 1,     /* a GPU's device memory (a CUDA GPU, the emulated device) */
+    GTS_MEMORY_MANAGED = 2, /* memory that the host and its GPU both reach */
+    GTS_MEMORY_PINNED = 3   /* page-locked host memory that its GPU copies directly */
+} gts_memory_kind;
+
+/* Which array library computes on a device's memory (the Python
+ * extension's engines): none, NumPy over host addresses (for the emulated
+ * device: over the host alias of its addresses), CuPy. */
+typedef enum gts_engine_kind {
+    GTS_ENGINE_NONE = 0,
+    GTS_ENGINE_NUMPY = 1,
+    GTS_ENGINE_CUPY = 2
+} gts_engine_kind;
+
 /* A stream (queue of device work); NULL: the default stream. */
 typedef void *gts_stream;
 
@@ -150,6 +171,20 @@ struct gts_device_ops {
                          void **out, gts_error *err);
     int (*batch_run)(const gts_device_ops *dev, void *batch, gts_stream stream, gts_error *err);
     void (*batch_release)(const gts_device_ops *dev, void *batch);
+    /* ---- capabilities (ABI 4; after every operation) ---- */
+    gts_memory_kind kind;
+    /* The GPU whose companion memory this is (a managed or pinned memory;
+     * NULL for CUDA's pinned memory, which every CUDA GPU shares), NULL for
+     * the host and GPUs. */
+    const gts_device_ops *owner;
+    /* Whether its memory is exported with the CUDA array interface (CUDA
+     * device and managed memory). */
+    bool cuda_array_interface;
+    /* Which engine computes on its memory in place. */
+    gts_engine_kind engine;
+    /* Optional (NULL: no host alias): the host address that reaches the
+     * memory at `address` (gts_device_host_alias). */
+    void *(*host_alias)(const gts_device_ops *dev, const void *address);
 };
 
 /* ---- the registry -------------------------------------------------------- */
@@ -209,6 +244,12 @@ int gts_device_gpu(const gts_device_ops **out, gts_error *err);
 /* Chooses the device that plays the GPU (NULL: back to the environment's
  * choice). Host-accessible memory cannot (GTS_EINVAL). */
 int gts_device_use_gpu(const gts_device_ops *device, gts_error *err);
+
+/* The host address where the host reaches the memory at `address` of
+ * `device`: `address` itself for host-accessible memory, the host memory
+ * behind an emulated device address (NULL outside its live blocks), NULL
+ * for memory the host cannot reach (a CUDA GPU's) or a NULL device. */
+void *gts_device_host_alias(const gts_device_ops *device, const void *address);
 
 /* Whether two ids name the same device. */
 bool gts_device_id_equal(gts_device_id a, gts_device_id b);

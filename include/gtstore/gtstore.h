@@ -3,6 +3,7 @@
 #ifndef GTSTORE_GTSTORE_H
 #define GTSTORE_GTSTORE_H
 
+#include "gtstore/access.h"
 #include "gtstore/binding.h"
 #include "gtstore/broadcast.h"
 #include "gtstore/buffer.h"

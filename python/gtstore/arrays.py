@@ -22,6 +22,7 @@ import numpy as np
 
 from ._gtstore import Plan, UnknownPresetError, get_preset, presets, register_preset, unregister_preset
 from ._gtstore import arrays as _functions
+from ._gtstore import _host_memory
 
 empty = _functions.empty
 zeros = _functions.zeros
@@ -58,13 +59,10 @@ __all__ = [
     "zeros_like",
 ]
 
-# DLPack device types whose memory the host can read.
-_HOST_DEVICES = (1, 3)  # kDLCPU, kDLCUDAHost
-
-
 def _on_gpu(x: Any) -> bool:
     if hasattr(x, "__dlpack_device__"):
-        return x.__dlpack_device__()[0] not in _HOST_DEVICES
+        # host memory as the library's devices describe themselves
+        return not _host_memory(*x.__dlpack_device__())
     return hasattr(x, "__cuda_array_interface__") and not hasattr(x, "__array_interface__")
 
 

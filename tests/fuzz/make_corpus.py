@@ -360,10 +360,30 @@ def binding():
     return seeds
 
 
+def access():
+    def start(device, shape, at):
+        return Input().range(0, 4, device).range(1, 6, shape[0]).range(1, 6, shape[1]) \
+            .range(0, shape[0] - 1, at[0]).range(0, shape[1] - 1, at[1])
+
+    def step(seed, side, access, toggle=False):  # side, access: -1 .. 2/3, as the target reads
+        return seed.range(-1, 2, side).range(-1, 3, access).range(0, 7, 0 if toggle else 1)
+
+    seeds = {}
+    names = ["host", "mirrored", "device_only", "managed", "pinned"]
+    for device, name in enumerate(names):
+        seed = start(device, (4, 5), (1, 2))
+        for side, access in [(0, 1), (1, 0), (1, 2), (0, 0), (1, 1), (0, 2), (2, 0), (0, 3)]:
+            step(seed, side, access)
+        step(seed, 1, 1, toggle=True)
+        step(seed, 0, 0)
+        seeds[name] = seed
+    return seeds
+
+
 def main():
     import sys
     makers = {"dtype": dtype, "dims_layout": dims_layout, "geometry": geometry, "buffer": buffer,
-              "dlpack_import": dlpack_import, "views": views, "kernels": kernels, "spec": spec,
+              "dlpack_import": dlpack_import, "views": views, "access": access, "kernels": kernels, "spec": spec,
               "broadcast": broadcast, "halo_plan": halo_plan, "binding": binding}
     for target in sys.argv[1:] or makers:  # the targets named, else all
         make = makers[target]

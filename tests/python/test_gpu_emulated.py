@@ -289,6 +289,22 @@ def test_exports_mark_the_side_they_expose():
     assert s.sync_state.state == gtstore.SyncState.SYNC_CLEAN
 
 
+def test_exports_of_a_read_only_storage_mark_nothing():
+    # a read-only view of a software-managed storage: its exports are synced,
+    # never marked written, on either side (gts_storage_access)
+    s = gtstore.zeros((3, 3), device="gpu")
+    host = np.asarray(s).view()
+    host.flags.writeable = False
+    r = gtstore.as_storage(host, device_data=s, sync_state=s.sync_state)
+    exports = (lambda x: x.to_ndarray(), lambda x: x.__dlpack__(max_version=(1, 0)),
+               lambda x: x.device_data, np.asarray, lambda x: x.__array_interface__)
+    for export in exports:
+        s.set_synchronized()
+        export(r)
+        assert s.sync_state.state == gtstore.SyncState.SYNC_CLEAN, export
+    assert not r.to_ndarray().flags.writeable
+
+
 def test_copy_keeps_type_values_and_sync():
     s = gtstore.zeros((4, 5), device="gpu", halo=((1, 1), (1, 1)))
     s[1:-1, 1:-1] = 2.0

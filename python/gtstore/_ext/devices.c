@@ -111,7 +111,26 @@ static PyObject *api_reset_transfer_counts(PyObject *self, PyObject *unused)
     Py_RETURN_NONE;
 }
 
+/* _host_memory(type, id): whether the DLPack device (type, id) is host
+ * memory (the host's, or a GPU's pinned memory) as its device describes
+ * itself; False for devices gtstore cannot reach. */
+static PyObject *api_host_memory(PyObject *self, PyObject *args)
+{
+    (void)self;
+    int type, id;
+    if (!PyArg_ParseTuple(args, "ii:_host_memory", &type, &id))
+        return NULL;
+    const gts_device_ops *device;
+    gts_error err;
+    bool host = gts_device_get((gts_device_id){type, id}, &device, &err) == 0 &&
+                (device->kind == GTS_MEMORY_HOST || device->kind == GTS_MEMORY_PINNED);
+    return PyBool_FromLong(host);
+}
+
 PyMethodDef gtpy_devices_methods[] = {
+    {"_host_memory", api_host_memory, METH_VARARGS,
+     "_host_memory(type, id)\n--\n\nWhether the DLPack device (type, id) is host memory (the "
+     "host's, or a GPU's pinned memory)."},
     {"devices", api_devices, METH_NOARGS,
      "devices()\n--\n\nThe devices gtstore can reach: the host, the emulated device, and CUDA's "
      "where a driver and a GPU are present; each a dict with its name and DLPack (type, id)."},

@@ -115,12 +115,12 @@ static int read_device(PyObject *obj, const gts_buffer *buffer, int copy, export
  * gtstore operation has completed when it returns. CUDA takes any stream
  * but 0 (forbidden by the protocol); other memory None or -1 ("no
  * synchronization"). */
-static int check_stream(PyObject *stream, gts_device_id own)
+static int check_stream(PyObject *stream, const gts_device_ops *own)
 {
     long value = 0;
     if (!stream || stream == Py_None)
         return 0;
-    bool cuda = own.type == GTS_DL_CUDA || own.type == GTS_DL_CUDA_MANAGED;
+    bool cuda = own->cuda_array_interface; /* CUDA memory takes CUDA streams */
     bool is_int = saturated_long(stream, &value) == 0;
     PyErr_Clear();
     bool pointer = value != 0 && value != LONG_MAX && value != LONG_MIN; /* not saturated */
@@ -152,7 +152,9 @@ static int prepare_export(const gts_storage *g, export_kind kind, int copy, gts_
         }
         return *keep ? 0 : -1;
     }
-    if (gts_buffer_prepare_write(g->buffer, GTS_SIDE_DEVICE, NULL, &err) != 0 ||
+    void *data;
+    gts_access access = g->readonly ? GTS_ACCESS_READ : GTS_ACCESS_WRITE;
+    if (gts_storage_access(g, GTS_SIDE_DEVICE, access, NULL, &data, &err) != 0 ||
         (copy > 0 && gts_storage_copy(g, out, &err) != 0))
         return gtpy_raise(&err);
     if (copy <= 0)
@@ -180,8 +182,8 @@ PyObject *gtpy_storage_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t 
     int copy = values[3] && values[3] != Py_None ? PyObject_IsTrue(values[3]) : -1;
     if ((values[3] && values[3] != Py_None && copy < 0) ||
         read_device(values[2], g.buffer, copy, &kind) < 0 ||
-        check_stream(values[0], kind == EXPORT_OWN ? gts_buffer_device(g.buffer)->id
-                                                   : gts_device_host()->id) < 0)
+        check_stream(values[0], kind == EXPORT_OWN ? gts_buffer_device(g.buffer)
+                                                   : gts_device_host()) < 0)
         return NULL;
     if (kind == EXPORT_HOST_SIDE && major < 1) {
         PyErr_SetString(PyExc_BufferError,

@@ -51,9 +51,10 @@ static int check_cupy_device(PyObject *cupy, const gts_device_ops *gpu)
 int gtpy_engine_get(const gts_device_ops *gpu, gtpy_engine *out)
 {
     out->gpu = gpu;
-    out->cuda = gpu->id.type == GTS_DL_CUDA;
+    out->cuda = gpu->engine == GTS_ENGINE_CUPY && gpu->kind == GTS_MEMORY_GPU;
     out->name = out->cuda ? "CuPy" : "NumPy";
-    if (!out->cuda && gpu != gts_device_emulated() && gpu != gts_device_host()) {
+    if (!out->cuda && (gpu->engine != GTS_ENGINE_NUMPY ||
+                       (gpu->kind != GTS_MEMORY_GPU && gpu->kind != GTS_MEMORY_HOST))) {
         PyErr_Format(PyExc_NotImplementedError, "computing on the %s device is not supported",
                      gpu->name);
         return -1;
@@ -66,12 +67,13 @@ int gtpy_engine_get(const gts_device_ops *gpu, gtpy_engine *out)
 
 bool gtpy_engine_reaches(const gtpy_engine *e, const gts_device_ops *device)
 {
-    if (device == gts_device_host())
+    /* a GPU's memory or one that a GPU owns (managed, pinned) */
+    const gts_device_ops *gpu = device->owner ? device->owner : device;
+    if (device->kind == GTS_MEMORY_HOST || gpu->kind != GTS_MEMORY_GPU)
         return false;
-    if (!e->cuda) /* the emulated device and its managed memory */
-        return device->id.type == GTS_DL_EXT_DEV;
-    return (device->id.type == GTS_DL_CUDA || device->id.type == GTS_DL_CUDA_MANAGED) &&
-           device->id.id == e->gpu->id.id;
+    if (!e->cuda) /* a GPU NumPy computes on (the emulated device) and its memories */
+        return gpu->engine == GTS_ENGINE_NUMPY;
+    return gpu == e->gpu && device->kind != GTS_MEMORY_PINNED; /* and its managed memory */
 }
 
 static PyObject *tuple_of(int n, const Py_ssize_t *values)

@@ -163,7 +163,7 @@ static PyObject *buffer_of(PyObject *self, PyObject *index_obj, bool send)
     buffer->owner = Py_NewRef(self);
     buffer->message = send ? gts_halo_messages_send(m->messages, index)
                            : gts_halo_messages_recv(m->messages, index);
-    buffer->cuda = device->id.type == GTS_DL_CUDA;
+    buffer->cuda = device->cuda_array_interface;
     return (PyObject *)buffer;
 }
 

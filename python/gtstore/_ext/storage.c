@@ -44,11 +44,11 @@ void gtpy_storage_load(PyObject *obj, gts_storage *out)
 static PyTypeObject *storage_type_of(const gts_buffer *buffer)
 {
     const gts_device_ops *device = gts_buffer_device(buffer);
-    if (device == gts_device_host())
+    if (device->kind == GTS_MEMORY_HOST)
         return &gtpy_CPUStorage_Type;
     if (gts_buffer_mirrored(buffer))
         return &gtpy_SoftwareManagedGPUStorage_Type;
-    if (gts_device_is_managed(device))
+    if (device->kind == GTS_MEMORY_MANAGED)
         return &gtpy_CudaManagedGPUStorage_Type;
     return device->host_accessible ? &gtpy_CPUStorage_Type : &gtpy_GPUStorage_Type;
 }
@@ -465,7 +465,7 @@ static PyObject *managed_name(const gts_buffer *buffer)
 {
     if (gts_buffer_mirrored(buffer))
         return PyUnicode_FromString("gt4py");
-    if (gts_device_is_managed(gts_buffer_device(buffer)))
+    if (gts_buffer_device(buffer)->kind == GTS_MEMORY_MANAGED)
         return PyUnicode_FromString("cuda");
     Py_RETURN_NONE;
 }

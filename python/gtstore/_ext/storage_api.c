@@ -110,11 +110,11 @@ static int copy_into(PyObject *storage, const gts_storage *s, gtpy_source *src)
         gtpy_storage_load(src->storage, &from);
         return copy_cast(storage, s, src, &from);
     }
+    void *data;
     if (gts_storage_data(s)) {
-        if (gts_buffer_prepare_write(s->buffer, GTS_SIDE_HOST, NULL, &err) != 0)
+        if (gts_storage_access(s, GTS_SIDE_HOST, GTS_ACCESS_WRITE, NULL, &data, &err) != 0)
             return gtpy_raise(&err);
-        return gtpy_copy_source(storage, gts_storage_data(s), s->strides, s->ndim, s->shape,
-                                s->dtype, src);
+        return gtpy_copy_source(storage, data, s->strides, s->ndim, s->shape, s->dtype, src);
     }
     gts_storage host;
     PyObject *staging = gtpy_storage_host_staging(s, &host);

@@ -12,15 +12,14 @@ static const gts_device_ops *device_of(PyObject *self)
     return gts_buffer_device(STORAGE(self)->buffer);
 }
 
-static bool on_cuda(const gts_device_ops *device)
-{
-    return device->id.type == GTS_DL_CUDA || device->id.type == GTS_DL_CUDA_MANAGED;
-}
-
 static int device_write_access(PyObject *self)
 {
+    gts_storage g;
     gts_error err;
-    if (gts_buffer_prepare_write(STORAGE(self)->buffer, GTS_SIDE_DEVICE, NULL, &err) != 0)
+    void *data;
+    gtpy_storage_load(self, &g);
+    gts_access access = g.readonly ? GTS_ACCESS_READ : GTS_ACCESS_WRITE;
+    if (gts_storage_access(&g, GTS_SIDE_DEVICE, access, NULL, &data, &err) != 0)
         return gtpy_raise(&err);
     return 0;
 }
@@ -39,7 +38,7 @@ static PyObject *emulated_ndarray(PyObject *self)
     gts_storage g;
     gtpy_storage_load(self, &g);
     char *device_base = gts_buffer_data(g.buffer);
-    void *host = gts_device_emulated_host_address(device_base);
+    void *host = gts_device_host_alias(gts_buffer_device(g.buffer), device_base);
     gts_buffer *wrapped;
     gts_error err;
     if (device_write_access(self) < 0)
@@ -61,14 +60,14 @@ PyObject *gtpy_storage_to_cupy(PyObject *self, PyObject *unused)
 {
     (void)unused;
     const gts_device_ops *device = device_of(self);
-    if (!on_cuda(device)) {
+    if (!device->cuda_array_interface) {
         PyErr_Format(gtpy_NoSuchBufferError,
                      "to_cupy: this storage has no CUDA buffer (its memory is on the %s "
                      "device)%s",
                      device->name,
-                     device == gts_device_emulated() ? "; to_ndarray() gives the emulated "
-                                                       "device's memory as NumPy"
-                                                     : "");
+                     device->host_alias ? "; to_ndarray() gives the emulated device's "
+                                          "memory as NumPy"
+                                        : "");
         return NULL;
     }
     PyObject *cupy = PyImport_ImportModule("cupy");
@@ -91,9 +90,10 @@ PyObject *gtpy_storage_to_cupy(PyObject *self, PyObject *unused)
 PyObject *gtpy_storage_to_ndarray(PyObject *self, PyObject *unused)
 {
     const gts_device_ops *device = device_of(self);
-    if (device->host_accessible && !on_cuda(device)) /* the host, emulated managed memory */
+    /* the host, emulated managed and pinned memory */
+    if (device->host_accessible && !device->cuda_array_interface)
         return gtpy_storage_ndarray(self, true);
-    if (device == gts_device_emulated())
+    if (device->host_alias) /* the emulated device */
         return emulated_ndarray(self);
     return gtpy_storage_to_cupy(self, unused);
 }
@@ -102,7 +102,7 @@ PyObject *gtpy_storage_device(PyObject *self, void *closure)
 {
     (void)closure;
     const gts_device_ops *device = device_of(self);
-    if (device == gts_device_host())
+    if (device->kind == GTS_MEMORY_HOST)
         Py_RETURN_NONE;
     return PyUnicode_FromString(device->name);
 }
@@ -110,7 +110,7 @@ PyObject *gtpy_storage_device(PyObject *self, void *closure)
 PyObject *gtpy_storage_device_data(PyObject *self, void *closure)
 {
     (void)closure;
-    if (device_of(self) == gts_device_host())
+    if (device_of(self)->kind == GTS_MEMORY_HOST)
         Py_RETURN_NONE;
     PyObject *array = gtpy_storage_to_ndarray(self, NULL);
     PyObject *data = array ? PyObject_GetAttrString(array, "data") : NULL;
@@ -138,7 +138,7 @@ PyObject *gtpy_storage_cuda_array_interface(PyObject *self, void *closure)
 
 PyObject *gtpy_storage_cuda_info(PyObject *self, bool access)
 {
-    if (!on_cuda(device_of(self))) {
+    if (!device_of(self)->cuda_array_interface) {
         PyErr_SetString(PyExc_AttributeError,
                         "__cuda_array_interface__: this storage is not in CUDA memory");
         return NULL;

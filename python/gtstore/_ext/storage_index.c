@@ -157,8 +157,7 @@ static bool value_on_device(PyObject *value)
     if (!gtpy_is_storage(value))
         return false;
     gts_buffer *buffer = STORAGE(value)->buffer;
-    const gts_device_ops *device = gts_buffer_device(buffer);
-    if (device == gts_device_host())
+    if (gts_buffer_device(buffer)->kind == GTS_MEMORY_HOST)
         return false;
     return !gts_buffer_mirrored(buffer) || gts_buffer_sync_state(buffer) != GTS_SYNC_HOST_DIRTY;
 }

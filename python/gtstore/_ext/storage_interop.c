@@ -14,13 +14,10 @@ int gtpy_storage_host_access(const gts_storage *g, bool write)
                         "on the device (to_ndarray, to_cupy, DLPack) or copy it to the host");
         return -1;
     }
-    const gts_device_ops *device = gts_buffer_device(buffer);
-    int rc = write && !g->readonly ? gts_buffer_prepare_write(buffer, GTS_SIDE_HOST, NULL, &err)
-                                   : gts_buffer_sync(buffer, GTS_SIDE_HOST, false, NULL, &err);
-    /* managed memory: the host reads it once the work queued there is done */
-    if (!rc && device != gts_device_host() && device->host_accessible)
-        rc = gts_device_synchronize(device, NULL, &err);
-    return rc ? gtpy_raise(&err) : 0;
+    void *data;
+    gts_access access = write && !g->readonly ? GTS_ACCESS_WRITE : GTS_ACCESS_READ;
+    return gts_storage_access(g, GTS_SIDE_HOST, access, NULL, &data, &err) ? gtpy_raise(&err)
+                                                                           : 0;
 }
 
 PyObject *gtpy_storage_host_staging(const gts_storage *g, gts_storage *host)

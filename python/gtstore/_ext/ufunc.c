@@ -112,8 +112,7 @@ static int load_operand(call *c, int k, PyObject *obj)
  * for a software-managed storage, not last written on the host. */
 static bool gpu_array(const gts_storage *g)
 {
-    const gts_device_ops *device = gts_buffer_device(g->buffer);
-    if (device == gts_device_host())
+    if (gts_buffer_device(g->buffer)->kind == GTS_MEMORY_HOST)
         return false;
     return !gts_buffer_mirrored(g->buffer) ||
            gts_buffer_sync_state(g->buffer) != GTS_SYNC_HOST_DIRTY;
@@ -127,7 +126,7 @@ static int use_device(call *c, bool cuda_input)
     gts_error err;
     if (gts_device_gpu(&gpu, &err) != 0)
         return gtpy_raise(&err);
-    if (cuda_input && gpu->id.type != GTS_DL_CUDA) {
+    if (cuda_input && !gpu->cuda_array_interface) {
         PyErr_Format(PyExc_TypeError,
                      "%S: an operand is a CUDA array, but the storages' GPU is the %s device",
                      c->ufunc, gpu->name);
@@ -240,16 +239,16 @@ static PyObject *engine_view_of(const gtpy_engine *e, const gts_storage *g, int 
                                 PyObject *owner)
 {
     gts_error err;
-    int rc = write && !g->readonly
-                 ? gts_buffer_prepare_write(g->buffer, GTS_SIDE_DEVICE, NULL, &err)
-                 : gts_buffer_sync(g->buffer, GTS_SIDE_DEVICE, false, NULL, &err);
-    if (rc)
+    void *data;
+    gts_access access = write && !g->readonly ? GTS_ACCESS_WRITE : GTS_ACCESS_READ;
+    if (gts_storage_access(g, GTS_SIDE_DEVICE, access, NULL, &data, &err) != 0)
         return gtpy_raise_null(&err);
-    char *base = gts_buffer_data(g->buffer);
-    if (gts_buffer_device(g->buffer) == gts_device_emulated())
-        base = gts_device_emulated_host_address(base);
-    return gtpy_engine_view(e, base ? base + g->offset : NULL, g->dtype, ndim, shape, strides,
-                            !write || g->readonly, owner);
+    /* the address the engine uses (the host's behind emulated memory) */
+    const gts_device_ops *device = gts_buffer_device(g->buffer);
+    if (device->engine == GTS_ENGINE_NUMPY)
+        data = gts_device_host_alias(device, data);
+    return gtpy_engine_view(e, data, g->dtype, ndim, shape, strides, !write || g->readonly,
+                            owner);
 }
 
 /* The same with the result's shape, for operand k. */
@@ -373,9 +372,9 @@ static PyObject *resolve_dtypes(call *c)
  * `managed`), for outputs made like it. */
 static gts_managed managed_mode(const gts_buffer *buffer)
 {
-    const gts_device_ops *device = gts_buffer_device(buffer);
+    gts_memory_kind kind = gts_buffer_device(buffer)->kind;
     return gts_buffer_mirrored(buffer)      ? GTS_MANAGED_GT4PY
-           : gts_device_is_managed(device) ? GTS_MANAGED_CUDA
+           : kind == GTS_MEMORY_MANAGED    ? GTS_MANAGED_CUDA
                                             : GTS_MANAGED_NONE;
 }
 
@@ -389,7 +388,7 @@ static bool device_of_inputs(const call *c, gts_managed *managed)
         if (!c->operands[k].storage)
             continue;
         const gts_buffer *buffer = c->storages[k].buffer;
-        if (gts_buffer_device(buffer) == gts_device_host())
+        if (gts_buffer_device(buffer)->kind == GTS_MEMORY_HOST)
             continue;
         *managed = managed_mode(buffer);
         return true;
@@ -1058,7 +1057,8 @@ static PyObject *reduced_storage(PyObject *function, const gts_storage *g,
     if (result_dtype(function, dtype_obj, &dtype) < 0)
         return NULL;
     if (gts_broadcast_output_spec(1, &operand, result, dtype.base,
-                                  device == gts_device_host() ? GTS_DEVICE_CPU : GTS_DEVICE_GPU,
+                                  device->kind == GTS_MEMORY_HOST ? GTS_DEVICE_CPU
+                                                                  : GTS_DEVICE_GPU,
                                   &spec, &err) != 0)
         return gtpy_raise_null(&err);
     spec.managed = managed_mode(g->buffer);

@@ -1,0 +1,68 @@
+/* One side of a storage for reading or writing (gtstore/access.h). */
+#include "gtstore/access.h"
+
+#include "gtstore/buffer.h"
+
+static int check_arguments(const gts_storage *storage, gts_side side, gts_access access,
+                           void **element0, gts_error *err)
+{
+    if (!storage || !storage->buffer)
+        return gts_error_set(err, GTS_EINVAL, "storage: NULL");
+    if (!element0)
+        return gts_error_set(err, GTS_EINVAL, "element0: NULL");
+    if (side != GTS_SIDE_HOST && side != GTS_SIDE_DEVICE)
+        return gts_error_set(err, GTS_EINVAL, "side: %d is no gts_side", (int)side);
+    if (access != GTS_ACCESS_READ && access != GTS_ACCESS_WRITE &&
+        access != GTS_ACCESS_WRITE_HELD)
+        return gts_error_set(err, GTS_EINVAL, "access: %d is no gts_access", (int)access);
+    if (access != GTS_ACCESS_READ && storage->readonly)
+        return gts_error_set(err, GTS_EREADONLY, "assignment destination is read-only");
+    return GTS_OK;
+}
+
+/* The sync rule of gtstore/sync.h for the access (nothing to do on a
+ * buffer with one side). */
+static int apply_sync_rule(gts_buffer *buffer, gts_side side, gts_access access,
+                           gts_stream stream, gts_error *err)
+{
+    switch (access) {
+    case GTS_ACCESS_WRITE:
+        return gts_buffer_prepare_write(buffer, side, stream, err);
+    case GTS_ACCESS_WRITE_HELD:
+        return gts_buffer_write_begin(buffer, side, stream, err);
+    default:
+        return gts_buffer_sync(buffer, side, false, stream, err);
+    }
+}
+
+int gts_storage_access(const gts_storage *storage, gts_side side, gts_access access,
+                       gts_stream stream, void **element0, gts_error *err)
+{
+    int rc = check_arguments(storage, side, access, element0, err);
+    if (rc)
+        return rc;
+    gts_buffer *buffer = storage->buffer;
+    const gts_device_ops *device = gts_buffer_device(buffer);
+    char *base = side == GTS_SIDE_HOST ? gts_buffer_host(buffer) : gts_buffer_data(buffer);
+    if (side == GTS_SIDE_HOST && !device->host_accessible && !gts_buffer_mirrored(buffer))
+        return gts_error_set(err, GTS_ENOTSUP,
+                             "storage: its memory on the %s device has no host side",
+                             device->name);
+    if ((rc = apply_sync_rule(buffer, side, access, stream, err)))
+        return rc;
+    /* Memory the host shares with a GPU: the host reads and writes it only
+     * once the work queued there is done. */
+    if (side == GTS_SIDE_HOST && device->kind != GTS_MEMORY_HOST && device->host_accessible &&
+        (rc = gts_device_synchronize(device, stream, err))) {
+        gts_storage_access_end(storage, access);
+        return rc;
+    }
+    *element0 = base ? base + storage->offset : NULL;
+    return GTS_OK;
+}
+
+void gts_storage_access_end(const gts_storage *storage, gts_access access)
+{
+    if (storage && access == GTS_ACCESS_WRITE_HELD)
+        gts_buffer_write_end(storage->buffer, NULL);
+}
