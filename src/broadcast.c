@@ -35,6 +35,7 @@ typedef struct base_dims {
     int ndim;
     gts_dim dims[GTS_MAX_NDIM];
     int64_t shape[GTS_MAX_NDIM];
+    bool positional; /* the storages line up by position too (positional_dims) */
 } base_dims;
 
 /* Whether a 3-d array is I, J, K (seed 001): unless it has exactly the
@@ -95,8 +96,67 @@ static bool same_dims(const gts_storage *a, const gts_storage *b)
     return a->ndim == b->ndim && memcmp(a->dims, b->dims, (size_t)a->ndim * sizeof *a->dims) == 0;
 }
 
+/* An axis that None indexing added (gts_storage_insert_dim): a data dim of
+ * extent 1 and stride 0. Storages gtstore allocates never have stride 0. */
+static bool is_placeholder(const gts_storage *s, int d)
+{
+    return s->dims[d] >= 0 && s->shape[d] == 1 && s->strides[d] == 0;
+}
+
+/* xarray's broadcasting (docs/arrays.md, "Storages inside xarray"): xarray
+ * lines its operands up by position, adding the dims one lacks by None
+ * indexing, which gives an axis of extent 1 and stride 0 labelled with a
+ * free data dim (a placeholder). Storages line up by position, each position taking its
+ * one label, where all of them have the same number of dims, their labels
+ * would otherwise grow the result (the union has more dims than each), and
+ * at every position the labels other than placeholders are one label, a
+ * different one at each position. Else they line up by labels. */
+static bool positional_dims(int n, const gts_operand *ops, gts_broadcast *r, base_dims *base)
+{
+    const gts_storage *first = NULL;
+    int count = 0;
+    for (int k = 0; k < n; ++k) {
+        const gts_storage *s = ops[k].storage;
+        if (!s)
+            continue;
+        if (first && s->ndim != first->ndim)
+            return false;
+        first = first ? first : s;
+        ++count;
+    }
+    if (count < 2 || r->ndim <= first->ndim) /* r: the union of the labels */
+        return false;
+    for (int k = 0; k < n; ++k) /* arrays without dims: scalars, or by position too */
+        if (!ops[k].storage && ops[k].ndim != 0 && ops[k].ndim != first->ndim)
+            return false;
+    gts_dim labels[GTS_MAX_NDIM];
+    for (int p = 0; p < first->ndim; ++p) {
+        bool known = false;
+        labels[p] = first->dims[p];
+        base->shape[p] = 1;
+        for (int k = 0; k < n; ++k) {
+            const gts_storage *s = ops[k].storage;
+            if (!s || is_placeholder(s, p))
+                continue;
+            if (known && s->dims[p] != labels[p])
+                return false;
+            known = true;
+            labels[p] = s->dims[p];
+            base->shape[p] = s->shape[p] != 1 ? s->shape[p] : base->shape[p];
+        }
+        if (find_dim(p, labels, labels[p]) >= 0)
+            return false; /* one label at two positions */
+    }
+    r->ndim = base->ndim = first->ndim;
+    memcpy(r->dims, labels, (size_t)r->ndim * sizeof *labels);
+    memcpy(base->dims, labels, (size_t)r->ndim * sizeof *labels);
+    base->positional = true;
+    return true;
+}
+
 /* The result's dims without a given output: the storages' if they agree,
- * else their union, sorted; that is the base. 3-d arrays that do not fit it
+ * else their labels by position where positional_dims finds xarray's
+ * broadcasting, else their union, sorted; that is the base. 3-d arrays that do not fit it
  * by position are I, J, K and join the union with their dims of extent
  * other than 1. GTS_EINVAL where the union has more than GTS_MAX_NDIM. */
 static int result_dims(int n, const gts_operand *ops, gts_broadcast *r, base_dims *base,
@@ -118,6 +178,9 @@ static int result_dims(int n, const gts_operand *ops, gts_broadcast *r, base_dim
             if (!add_dim(r, s->dims[d]))
                 return too_many_dims(err);
     }
+    base->positional = false;
+    if (!agree && positional_dims(n, ops, r, base))
+        return GTS_OK;
     if (!agree)
         qsort(r->dims, (size_t)r->ndim, sizeof *r->dims, compare_dims);
     base->ndim = r->ndim;
@@ -159,7 +222,7 @@ static int mapping_of(int k, const gts_operand *op, const base_dims *base, mappi
                       gts_error *err)
 {
     if (op->storage) {
-        *how = BY_LABELS;
+        *how = base->positional ? BY_POSITION : BY_LABELS;
         return GTS_OK; /* checked above */
     }
     bool valid = op->ndim >= 0 && op->ndim <= GTS_MAX_NDIM && (op->ndim == 0 || op->shape);
@@ -247,6 +310,7 @@ int gts_broadcast_operands(int n, const gts_operand *operands, const gts_storage
             rc = check_storage(k, operands[k].storage, err);
     if (rc)
         return rc;
+    base.positional = false;
     if (out) {
         result->ndim = base.ndim = out->ndim;
         memcpy(result->dims, out->dims, (size_t)out->ndim * sizeof *out->dims);
