@@ -54,11 +54,15 @@ static bool read_as_ijk(const gts_operand *op, const base_dims *base)
     return false;
 }
 
-/* An operand's labels; by position they are the dims arrays line up by
- * (`base`, before 3-d arrays add theirs). */
-static const gts_dim *labels_of(const gts_operand *op, mapping how, const gts_dim *base)
+/* An operand's labels; by position they are the last of the dims arrays
+ * line up with (`base`, before 3-d arrays add theirs), as NumPy aligns
+ * shapes from the right: all of them for an array of as many dimensions. */
+static const gts_dim *labels_of(const gts_operand *op, mapping how, const base_dims *base)
 {
-    return how == BY_LABELS ? op->storage->dims : how == BY_IJK ? IJK : base;
+    int ndim = op->storage ? op->storage->ndim : op->ndim;
+    return how == BY_LABELS ? op->storage->dims
+           : how == BY_IJK  ? IJK
+                            : base->dims + (base->ndim - ndim);
 }
 
 static int operand_ndim(const gts_operand *op)
@@ -103,53 +107,62 @@ static bool is_placeholder(const gts_storage *s, int d)
     return s->dims[d] >= 0 && s->shape[d] == 1 && s->strides[d] == 0;
 }
 
-/* xarray's broadcasting (docs/arrays.md, "Storages inside xarray"): xarray
+/* Whether axis `p` of `nd` positions (aligned from the right) of `s` is
+ * absent or a placeholder. */
+static bool open_at(const gts_storage *s, int nd, int p)
+{
+    int d = p - (nd - s->ndim);
+    return d < 0 || is_placeholder(s, d);
+}
+
+/* xarray's broadcasting (docs/storage.md, "Storages inside xarray"): xarray
  * lines its operands up by position, adding the dims one lacks by None
  * indexing, which gives an axis of extent 1 and stride 0 labelled with a
- * free data dim (a placeholder). Storages line up by position, each position taking its
- * one label, where all of them have the same number of dims, their labels
- * would otherwise grow the result (the union has more dims than each), and
- * at every position the labels other than placeholders are one label, a
- * different one at each position. Else they line up by labels. */
+ * free data dim (a placeholder); its apply_ufunc leaves out the leading
+ * ones, as NumPy aligns shapes from the right. Storages line up by position
+ * from the right, each position taking its one label, where their labels
+ * would otherwise grow the result (the union has more dims than the
+ * longest), and at every position the labels other than placeholders are
+ * one label, a different one at each position. Arrays without dims must
+ * then be scalars or have as many dims as the longest. Else by labels. */
 static bool positional_dims(int n, const gts_operand *ops, gts_broadcast *r, base_dims *base)
 {
-    const gts_storage *first = NULL;
+    const gts_storage *longest = NULL;
     int count = 0;
     for (int k = 0; k < n; ++k) {
         const gts_storage *s = ops[k].storage;
-        if (!s)
-            continue;
-        if (first && s->ndim != first->ndim)
-            return false;
-        first = first ? first : s;
-        ++count;
+        if (s && (!longest || s->ndim > longest->ndim))
+            longest = s;
+        count += s != NULL;
     }
-    if (count < 2 || r->ndim <= first->ndim) /* r: the union of the labels */
+    if (count < 2 || r->ndim <= longest->ndim) /* r: the union of the labels */
         return false;
-    for (int k = 0; k < n; ++k) /* arrays without dims: scalars, or by position too */
-        if (!ops[k].storage && ops[k].ndim != 0 && ops[k].ndim != first->ndim)
+    int nd = longest->ndim;
+    for (int k = 0; k < n; ++k)
+        if (!ops[k].storage && ops[k].ndim != 0 && ops[k].ndim != nd)
             return false;
     gts_dim labels[GTS_MAX_NDIM];
-    for (int p = 0; p < first->ndim; ++p) {
+    for (int p = 0; p < nd; ++p) {
         bool known = false;
-        labels[p] = first->dims[p];
+        labels[p] = longest->dims[p]; /* where all are placeholders: the longest's */
         base->shape[p] = 1;
         for (int k = 0; k < n; ++k) {
             const gts_storage *s = ops[k].storage;
-            if (!s || is_placeholder(s, p))
+            if (!s || open_at(s, nd, p))
                 continue;
-            if (known && s->dims[p] != labels[p])
+            int d = p - (nd - s->ndim);
+            if (known && s->dims[d] != labels[p])
                 return false;
             known = true;
-            labels[p] = s->dims[p];
-            base->shape[p] = s->shape[p] != 1 ? s->shape[p] : base->shape[p];
+            labels[p] = s->dims[d];
+            base->shape[p] = s->shape[d] != 1 ? s->shape[d] : base->shape[p];
         }
         if (find_dim(p, labels, labels[p]) >= 0)
             return false; /* one label at two positions */
     }
-    r->ndim = base->ndim = first->ndim;
-    memcpy(r->dims, labels, (size_t)r->ndim * sizeof *labels);
-    memcpy(base->dims, labels, (size_t)r->ndim * sizeof *labels);
+    r->ndim = base->ndim = nd;
+    memcpy(r->dims, labels, (size_t)nd * sizeof *labels);
+    memcpy(base->dims, labels, (size_t)nd * sizeof *labels);
     base->positional = true;
     return true;
 }
@@ -248,7 +261,7 @@ static int mapping_of(int k, const gts_operand *op, const base_dims *base, mappi
 /* Merges the extents of operand k into the result's shape; owner[p]
  * records which operand set extent p (-1: the given output), for the
  * message. */
-static int merge_extents(int k, const gts_operand *op, mapping how, const gts_dim *base,
+static int merge_extents(int k, const gts_operand *op, mapping how, const base_dims *base,
                          bool fixed, gts_broadcast *r, int *owner, gts_error *err)
 {
     const gts_dim *labels = labels_of(op, how, base);
@@ -282,7 +295,7 @@ static int merge_extents(int k, const gts_operand *op, mapping how, const gts_di
 
 /* Operand k's axis along each result dimension: where its extent is the
  * result's, else -1 (broadcast). */
-static void map_axes(int k, const gts_operand *op, mapping how, const gts_dim *base,
+static void map_axes(int k, const gts_operand *op, mapping how, const base_dims *base,
                      gts_broadcast *r)
 {
     memset(r->axis[k], -1, sizeof r->axis[k]);
@@ -326,13 +339,13 @@ int gts_broadcast_operands(int n, const gts_operand *operands, const gts_storage
     for (int k = 0; k < n; ++k) {
         rc = mapping_of(k, &operands[k], &base, &how[k], err);
         if (!rc)
-            rc = merge_extents(k, &operands[k], how[k], base.dims, out != NULL, result, owner,
+            rc = merge_extents(k, &operands[k], how[k], &base, out != NULL, result, owner,
                                err);
         if (rc)
             return rc;
     }
     for (int k = 0; k < n; ++k)
-        map_axes(k, &operands[k], how[k], base.dims, result);
+        map_axes(k, &operands[k], how[k], &base, result);
     return GTS_OK;
 }
 

@@ -14,11 +14,13 @@
  * One exception recognises xarray's broadcasting, which lines operands up
  * by position and adds the dims one lacks by None indexing (an axis of
  * extent 1 and stride 0 labelled with a free data dim, as
- * gts_storage_insert_dim makes it: a placeholder). Without an
- * output, storages that all have the same number of dims, whose labels
- * would otherwise grow the result, and whose labels other than
- * placeholders agree at every position (a different label at each), line
- * up by position: each position takes its one label. */
+ * gts_storage_insert_dim makes it: a placeholder), leaving out leading ones
+ * where NumPy's alignment from the right covers them. Without an output,
+ * storages whose labels would otherwise grow the result (their union has
+ * more dims than the longest), and whose labels other than placeholders
+ * agree at every position counted from the right (a different label at
+ * each), line up by position from the right: each position takes its one
+ * label. Arrays without dims are then scalars or as long as the longest. */
 #ifndef GTSTORE_BROADCAST_H
 #define GTSTORE_BROADCAST_H
 

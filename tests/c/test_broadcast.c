@@ -421,9 +421,17 @@ static void test_placeholders_line_up_by_position(void)
     /* labels that disagree at a position: by labels (seed 001's IJ + JK) */
     if (broadcast2("IJ", (const int64_t[]){3, 4}, "JK", (const int64_t[]){4, 5}, &r))
         CHECK(dims_are(&r, "IJK"));
-    /* storages of different ndim: by labels */
-    if (broadcast2("IJK", (const int64_t[]){3, 4, 5}, "_K", (const int64_t[]){1, 5}, &r))
-        CHECK(dims_are(&r, "IJK0"));
+    /* different numbers of dims align from the right, as NumPy's shapes
+     * (xarray's apply_ufunc leaves leading new axes out) */
+    if (broadcast2("IJK", (const int64_t[]){3, 4, 5}, "J_", (const int64_t[]){4, 1}, &r)) {
+        CHECK(dims_are(&r, "IJK") && ints_eq(3, r.shape, (const int64_t[]){3, 4, 5}));
+        CHECK(r.axis[1][0] == -1 && r.axis[1][1] == 0 && r.axis[1][2] == -1);
+    }
+    if (broadcast2("IJ", (const int64_t[]){3, 4}, "K__", (const int64_t[]){5, 1, 1}, &r))
+        CHECK(dims_are(&r, "KIJ") && ints_eq(3, r.shape, (const int64_t[]){5, 3, 4}));
+    /* without placeholders the labels do not grow: by labels (seed 001) */
+    if (broadcast2("KIJ", (const int64_t[]){5, 3, 4}, "J", (const int64_t[]){4}, &r))
+        CHECK(dims_are(&r, "IJK"));
 }
 
 int main(void)
