@@ -43,8 +43,9 @@ STEPS = (1, 2, 3, 4, 8, 16, -1, -8)
 PAIRS = tuple(dict.fromkeys([(s, s) for s in STEPS] + [(1, s) for s in STEPS]
                             + [(s, 1) for s in STEPS] + [(8, 2), (2, 8), (4, 2)]))
 
-#: The loops probed: those whose dtypes are all numbers or bools.
-NUMERIC = frozenset("?bBhHiIlLqQefdgFDG")
+#: The loops probed: those whose dtypes are all numbers or bools that
+#: storages hold (no long double).
+NUMERIC = frozenset("?bBhHiIlLqQefdFD")
 
 #: Elements of each probe operand: more than one SIMD register's worth and
 #: a remainder, so that both the vector and the scalar part of a loop run.
@@ -123,11 +124,15 @@ def broken(ufunc) -> bool:
     else (CuPy's ufuncs, NumPy functions that are not ufuncs, gufuncs)."""
     if not isinstance(ufunc, np.ufunc) or ufunc.signature is not None:
         return False
+    loops = {}  # one per distinct dtypes ('l' and 'q' are one on most platforms)
+    for types in ufunc.types:
+        if NUMERIC.issuperset(types.replace("->", "")):
+            key = tuple(np.dtype(c) for c in types.replace("->", ""))
+            loops.setdefault(key, types)
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return any(_loop_is_broken(ufunc, types, seed)
-                   for seed, types in enumerate(ufunc.types)
-                   if NUMERIC.issuperset(types.replace("->", "")))
+                   for seed, types in enumerate(loops.values()))
 
 
 def _order(a: np.ndarray) -> tuple:
