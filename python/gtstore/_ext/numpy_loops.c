@@ -37,7 +37,7 @@ PyObject *gtpy_numpy_loop_call(PyObject *function, PyObject *args, PyObject *kwa
     int route = broken(function);
     if (route < 0)
         return NULL;
-    if (!route)
+    if (!route || !kwargs) /* (a ufunc call here always has out=) */
         return PyObject_Call(function, args, kwargs);
     return PyObject_CallMethod(loops, "call", "OOO", function, args, kwargs);
 }
