@@ -223,11 +223,14 @@ static int bind_origin(const gts_bind_args *args, int field, const gts_field_spe
 typedef struct domain_bound {
     int field;
     int64_t shape, origin, upper;
+    bool halo; /* the upper margin is the field's upper halo (else the stencil's extent) */
 } domain_bound;
 
-/* Each field allows shape - origin - its upper bound: the upper halo where
- * it carries one (the halo is no part of the domain), else the stencil's
- * upper extent. The domain is the smallest per axis. */
+/* Each field allows shape - origin - its upper margin per axis: the larger
+ * of its upper halo (the halo is no part of the domain) and the stencil's
+ * upper extent (the points the stencil reads past the domain must exist).
+ * The domain is the smallest per axis, so that an inferred domain always
+ * passes check_bounds. */
 static void infer_domain(const gts_signature *sig, const gts_field_desc *fields,
                          const gts_bound_field *bound, int64_t domain[3], domain_bound why[3])
 {
@@ -238,14 +241,16 @@ static void infer_domain(const gts_signature *sig, const gts_field_desc *fields,
     for (int f = 0; f < sig->nfields; ++f) {
         const gts_bound_field *b = &bound[f];
         for (int c = 0; c < b->ndim && is_cartesian(b->dims[c]); ++c) {
-            int64_t upper = fields[f].halo ? fields[f].halo[b->axis[c]].upper
-                                           : sig->fields[f].extent[c].upper;
-            /* origin <= shape and 0 <= upper: no overflow */
+            int64_t halo = fields[f].halo ? fields[f].halo[b->axis[c]].upper : 0;
+            int64_t extent = sig->fields[f].extent[c].upper;
+            int64_t upper = halo >= extent ? halo : extent;
+            /* origin <= shape and 0 <= upper <= INT64_MAX: no overflow */
             int64_t limit = b->shape[c] - b->origin[c] - upper;
             int a = gts_domain_axis(b->dims[c]);
             if (limit < domain[a]) {
                 domain[a] = limit;
-                why[a] = (domain_bound){f, b->shape[c], b->origin[c], upper};
+                why[a] = (domain_bound){f, b->shape[c], b->origin[c], upper,
+                                        fields[f].halo && halo >= extent};
             }
         }
     }
@@ -280,7 +285,7 @@ static int bind_domain(const gts_signature *sig, const gts_field_desc *fields,
                 "%lld, origin %lld and %s %lld",
                 (long long)domain[a], axes[a], sig->fields[why[a].field].name,
                 (long long)why[a].shape, (long long)why[a].origin,
-                fields[why[a].field].halo ? "upper halo" : "upper extent",
+                why[a].halo ? "upper halo" : "the stencil's upper extent",
                 (long long)why[a].upper);
     return GTS_OK;
 }

@@ -35,6 +35,7 @@ typedef struct base_dims {
     int ndim;
     gts_dim dims[GTS_MAX_NDIM];
     int64_t shape[GTS_MAX_NDIM];
+    bool positional; /* the storages line up by position too (positional_dims) */
 } base_dims;
 
 /* Whether a 3-d array is I, J, K (seed 001): unless it has exactly the
@@ -53,11 +54,15 @@ static bool read_as_ijk(const gts_operand *op, const base_dims *base)
     return false;
 }
 
-/* An operand's labels; by position they are the dims arrays line up by
- * (`base`, before 3-d arrays add theirs). */
-static const gts_dim *labels_of(const gts_operand *op, mapping how, const gts_dim *base)
+/* An operand's labels; by position they are the last of the dims arrays
+ * line up with (`base`, before 3-d arrays add theirs), as NumPy aligns
+ * shapes from the right: all of them for an array of as many dimensions. */
+static const gts_dim *labels_of(const gts_operand *op, mapping how, const base_dims *base)
 {
-    return how == BY_LABELS ? op->storage->dims : how == BY_IJK ? IJK : base;
+    int ndim = op->storage ? op->storage->ndim : op->ndim;
+    return how == BY_LABELS ? op->storage->dims
+           : how == BY_IJK  ? IJK
+                            : base->dims + (base->ndim - ndim);
 }
 
 static int operand_ndim(const gts_operand *op)
@@ -95,8 +100,76 @@ static bool same_dims(const gts_storage *a, const gts_storage *b)
     return a->ndim == b->ndim && memcmp(a->dims, b->dims, (size_t)a->ndim * sizeof *a->dims) == 0;
 }
 
+/* An axis that None indexing added (gts_storage_insert_dim): a data dim of
+ * extent 1 and stride 0. Storages gtstore allocates never have stride 0. */
+static bool is_placeholder(const gts_storage *s, int d)
+{
+    return s->dims[d] >= 0 && s->shape[d] == 1 && s->strides[d] == 0;
+}
+
+/* Whether axis `p` of `nd` positions (aligned from the right) of `s` is
+ * absent or a placeholder. */
+static bool open_at(const gts_storage *s, int nd, int p)
+{
+    int d = p - (nd - s->ndim);
+    return d < 0 || is_placeholder(s, d);
+}
+
+/* xarray's broadcasting (docs/storage.md, "Storages inside xarray"): xarray
+ * lines its operands up by position, adding the dims one lacks by None
+ * indexing, which gives an axis of extent 1 and stride 0 labelled with a
+ * free data dim (a placeholder); its apply_ufunc leaves out the leading
+ * ones, as NumPy aligns shapes from the right. Storages line up by position
+ * from the right, each position taking its one label, where their labels
+ * would otherwise grow the result (the union has more dims than the
+ * longest), and at every position the labels other than placeholders are
+ * one label, a different one at each position. Arrays without dims must
+ * then be scalars or have as many dims as the longest. Else by labels. */
+static bool positional_dims(int n, const gts_operand *ops, gts_broadcast *r, base_dims *base)
+{
+    const gts_storage *longest = NULL;
+    int count = 0;
+    for (int k = 0; k < n; ++k) {
+        const gts_storage *s = ops[k].storage;
+        if (s && (!longest || s->ndim > longest->ndim))
+            longest = s;
+        count += s != NULL;
+    }
+    if (count < 2 || r->ndim <= longest->ndim) /* r: the union of the labels */
+        return false;
+    int nd = longest->ndim;
+    for (int k = 0; k < n; ++k)
+        if (!ops[k].storage && ops[k].ndim != 0 && ops[k].ndim != nd)
+            return false;
+    gts_dim labels[GTS_MAX_NDIM];
+    for (int p = 0; p < nd; ++p) {
+        bool known = false;
+        labels[p] = longest->dims[p]; /* where all are placeholders: the longest's */
+        base->shape[p] = 1;
+        for (int k = 0; k < n; ++k) {
+            const gts_storage *s = ops[k].storage;
+            if (!s || open_at(s, nd, p))
+                continue;
+            int d = p - (nd - s->ndim);
+            if (known && s->dims[d] != labels[p])
+                return false;
+            known = true;
+            labels[p] = s->dims[d];
+            base->shape[p] = s->shape[d] != 1 ? s->shape[d] : base->shape[p];
+        }
+        if (find_dim(p, labels, labels[p]) >= 0)
+            return false; /* one label at two positions */
+    }
+    r->ndim = base->ndim = nd;
+    memcpy(r->dims, labels, (size_t)nd * sizeof *labels);
+    memcpy(base->dims, labels, (size_t)nd * sizeof *labels);
+    base->positional = true;
+    return true;
+}
+
 /* The result's dims without a given output: the storages' if they agree,
- * else their union, sorted; that is the base. 3-d arrays that do not fit it
+ * else their labels by position where positional_dims finds xarray's
+ * broadcasting, else their union, sorted; that is the base. 3-d arrays that do not fit it
  * by position are I, J, K and join the union with their dims of extent
  * other than 1. GTS_EINVAL where the union has more than GTS_MAX_NDIM. */
 static int result_dims(int n, const gts_operand *ops, gts_broadcast *r, base_dims *base,
@@ -118,6 +191,9 @@ static int result_dims(int n, const gts_operand *ops, gts_broadcast *r, base_dim
             if (!add_dim(r, s->dims[d]))
                 return too_many_dims(err);
     }
+    base->positional = false;
+    if (!agree && positional_dims(n, ops, r, base))
+        return GTS_OK;
     if (!agree)
         qsort(r->dims, (size_t)r->ndim, sizeof *r->dims, compare_dims);
     base->ndim = r->ndim;
@@ -159,7 +235,7 @@ static int mapping_of(int k, const gts_operand *op, const base_dims *base, mappi
                       gts_error *err)
 {
     if (op->storage) {
-        *how = BY_LABELS;
+        *how = base->positional ? BY_POSITION : BY_LABELS;
         return GTS_OK; /* checked above */
     }
     bool valid = op->ndim >= 0 && op->ndim <= GTS_MAX_NDIM && (op->ndim == 0 || op->shape);
@@ -185,7 +261,7 @@ static int mapping_of(int k, const gts_operand *op, const base_dims *base, mappi
 /* Merges the extents of operand k into the result's shape; owner[p]
  * records which operand set extent p (-1: the given output), for the
  * message. */
-static int merge_extents(int k, const gts_operand *op, mapping how, const gts_dim *base,
+static int merge_extents(int k, const gts_operand *op, mapping how, const base_dims *base,
                          bool fixed, gts_broadcast *r, int *owner, gts_error *err)
 {
     const gts_dim *labels = labels_of(op, how, base);
@@ -219,7 +295,7 @@ static int merge_extents(int k, const gts_operand *op, mapping how, const gts_di
 
 /* Operand k's axis along each result dimension: where its extent is the
  * result's, else -1 (broadcast). */
-static void map_axes(int k, const gts_operand *op, mapping how, const gts_dim *base,
+static void map_axes(int k, const gts_operand *op, mapping how, const base_dims *base,
                      gts_broadcast *r)
 {
     memset(r->axis[k], -1, sizeof r->axis[k]);
@@ -247,6 +323,7 @@ int gts_broadcast_operands(int n, const gts_operand *operands, const gts_storage
             rc = check_storage(k, operands[k].storage, err);
     if (rc)
         return rc;
+    base.positional = false;
     if (out) {
         result->ndim = base.ndim = out->ndim;
         memcpy(result->dims, out->dims, (size_t)out->ndim * sizeof *out->dims);
@@ -262,13 +339,13 @@ int gts_broadcast_operands(int n, const gts_operand *operands, const gts_storage
     for (int k = 0; k < n; ++k) {
         rc = mapping_of(k, &operands[k], &base, &how[k], err);
         if (!rc)
-            rc = merge_extents(k, &operands[k], how[k], base.dims, out != NULL, result, owner,
+            rc = merge_extents(k, &operands[k], how[k], &base, out != NULL, result, owner,
                                err);
         if (rc)
             return rc;
     }
     for (int k = 0; k < n; ++k)
-        map_axes(k, &operands[k], how[k], base.dims, result);
+        map_axes(k, &operands[k], how[k], &base, result);
     return GTS_OK;
 }
 

@@ -16,9 +16,11 @@
  *   0. The default origin and the halo are in the field's own order of
  *   dimensions and are permuted; the call's origins are canonical already;
  * - the domain (I, J, K): the call's, else the largest every field allows:
- *   shape - origin - its upper halo where it carries a halo (seed 000: the
- *   halo is what lies outside the domain), else shape - origin - the
- *   stencil's upper extent; the smallest over the fields, per dimension;
+ *   shape - origin - its upper margin, the larger of its upper halo (seed
+ *   000: the halo is what lies outside the domain; 0 without one) and the
+ *   stencil's upper extent for it (the points read past the domain); the
+ *   smallest over the fields, per dimension. An inferred domain therefore
+ *   always passes the bounds check below;
  * - every check, on every call (nothing is cached): labels, dtype, device
  *   kind, read-only fields that are written, and that each field holds
  *   origin - lower extent .. origin + domain + upper extent, with the field,

@@ -9,7 +9,18 @@
  * unless it has exactly that shape; that one, and any other array with as
  * many dimensions (extents 1 broadcasting), takes those dims by position.
  * A given output may have more dimensions than the operands; the result is
- * replicated along them. */
+ * replicated along them.
+ *
+ * One exception recognises xarray's broadcasting, which lines operands up
+ * by position and adds the dims one lacks by None indexing (an axis of
+ * extent 1 and stride 0 labelled with a free data dim, as
+ * gts_storage_insert_dim makes it: a placeholder), leaving out leading ones
+ * where NumPy's alignment from the right covers them. Without an output,
+ * storages whose labels would otherwise grow the result (their union has
+ * more dims than the longest), and whose labels other than placeholders
+ * agree at every position counted from the right (a different label at
+ * each), line up by position from the right: each position takes its one
+ * label. Arrays without dims are then scalars or as long as the longest. */
 #ifndef GTSTORE_BROADCAST_H
 #define GTSTORE_BROADCAST_H
 

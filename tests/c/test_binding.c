@@ -140,7 +140,7 @@ static void test_origin_and_domain_from_shapes(void)
     field_init(&inp, memory_b, 10, 2, 5);
     CHECK_FAILS(bind2(&out, &inp, &args, &b, bound), GTS_EINVAL,
                 "domain: the fields leave 0 points in dimension J: field inp has extent 2, "
-                "origin 1 and upper extent 1");
+                "origin 1 and the stencil's upper extent 1");
 }
 
 static void test_halo(void)
@@ -177,6 +177,47 @@ static void test_halo(void)
     field_halo(&inp, 0, 0);
     out.desc.origin = NULL;
     CHECK_FAILS(bind2(&out, &inp, NULL, &b, bound), GTS_EINVAL, "inp: dimension I: origin 0");
+}
+
+/* The inferred domain's upper margin per field and axis is the larger of
+ * the upper halo and the stencil's upper extent: the halo still bounds the
+ * domain, and an inferred domain passes the bounds check. */
+static void test_upper_margin_is_the_larger_of_halo_and_extent(void)
+{
+    field out, inp;
+    field_init(&out, memory_a, 10, 10, 5);
+    field_init(&inp, memory_b, 10, 10, 5);
+    field_halo(&out, 0, 0);
+    field_halo(&inp, 0, 0); /* a storage without a halo, extent 1 in I and J */
+    int64_t all[3] = {1, 1, 0};
+    gts_bind_args args = {.origin_all = all};
+    gts_binding b;
+    gts_bound_field bound[2];
+    if (CHECK_OK(bind2(&out, &inp, &args, &b, bound))) {
+        CHECK_INT_EQ(b.domain[0], 8); /* inp: 10 - 1 - max(0, 1) */
+        CHECK_INT_EQ(b.domain[1], 8);
+        CHECK_INT_EQ(b.domain[2], 5);
+    }
+    field_halo(&inp, 1, 3); /* the halo is larger: it bounds the domain */
+    if (CHECK_OK(bind2(&out, &inp, &args, &b, bound)))
+        CHECK_INT_EQ(b.domain[0], 6); /* inp: 10 - 1 - max(3, 1) */
+    field_halo(&inp, 1, 1); /* equal */
+    if (CHECK_OK(bind2(&out, &inp, &args, &b, bound)))
+        CHECK_INT_EQ(b.domain[0], 8);
+    field_halo(&inp, 0, 0);
+    field_halo(&out, 0, 4); /* another field's halo is smaller still */
+    if (CHECK_OK(bind2(&out, &inp, &args, &b, bound)))
+        CHECK_INT_EQ(b.domain[0], 5); /* out: 10 - 1 - 4 */
+    /* a field too small for one point names the margin that bounded it */
+    field_halo(&out, 0, 0);
+    field_init(&inp, memory_b, 2, 10, 5);
+    field_halo(&inp, 0, 0);
+    CHECK_FAILS(bind2(&out, &inp, &args, &b, bound), GTS_EINVAL,
+                "domain: the fields leave 0 points in dimension I: field inp has extent 2, "
+                "origin 1 and the stencil's upper extent 1");
+    field_halo(&inp, 0, 1);
+    CHECK_FAILS(bind2(&out, &inp, &args, &b, bound), GTS_EINVAL,
+                "field inp has extent 2, origin 1 and upper halo 1");
 }
 
 static void test_permuted_dims(void)
@@ -314,6 +355,7 @@ int main(void)
     test_signature_check();
     test_origin_and_domain_from_shapes();
     test_halo();
+    test_upper_margin_is_the_larger_of_halo_and_extent();
     test_permuted_dims();
     test_description_checks();
     test_expectations();

@@ -353,6 +353,87 @@ static void test_reduce(void)
     gts_storage_release(&a);
 }
 
+/* xarray's broadcasting: storages of one ndim whose labels other than
+ * placeholders (the axes None indexing adds: '_' in `dims`, inserted with
+ * gts_storage_insert_dim) agree by position line up by position; otherwise
+ * by labels, as before. */
+static bool make_with_new_axes(gts_storage *s, const char *dims, const int64_t *shape)
+{
+    char own[GTS_MAX_NDIM + 1] = "";
+    int64_t extents[GTS_MAX_NDIM];
+    int n = 0;
+    for (const char *c = dims; *c; ++c)
+        if (*c != '_') {
+            extents[n] = shape[c - dims];
+            own[n++] = *c;
+        }
+    if (!make(s, own, extents, 0, NULL, 0))
+        return false;
+    for (const char *c = dims; *c; ++c)
+        if (*c == '_' && !CHECK_OK(gts_storage_insert_dim(s, (int)(c - dims), ERR))) {
+            gts_storage_release(s);
+            return false;
+        }
+    return true;
+}
+
+static bool broadcast2(const char *da, const int64_t *sa, const char *db, const int64_t *sb,
+                       gts_broadcast *r)
+{
+    gts_storage a, b;
+    bool ok = false;
+    if (!make_with_new_axes(&a, da, sa))
+        return false;
+    if (make_with_new_axes(&b, db, sb)) {
+        gts_operand ops[2] = {of(&a), of(&b)};
+        ok = CHECK_OK(gts_broadcast_operands(2, ops, NULL, r, ERR));
+        gts_storage_release(&b);
+    }
+    gts_storage_release(&a);
+    return ok;
+}
+
+static void test_placeholders_line_up_by_position(void)
+{
+    gts_broadcast r;
+    /* IJK + K[None, None, :] */
+    if (broadcast2("IJK", (const int64_t[]){3, 4, 5}, "__K", (const int64_t[]){1, 1, 5}, &r)) {
+        CHECK(dims_are(&r, "IJK") && ints_eq(3, r.shape, (const int64_t[]){3, 4, 5}));
+        CHECK(r.axis[1][0] == -1 && r.axis[1][1] == -1 && r.axis[1][2] == 2);
+        CHECK(r.axis[0][0] == 0 && r.axis[0][2] == 2);
+    }
+    /* J as (J, new) + I as (new, I): xarray's order J, I is kept */
+    if (broadcast2("J_", (const int64_t[]){4, 1}, "_I", (const int64_t[]){1, 3}, &r))
+        CHECK(dims_are(&r, "JI") && ints_eq(2, r.shape, (const int64_t[]){4, 3}));
+    /* placeholders at one position in both keep the first's label */
+    if (broadcast2("_IJ", (const int64_t[]){1, 3, 4}, "__J", (const int64_t[]){1, 1, 4}, &r))
+        CHECK(dims_are(&r, "0IJ") && ints_eq(3, r.shape, (const int64_t[]){1, 3, 4}));
+    /* a data dim of extent 1 that a storage has (not None's): a label, so
+     * the union, sorted (seed 001) */
+    if (broadcast2("0J", (const int64_t[]){1, 4}, "IJ", (const int64_t[]){3, 4}, &r))
+        CHECK(dims_are(&r, "IJ0") && ints_eq(3, r.shape, (const int64_t[]){3, 4, 1}));
+    /* one label at two positions: by labels */
+    if (broadcast2("I_", (const int64_t[]){3, 1}, "_I", (const int64_t[]){1, 3}, &r))
+        CHECK(dims_are(&r, "I0") && ints_eq(2, r.shape, (const int64_t[]){3, 1}));
+    /* the same labels in another order do not grow the result: by labels */
+    if (broadcast2("JI", (const int64_t[]){4, 3}, "IJ", (const int64_t[]){3, 4}, &r))
+        CHECK(dims_are(&r, "IJ") && r.axis[0][0] == 1 && r.axis[0][1] == 0);
+    /* labels that disagree at a position: by labels (seed 001's IJ + JK) */
+    if (broadcast2("IJ", (const int64_t[]){3, 4}, "JK", (const int64_t[]){4, 5}, &r))
+        CHECK(dims_are(&r, "IJK"));
+    /* different numbers of dims align from the right, as NumPy's shapes
+     * (xarray's apply_ufunc leaves leading new axes out) */
+    if (broadcast2("IJK", (const int64_t[]){3, 4, 5}, "J_", (const int64_t[]){4, 1}, &r)) {
+        CHECK(dims_are(&r, "IJK") && ints_eq(3, r.shape, (const int64_t[]){3, 4, 5}));
+        CHECK(r.axis[1][0] == -1 && r.axis[1][1] == 0 && r.axis[1][2] == -1);
+    }
+    if (broadcast2("IJ", (const int64_t[]){3, 4}, "K__", (const int64_t[]){5, 1, 1}, &r))
+        CHECK(dims_are(&r, "KIJ") && ints_eq(3, r.shape, (const int64_t[]){5, 3, 4}));
+    /* without placeholders the labels do not grow: by labels (seed 001) */
+    if (broadcast2("KIJ", (const int64_t[]){5, 3, 4}, "J", (const int64_t[]){4}, &r))
+        CHECK(dims_are(&r, "IJK"));
+}
+
 int main(void)
 {
     int64_t start = live_buffers();
@@ -365,6 +446,7 @@ int main(void)
     test_alignment_and_limits();
     test_too_many_dims();
     test_reduce();
+    test_placeholders_line_up_by_position();
     CHECK_INT_EQ(live_buffers(), start);
     return check_summary("broadcast");
 }

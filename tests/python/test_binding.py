@@ -95,6 +95,29 @@ def test_upper_halo_bounds_domain(lap):
     assert call.domain == (5, 5, 4)
 
 
+def test_upper_margin_is_the_larger_of_halo_and_extent(lap):
+    """issue 22: storages without a halo and origin=(1, 1, 0): the stencil's
+    upper extent (1), not the upper halo (0), bounds the domain, as GT4Py
+    infers it; a larger upper halo still bounds it. The inferred domain
+    never fails the bounds check."""
+    for preset in (None, "gt:cpu_ifirst", "gt:cpu_kfirst", "gtmc"):
+        out = gtstore.zeros((10, 9, 4), defaults=preset)
+        inp = gtstore.zeros((10, 9, 4), defaults=preset)
+        assert inp.halo == ((0, 0), (0, 0), (0, 0))
+        assert lap.bind(out, inp, origin=(1, 1, 0)).domain == (8, 7, 4)
+        assert lap.bind(out, inp, origin={"_all_": (2, 1, 0), "out": (0, 0, 0)}).domain \
+            == (7, 7, 4)
+    out = gtstore.zeros((10, 9, 4))
+    inp = gtstore.zeros((10, 9, 4), halo=((1, 3), (1, 1), (0, 0)))
+    assert lap.bind(out, inp).domain == (6, 7, 4)  # I: halo 3 > extent 1; J: equal
+    out = gtstore.zeros((10, 9, 4), halo=((0, 5), (0, 0), (0, 0)))
+    assert lap.bind(out, inp, origin=(1, 1, 0)).domain == (4, 7, 4)  # out's halo 5
+    small = gtstore.zeros((2, 9, 4))
+    with pytest.raises(ValueError, match="field inp has extent 2, origin 1 and the stencil's "
+                                         "upper extent 1"):
+        lap.bind(gtstore.zeros((2, 9, 4)), small, origin=(1, 1, 0))
+
+
 def test_dims_from_annotation_then_object():
     sig = Signature(a=Field["f8", "KJI"])
     arr = np.zeros((4, 5, 6))  # no labels: the annotation says K, J, I

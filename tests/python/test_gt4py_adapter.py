@@ -96,6 +96,45 @@ def test_upper_halo_is_not_written(copy):
     np.testing.assert_array_equal(np.asarray(out), expected)
 
 
+@pytest.mark.parametrize("preset", [None, "gt:cpu_ifirst", "gt:cpu_kfirst", "gtmc"])
+def test_inferred_domain_as_gt4py_on_storages_without_a_halo(lap, preset):
+    """issue 22: a stencil with upper extent 1 on storages without a halo
+    and origin=(1, 1, 0) infers GT4Py's domain (the upper margin is the
+    larger of the upper halo, 0, and the extent, 1); it used to fail the
+    bounds check."""
+    fast = gtstore.gt4py.stencil(lap)
+    values = np.random.default_rng(5).random(SHAPE)
+    for kwargs in (dict(origin=(1, 1, 0)), dict(origin={"_all_": (1, 2, 1), "out": (2, 2, 1)}),
+                   dict(origin=(2, 1, 0))):
+        inp = gtstore.storage(values, defaults=preset)
+        out = gtstore.zeros(SHAPE, defaults=preset)
+        assert inp.halo == ((0, 0),) * 3
+        theirs = np.zeros(SHAPE)
+        fast(out, inp, 0.5, **kwargs)
+        lap(theirs, values, 0.5, **kwargs)
+        np.testing.assert_array_equal(np.asarray(out), theirs)
+
+
+def test_inferred_domain_with_halos_smaller_and_larger_than_the_extent(lap):
+    """An upper halo of 1 (equal to the extent) in I and 0 in J: GT4Py's
+    domain. An upper halo of 2 in I: the halo bounds the domain, one point
+    less than GT4Py's, and GT4Py's values everywhere else."""
+    fast = gtstore.gt4py.stencil(lap)
+    values = np.random.default_rng(6).random(SHAPE)
+    theirs = np.zeros(SHAPE)
+    lap(theirs, values, 2.0, origin=(1, 1, 0))
+    inp = gtstore.storage(values, halo=((1, 1), (0, 0), (0, 0)))
+    out = gtstore.zeros(SHAPE, halo=((1, 1), (0, 0), (0, 0)))
+    fast(out, inp, 2.0, origin=(1, 1, 0))
+    np.testing.assert_array_equal(np.asarray(out), theirs)
+    inp = gtstore.storage(values, halo=((1, 2), (0, 0), (0, 0)))
+    out = gtstore.zeros(SHAPE, halo=((1, 2), (0, 0), (0, 0)))
+    fast(out, inp, 2.0, origin=(1, 1, 0))
+    expected = theirs.copy()
+    expected[-2] = 0.0  # the upper halo of 2 in I is not written
+    np.testing.assert_array_equal(np.asarray(out), expected)
+
+
 def test_checks_on_every_call(copy):
     """The same shapes twice: GT4Py's cache skips validation on the second
     call; gtstore checks again and refuses the float32 field."""

@@ -622,7 +622,9 @@ static int invoke(call *c, PyObject *function, bool with_where, bool assign)
     int rc = assign ? 0 : PyDict_SetItem(c->kwargs, name(NAME_OUT), outs);
     if (rc == 0 && with_where)
         rc = PyDict_SetItem(c->kwargs, name(NAME_WHERE), c->views[c->nin]);
-    PyObject *result = rc == 0 ? PyObject_Call(function, args, c->kwargs) : NULL;
+    PyObject *result = rc == 0 ? assign ? PyObject_Call(function, args, c->kwargs)
+                                       : gtpy_numpy_loop_call(function, args, c->kwargs)
+                                : NULL;
     Py_DECREF(args);
     Py_XDECREF(outs);
     Py_XDECREF(result);

@@ -20,4 +20,9 @@ PyObject *gtpy_storage_reduction(PyObject *self, const char *name, PyObject *arg
  * device seed 001 chooses. */
 int gtpy_storage_assign_by_dims(PyObject *target, PyObject *value);
 
+/* function(*args, **kwargs) for one ufunc call whose operands (args and
+ * kwargs["out"], a tuple) are arrays over the storages' memory, or around
+ * a bug of NumPy's loops that the call would meet (numpy_loops.c). */
+PyObject *gtpy_numpy_loop_call(PyObject *function, PyObject *args, PyObject *kwargs);
+
 #endif
