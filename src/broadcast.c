@@ -1,4 +1,4 @@
-/* Broadcasting by dims and the output parameters of seed 001. */
+/* Broadcasting by dims and the output parameters of GDP-3's first draft. */
 #include "gtstore/broadcast.h"
 
 #include <stdio.h>
@@ -38,7 +38,7 @@ typedef struct base_dims {
     bool positional; /* the storages line up by position too (positional_dims) */
 } base_dims;
 
-/* Whether a 3-d array is I, J, K (seed 001): unless it has exactly the
+/* Whether a 3-d array is I, J, K (GDP-3's first draft): unless it has exactly the
  * base's shape, which it then takes by position. Arrays of other
  * dimensions line up with the base by position where they have as many
  * dimensions (extents of 1 broadcasting, a mismatch reported by dim). */

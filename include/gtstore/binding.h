@@ -27,7 +27,7 @@
  *   the dimension and the numbers in the message.
  * Layout and alignment that differ from the signature's expectations are
  * warnings (the kernel reads any strides correctly, only slower), or errors
- * where the field spec says the kernel relies on them (seed 001: an
+ * where the field spec says the kernel relies on them (GDP-3's first draft: an
  * exception where going on is undefined behaviour, else a warning).
  *
  * Everything is caller memory: gts_bind allocates nothing, so a call costs
@@ -93,7 +93,7 @@ typedef struct gts_field_desc {
     int ndim;
     const int64_t *shape;
     const int64_t *strides;  /* bytes, any sign */
-    const gts_dim *dims;     /* its own labels; NULL: the annotation's (seed 003) */
+    const gts_dim *dims;     /* its own labels; NULL: the annotation's (the No-Storage work plan) */
     const gts_halo *halo;    /* NULL: it carries none */
     const int64_t *origin;   /* its default origin (__gt_origin__); NULL: none */
     bool readonly;

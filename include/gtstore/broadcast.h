@@ -1,10 +1,10 @@
-/* Broadcasting by dimension names (seed 001): how the operands of an
+/* Broadcasting by dimension names (GDP-3's first draft): how the operands of an
  * elementwise operation line up, and the parameters of the storage that
  * receives the result when none is given.
  *
  * Operands align by their dims labels, not by position. A dimension of
  * extent 1 is masked: it matches any extent. Arrays without labels follow
- * seed 001's "Mixing Types", against the dims and shape the storages (or a
+ * GDP-3's first draft's "Mixing Types", against the dims and shape the storages (or a
  * given output) have: a 3-d array is I, J, K with its extents of 1 masked,
  * unless it has exactly that shape; that one, and any other array with as
  * many dimensions (extents 1 broadcasting), takes those dims by position.
@@ -62,14 +62,14 @@ typedef struct gts_broadcast {
  * order I, J, K, 0, 1, ...; with `out` (a storage) they are its dims, and
  * every operand must fit in it. The extents of one dim must agree (or be
  * 1): else GTS_EINVAL naming the dim, the operands and the extents. An
- * array without dims that fits no rule of seed 001 is GTS_EINVAL naming
+ * array without dims that fits no rule of GDP-3's first draft is GTS_EINVAL naming
  * the operand and its shape. A result of more than GTS_MAX_NDIM dims is
  * GTS_EINVAL ("the result would have more than 64 dims"). Operands are
  * numbered from 0 in the messages. */
 int gts_broadcast_operands(int n, const gts_operand *operands, const gts_storage *out,
                            gts_broadcast *result, gts_error *err);
 
-/* The parameters of a new storage for the result (seed 001, "Output Storage
+/* The parameters of a new storage for the result (GDP-3's first draft, "Output Storage
  * Parameters"), given in a spec of `dtype` that gts_storage_create takes:
  * dims and shape `result`'s; per dimension the aligned index the largest of
  * the storage operands running along it (0 where none does); the halo such

@@ -24,7 +24,7 @@ extern "C" {
 struct gts_storage;
 
 /* How the host reaches the values of a storage of the GPU device kind
- * (seed 000's `managed`); storages of the CPU kind ignore it. */
+ * (GDP-3's final text's `managed`); storages of the CPU kind ignore it. */
 typedef enum gts_managed {
     GTS_MANAGED_GT4PY = 0, /* device memory and a host side synced by gtstore
                               (GTS_ALLOC_MIRRORED, gtstore/sync.h): the default */

@@ -1,4 +1,4 @@
-/* Broadcasting by dims and seed 001's output parameters
+/* Broadcasting by dims and GDP-3's first draft's output parameters
  * (gtstore/broadcast.h): the result's dims (agreeing storages, the union,
  * a given output), extents of 1 as masked dims, arrays without dims by
  * position and as I, J, K, scalars, replication into a larger output; the
@@ -50,7 +50,7 @@ static bool dims_are(const gts_broadcast *r, const char *expected)
 
 static void test_ij_plus_k(void)
 {
-    /* seed 001's example: IJ (70, 70) with halo 3 + K (80,) -> IJK */
+    /* GDP-3's first draft's example: IJ (70, 70) with halo 3 + K (80,) -> IJK */
     gts_storage a, b;
     const int ifirst[2] = {1, 0}; /* I contiguous */
     if (!make(&a, "IJ", (const int64_t[]){70, 70}, 3, ifirst, 64))
@@ -409,7 +409,7 @@ static void test_placeholders_line_up_by_position(void)
     if (broadcast2("_IJ", (const int64_t[]){1, 3, 4}, "__J", (const int64_t[]){1, 1, 4}, &r))
         CHECK(dims_are(&r, "0IJ") && ints_eq(3, r.shape, (const int64_t[]){1, 3, 4}));
     /* a data dim of extent 1 that a storage has (not None's): a label, so
-     * the union, sorted (seed 001) */
+     * the union, sorted (GDP-3's first draft) */
     if (broadcast2("0J", (const int64_t[]){1, 4}, "IJ", (const int64_t[]){3, 4}, &r))
         CHECK(dims_are(&r, "IJ0") && ints_eq(3, r.shape, (const int64_t[]){3, 4, 1}));
     /* one label at two positions: by labels */
@@ -418,7 +418,7 @@ static void test_placeholders_line_up_by_position(void)
     /* the same labels in another order do not grow the result: by labels */
     if (broadcast2("JI", (const int64_t[]){4, 3}, "IJ", (const int64_t[]){3, 4}, &r))
         CHECK(dims_are(&r, "IJ") && r.axis[0][0] == 1 && r.axis[0][1] == 0);
-    /* labels that disagree at a position: by labels (seed 001's IJ + JK) */
+    /* labels that disagree at a position: by labels (GDP-3's first draft's IJ + JK) */
     if (broadcast2("IJ", (const int64_t[]){3, 4}, "JK", (const int64_t[]){4, 5}, &r))
         CHECK(dims_are(&r, "IJK"));
     /* different numbers of dims align from the right, as NumPy's shapes
@@ -429,7 +429,7 @@ static void test_placeholders_line_up_by_position(void)
     }
     if (broadcast2("IJ", (const int64_t[]){3, 4}, "K__", (const int64_t[]){5, 1, 1}, &r))
         CHECK(dims_are(&r, "KIJ") && ints_eq(3, r.shape, (const int64_t[]){5, 3, 4}));
-    /* without placeholders the labels do not grow: by labels (seed 001) */
+    /* without placeholders the labels do not grow: by labels (GDP-3's first draft) */
     if (broadcast2("KIJ", (const int64_t[]){5, 3, 4}, "J", (const int64_t[]){4}, &r))
         CHECK(dims_are(&r, "IJK"));
 }

@@ -265,7 +265,7 @@ def spec():
 
 
 def broadcast():
-    """fuzz_broadcast: seed 001's IJ + K, and a K field into a KJI output."""
+    """fuzz_broadcast: GDP-3's first draft's IJ + K, and a K field into a KJI output."""
 
     def storage(seed, labels, shape, halo, layout, alignment):
         seed.range(0, 5, len(labels)).u8(0)  # not hostile

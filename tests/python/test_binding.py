@@ -1,6 +1,6 @@
 """Binding any object to a stencil signature (gtstore.Signature.bind): origins
 by precedence and permuted by dims, the domain from the call, the halos or
-the shapes, seed 004's acquire/touch/release order, and bad input."""
+the shapes, the __gt_interface__ sketch's acquire/touch/release order, and bad input."""
 
 from __future__ import annotations
 

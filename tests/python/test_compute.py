@@ -1,4 +1,4 @@
-"""Computing with storages (seed 001, "Universal Functions" to "Mixing Types"):
+"""Computing with storages (GDP-3's first draft, "Universal Functions" to "Mixing Types"):
 ufuncs, operators and reductions on gtstore.Storage, broadcast by dims.
 
 The oracle is NumPy on ndarrays the tests build themselves from the dims
@@ -6,7 +6,7 @@ labels: every storage operand is copied out, its axes moved to the result's
 dims order and size-1 axes inserted for the dims it lacks; NumPy's own
 broadcasting of those gives the expected values and dtype. The expected
 output parameters (dims, aligned index, halo, layout, alignment) are
-computed here from seed 001's rules, never from gtstore's answers.
+computed here from GDP-3's first draft's rules, never from gtstore's answers.
 """
 
 import enum
@@ -50,7 +50,7 @@ def result_shape(storages, rdims):
 
 def along(s, rdims):
     """A copy of storage s's values with axes in the order of rdims, a size-1
-    axis for every dim it lacks: what NumPy broadcasts like seed 001."""
+    axis for every dim it lacks: what NumPy broadcasts like GDP-3's first draft."""
     a = np.array(np.asarray(s))
     order = sorted(range(s.ndim), key=lambda ax: rdims.index(s.dims[ax]))
     shape = [s.shape[s.dims.index(d)] if d in s.dims else 1 for d in rdims]
@@ -429,7 +429,7 @@ def on_host(result):
 def test_ufunc_call_on_the_device_like_numpy(family, data):
     """The engine's path: device views with the result's strides (0 where
     they broadcast), arrays and host values copied to the device, an
-    output of the inputs' storage type with seed 001's dims."""
+    output of the inputs' storage type with GDP-3's first draft's dims."""
     ufunc, ours, theirs, storages, rdims, rshape = data.draw(call_case(family), label="case")
     managed = data.draw(st.sampled_from(list(DEVICE_KINDS)), label="managed")
     with emulated_gpu():
@@ -686,7 +686,7 @@ def test_arrays_without_dims_follow_mixing_types():
 
 
 def test_3d_array_making_a_3d_result_that_is_not_ijk():
-    """A 3-d array without dims is I, J, K (seed 001, "Mixing Types") also
+    """A 3-d array without dims is I, J, K (GDP-3's first draft, "Mixing Types") also
     when the union of its dims with the storages' has 3 dims that are not
     I, J, K."""
     s = gts.storage(np.arange(6.0).reshape(3, 2), dims="J0")

@@ -213,7 +213,7 @@ def test_binding_reads_device_arrays():
     assert call["inp"].data == device_address(memory) == call["out"].data
 
 
-# ---- both sides at once (seed 000) ------------------------------------------------------
+# ---- both sides at once (GDP-3's final text) ------------------------------------------------------
 
 
 def test_wrap_host_and_device_buffers_as_one_storage():

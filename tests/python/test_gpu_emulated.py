@@ -441,7 +441,7 @@ def test_no_lost_write_random_sequence():
     np.testing.assert_array_equal(np.asarray(s), truth)
 
 
-# ---- where __setitem__ writes (seed 000, "Choosing the Device") --------------------------------
+# ---- where __setitem__ writes (GDP-3's final text, "Choosing the Device") --------------------------------
 
 
 def test_setitem_with_a_device_value_writes_on_the_device():
@@ -570,7 +570,7 @@ def test_wrapping_device_memory_needs_no_gpu_choice():
         assert np.asarray(gtstore.storage(c, device="cpu")).sum() == 12.0
 
 
-# ---- computing (seed 001, "Mixing Devices") ---------------------------------------------------
+# ---- computing (GDP-3's first draft, "Mixing Devices") ---------------------------------------------------
 
 
 def test_compute_device_follows_the_inputs():

@@ -127,7 +127,7 @@ def emulated_gpu():
 
 def test_copy_in_copy_out_for_device_only_storages(emulated_gpu):
     """Storages with no host buffer, on a host stencil: copied in, and the
-    written one copied back, with a warning each (seed 000)."""
+    written one copied back, with a warning each (GDP-3's final text)."""
     rng = np.random.default_rng(5)
     values = rng.random(SHAPE)
     inp = gtstore.storage(values, halo=(1, 1, 0), device="gpu", managed=None)

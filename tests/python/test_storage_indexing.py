@@ -631,7 +631,7 @@ def test_setitem_with_storages():
     expected[...] = expected[::-1, ::-1]
     s[...] = s[::-1, ::-1]
     np.testing.assert_array_equal(np.asarray(s), expected)
-    # by dims, not by position (seed 001): a transposed view is the same field
+    # by dims, not by position (GDP-3's first draft): a transposed view is the same field
     sq = filled((4, 4))
     ref = np.asarray(sq).copy()
     sq[...] = sq.transpose()
@@ -1117,7 +1117,7 @@ def test_property_advanced_indexing(data, s):
 def values_for(data, shape, dtype, dims=None):
     """A value to assign to a target of ``shape``: a scalar, or an array
     (ndarray, list or storage) broadcasting to it. A storage value has the
-    target's ``dims`` where given (storages are assigned by dims, seed 001),
+    target's ``dims`` where given (storages are assigned by dims, GDP-3's first draft),
     so that NumPy's positional assignment is the reference."""
     kind = data.draw(st.sampled_from(["scalar", "array", "list", "storage", "broadcast"]))
     dtype = np.dtype(dtype)

@@ -137,7 +137,7 @@ def test_reductions_like_xarray(dims_a, dims_b):
 
 def test_an_axis_from_none_takes_the_label_at_its_position():
     """The rule without xarray: k[None, None, :] lines up with an IJK
-    storage by position; seed 001's by-dims rule holds everywhere else."""
+    storage by position; GDP-3's first draft's by-dims rule holds everywhere else."""
     ijk = gts.storage(np.arange(60.0).reshape(3, 4, 5), dims="IJK")
     k = gts.storage(np.arange(5.0), dims="K")
     assert k[None, None, :].dims == ("0", "1", "K")
@@ -151,7 +151,7 @@ def test_an_axis_from_none_takes_the_label_at_its_position():
     assert (ijk + k[None]).dims == ("I", "J", "K")
     assert (ijk + j[:, None]).dims == ("I", "J", "K")
     # labels that disagree, the same labels in another order, a storage's
-    # own data dim of extent 1: by dims (seed 001)
+    # own data dim of extent 1: by dims (GDP-3's first draft)
     ij = gts.ones((3, 4), dims="IJ")
     assert (ij + gts.ones((4, 5), dims="JK")).dims == ("I", "J", "K")
     assert (ij + gts.ones((4, 3), dims="JI")).dims == ("I", "J")

@@ -1,6 +1,6 @@
 /* The call side: Python objects read as the fields of a stencil call, bound
  * by libgtstore's gts_bind, and the acquire / touch / release protocol of
- * seed 004 around a run. Every number and check is gts_bind's; this file
+ * the __gt_interface__ sketch around a run. Every number and check is gts_bind's; this file
  * reads the objects, in the order of notes/protocols.md:
  *   1. a gtstore Storage: its own fields (what its __gt_data_interface__
  *      would say, without building the dict), synced through gtstore/sync.h;
@@ -12,7 +12,7 @@
  *      (gtpy_source_import: a device __dlpack__ or __cuda_array_interface__,
  *      or DLPack only): its host memory, a copy in and out of its device
  *      memory for a stencil on the host, or its device memory on the GPU.
- * Labels: the object's own, else the annotation's (seed 003). */
+ * Labels: the object's own, else the annotation's (the No-Storage work plan). */
 #include "binding_object.h"
 
 #include <stdio.h>
@@ -318,7 +318,7 @@ static int load_plain(bind_slot *slot, PyObject *obj, gts_device device,
 
 /* A Storage without a host side, for a stencil on the host: its values
  * copied into a host storage that the stencil uses, and copied back after a
- * run that writes it (seed 000), with a warning: two transfers per call. */
+ * run that writes it (GDP-3's final text), with a warning: two transfers per call. */
 static int load_copy_in(bind_slot *slot, PyObject *storage, const gts_storage *g,
                         const gts_field_spec *spec)
 {

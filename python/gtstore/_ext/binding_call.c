@@ -1,5 +1,5 @@
 /* The Binding (Signature.bind's result: the domain, the bound fields and
- * seed 004's protocol as a context manager) and the built-in stencils
+ * the __gt_interface__ sketch's protocol as a context manager) and the built-in stencils
  * (gtstore.stencils), which bind through the same path. */
 #include "binding_object.h"
 

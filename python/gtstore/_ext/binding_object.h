@@ -52,7 +52,7 @@ typedef struct bind_slot {
     PyObject *obj;
     PyObject *storage;                   /* a gtstore Storage read directly, or NULL */
     PyObject *copy_back;                 /* the device Storage `storage` is a host copy of
-                                            (copy-in/copy-out, seed 000), or NULL */
+                                            (copy-in/copy-out, GDP-3's final text), or NULL */
     PyObject *acquire, *touch, *release; /* data interface callbacks, or NULL */
     bool have_view;
     Py_buffer view;

@@ -304,7 +304,7 @@ static PyGetSetDef storage_getset[] = {
      NULL},
     {"T", gtpy_storage_T, NULL, "The transposed view (dims reversed), as transpose().", NULL},
     {"__array_priority__", gtpy_storage_array_priority, NULL,
-     "11 for the managed storage types, 10 for the others (seed 001).", NULL},
+     "11 for the managed storage types, 10 for the others (GDP-3's first draft).", NULL},
     {"sync_state", storage_sync_state, NULL,
      "The SyncState shared by every view of the buffer.", NULL},
     {"__array_interface__", gtpy_storage_array_interface, NULL, "NumPy array interface, version 3.",
@@ -652,7 +652,7 @@ PyTypeObject gtpy_Storage_Type = {
     .tp_getset = storage_getset,
 };
 
-/* The four storage types of seed 000, which differ only in where their
+/* The four storage types of GDP-3's final text, which differ only in where their
  * memory is: the buffer decides (storage_type_of). */
 #define STORAGE_TYPE(cname, pyname, doc)                                \
     PyTypeObject cname = {                                              \

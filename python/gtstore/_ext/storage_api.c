@@ -417,7 +417,7 @@ static PyObject *api_from_dlpack(PyObject *self, PyObject *const *args, Py_ssize
 
 /* A GPU storage unpickled where no device plays the GPU: a host storage
  * with the same values and parameters, and a warning that says so (the
- * values stay readable; seed 000 leaves the choice open). */
+ * values stay readable; GDP-3's final text leaves the choice open). */
 static int warn_host_fallback(PyObject *device, PyObject *managed)
 {
     const gts_device_ops *gpu;

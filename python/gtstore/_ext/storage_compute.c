@@ -297,7 +297,7 @@ PyObject *gtpy_storage_tolist(PyObject *self, PyObject *unused)
     return result;
 }
 
-/* fill(value): s[...] = value, on the side seed 000 chooses. */
+/* fill(value): s[...] = value, on the side GDP-3's final text chooses. */
 PyObject *gtpy_storage_fill(PyObject *self, PyObject *value)
 {
     if (PyObject_SetItem(self, Py_Ellipsis, value) < 0)

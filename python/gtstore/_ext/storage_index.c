@@ -148,7 +148,7 @@ static PyObject *storage_getitem(PyObject *self, PyObject *key)
     return result;
 }
 
-/* Where an assignment writes (seed 000, "Choosing the Device"): on the
+/* Where an assignment writes (GDP-3's final text, "Choosing the Device"): on the
  * device if the storage has no host side, or if the value is on the GPU: a
  * storage in device memory whose device side is current. Else on the
  * host, through NumPy. */
@@ -231,8 +231,8 @@ static int assign_through_host(PyObject *self, PyObject *key, PyObject *value)
 }
 
 /* A storage value whose dims differ from the selection's is assigned by
- * dims (seed 001), not by position; so is another library's CUDA array,
- * which only the GPU's engine can read (seed 001's rules for arrays
+ * dims (GDP-3's first draft), not by position; so is another library's CUDA array,
+ * which only the GPU's engine can read (GDP-3's first draft's rules for arrays
  * without dims). 1 when done, 0 when it does not apply. */
 static int assign_by_dims(PyObject *self, PyObject *key, PyObject *value)
 {

@@ -1,7 +1,7 @@
 /* as_storage(data, device_data, sync_state=...) and storage(data,
  * device_data, copy=...): one software-managed storage (GDP-3's
  * GT4PySyncedGPUStorage) over, or copied from, a host buffer and a device
- * buffer (seed 000). Both are read by the one reader (source.c); libgtstore
+ * buffer (GDP-3's final text). Both are read by the one reader (source.c); libgtstore
  * checks their strides against each other and the layout (gtstore/wrap.h).
  *
  * sync_state says which side is current: SyncState.SYNC_CLEAN,

@@ -1,12 +1,12 @@
 /* Computing with storages: Storage.__array_ufunc__ (NEP 13).
  *
  * libgtstore lines the operands up by their dims (gtstore/broadcast.h) and
- * gives the parameters of a new output (seed 001's rules); this file turns
+ * gives the parameters of a new output (GDP-3's first draft's rules); this file turns
  * every operand into an ndarray view whose axes run along the result's
  * dims (stride 0 where it broadcasts) and lets NumPy's loop compute into the
  * output's memory: no copies, no temporaries beyond NumPy's own.
  *
- * The compute device (seed 001, "Mixing Devices"): the device when an
+ * The compute device (GDP-3's first draft, "Mixing Devices"): the device when an
  * input is a GPU array (a storage without host side, a software-managed
  * storage whose host side was not written last, managed memory, another
  * library's CUDA array) or an output has no host side, else the host. On
@@ -108,7 +108,7 @@ static int load_operand(call *c, int k, PyObject *obj)
     return 0;
 }
 
-/* Whether an input is a GPU array for seed 001's choice: on a device, and
+/* Whether an input is a GPU array for GDP-3's first draft's choice: on a device, and
  * for a software-managed storage, not last written on the host. */
 static bool gpu_array(const gts_storage *g)
 {
@@ -368,7 +368,7 @@ static PyObject *resolve_dtypes(call *c)
 
 /* ---- outputs ------------------------------------------------------------------------------ */
 
-/* How the memory of a buffer on a device is managed (seed 000's
+/* How the memory of a buffer on a device is managed (GDP-3's final text's
  * `managed`), for outputs made like it. */
 static gts_managed managed_mode(const gts_buffer *buffer)
 {

@@ -15,9 +15,9 @@ PyObject *gtpy_storage_array_ufunc(PyObject *self, PyObject *args, PyObject *kwa
 PyObject *gtpy_storage_reduction(PyObject *self, const char *name, PyObject *args,
                                  PyObject *kwargs);
 
-/* target[...] = value, a storage, aligned by dims (seed 001: as
+/* target[...] = value, a storage, aligned by dims (GDP-3's first draft: as
  * np.positive(value, out=target), with NumPy's assignment casting), on the
- * device seed 001 chooses. */
+ * device GDP-3's first draft chooses. */
 int gtpy_storage_assign_by_dims(PyObject *target, PyObject *value);
 
 /* function(*args, **kwargs) for one ufunc call whose operands (args and
