@@ -7,6 +7,8 @@
 #include "gtstore/broadcast.h"
 #include "gtstore/buffer.h"
 #include "gtstore/copy_batch.h"
+#include "gtstore/cube_halo.h"
+#include "gtstore/cube_partition.h"
 #include "gtstore/device.h"
 #include "gtstore/dlpack.h"
 #include "gtstore/dtype.h"
