@@ -8,6 +8,7 @@
 #include "gtstore/buffer.h"
 #include "gtstore/copy_batch.h"
 #include "gtstore/cube_halo.h"
+#include "gtstore/cube_halo_plan.h"
 #include "gtstore/cube_partition.h"
 #include "gtstore/device.h"
 #include "gtstore/dlpack.h"
