@@ -1,0 +1,121 @@
+"""gtstore.distributed's cubed sphere in one process, without MPI: the
+partition's conventions (pace's rank order, FV3's edges and turns), bad
+input, and whole exchanges of all ranks' storages run here by packing each
+message and unpacking it at its receiver, checked cell by cell against the
+cube's wrap. (The exchange over MPI, against the six tiles in NumPy and
+against pace-util: tests/mpi/.)"""
+
+import numpy as np
+import pytest
+
+import gtstore as gts
+from gtstore.distributed import CubePartition, HaloPlan
+
+
+def test_partition_like_pace():
+    p = CubePartition(12, (2, 3))
+    assert p.n == 12 and p.layout == (2, 3) and p.nranks == 36 and p.ranks_per_tile == 6
+    assert p.locate(17) == (2, 1, 2)
+    assert p.rank(2, 1, 2) == 17
+    assert p.subdomain(17) == ((8, 6), (4, 6))
+    assert p.min_block() == 4
+    one = CubePartition(8)
+    # tile 0: west is tile 4 turned once, north tile 2 turned three times
+    assert one.neighbor(0, -1, 0) == (4, 1)
+    assert one.neighbor(0, 0, 1) == (2, 3)
+    assert one.neighbor(0, 1, 0) == (1, 0)
+    assert one.neighbor(1, 1, 0) == (3, 1)
+    assert one.neighbor(0, 1, 1) is None  # a corner of the cube
+    assert one.wrap(0, -1, 2) == (4, 5, 7, 1)
+    assert one.wrap(0, -1, -1) is None
+
+
+@pytest.mark.parametrize("call, error, text", [
+    (lambda: CubePartition(0), ValueError, "n:"),
+    (lambda: CubePartition(4, (0, 1)), ValueError, "layout"),
+    (lambda: CubePartition(4, (1, 2, 3)), ValueError, "layout"),
+    (lambda: CubePartition(4, (5, 1)), ValueError, "rows"),
+    (lambda: CubePartition(4.0), TypeError, "n"),
+    (lambda: CubePartition(4).locate(6), IndexError, "rank"),
+    (lambda: CubePartition(4).rank(6, 0, 0), IndexError, "tile"),
+    (lambda: CubePartition(4).neighbor(0, 2, 0), ValueError, "dx"),
+    (lambda: CubePartition(4).neighbor(0, 0, 0), ValueError, "direction"),
+    (lambda: CubePartition(4).wrap(7, 0, 0), IndexError, "tile"),
+])
+def test_bad_input(call, error, text):
+    with pytest.raises(error, match=text):
+        call()
+
+
+def make(p, rank, h, preset):
+    (x0, y0), (nx, ny) = p.subdomain(rank)
+    return gts.full((nx + 2 * h, ny + 2 * h, 2), np.nan, "f8", dims="IJK",
+                    halo=((h, h), (h, h), (0, 0)), defaults=preset)
+
+
+def reference(f, tile, x, y, k):
+    return (((f + 1) * 10.0 + tile) * 100 + x) * 100 + y + k / 10
+
+
+@pytest.mark.parametrize("layout", [(1, 1), (2, 2), (2, 3)])
+@pytest.mark.parametrize("preset", ["gt:cpu_ifirst", "gt:cpu_kfirst", "F"])
+def test_exchange_in_one_process(layout, preset, n=6, h=2):
+    p = CubePartition(n, layout)
+    components = ["u", "scalar", "v"]
+    fields = {r: [make(p, r, h, preset) for _ in components] for r in range(p.nranks)}
+    for r, fs in fields.items():
+        tile = p.locate(r)[0]
+        (x0, y0), _ = p.subdomain(r)
+        for f, s in enumerate(fs):
+            d = np.asarray(s.domain_view)
+            i, j, k = np.indices(d.shape)
+            d[...] = reference(f, tile, x0 + i, y0 + j, k)
+    plans = {r: HaloPlan(p, r, fields[r], components=components) for r in range(p.nranks)}
+    for r, plan in plans.items():
+        for i, (to, _, _, _, send_bytes, _) in enumerate(plan.neighbors):
+            j = [nb[0] for nb in plans[to].neighbors].index(r)
+            message = bytearray(send_bytes)
+            plan.pack(i, message)
+            plans[to].unpack(j, message)
+    bad = 0
+    for r, fs in fields.items():
+        tile = p.locate(r)[0]
+        (x0, y0), _ = p.subdomain(r)
+        got = [np.asarray(s) for s in fs]
+        for (i, j) in np.ndindex(got[0].shape[:2]):
+            wrapped = p.wrap(tile, x0 + i - h, y0 + j - h)
+            for k in range(2):
+                if wrapped is None:
+                    want = [np.nan] * 3
+                else:
+                    t, x, y, turns = wrapped
+                    uu, q, vv = (reference(f, t, x, y, k) for f in range(3))
+                    uu, vv = [(uu, vv), (vv, -uu), (-uu, -vv), (-vv, uu)][turns]
+                    want = [uu, q, vv]
+                have = [g[i, j, k] for g in got]
+                bad += not np.array_equal(have, want, equal_nan=True)
+    assert bad == 0
+
+
+def test_bad_fields():
+    p = CubePartition(6)
+    a, b = make(p, 0, 2, "C"), make(p, 0, 2, "C")
+    with pytest.raises(ValueError, match="without a V"):
+        HaloPlan(p, 0, [a, b], components=["u", "scalar"])
+    with pytest.raises(ValueError, match="components"):
+        HaloPlan(p, 0, [a, b], components=["u"])
+    with pytest.raises(ValueError, match="components"):
+        HaloPlan(p, 0, [a, b], components=["u", "w"])
+    with pytest.raises(TypeError, match="components"):
+        HaloPlan(p, 0, [a, b], components=["u", None])
+    with pytest.raises(TypeError, match="partition"):
+        HaloPlan("cube", 0, [a])
+    wide = make(p, 0, 3, "C")
+    with pytest.raises(ValueError, match="halo"):
+        HaloPlan(p, 0, [a, wide])
+    c = gts.zeros((10, 11, 2), dims="IJK", halo=((2, 2), (2, 3), (0, 0)))
+    with pytest.raises(ValueError, match="fields\\[0\\]"):
+        HaloPlan(p, 0, [c])
+    from gtstore.distributed import Partition
+    with pytest.raises(ValueError, match="components"):
+        HaloPlan(Partition((6, 6), 1), 0, [a], components=["scalar"])
