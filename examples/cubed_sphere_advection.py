@@ -59,7 +59,8 @@ def main():
     tracer.close()
     part.close()
     if comm.rank == 0:
-        print(f"mass {mass0:.12f} -> {mass:.12f} (relative change {abs(mass - mass0) / mass0:.1e}); "
+        change = abs(mass - mass0) / mass0
+        print(f"mass {mass0:.12f} -> {mass:.12f} (relative change {change:.1e}); "
               f"{elsewhere / mass:.1%} of it left tile 0 in {STEPS} steps")
     assert abs(mass - mass0) <= 1e-12 * mass0, "mass is not conserved"
     assert elsewhere > 0.05 * mass, "the tracer did not cross a tile edge"

@@ -18,16 +18,22 @@ static void flip_sign_bits(unsigned char *data, int64_t count, int part)
         data[i * part + top] ^= 0x80;
 }
 
+/* Unsigned arithmetic wraps as two's complement does, on any byte order. */
+#define NEGATE_ITEMS(type)                                        \
+    for (int64_t i = 0; i < count; ++i) {                         \
+        type v;                                                   \
+        memcpy(&v, data + i * (int64_t)sizeof v, sizeof v);       \
+        v = (type)(0u - v);                                       \
+        memcpy(data + i * (int64_t)sizeof v, &v, sizeof v);       \
+    }
+
 static void twos_complement(unsigned char *data, int64_t count, int itemsize)
 {
-    for (int64_t i = 0; i < count; ++i) {
-        unsigned char *item = data + i * itemsize;
-        switch (itemsize) {
-        case 1: { uint8_t v; memcpy(&v, item, 1); v = (uint8_t)(0u - v); memcpy(item, &v, 1); break; }
-        case 2: { uint16_t v; memcpy(&v, item, 2); v = (uint16_t)(0u - v); memcpy(item, &v, 2); break; }
-        case 4: { uint32_t v; memcpy(&v, item, 4); v = 0u - v; memcpy(item, &v, 4); break; }
-        default: { uint64_t v; memcpy(&v, item, 8); v = 0u - v; memcpy(item, &v, 8); break; }
-        }
+    switch (itemsize) {
+    case 1: NEGATE_ITEMS(uint8_t) break;
+    case 2: NEGATE_ITEMS(uint16_t) break;
+    case 4: NEGATE_ITEMS(uint32_t) break;
+    default: NEGATE_ITEMS(uint64_t) break;
     }
 }
 

@@ -333,7 +333,8 @@ int gts__halo_plan_alloc(int rank, int nfields, const gts_storage *fields, int n
 
 gts__halo_region *gts__halo_plan_region_at(gts_halo_plan *plan, bool send, int neighbor, int k)
 {
-    return (send ? plan->send : plan->recv) + (send ? plan->send_first : plan->recv_first)[neighbor] + k;
+    const int *first = send ? plan->send_first : plan->recv_first;
+    return (send ? plan->send : plan->recv) + first[neighbor] + k;
 }
 
 /* Fills the Cartesian plan's regions: one per field, in field order. */

@@ -290,8 +290,100 @@ static void test_plan_shape(void)
         gts_storage_release(&fields[f]);
 }
 
+/* Negation in every dtype a vector may have: tile 0's west halo cell
+ * (-1, 0) is tile 4's (1, 1) turned once: u = v there, v = -u there. The
+ * most negative integer wraps to itself, as NumPy's negative does; -0.0
+ * is 0.0 with its sign bit. */
+static void test_negation_dtypes(void)
+{
+    static const gts_dtype dtypes[] = {{GTS_KIND_INT, 4}, {GTS_KIND_INT, 1}, {GTS_KIND_UINT, 2},
+                                       {GTS_KIND_FLOAT, 4}, {GTS_KIND_FLOAT, 2},
+                                       {GTS_KIND_COMPLEX, 8}};
+    gts_cube_partition p;
+    if (!CHECK_OK(gts_cube_partition_init(&p, 2, 1, 1, ERR)))
+        return;
+    gts_cube_component components[2] = {GTS_CUBE_U, GTS_CUBE_V};
+    for (size_t d = 0; d < sizeof dtypes / sizeof *dtypes; ++d) {
+        gts_dtype dt = dtypes[d];
+        gts_storage fields[6][2];
+        gts_halo_plan *plans[6] = {0};
+        for (int r = 0; r < 6; ++r) {
+            for (int f = 0; f < 2; ++f) {
+                int64_t shape[2] = {4, 4}, idx[2] = {2, 2}; /* domain (1, 1) at (2, 2) */
+                gts_storage_spec spec;
+                CHECK_OK(gts_storage_spec_init(&spec, 2, shape, dt, ERR));
+                spec.has_dims = spec.has_halo = true;
+                spec.dims[0] = GTS_DIM_I, spec.dims[1] = GTS_DIM_J;
+                spec.halo[0] = spec.halo[1] = (gts_halo){1, 1};
+                CHECK_OK(gts_storage_create(&spec, 0, &fields[r][f], ERR));
+                /* u of tile 4: the most negative int32 (int8: -128), or 5 (1 + 2i) */
+                unsigned char *at = (unsigned char *)address(&fields[r][f], idx);
+                memset(at, 0, (size_t)dt.itemsize);
+                if (f == 0 && dt.kind == GTS_KIND_INT)
+                    at[dt.itemsize - 1] = 0x80; /* little-endian: INT_MIN */
+                else if (dt.kind == GTS_KIND_FLOAT && dt.itemsize == 4)
+                    memcpy(at, &(float){f ? 7.0f : 0.0f}, 4);
+                else if (dt.kind == GTS_KIND_FLOAT)
+                    at[1] = f ? 0x47 : 0x00; /* float16: 7.0 is 0x4700; u 0.0 */
+                else if (dt.kind == GTS_KIND_COMPLEX)
+                    memcpy(at, (float[2]){1.0f, f ? 3.0f : 2.0f}, 8);
+                else
+                    at[0] = (unsigned char)(f ? 7 : 5);
+            }
+            CHECK_OK(gts_cube_halo_plan_create(&p, r, 2, fields[r], components, &plans[r],
+                                               ERR));
+        }
+        deliver_all(plans, NULL, 6, OWN_BUFFERS);
+        int64_t west[2] = {0, 1}; /* cell (-1, 0) */
+        const unsigned char *u = (const unsigned char *)address(&fields[0][0], west);
+        const unsigned char *v = (const unsigned char *)address(&fields[0][1], west);
+        const unsigned char *u4 = (const unsigned char *)address(&fields[4][0],
+                                                                 (int64_t[2]){2, 2});
+        const unsigned char *v4 = (const unsigned char *)address(&fields[4][1],
+                                                                 (int64_t[2]){2, 2});
+        CHECK(memcmp(u, v4, (size_t)dt.itemsize) == 0); /* u = v there */
+        unsigned char negated[16];
+        memcpy(negated, u4, (size_t)dt.itemsize);
+        if (dt.kind == GTS_KIND_FLOAT) {
+            negated[dt.itemsize - 1] ^= 0x80;
+        } else if (dt.kind == GTS_KIND_COMPLEX) {
+            negated[3] ^= 0x80;
+            negated[7] ^= 0x80;
+        } else if (dt.kind == GTS_KIND_UINT) {
+            uint16_t w;
+            memcpy(&w, negated, 2);
+            w = (uint16_t)(0u - w);
+            memcpy(negated, &w, 2);
+        } /* INT_MIN negates to itself */
+        if (!CHECK(memcmp(v, negated, (size_t)dt.itemsize) == 0))
+            fprintf(stderr, "dtype %c%d: v is not -u of tile 4\n", dt.kind, dt.itemsize);
+        for (int r = 0; r < 6; ++r) {
+            gts_halo_plan_destroy(plans[r]);
+            for (int f = 0; f < 2; ++f)
+                gts_storage_release(&fields[r][f]);
+        }
+    }
+    /* booleans have no sign */
+    gts_storage b[2];
+    gts_halo_plan *plan = NULL;
+    for (int f = 0; f < 2; ++f) {
+        gts_storage_spec spec;
+        CHECK_OK(gts_storage_spec_init(&spec, 2, (int64_t[2]){4, 4}, (gts_dtype){GTS_KIND_BOOL, 1},
+                                       ERR));
+        spec.has_dims = spec.has_halo = true;
+        spec.dims[0] = GTS_DIM_I, spec.dims[1] = GTS_DIM_J;
+        spec.halo[0] = spec.halo[1] = (gts_halo){1, 1};
+        CHECK_OK(gts_storage_create(&spec, 0, &b[f], ERR));
+    }
+    CHECK_FAILS(gts_cube_halo_plan_create(&p, 0, 2, b, components, &plan, ERR), GTS_EINVAL,
+                "booleans");
+    for (int f = 0; f < 2; ++f)
+        gts_storage_release(&b[f]);
+}
+
 int main(void)
 {
+    test_negation_dtypes();
     test_plan_shape();
     test_exchanges();
     CHECK_INT_EQ(live_buffers(), 0);
