@@ -23,7 +23,15 @@ typedef struct setup {
     int split[2];            /* the storage dimensions of I and J (same in every field) */
     int *component;          /* per field: -1 scalar, 0 u, 1 v */
     int *partner;            /* per field: its pair's other component, or itself */
+    int (*stagger)[2];       /* per field and axis: 0 cell centres, 1 faces */
 } setup;
+
+enum { NKINDS = 4 }; /* staggers: kind = x + 2 y */
+
+static int kind(const int *stagger)
+{
+    return stagger[0] + 2 * stagger[1];
+}
 
 /* ---- checks --------------------------------------------------------------- */
 
@@ -35,7 +43,7 @@ static int split_dim(const gts_storage *g, gts_dim label)
     return -1;
 }
 
-static int check_field(const setup *st, int f, const int64_t *size, gts_error *err)
+static int check_field(setup *st, int f, const int64_t *size, gts_error *err)
 {
     const gts_storage *g = &st->fields[f];
     char who[32];
@@ -53,11 +61,14 @@ static int check_field(const setup *st, int f, const int64_t *size, gts_error *e
                                  a ? "J" : "I");
         gts_halo h = g->halo[s];
         int64_t extent = g->shape[s] - h.lower - h.upper;
-        if (extent != size[a])
+        if (extent != size[a] && extent != size[a] + 1)
             return gts_error_set(err, GTS_EINVAL,
                                  "fields[%d]: its domain has %lld points along %s, this rank's "
-                                 "subdomain %lld (a field of another partition?)",
-                                 f, (long long)extent, a ? "J" : "I", (long long)size[a]);
+                                 "subdomain %lld cells (or %lld faces; a field of another "
+                                 "partition?)",
+                                 f, (long long)extent, a ? "J" : "I", (long long)size[a],
+                                 (long long)size[a] + 1);
+        st->stagger[f][a] = extent != size[a]; /* one point more: the cells' faces */
         if (h.lower != st->halo || h.upper != st->halo)
             return gts_error_set(err, GTS_EINVAL,
                                  "fields[%d]: its halo (%lld, %lld) along %s differs from "
@@ -96,13 +107,25 @@ static int pair_vectors(setup *st, const gts_cube_component *components, gts_err
         int lu[GTS_MAX_NDIM], lv[GTS_MAX_NDIM];
         gts_storage_layout(u, lu);
         gts_storage_layout(v, lv);
-        if (u->ndim != v->ndim || u->dtype.kind != v->dtype.kind ||
-            u->dtype.itemsize != v->dtype.itemsize ||
-            memcmp(u->shape, v->shape, (size_t)u->ndim * sizeof *u->shape) != 0 ||
-            memcmp(lu, lv, (size_t)u->ndim * sizeof *lu) != 0)
+        bool alike = u->ndim == v->ndim && u->dtype.kind == v->dtype.kind &&
+                     u->dtype.itemsize == v->dtype.itemsize &&
+                     memcmp(lu, lv, (size_t)u->ndim * sizeof *lu) == 0;
+        for (int s = 0; alike && s < u->ndim; ++s) /* I and J: checked by the staggers */
+            alike = s == st->split[0] || s == st->split[1] || u->shape[s] == v->shape[s];
+        if (!alike)
             return gts_error_set(err, GTS_EINVAL,
                                  "fields[%d], fields[%d]: a vector's components differ in dtype, "
-                                 "shape or layout", f, next_v);
+                                 "layout or undivided extents", f, next_v);
+        /* a turn takes u's points to v's: v's faces are u's, axes swapped */
+        if (st->stagger[next_v][0] != st->stagger[f][1] ||
+            st->stagger[next_v][1] != st->stagger[f][0])
+            return gts_error_set(err, GTS_EINVAL,
+                                 "fields[%d], fields[%d]: u on the faces of (%d, %d) needs v on "
+                                 "those of (%d, %d), not (%d, %d) (an Arakawa C or D grid, or "
+                                 "both on cell centres)",
+                                 f, next_v, st->stagger[f][0], st->stagger[f][1],
+                                 st->stagger[f][1], st->stagger[f][0], st->stagger[next_v][0],
+                                 st->stagger[next_v][1]);
         if (u->dtype.kind == GTS_KIND_BOOL)
             return gts_error_set(err, GTS_EINVAL, "fields[%d]: a vector of booleans has no sign",
                                  f);
@@ -110,9 +133,14 @@ static int pair_vectors(setup *st, const gts_cube_component *components, gts_err
         st->partner[next_v] = f;
         ++next_v;
     }
-    for (int f = 0; f < st->nfields; ++f)
+    for (int f = 0; f < st->nfields; ++f) {
         if (st->component[f] == 1 && st->partner[f] == f)
             return gts_error_set(err, GTS_EINVAL, "components: fields[%d] is a V without a U", f);
+        if (st->component[f] < 0 && st->stagger[f][0] != st->stagger[f][1])
+            return gts_error_set(err, GTS_EINVAL,
+                                 "fields[%d]: a scalar on the faces of one axis only would turn "
+                                 "onto the other's (give it as a vector component)", f);
+    }
     return 0;
 }
 
@@ -205,16 +233,45 @@ typedef struct pieces {
     int count;
 } pieces;
 
-static int list_pieces(const setup *st, int send, pieces *out, gts_error *err)
+static int list_pieces(const setup *st, const int *stagger, int send, pieces *out,
+                       gts_error *err)
 {
-    int rc = gts_cube_halo_pieces(st->p, st->rank, st->halo, send, NULL, 0, &out->count, err);
+    int rc = gts_cube_halo_pieces_staggered(st->p, st->rank, st->halo, stagger, send, NULL, 0,
+                                            &out->count, err);
     if (rc)
         return rc;
     out->items = calloc((size_t)out->count + 1, sizeof *out->items);
     if (!out->items)
         return gts_error_set(err, GTS_ENOMEM, "out of memory for a cubed-sphere halo plan");
-    return gts_cube_halo_pieces(st->p, st->rank, st->halo, send, out->items, out->count,
-                                &out->count, err);
+    return gts_cube_halo_pieces_staggered(st->p, st->rank, st->halo, stagger, send, out->items,
+                                          out->count, &out->count, err);
+}
+
+/* Each stagger's pieces, sent and received, for the kinds the fields use. */
+typedef struct all_pieces {
+    pieces sent[NKINDS], received[NKINDS];
+} all_pieces;
+
+static int list_all(const setup *st, all_pieces *all, gts_error *err)
+{
+    bool used[NKINDS] = {false};
+    for (int f = 0; f < st->nfields; ++f)
+        used[kind(st->stagger[f])] = true;
+    int rc = 0;
+    for (int k = 0; k < NKINDS && !rc; ++k) {
+        int stagger[2] = {k % 2, k / 2};
+        if (used[k] && !(rc = list_pieces(st, stagger, 1, &all->sent[k], err)))
+            rc = list_pieces(st, stagger, 0, &all->received[k], err);
+    }
+    return rc;
+}
+
+static void free_all(all_pieces *all)
+{
+    for (int k = 0; k < NKINDS; ++k) {
+        free(all->sent[k].items);
+        free(all->received[k].items);
+    }
 }
 
 static int peer(const gts_cube_piece *c, int rank)
@@ -222,37 +279,48 @@ static int peer(const gts_cube_piece *c, int rank)
     return c->from_rank == rank ? c->to_rank : c->from_rank;
 }
 
-/* The neighbour ranks, ascending, and each one's piece counts. */
-static int list_neighbors(const setup *st, const pieces *sent, const pieces *received,
-                          gts_halo_neighbor *neighbors, int *nsend, int *nrecv)
+/* The regions with rank q one way: each field's pieces of its stagger. */
+static int count_regions(const setup *st, const pieces *lists, int q)
+{
+    int n = 0;
+    for (int f = 0; f < st->nfields; ++f) {
+        const pieces *list = &lists[kind(st->stagger[f])];
+        for (int i = 0; i < list->count; ++i)
+            n += peer(&list->items[i], st->rank) == q;
+    }
+    return n;
+}
+
+/* The neighbour ranks, ascending, and each one's region counts. */
+static int list_neighbors(const setup *st, const all_pieces *all, gts_halo_neighbor *neighbors,
+                          int *nsend, int *nrecv)
 {
     int n = 0;
     for (int q = 0; q < st->p->nranks; ++q) {
-        int s = 0, r = 0;
-        for (int i = 0; i < sent->count; ++i)
-            s += peer(&sent->items[i], st->rank) == q;
-        for (int i = 0; i < received->count; ++i)
-            r += peer(&received->items[i], st->rank) == q;
+        int s = count_regions(st, all->sent, q), r = count_regions(st, all->received, q);
         if (s == 0 && r == 0)
             continue;
         neighbors[n] = (gts_halo_neighbor){.rank = q};
-        nsend[n] = s * st->nfields;
-        nrecv[n] = r * st->nfields;
+        nsend[n] = s;
+        nrecv[n] = r;
         ++n;
     }
     return n;
 }
 
-static void fill_regions(gts_halo_plan *plan, const setup *st, const pieces *list, bool send)
+/* A message: field by field, each field's pieces with that rank in its
+ * stagger's list order (the same on both sides). */
+static void fill_regions(gts_halo_plan *plan, const setup *st, const pieces *lists, bool send)
 {
     for (int i = 0; i < gts_halo_plan_neighbor_count(plan); ++i) {
         int q = gts_halo_plan_neighbor(plan, i)->rank, k = 0;
-        for (int j = 0; j < list->count; ++j) {
-            const gts_cube_piece *c = &list->items[j];
-            if (peer(c, st->rank) != q)
-                continue;
-            for (int f = 0; f < st->nfields; ++f, ++k) {
-                region *r = gts__halo_plan_region_at(plan, send, i, k);
+        for (int f = 0; f < st->nfields; ++f) {
+            const pieces *list = &lists[kind(st->stagger[f])];
+            for (int j = 0; j < list->count; ++j) {
+                const gts_cube_piece *c = &list->items[j];
+                if (peer(c, st->rank) != q)
+                    continue;
+                region *r = gts__halo_plan_region_at(plan, send, i, k++);
                 if (send)
                     send_region(st, c, f, r);
                 else
@@ -271,6 +339,7 @@ static uint64_t signature(const setup *st, bool *split)
     h = gts__halo_hash(h, st->p->layout[1]);
     for (int f = 0; f < st->nfields; ++f) {
         h = gts__halo_hash(h, st->component[f]);
+        h = gts__halo_hash(h, kind(st->stagger[f]));
         for (int a = 0; a < 2; ++a)
             split[f * GTS_MAX_NDIM + st->split[a]] = true;
     }
@@ -279,11 +348,10 @@ static uint64_t signature(const setup *st, bool *split)
 
 static int build(setup *st, gts_halo_plan **out, gts_error *err)
 {
-    pieces sent = {0}, received = {0};
-    int rc = list_pieces(st, 1, &sent, err);
-    if (!rc)
-        rc = list_pieces(st, 0, &received, err);
-    int capacity = sent.count + received.count + 1;
+    all_pieces all = {0};
+    int rc = list_all(st, &all, err), capacity = 1;
+    for (int k = 0; k < NKINDS; ++k)
+        capacity += all.sent[k].count + all.received[k].count;
     gts_halo_neighbor *neighbors = rc ? NULL : calloc((size_t)capacity, sizeof *neighbors);
     int *nsend = rc ? NULL : calloc((size_t)capacity, sizeof *nsend);
     int *nrecv = rc ? NULL : calloc((size_t)capacity, sizeof *nrecv);
@@ -292,17 +360,16 @@ static int build(setup *st, gts_halo_plan **out, gts_error *err)
         rc = gts_error_set(err, GTS_ENOMEM, "out of memory for a cubed-sphere halo plan");
     gts_halo_plan *plan = NULL;
     if (!rc) {
-        int n = list_neighbors(st, &sent, &received, neighbors, nsend, nrecv);
+        int n = list_neighbors(st, &all, neighbors, nsend, nrecv);
         rc = gts__halo_plan_alloc(st->rank, st->nfields, st->fields, n, neighbors, nsend, nrecv,
                                   &plan, err);
     }
     if (!rc) {
-        fill_regions(plan, st, &sent, true);
-        fill_regions(plan, st, &received, false);
+        fill_regions(plan, st, all.sent, true);
+        fill_regions(plan, st, all.received, false);
         rc = gts__halo_plan_complete(plan, signature(st, split), err);
     }
-    free(sent.items);
-    free(received.items);
+    free_all(&all);
     free(neighbors);
     free(nsend);
     free(nrecv);
@@ -336,6 +403,9 @@ int gts_cube_halo_plan_create(const gts_cube_partition *partition, int rank, int
     st.split[0] = split_dim(&fields[0], GTS_DIM_I);
     st.split[1] = split_dim(&fields[0], GTS_DIM_J);
     st.halo = st.split[0] >= 0 ? fields[0].halo[st.split[0]].lower : 0;
+    st.stagger = calloc((size_t)nfields, sizeof *st.stagger);
+    if (!st.stagger)
+        return gts_error_set(err, GTS_ENOMEM, "out of memory for a cubed-sphere halo plan");
     for (int f = 0; f < nfields && !rc; ++f)
         rc = check_field(&st, f, size, err);
     st.component = rc ? NULL : calloc((size_t)nfields, sizeof *st.component);
@@ -348,5 +418,6 @@ int gts_cube_halo_plan_create(const gts_cube_partition *partition, int rank, int
         rc = build(&st, out, err);
     free(st.component);
     free(st.partner);
+    free(st.stagger);
     return rc;
 }

@@ -120,30 +120,72 @@ static const edge EDGES[2][4] = {
     },
 };
 
+/* One crossing of the edge on `side`: the point's coordinates and stagger
+ * on the tile across, and the frame of the map. */
+static void cross_edge(const gts_cube_partition *p, int *tile, int side, int64_t *x, int64_t *y,
+                       int *stagger, int *rotations, int64_t *frame)
+{
+    const edge *e = &EDGES[*tile % 2][side];
+    /* In half cells (a cell's centre 2x + 1, its lower face 2x) the edge's
+     * map of centres, x' = a x + b y + c n + d, is X' = a X + b Y + 2 (c n
+     * + d) + 1 - a - b: one map for centres and faces alike. */
+    int64_t n = p->n, X = 2 * *x + 1 - stagger[0], Y = 2 * *y + 1 - stagger[1];
+    int64_t X2 = e->ax * X + e->bx * Y + 2 * (e->cx * n + e->dx) + 1 - e->ax - e->bx;
+    int64_t Y2 = e->ay * X + e->by * Y + 2 * (e->cy * n + e->dy) + 1 - e->ay - e->by;
+    int sx = e->ax ? stagger[0] : stagger[1], sy = e->ay ? stagger[0] : stagger[1];
+    *tile = (*tile + e->tile_offset) % GTS_CUBE_TILES;
+    *x = (X2 - 1 + sx) / 2;
+    *y = (Y2 - 1 + sy) / 2;
+    stagger[0] = sx, stagger[1] = sy;
+    *rotations += e->rotations;
+    /* the frames compose: here = frame(there) after this edge's */
+    int64_t f[4] = {e->ax * frame[0] + e->bx * frame[1], e->ay * frame[0] + e->by * frame[1],
+                    e->ax * frame[2] + e->bx * frame[3], e->ay * frame[2] + e->by * frame[3]};
+    for (int i = 0; i < 4; ++i)
+        frame[i] = f[i];
+}
+
+/* Where a point lies: past an edge (strictly outside), on the tile's
+ * upper edge (a face at n: the next tile's), or inside. */
+static int past(int64_t c, int stagger, int64_t n)
+{
+    return c < 0 || c > n - 1 + stagger ? 2 : stagger && c == n ? 1 : 0;
+}
+
+bool gts_cube_wrap_point(const gts_cube_partition *p, int tile, int64_t x, int64_t y,
+                         const int *stagger, int *to_tile, int64_t *to_x, int64_t *to_y,
+                         int *rotations, int64_t *frame)
+{
+    int64_t n = p->n, f[4] = {1, 0, 0, 1};
+    int st[2] = {stagger ? stagger[0] : 0, stagger ? stagger[1] : 0}, turns = 0;
+    if (x < -n || x > 2 * n || y < -n || y > 2 * n)
+        return false;
+    /* at most two crossings: past one edge, then (a face) onto the upper
+     * edge of the tile across, which is the next one's */
+    for (int crossing = 0; crossing < 3; ++crossing) {
+        int px = past(x, st[0], n), py = past(y, st[1], n);
+        if (!px && !py)
+            break;
+        /* past both edges of a tile corner, or on both (a face of each
+           at the corner itself): a corner of the cube, no tile. A face on
+           one edge and past the other lies on the edge between the two
+           tiles across: crossed where it is past first. */
+        if ((px == 2 && py == 2) || (px == 1 && py == 1) || crossing == 2)
+            return false;
+        int side = px > py ? (x < 0 ? WEST : EAST) : (y < 0 ? SOUTH : NORTH);
+        cross_edge(p, &tile, side, &x, &y, st, &turns, f);
+    }
+    *to_tile = tile, *to_x = x, *to_y = y, *rotations = turns % 4;
+    if (frame)
+        for (int i = 0; i < 4; ++i)
+            frame[i] = f[i];
+    return true;
+}
+
 bool gts_cube_wrap(const gts_cube_partition *p, int tile, int64_t x, int64_t y, int *to_tile,
                    int64_t *to_x, int64_t *to_y, int *rotations, int64_t *frame)
 {
-    int64_t n = p->n;
-    bool out_x = x < 0 || x >= n, out_y = y < 0 || y >= n;
-    if (out_x && out_y)
-        return false; /* past a tile corner: a corner of the cube, no tile */
-    if (x < -n || x >= 2 * n || y < -n || y >= 2 * n)
-        return false;
-    if (!out_x && !out_y) {
-        *to_tile = tile, *to_x = x, *to_y = y, *rotations = 0;
-        if (frame)
-            frame[0] = 1, frame[1] = 0, frame[2] = 0, frame[3] = 1;
-        return true;
-    }
-    int side = out_x ? (x < 0 ? WEST : EAST) : (y < 0 ? SOUTH : NORTH);
-    const edge *e = &EDGES[tile % 2][side];
-    *to_tile = (tile + e->tile_offset) % GTS_CUBE_TILES;
-    *to_x = e->ax * x + e->bx * y + e->cx * n + e->dx;
-    *to_y = e->ay * x + e->by * y + e->cy * n + e->dy;
-    *rotations = e->rotations;
-    if (frame)
-        frame[0] = e->ax, frame[1] = e->ay, frame[2] = e->bx, frame[3] = e->by;
-    return true;
+    return gts_cube_wrap_point(p, tile, x, y, NULL, to_tile, to_x, to_y, rotations, frame);
 }
 
 int gts_cube_partition_neighbor(const gts_cube_partition *p, int rank, int dx, int dy,

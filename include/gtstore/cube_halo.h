@@ -55,6 +55,19 @@ typedef struct gts_cube_piece {
 int gts_cube_halo_pieces(const gts_cube_partition *partition, int rank, int64_t halo, int send,
                          gts_cube_piece *out, int capacity, int *count, gts_error *err);
 
+/* As gts_cube_halo_pieces, for a staggered field (`stagger` per axis: 0
+ * cell centres, 1 the cells' lower faces, as gts_cube_wrap_point; NULL:
+ * centres). The subdomain's points along a face axis are its faces
+ * start .. start + size, the last one shared with the upper neighbour (or
+ * the next tile): the upper region starts at that face and is halo + 1
+ * wide, so that the rank whose lower face it is overwrites it, as pace's
+ * synchronize_vector_interfaces does, and both hold the same value. The
+ * halo must then be smaller than the smallest block. */
+int gts_cube_halo_pieces_staggered(const gts_cube_partition *partition, int rank,
+                                   int64_t halo, const int *stagger, int send,
+                                   gts_cube_piece *out, int capacity, int *count,
+                                   gts_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -88,6 +88,17 @@ bool gts_cube_wrap(const gts_cube_partition *partition, int tile, int64_t x, int
                    int *to_tile, int64_t *to_x, int64_t *to_y, int *rotations,
                    int64_t *frame);
 
+/* As gts_cube_wrap, for a point of a staggered field: `stagger` (NULL:
+ * none) per axis 0 for cell centres, 1 for the cells' lower faces (x the
+ * face between cells x - 1 and x; the tile's edges are faces 0 and n). A
+ * face on the tile's upper edge (x == n) counts as the next tile's face 0,
+ * as the point past it does: that tile's rank owns it. The point there is
+ * staggered along its own axes as this one is along the axes that map to
+ * them (a turn makes x faces y faces). */
+bool gts_cube_wrap_point(const gts_cube_partition *partition, int tile, int64_t x, int64_t y,
+                         const int *stagger, int *to_tile, int64_t *to_x, int64_t *to_y,
+                         int *rotations, int64_t *frame);
+
 /* The block of `count` blocks over `n` cells holding cell c (0 <= c < n),
  * as the subdomains split a tile edge. */
 int gts_cube_block_of(int64_t n, int count, int64_t c);

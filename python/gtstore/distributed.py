@@ -163,8 +163,13 @@ class _Partitioner:
             if name in kwargs:
                 raise TypeError(f"{name}: set by the partitioner, not per storage")
         pairs = self.halo if halo is None else self._halo(halo)
-        return function(self.local_shape(pairs), *args, dtype=dtype, dims=self.dims,
-                        halo=pairs, **kwargs)
+        shape = self._storage_shape(pairs, kwargs)
+        return function(shape, *args, dtype=dtype, dims=self.dims, halo=pairs, **kwargs)
+
+    def _storage_shape(self, pairs, kwargs):
+        """The shape of a storage with these halo pairs (a subclass may take
+        keywords of its own out of ``kwargs``)."""
+        return self.local_shape(pairs)
 
     def empty(self, dtype="f8", *, halo=None, **kwargs):
         """This rank's storage (``gtstore.empty``): its subdomain plus the
@@ -401,7 +406,13 @@ class CubedSpherePartitioner(_Partitioner):
 
     A rank's storages have dims ``"IJ"`` (x, y of its tile), plus ``"K"`` of
     ``nz`` levels where given, and ``halo`` cells on each side of I and J
-    (not wider than the smallest block). The global array of
+    (not wider than the smallest block). ``stagger=(sx, sy)`` at creation
+    puts a field on the cells' faces along x (``sx=1``: one point more along
+    I, as FV3's ``x_interface``) or y: the subdomain's upper face is shared
+    with the neighbour there, and an exchange makes both hold the value of
+    the rank whose lower face it is (pace's
+    ``synchronize_vector_interfaces``); the halo must then be smaller than
+    the smallest block. The global array of
     :meth:`scatter` and :meth:`gather` is ``(6, n, n[, nz])``: tile, x, y.
     Every rank must make it with the same arguments; it keeps a duplicate of
     ``comm`` (free it with :meth:`close`).
@@ -469,6 +480,17 @@ class CubedSpherePartitioner(_Partitioner):
         """The extents of a rank's subdomain (this rank's by default)."""
         block = self._block(self.rank if rank is None else rank)
         return tuple(s.stop - s.start for s in block[1:])
+
+    def _storage_shape(self, pairs, kwargs):
+        stagger = kwargs.pop("stagger", (0, 0))
+        if (not isinstance(stagger, tuple) or len(stagger) != 2
+                or any(s not in (0, 1) or isinstance(s, bool) for s in stagger)):
+            raise ValueError(f"stagger: expected (sx, sy), each 0 (cell centres) or 1 (the "
+                             f"cells' faces along that axis), got {stagger!r}")
+        shape = list(self.local_shape(pairs))
+        shape[0] += stagger[0]
+        shape[1] += stagger[1]
+        return tuple(shape)
 
     def halo_exchange(self, fields, components=None, device_aware=None):
         """The exchange of these storages' halos (collective), as

@@ -61,3 +61,41 @@ def test_same_halos_as_pace(comm, preset, vector, n=8, h=3, nz=4):
     ex.close()
     part.close()
     all_ranks(comm, same, f"{preset}, vector {vector}: halos differ from pace-util's")
+
+
+@pytest.mark.parametrize("preset", ["gt:cpu_ifirst", "gt:cpu_kfirst"])
+def test_staggered_vector_as_pace(comm, preset, n=8, h=2, nz=2):
+    """FV3's D-grid wind: u on the cells' y faces (x, y_interface), v on
+    their x faces (x_interface, y). Random values, so that the two copies of
+    every shared face differ at first. pace: synchronize_vector_interfaces
+    (the rank whose south/west face it is wins), then vector_halo_update;
+    gtstore: one exchange, which does both."""
+    part = gd.CubedSpherePartitioner(comm, n, LAYOUT, halo=h, nz=nz)
+    nx, ny = part.domain_shape()[:2]
+    rng = np.random.default_rng(100 + part.rank)
+    u = part.full(np.nan, "f8", defaults=preset, stagger=(0, 1))
+    v = part.full(np.nan, "f8", defaults=preset, stagger=(1, 0))
+    np.asarray(u.domain_view)[...] = rng.standard_normal(u.domain_view.shape)
+    np.asarray(v.domain_view)[...] = rng.standard_normal(v.domain_view.shape)
+    pu, pv = np.array(u), np.array(v)
+    ex = part.halo_exchange([u, v], components=["u", "v"])
+    ex.exchange()
+    communicator = pace_communicator(comm)
+    qu = pace_util.Quantity(pu, dims=[pace_util.X_DIM, pace_util.Y_INTERFACE_DIM,
+                                      pace_util.Z_DIM], units="m", origin=(h, h, 0),
+                            extent=(nx, ny + 1, nz))
+    qv = pace_util.Quantity(pv, dims=[pace_util.X_INTERFACE_DIM, pace_util.Y_DIM,
+                                      pace_util.Z_DIM], units="m", origin=(h, h, 0),
+                            extent=(nx + 1, ny, nz))
+    communicator.synchronize_vector_interfaces(qu, qv)
+    communicator.vector_halo_update(qu, qv, n_points=h)
+    got = [np.array(u), np.array(v)]
+    same = [np.array_equal(a, q.data, equal_nan=True) for a, q in zip(got, (qu, qv))]
+    if not all(same) and part.rank == 0:
+        for name, a, b in zip("uv", got, (qu.data, qv.data)):
+            diff = np.argwhere(~((a == b) | (np.isnan(a) & np.isnan(b))))
+            print(f"{name}: {len(diff)} differ, first (x, y, k): {diff[:6].tolist()}: ours "
+                  f"{[a[tuple(d)] for d in diff[:3]]}, pace {[b[tuple(d)] for d in diff[:3]]}")
+    ex.close()
+    part.close()
+    all_ranks(comm, all(same), f"{preset}: staggered halos differ from pace-util's")
