@@ -391,6 +391,13 @@ static void test_pieces(void)
     CHECK_FAILS(gts_cube_halo_pieces(&p, 24, 1, 0, NULL, 0, &count, ERR), GTS_EINVAL, "rank");
     CHECK_FAILS(gts_cube_halo_pieces(&p, 0, 1, 0, NULL, 3, &count, ERR), GTS_EINVAL, "out");
     CHECK_FAILS(gts_cube_halo_pieces(&p, 0, 1, 0, NULL, 0, NULL, ERR), GTS_EINVAL, "count");
+    /* faces: the halo must leave room for the shared face */
+    int faces[2] = {0, 1}, bad_stagger[2] = {2, 0};
+    CHECK_OK(gts_cube_halo_pieces_staggered(&p, 0, 2, faces, 0, NULL, 0, &count, ERR));
+    CHECK_FAILS(gts_cube_halo_pieces_staggered(&p, 0, 3, faces, 0, NULL, 0, &count, ERR),
+                GTS_EINVAL, "shared face");
+    CHECK_FAILS(gts_cube_halo_pieces_staggered(&p, 0, 1, bad_stagger, 0, NULL, 0, &count, ERR),
+                GTS_EINVAL, "stagger");
     /* 1x1, halo 1: four pieces, one per edge, turned as the table says */
     gts_cube_partition one;
     gts_cube_piece pieces[8];

@@ -27,6 +27,7 @@ typedef struct scenario {
     int device; /* 0 host memory, 1 (emulated) device memory only */
     int nfields;
     gts_cube_component components[MAX_FIELDS];
+    int stagger[MAX_FIELDS][2]; /* per field: on the cells' faces along x, y */
 } scenario;
 
 static const double UNSET = -12345.0;
@@ -37,11 +38,13 @@ static double reference(int f, int tile, int64_t x, int64_t y, int64_t k)
     return ((((f + 1) * 10.0 + tile) * 100 + (double)x) * 100 + (double)y) * 100 + (double)k;
 }
 
-static int make_field(const scenario *sc, const gts_cube_partition *p, int rank, gts_storage *out)
+static int make_field(const scenario *sc, const gts_cube_partition *p, int rank, int f,
+                      gts_storage *out)
 {
     int64_t start[2], size[2];
     gts_cube_partition_subdomain(p, rank, start, size);
-    int64_t shape[3] = {size[0] + 2 * sc->halo, size[1] + 2 * sc->halo, sc->k};
+    int64_t shape[3] = {size[0] + sc->stagger[f][0] + 2 * sc->halo,
+                        size[1] + sc->stagger[f][1] + 2 * sc->halo, sc->k};
     gts_storage_spec spec;
     int rc = gts_storage_spec_init(&spec, 3, shape, F8, ERR);
     if (rc)
@@ -83,7 +86,7 @@ static bool expected(const scenario *sc, const gts_cube_partition *p, int f, int
 {
     int t, turns;
     int64_t wx, wy;
-    if (!gts_cube_wrap(p, tile, x, y, &t, &wx, &wy, &turns, NULL))
+    if (!gts_cube_wrap_point(p, tile, x, y, sc->stagger[f], &t, &wx, &wy, &turns, NULL))
         return false;
     if (sc->components[f] == GTS_CUBE_SCALAR) {
         *out = reference(f, t, wx, wy, k);
@@ -108,11 +111,20 @@ static int visit(const scenario *sc, const gts_cube_partition *p, int rank, int 
         for (idx[1] = 0; idx[1] < g->shape[1]; ++idx[1])
             for (idx[2] = 0; idx[2] < g->shape[2]; ++idx[2]) {
                 int64_t x = start[0] + idx[0] - sc->halo, y = start[1] + idx[1] - sc->halo;
-                bool domain = idx[0] >= sc->halo && idx[0] < sc->halo + size[0] &&
-                              idx[1] >= sc->halo && idx[1] < sc->halo + size[1];
+                bool domain = idx[0] >= sc->halo &&
+                              idx[0] < sc->halo + size[0] + sc->stagger[f][0] &&
+                              idx[1] >= sc->halo &&
+                              idx[1] < sc->halo + size[1] + sc->stagger[f][1];
                 double want = UNSET;
-                if ((domain || check) && !expected(sc, p, f, tile, x, y, idx[2], &want))
-                    want = UNSET;
+                if (check && !expected(sc, p, f, tile, x, y, idx[2], &want))
+                    /* no tile's: a cube corner; in the domain, a corner
+                       point of three tiles, which keeps its own value */
+                    want = domain ? reference(f, tile, x, y, idx[2]) : UNSET;
+                /* the domain as this rank has it: its own tile's value on a
+                   shared face too, which the exchange must overwrite with
+                   the owner's where the face is the next tile's */
+                if (!check && domain)
+                    want = reference(f, tile, x, y, idx[2]);
                 double *at = (double *)address(g, idx);
                 if (!check)
                     *at = domain ? want : UNSET;
@@ -177,7 +189,7 @@ static void run_exchange(const scenario *sc, int how)
     gts_halo_messages **messages = calloc((size_t)nranks, sizeof *messages);
     for (int r = 0; r < nranks; ++r) {
         for (int f = 0; f < sc->nfields; ++f)
-            if (CHECK_OK(make_field(sc, &p, r, &fields[r][f])))
+            if (CHECK_OK(make_field(sc, &p, r, f, &fields[r][f])))
                 visit(sc, &p, r, f, &fields[r][f], false);
         CHECK_OK(gts_cube_halo_plan_create(&p, r, sc->nfields, fields[r], sc->components,
                                            &plans[r], ERR));
@@ -208,17 +220,26 @@ static void run_exchange(const scenario *sc, int how)
 }
 
 static const scenario scenarios[] = {
-    {"1x1 scalar", 6, 1, 1, 2, 3, false, 0, 1, {GTS_CUBE_SCALAR}},
-    {"1x1 vector, I first", 6, 1, 1, 3, 2, true, 0, 2, {GTS_CUBE_U, GTS_CUBE_V}},
+    {"1x1 scalar", 6, 1, 1, 2, 3, false, 0, 1, {GTS_CUBE_SCALAR}, {{0}}},
+    {"1x1 vector, I first", 6, 1, 1, 3, 2, true, 0, 2, {GTS_CUBE_U, GTS_CUBE_V}, {{0}}},
     {"2x2 scalar and vector", 8, 2, 2, 2, 2, false, 0, 3,
-     {GTS_CUBE_V, GTS_CUBE_SCALAR, GTS_CUBE_U}},
+     {GTS_CUBE_V, GTS_CUBE_SCALAR, GTS_CUBE_U}, {{0}}},
     {"3x3 two vectors", 9, 3, 3, 3, 1, true, 0, 4,
-     {GTS_CUBE_U, GTS_CUBE_U, GTS_CUBE_V, GTS_CUBE_V}},
+     {GTS_CUBE_U, GTS_CUBE_U, GTS_CUBE_V, GTS_CUBE_V}, {{0}}},
     {"2x3 rectangular", 12, 2, 3, 3, 2, false, 0, 3,
-     {GTS_CUBE_SCALAR, GTS_CUBE_U, GTS_CUBE_V}},
-    {"2x3 uneven", 7, 2, 3, 2, 1, true, 0, 2, {GTS_CUBE_U, GTS_CUBE_V}},
+     {GTS_CUBE_SCALAR, GTS_CUBE_U, GTS_CUBE_V}, {{0}}},
+    {"2x3 uneven", 7, 2, 3, 2, 1, true, 0, 2, {GTS_CUBE_U, GTS_CUBE_V}, {{0}}},
     {"2x2 device memory", 6, 2, 2, 2, 2, false, 1, 3,
-     {GTS_CUBE_U, GTS_CUBE_V, GTS_CUBE_SCALAR}},
+     {GTS_CUBE_U, GTS_CUBE_V, GTS_CUBE_SCALAR}, {{0}}},
+    /* staggered: a D grid's wind (u on y faces, v on x faces), a C grid's,
+       and a scalar on the cells' corners */
+    {"1x1 D grid", 6, 1, 1, 2, 2, false, 0, 2, {GTS_CUBE_U, GTS_CUBE_V}, {{0, 1}, {1, 0}}},
+    {"2x2 C grid, I first", 9, 2, 2, 3, 1, true, 0, 3,
+     {GTS_CUBE_U, GTS_CUBE_V, GTS_CUBE_SCALAR}, {{1, 0}, {0, 1}, {0, 0}}},
+    {"2x3 D grid and corners", 12, 2, 3, 2, 2, false, 0, 3,
+     {GTS_CUBE_SCALAR, GTS_CUBE_U, GTS_CUBE_V}, {{1, 1}, {0, 1}, {1, 0}}},
+    {"2x2 D grid, device memory", 8, 2, 2, 2, 1, false, 1, 2, {GTS_CUBE_U, GTS_CUBE_V},
+     {{0, 1}, {1, 0}}},
 };
 
 static void test_exchanges(void)
@@ -232,14 +253,14 @@ static void test_exchanges(void)
  * field, and the plans agree across ranks. */
 static void test_plan_shape(void)
 {
-    scenario sc = {"shape", 6, 1, 1, 2, 1, false, 0, 2, {GTS_CUBE_U, GTS_CUBE_V}};
+    scenario sc = {"shape", 6, 1, 1, 2, 1, false, 0, 2, {GTS_CUBE_U, GTS_CUBE_V}, {{0}}};
     gts_cube_partition p;
     gts_storage fields[2];
     gts_halo_plan *plan = NULL;
     if (!CHECK_OK(gts_cube_partition_init(&p, 6, 1, 1, ERR)))
         return;
     for (int f = 0; f < 2; ++f)
-        CHECK_OK(make_field(&sc, &p, 0, &fields[f]));
+        CHECK_OK(make_field(&sc, &p, 0, f, &fields[f]));
     if (CHECK_OK(gts_cube_halo_plan_create(&p, 0, 2, fields, sc.components, &plan, ERR))) {
         CHECK_INT_EQ(gts_halo_plan_neighbor_count(plan), 4);
         static const int ranks[4] = {1, 2, 4, 5};
@@ -273,7 +294,7 @@ static void test_plan_shape(void)
     scenario wide = sc;
     wide.halo = 3;
     gts_storage other;
-    if (CHECK_OK(make_field(&wide, &p, 0, &other))) {
+    if (CHECK_OK(make_field(&wide, &p, 0, 0, &other))) {
         gts_storage mixed[2] = {fields[0], other};
         CHECK_FAILS(gts_cube_halo_plan_create(&p, 0, 2, mixed, NULL, &plan, ERR), GTS_EINVAL,
                     "halo");
@@ -281,7 +302,7 @@ static void test_plan_shape(void)
     }
     scenario too_wide = sc;
     too_wide.halo = 7;
-    if (CHECK_OK(make_field(&too_wide, &p, 0, &other))) {
+    if (CHECK_OK(make_field(&too_wide, &p, 0, 0, &other))) {
         CHECK_FAILS(gts_cube_halo_plan_create(&p, 0, 1, &other, NULL, &plan, ERR), GTS_EINVAL,
                     "halo");
         gts_storage_release(&other);

@@ -15,7 +15,7 @@
 
 enum { MAX_FIELDS = 3, MAX_RANKS = 6 * 9 };
 
-static const double UNSET = -1.0;
+static const double UNSET = -0.5; /* no reference value, negated or not: those are integers */
 
 static double reference(int f, int tile, int64_t x, int64_t y, int64_t k)
 {
@@ -25,6 +25,7 @@ static double reference(int f, int tile, int64_t x, int64_t y, int64_t k)
 typedef struct setup {
     int nfields;
     gts_cube_component components[MAX_FIELDS];
+    int stagger[MAX_FIELDS][2]; /* on the cells' faces along x, y */
     int64_t halo, k;
     int layout[3];
 } setup;
@@ -44,7 +45,7 @@ static double expected(const gts_cube_partition *p, const setup *s, int f, int t
 {
     int t, turns;
     int64_t wx, wy;
-    if (!gts_cube_wrap(p, tile, x, y, &t, &wx, &wy, &turns, NULL))
+    if (!gts_cube_wrap_point(p, tile, x, y, s->stagger[f], &t, &wx, &wy, &turns, NULL))
         return UNSET;
     if (s->components[f] == GTS_CUBE_SCALAR)
         return reference(f, t, wx, wy, k);
@@ -64,11 +65,17 @@ static void visit(const gts_cube_partition *p, const setup *s, int rank, int f, 
         for (idx[1] = 0; idx[1] < g->shape[1]; ++idx[1])
             for (idx[2] = 0; idx[2] < g->shape[2]; ++idx[2]) {
                 int64_t x = start[0] + idx[0] - s->halo, y = start[1] + idx[1] - s->halo;
-                bool domain = x >= start[0] && x < start[0] + size[0] && y >= start[1] &&
-                              y < start[1] + size[1];
-                double want = domain || check ? expected(p, s, f, rank / p->ranks_per_tile, x,
-                                                         y, idx[2])
-                                              : UNSET;
+                bool domain = x >= start[0] && x < start[0] + size[0] + s->stagger[f][0] &&
+                              y >= start[1] && y < start[1] + size[1] + s->stagger[f][1];
+                int tile = rank / p->ranks_per_tile;
+                /* the domain as this rank has it (its own tile's value on a
+                   shared face); after the exchange the owner's, except at
+                   a corner of three tiles, which keeps its own */
+                double own = reference(f, tile, x, y, idx[2]);
+                double want = check ? expected(p, s, f, tile, x, y, idx[2]) : domain ? own
+                                                                                     : UNSET;
+                if (check && domain && want == UNSET)
+                    want = own;
                 char *at = (char *)gts_storage_data(g);
                 for (int d = 0; d < 3; ++d)
                     at += idx[d] * g->strides[d];
@@ -129,7 +136,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         vs += s.components[f] == GTS_CUBE_V;
     }
     fuzz_permutation(&in, 3, s.layout);
-    bool fits = s.halo <= gts_cube_partition_min_block(&p) && us == vs;
+    /* staggers: a scalar on centres or corners, a vector's u on any
+       faces and its v on those of the other axes (C and D grids) */
+    int first_u = -1, any_faces = 0;
+    for (int f = 0; f < s.nfields; ++f)
+        if (s.components[f] == GTS_CUBE_SCALAR) {
+            s.stagger[f][0] = s.stagger[f][1] = fuzz_bool(&in);
+        } else if (s.components[f] == GTS_CUBE_U && first_u < 0) {
+            first_u = f;
+            s.stagger[f][0] = fuzz_bool(&in);
+            s.stagger[f][1] = fuzz_bool(&in);
+        }
+    for (int f = 0; f < s.nfields && first_u >= 0; ++f)
+        if (s.components[f] != GTS_CUBE_SCALAR && f != first_u) {
+            s.stagger[f][0] = s.stagger[first_u][1];
+            s.stagger[f][1] = s.stagger[first_u][0];
+        }
+    for (int f = 0; f < s.nfields; ++f)
+        any_faces |= s.stagger[f][0] | s.stagger[f][1];
+    bool fits = s.halo <= gts_cube_partition_min_block(&p) - any_faces && us == vs;
     gts_storage fields[MAX_RANKS][MAX_FIELDS];
     gts_halo_plan *plans[MAX_RANKS] = {0};
     bool all_made = true;
@@ -137,7 +162,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         int64_t start[2], sub[2];
         gts_cube_partition_subdomain(&p, r, start, sub);
         for (int f = 0; f < s.nfields; ++f) {
-            int64_t shape[3] = {sub[0] + 2 * s.halo, sub[1] + 2 * s.halo, s.k};
+            int64_t shape[3] = {sub[0] + s.stagger[f][0] + 2 * s.halo,
+                                sub[1] + s.stagger[f][1] + 2 * s.halo, s.k};
             gts_storage_spec spec;
             FUZZ_CHECK(gts_storage_spec_init(&spec, 3, shape, (gts_dtype){GTS_KIND_FLOAT, 8},
                                              &err) == 0);
