@@ -4,9 +4,12 @@
  * batched device copies (gtstore/halo_messages.h), and the MPI exchange.
  *
  * The fields are this rank's storages: along I (x) and J (y) their domain
- * is the rank's subdomain, and every field has the same halo width on the
- * four sides of I and J; K and data dimensions travel whole, halo
- * included. There is one message per neighbour rank and direction, all
+ * is the rank's subdomain, or one point more where the field is on the
+ * cells' faces along that axis (an Arakawa C or D grid's wind; a scalar on
+ * cell corners: gtstore/cube_halo.h's staggered pieces, whose shared upper
+ * face the rank whose lower face it is overwrites), and every field has
+ * the same halo width on the four sides of I and J; K and data dimensions
+ * travel whole, halo included. There is one message per neighbour rank and direction, all
  * fields in it: for each piece that rank fills, in the receiver's order,
  * each field's region in field order. Every message's tag is 0 (one
  * message per pair of ranks each way).
@@ -44,9 +47,11 @@ typedef enum gts_cube_component {
 /* The plan of `rank` for `nfields` storages; `components` gives each
  * field's (NULL: all scalars). Errors (GTS_EINVAL, naming the field by its
  * position): a bad partition or rank, nfields < 1, a field without I or J,
- * a domain other than the rank's subdomain, halos that differ between
- * sides or fields or are wider than the smallest block, a U without its V
- * (or a pair that differs), a boolean vector; GTS_EREADONLY for a
+ * a domain other than the rank's subdomain (or one point more), halos that
+ * differ between sides or fields or are wider than the smallest block (at
+ * least one narrower with faces), a U without its V (or a pair that
+ * differs, or whose V is not on the faces of the U's axes swapped), a
+ * scalar on the faces of one axis only, a boolean vector; GTS_EREADONLY for a
  * read-only field; those of gts_halo_plan_create's allocations. */
 int gts_cube_halo_plan_create(const gts_cube_partition *partition, int rank, int nfields,
                               const gts_storage *fields, const gts_cube_component *components,
