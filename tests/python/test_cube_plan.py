@@ -119,3 +119,24 @@ def test_bad_fields():
     from gtstore.distributed import Partition
     with pytest.raises(ValueError, match="components"):
         HaloPlan(Partition((6, 6), 1), 0, [a], components=["scalar"])
+
+
+def test_staggered_fields():
+    """A D grid's wind (u on y faces, v on x faces) exchanges; a scalar on
+    the faces of one axis, a v not on u's faces swapped, or a halo that
+    leaves no room for the shared face are refused."""
+    p = CubePartition(6, (2, 2))
+
+    def field(sx, sy, h=1):
+        return gts.zeros((3 + sx + 2 * h, 3 + sy + 2 * h, 2), dims="IJK",
+                         halo=((h, h), (h, h), (0, 0)))
+    u, v = field(0, 1), field(1, 0)
+    plan = HaloPlan(p, 0, [u, v], components=["u", "v"])
+    assert plan.send_bytes > 0 and plan.recv_bytes > 0
+    HaloPlan(p, 0, [field(1, 1)])  # a scalar on the cells' corners
+    with pytest.raises(ValueError, match="fields\\[0\\]: a scalar on the faces"):
+        HaloPlan(p, 0, [field(1, 0)])
+    with pytest.raises(ValueError, match="needs v on"):
+        HaloPlan(p, 0, [u, field(0, 1)], components=["u", "v"])
+    with pytest.raises(ValueError, match="shared face"):
+        HaloPlan(p, 0, [field(0, 1, h=3), field(1, 0, h=3)], components=["u", "v"])
