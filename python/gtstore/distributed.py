@@ -218,13 +218,22 @@ class _Partitioner:
                              f"(0 to {self.size - 1})")
         return root
 
+    def _stagger(self, view):
+        """The points a storage has past the subdomain along its split
+        dimensions (a staggered field's faces; none on a Cartesian grid)."""
+        return ()
+
+    def _global_shape(self, stagger):
+        return self.global_shape
+
     def _check_local(self, local):
         view = local.domain_view
-        expected = self.domain_shape()
+        stagger = self._stagger(view)
+        expected = self.domain_shape(stagger=stagger)
         if tuple(view.shape[:len(expected)]) != expected:
             raise ValueError(f"local: its domain {tuple(view.shape)} is not this rank's "
                              f"subdomain {expected} (a storage of another partitioner?)")
-        return view
+        return view, stagger
 
     def scatter(self, global_array, local, root=0):
         """Writes the blocks of ``global_array`` (given on ``root``; ignored
@@ -235,22 +244,24 @@ class _Partitioner:
         error = None
         try:
             root = self._root(root)
-            view = self._check_local(local)
+            view, stagger = self._check_local(local)
+            global_shape = self._global_shape(stagger)
             if self.rank == root:
                 array = np.asarray(global_array)
-                if array.shape[:len(self.global_shape)] != self.global_shape:
+                if array.shape[:len(global_shape)] != global_shape:
                     raise ValueError(f"global_array: shape {array.shape} does not start with "
-                                     f"the global shape {self.global_shape}")
-                if array.shape[len(self.global_shape):] != view.shape[self._ndomain:]:
+                                     f"the global shape {global_shape}")
+                if array.shape[len(global_shape):] != view.shape[self._ndomain:]:
                     raise ValueError(f"global_array: data dimensions {array.shape} do not match "
                                      f"the storage's {view.shape}")
         except _INPUT_ERRORS as e:
             error = e
         _raise_agreed(self.comm, error, "scatter", None if error else
-                      (np.dtype(local.dtype).str, view.shape[self._ndomain:], root))
+                      (np.dtype(local.dtype).str, view.shape[self._ndomain:], root, stagger))
         if self.rank == root:
             for rank in range(self.size):
-                block = np.ascontiguousarray(array[self._block(rank)], dtype=local.dtype)
+                block = np.ascontiguousarray(array[self._block(rank, stagger)],
+                                             dtype=local.dtype)
                 if rank == root:
                     view[...] = block
                 else:
@@ -267,24 +278,25 @@ class _Partitioner:
         error = None
         try:
             root = self._root(root)
-            view = self._check_local(local)
+            view, stagger = self._check_local(local)
             values = np.ascontiguousarray(_host_values(view))
         except _INPUT_ERRORS as e:
             error = e
         _raise_agreed(self.comm, error, "gather", None if error else
-                      (values.dtype.str, values.shape[self._ndomain:], root))
+                      (values.dtype.str, values.shape[self._ndomain:], root, stagger))
         if self.rank != root:
             self.comm.Send(values, dest=root, tag=2)
             return None
-        result = np.empty(self.global_shape + values.shape[self._ndomain:], dtype=values.dtype)
+        result = np.empty(self._global_shape(stagger) + values.shape[self._ndomain:],
+                          dtype=values.dtype)
         for rank in range(self.size):
             if rank == root:
-                result[self._block(rank)] = values
+                result[self._block(rank, stagger)] = values
             else:
-                block = np.empty(self.domain_shape(rank) + values.shape[self._ndomain:],
+                block = np.empty(self.domain_shape(rank, stagger) + values.shape[self._ndomain:],
                                  dtype=values.dtype)
                 self.comm.Recv(block, source=rank, tag=2)
-                result[self._block(rank)] = block
+                result[self._block(rank, stagger)] = block
         return result
 
     def close(self):
@@ -372,7 +384,7 @@ class CartesianPartitioner(_Partitioner):
                     f"subdomain ({smallest} points), which must fill it")
         return tuple((int(lo), int(hi)) for lo, hi in pairs)
 
-    def _block(self, rank):
+    def _block(self, rank, stagger=()):
         """Global index slices of a rank's subdomain, every dimension."""
         starts, sizes = self.partition.subdomain(rank)
         block = [slice(0, n) for n in self.global_shape]
@@ -385,7 +397,7 @@ class CartesianPartitioner(_Partitioner):
         """This rank's domain as global index slices, one per dimension."""
         return self._block(self.rank)
 
-    def domain_shape(self, rank=None):
+    def domain_shape(self, rank=None, stagger=()):
         """The extents of a rank's subdomain (this rank's by default)."""
         block = self._block(self.rank if rank is None else rank)
         return tuple(s.stop - s.start for s in block)
@@ -413,7 +425,9 @@ class CubedSpherePartitioner(_Partitioner):
     the rank whose lower face it is (pace's
     ``synchronize_vector_interfaces``); the halo must then be smaller than
     the smallest block. The global array of
-    :meth:`scatter` and :meth:`gather` is ``(6, n, n[, nz])``: tile, x, y.
+    :meth:`scatter` and :meth:`gather` is ``(6, n, n[, nz])``: tile, x, y
+    (``(6, n + sx, n + sy[, nz])`` for a staggered field: each tile's faces,
+    both copies of a face on a tile edge).
     Every rank must make it with the same arguments; it keeps a duplicate of
     ``comm`` (free it with :meth:`close`).
     """
@@ -465,20 +479,34 @@ class CubedSpherePartitioner(_Partitioner):
         pairs = ((int(halo), int(halo)),) * 2
         return pairs if self.nz is None else pairs + ((0, 0),)
 
-    def _block(self, rank):
+    def _block(self, rank, stagger=()):
+        """A rank's block of the global array: (tile, x slice, y slice[, K
+        slice]); a staggered field's reaches its upper faces."""
         (x0, y0), (nx, ny) = self.partition.subdomain(rank)
+        sx, sy = stagger or (0, 0)
         tile = self.partition.locate(rank)[0]
-        return (tile, slice(x0, x0 + nx), slice(y0, y0 + ny)) + (
+        return (tile, slice(x0, x0 + nx + sx), slice(y0, y0 + ny + sy)) + (
             () if self.nz is None else (slice(0, self.nz),))
+
+    def _stagger(self, view):
+        nx, ny = self.domain_shape()[:2]
+        extra = (view.shape[0] - nx, view.shape[1] - ny) if view.ndim >= 2 else (0, 0)
+        return extra if all(e in (0, 1) for e in extra) else (0, 0)
+
+    def _global_shape(self, stagger):
+        sx, sy = stagger or (0, 0)
+        n = self.partition.n
+        return (6, n + sx, n + sy) + self.global_shape[3:]
 
     @property
     def subdomain(self):
         """This rank's cells: (tile, x slice, y slice[, K slice])."""
         return self._block(self.rank)
 
-    def domain_shape(self, rank=None):
-        """The extents of a rank's subdomain (this rank's by default)."""
-        block = self._block(self.rank if rank is None else rank)
+    def domain_shape(self, rank=None, stagger=()):
+        """The extents of a rank's subdomain (this rank's by default; with
+        ``stagger``, of a field on the cells' faces)."""
+        block = self._block(self.rank if rank is None else rank, stagger)
         return tuple(s.stop - s.start for s in block[1:])
 
     def _storage_shape(self, pairs, kwargs):

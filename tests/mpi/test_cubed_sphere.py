@@ -155,3 +155,24 @@ def test_bad_input_fails_everywhere(comm):
     with pytest.raises(ValueError, match="ranks"):
         gd.CubedSpherePartitioner(comm, 4, (3, 1))
     part.close()
+
+
+def test_scatter_gather(comm):
+    """Whole fields in and out, on cell centres and on faces (a staggered
+    field's global array has each tile's faces: (6, n, n + 1, nz) for y
+    faces)."""
+    part = gd.CubedSpherePartitioner(comm, 6, LAYOUT, halo=1, nz=2)
+    rng = np.random.default_rng(11)
+    ok = True
+    for stagger in ((0, 0), (0, 1), (1, 0), (1, 1)):
+        shape = (6, 6 + stagger[0], 6 + stagger[1], 2)
+        G = rng.standard_normal(shape) if part.rank == 0 else None
+        f = part.zeros("f8", stagger=stagger, defaults="gt:cpu_ifirst")
+        part.scatter(G, f)
+        back = part.gather(f)
+        if part.rank == 0:
+            ok = ok and back.shape == shape and np.array_equal(back, G)
+    with pytest.raises(ValueError, match="stagger"):
+        part.zeros(stagger=(2, 0))
+    part.close()
+    all_ranks(comm, ok, "scatter/gather")
