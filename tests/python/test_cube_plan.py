@@ -77,11 +77,17 @@ def test_exchange_in_one_process(layout, preset, n=6, h=2):
             message = bytearray(send_bytes)
             plan.pack(i, message)
             plans[to].unpack(j, message)
+    assert wrong_cells(p, fields, h) == 0
+
+
+def wrong_cells(p, fields, h, values=np.asarray):
+    """The cells of the three fields (u, scalar, v) of every rank that
+    differ from the wrap's reference (NaN at the cube's corners)."""
     bad = 0
     for r, fs in fields.items():
         tile = p.locate(r)[0]
         (x0, y0), _ = p.subdomain(r)
-        got = [np.asarray(s) for s in fs]
+        got = [values(s) for s in fs]
         for (i, j) in np.ndindex(got[0].shape[:2]):
             wrapped = p.wrap(tile, x0 + i - h, y0 + j - h)
             for k in range(2):
@@ -94,7 +100,51 @@ def test_exchange_in_one_process(layout, preset, n=6, h=2):
                     want = [uu, q, vv]
                 have = [g[i, j, k] for g in got]
                 bad += not np.array_equal(have, want, equal_nan=True)
-    assert bad == 0
+    return bad
+
+
+@pytest.fixture
+def emulated_gpu():
+    gts.use_gpu("emulated")
+    yield
+    gts.use_gpu(None)
+
+
+def test_device_fields_all_at_once(emulated_gpu, n=6, h=2):
+    """Storages in device memory only (managed=None): every message packed
+    at once by the device's batched copies into pinned host buffers, the
+    negated components negated there, unpacked at once."""
+    from gtstore.distributed import HaloMessages
+    p = CubePartition(n, (2, 2))
+    components = ["u", "scalar", "v"]
+    fields = {}
+    for r in range(p.nranks):
+        tile = p.locate(r)[0]
+        (x0, y0), (nx, ny) = p.subdomain(r)
+        fs = []
+        for f in range(3):
+            s = gts.full((nx + 2 * h, ny + 2 * h, 2), np.nan, "f8", dims="IJK",
+                         halo=((h, h), (h, h), (0, 0)), defaults="gt:gpu", managed=None)
+            i, j, k = np.indices((nx, ny, 2))
+            values = np.full(s.shape, np.nan)
+            values[h:-h, h:-h] = reference(f, tile, x0 + i, y0 + j, k)
+            s.to_ndarray()[...] = values
+            fs.append(s)
+        fields[r] = fs
+    assert type(fields[0][0]).__name__ == "GPUStorage"
+    plans = {r: HaloPlan(p, r, fields[r], components=components) for r in fields}
+    messages = {r: HaloMessages(plans[r], device_aware=False, mpi_reads=0) for r in plans}
+    assert all(m.at_once and m.memory == "pinned" for m in messages.values())
+    for m in messages.values():
+        m.pack_all()
+    for r, plan in plans.items():
+        for i, nb in enumerate(plan.neighbors):
+            j = [m[0] for m in plans[nb[0]].neighbors].index(r)
+            out = np.frombuffer(messages[r].send_buffer(i), np.uint8)
+            np.frombuffer(messages[nb[0]].recv_buffer(j), np.uint8)[...] = out
+    for m in messages.values():
+        m.unpack_all()
+    assert wrong_cells(p, fields, h, values=lambda s: np.array(s.to_ndarray())) == 0
 
 
 def test_bad_fields():
