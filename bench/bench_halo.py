@@ -2,6 +2,12 @@
 GHEX, side by side in one run on several ranks:
 
     tests/mpi/mpirun.sh 4 600 .venv/bin/python bench/bench_halo.py [--quick] [--device gpu]
+    tests/mpi/mpirun.sh 6 600 .venv-pace/bin/python bench/bench_halo.py --cubed-sphere
+
+With --cubed-sphere (6 ranks: one tile each; 24: 2x2 per tile) the fields
+are a cubed sphere's (gtstore.distributed.CubedSpherePartitioner), scalars
+and vector pairs, against pace-util's halo updater (pace.util, from the
+environment of requirements-pace.txt: ./dev pace) in the same run.
 
 With --device gpu (a CUDA GPU and CuPy) the fields are gt:gpu storages in
 device memory only, against the same exchange of host fields and an
@@ -150,13 +156,120 @@ def pack_bandwidth(plan, reps):
     return (plan.send_bytes + plan.recv_bytes) / seconds
 
 
+def allocated(comm, run, reps):
+    """The most bytes any rank's Python allocations grew by while `run`
+    ran `reps` times (tracemalloc's peak over what was held before): the
+    allocations an exchange makes each time. (gtstore allocates nothing in
+    C either once the exchange is made: docs/distributed.md.)"""
+    import tracemalloc
+    run()
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    tracemalloc.reset_peak()
+    for _ in range(reps):
+        run()
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return comm.allreduce(peak - before, op=MPI.MAX)
+
+
+def cubed_sphere(args):
+    """gtstore's cubed-sphere exchange against pace-util's HaloUpdater:
+    scalars (NFIELDS fields) and vectors (NFIELDS pairs), each rank a
+    SHAPE block of a tile."""
+    try:
+        import pace.util as pace
+    except ImportError as error:
+        raise SystemExit(f"--cubed-sphere needs pace-util (requirements-pace.txt, ./dev pace): "
+                         f"{error}")
+    comm = MPI.COMM_WORLD
+    per_tile = comm.size // 6
+    side = int(round(per_tile ** 0.5))
+    if comm.size % 6 or side * side != per_tile:
+        raise SystemExit(f"--cubed-sphere runs on 6 * k * k ranks, not {comm.size}")
+    reps, batches = (3, 3) if args.quick else (10, 15)
+    preset = args.preset or "gt:cpu_kfirst"
+    n, nz = SHAPE[0] * side, SHAPE[2]
+    part = gd.CubedSpherePartitioner(comm, n, (side, side), halo=HALO, nz=nz)
+    communicator = pace.CubedSphereCommunicator(
+        comm, pace.CubedSpherePartitioner(pace.TilePartitioner((side, side))))
+    rng = np.random.default_rng(0)
+    rows = []
+    for mode in ("scalar", "vector"):
+        count = NFIELDS * (2 if mode == "vector" else 1)
+        G = [rng.standard_normal(part.global_shape) if comm.rank == 0 else None
+             for _ in range(count)]
+        sets = []
+        for _ in range(2):  # gtstore's fields, and the arrays pace updates
+            fields = [part.full(np.nan, "f8", defaults=preset) for _ in range(count)]
+            for g, f in zip(G, fields):
+                part.scatter(g, f)
+            sets.append(fields)
+        components = (["u"] * NFIELDS + ["v"] * NFIELDS) if mode == "vector" else None
+        ours = part.halo_exchange(sets[0], components=components)
+        dims = [pace.X_DIM, pace.Y_DIM, pace.Z_DIM]
+        quantities = [pace.Quantity(np.asarray(f), dims=dims, units="m",
+                                    origin=(HALO, HALO, 0), extent=SHAPE) for f in sets[1]]
+        specs = [pace.QuantityHaloSpec(n_points=HALO, shape=q.data.shape,
+                                       strides=q.data.strides, itemsize=q.data.itemsize,
+                                       origin=q.origin, extent=q.extent, dims=q.dims,
+                                       numpy_module=np, dtype=q.metadata.dtype)
+                 for q in quantities]
+        if mode == "vector":
+            updater = communicator.get_vector_halo_updater(specs[:NFIELDS], specs[NFIELDS:])
+            xs, ys = quantities[:NFIELDS], quantities[NFIELDS:]
+
+            def pace_run(updater=updater, xs=xs, ys=ys):
+                updater.update(xs, ys)
+        else:
+            updater = communicator.get_scalar_halo_updater(specs)
+
+            def pace_run(updater=updater, qs=quantities):
+                updater.update(qs)
+        methods = {"gtstore (HaloExchange)": ours.exchange,
+                   "pace-util 0.9.0 (HaloUpdater)": pace_run}
+        for run in methods.values():
+            run()
+        same = all(np.array_equal(np.asarray(a), np.asarray(b), equal_nan=True)
+                   for a, b in zip(*sets))
+        same = comm.allreduce(same, op=MPI.LAND)
+        results = timed(comm, methods, reps, batches)
+        grown = {name: allocated(comm, run, reps) for name, run in methods.items()}
+        rows.append((mode, count, results, grown, same, len(ours.neighbors),
+                     ours.plan.recv_bytes))
+        ours.close()
+    part.close()
+    if comm.rank != 0:
+        return
+    print(f"### Cubed-sphere halo exchange: {comm.size} ranks ({side}x{side} per tile), "
+          f"{SHAPE} float64 per field and rank, halo {HALO}, {preset}\n")
+    print(f"{MPI.Get_library_version().splitlines()[0]}; {reps} exchanges x {batches} "
+          f"batches; the slowest rank's mean, median over batches\n")
+    print("| fields | method | ms per exchange | pace / gtstore | bytes allocated per "
+          "exchange (Python) |")
+    print("| --- | --- | ---: | ---: | ---: |")
+    for mode, count, results, grown, same, messages, recv_bytes in rows:
+        base = results["gtstore (HaloExchange)"]
+        what = (f"{count} scalars" if mode == "scalar" else f"{count // 2} vector pairs")
+        for name, seconds in results.items():
+            speedup = seconds / base
+            print(f"| {what} | {name} | {seconds * 1e3:.2f} | {speedup:.2f}x | "
+                  f"{grown[name] / reps:.0f} |")
+        print(f"| {what} | halos equal: {same}; gtstore: {messages} messages, "
+              f"{recv_bytes} bytes received per rank | | | |")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--cubed-sphere", action="store_true",
+                        help="the cubed sphere against pace-util (6 or 6 * k * k ranks)")
     parser.add_argument("--preset", default=None,
                         help="the fields' preset (default gt:cpu_kfirst, on a GPU gt:gpu)")
     parser.add_argument("--device", choices=("cpu", "gpu"), default="cpu")
     args = parser.parse_args()
+    if args.cubed_sphere:
+        return cubed_sphere(args)
     gpu = args.device == "gpu"
     args.preset = args.preset or ("gt:gpu" if gpu else "gt:cpu_kfirst")
     reps, batches = (3, 3) if args.quick else (10, 15)

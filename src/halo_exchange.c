@@ -82,15 +82,11 @@ int32_t gts_halo_exchange_mpi_reads(void)
     return 0;
 }
 
-/* This rank's plan and its message buffers, before the ranks agree. */
-static int make_plan(gts_halo_exchange *ex, const gts_partition *partition, int rank,
-                     int nfields, const gts_storage *fields, gts_halo_device_aware aware,
-                     gts_error *err)
+/* This rank's message buffers for its plan, before the ranks agree. */
+static int make_messages(gts_halo_exchange *ex, gts_halo_device_aware aware, gts_error *err)
 {
     gts_halo_memory memory;
-    int rc = gts_halo_plan_create(partition, rank, nfields, fields, &ex->plan, err);
-    if (!rc)
-        rc = gts_halo_memory_choose(ex->plan, aware, gts_halo_exchange_mpi_reads(), &memory,
+    int rc = gts_halo_memory_choose(ex->plan, aware, gts_halo_exchange_mpi_reads(), &memory,
                                     err);
     return rc ? rc : gts_halo_messages_create(ex->plan, memory, &ex->messages, err);
 }
@@ -157,27 +153,36 @@ int gts_halo_exchange_create(const gts_partition *partition, MPI_Comm comm, int 
                                           out, err);
 }
 
-int gts_halo_exchange_create_aware(const gts_partition *partition, MPI_Comm comm, int nfields,
-                                   const gts_storage *fields, gts_halo_device_aware aware,
-                                   gts_halo_exchange **out, gts_error *err)
+/* The communicator's size must be the decomposition's: the same answer on
+ * every rank, so no need to agree. */
+static int begin(MPI_Comm comm, int nranks, int *rank, gts_halo_exchange **out,
+                 gts_halo_exchange **ex, gts_error *err)
 {
-    int size, rank, rc;
+    int size, rc;
     if (!out)
         return gts_error_set(err, GTS_EINVAL, "out: NULL");
-    if ((rc = gts_partition_check(partition, err))) /* alike on every rank: no need to agree */
-        return rc;
     if ((rc = MPI_Comm_size(comm, &size)) != MPI_SUCCESS ||
-        (rc = MPI_Comm_rank(comm, &rank)) != MPI_SUCCESS)
+        (rc = MPI_Comm_rank(comm, rank)) != MPI_SUCCESS)
         return mpi_error(err, rc, "MPI_Comm_size/MPI_Comm_rank");
-    if (size != partition->nranks) /* the same answer on every rank: no need to agree */
-        return gts_error_set(err, GTS_EINVAL,
-                             "comm: has %d ranks, the partition %d", size, partition->nranks);
-    gts_halo_exchange *ex = calloc(1, sizeof *ex);
-    if (!ex)
+    if (size != nranks)
+        return gts_error_set(err, GTS_EINVAL, "comm: has %d ranks, the partition %d", size,
+                             nranks);
+    *ex = calloc(1, sizeof **ex);
+    if (!*ex)
         return gts_error_set(err, GTS_ENOMEM, "out of memory for a halo exchange");
-    ex->comm = MPI_COMM_NULL;
-    int failed = make_plan(ex, partition, rank, nfields, fields, aware, err);
-    rc = agree(comm, rank, ex->plan, failed, err);
+    (*ex)->comm = MPI_COMM_NULL;
+    return 0;
+}
+
+/* Collective, once this rank made its plan (or failed to: `failed`, its
+ * error in err): its buffers, the agreement of all ranks, the duplicate
+ * communicator and the persistent requests. */
+static int finish(gts_halo_exchange *ex, MPI_Comm comm, int rank, int failed,
+                  gts_halo_device_aware aware, gts_halo_exchange **out, gts_error *err)
+{
+    if (!failed)
+        failed = make_messages(ex, aware, err);
+    int rc = agree(comm, rank, ex->plan, failed, err);
     if (!rc && (rc = MPI_Comm_dup(comm, &ex->comm)) != MPI_SUCCESS) {
         ex->comm = MPI_COMM_NULL;
         rc = mpi_error(err, rc, "MPI_Comm_dup");
@@ -195,6 +200,33 @@ int gts_halo_exchange_create_aware(const gts_partition *partition, MPI_Comm comm
     }
     *out = ex;
     return 0;
+}
+
+int gts_halo_exchange_create_aware(const gts_partition *partition, MPI_Comm comm, int nfields,
+                                   const gts_storage *fields, gts_halo_device_aware aware,
+                                   gts_halo_exchange **out, gts_error *err)
+{
+    int rank, rc = gts_partition_check(partition, err); /* alike on every rank */
+    gts_halo_exchange *ex = NULL;
+    if (rc || (rc = begin(comm, partition->nranks, &rank, out, &ex, err)))
+        return rc;
+    int failed = gts_halo_plan_create(partition, rank, nfields, fields, &ex->plan, err);
+    return finish(ex, comm, rank, failed, aware, out, err);
+}
+
+int gts_cube_halo_exchange_create(const gts_cube_partition *partition, MPI_Comm comm,
+                                  int nfields, const gts_storage *fields,
+                                  const gts_cube_component *components,
+                                  gts_halo_device_aware aware, gts_halo_exchange **out,
+                                  gts_error *err)
+{
+    int rank, rc = gts_cube_partition_check(partition, err); /* alike on every rank */
+    gts_halo_exchange *ex = NULL;
+    if (rc || (rc = begin(comm, partition->nranks, &rank, out, &ex, err)))
+        return rc;
+    int failed = gts_cube_halo_plan_create(partition, rank, nfields, fields, components,
+                                           &ex->plan, err);
+    return finish(ex, comm, rank, failed, aware, out, err);
 }
 
 int gts_halo_exchange_start(gts_halo_exchange *ex, gts_error *err)

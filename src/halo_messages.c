@@ -183,14 +183,18 @@ static int allocate(gts_halo_messages *m, direction *dir, bool send, int64_t *of
  * have the same shapes, field by field. */
 static bool same_regions(const gts_halo_plan *plan, int i, int j)
 {
-    int nfields = gts__halo_plan_nfields(plan);
-    for (int f = 0; f < nfields; ++f) {
-        const gts__halo_region *a = gts__halo_plan_region(plan, true, i, f);
-        const gts__halo_region *b = gts__halo_plan_region(plan, false, j, f);
-        int ndim = gts__halo_plan_field(plan, f)->ndim;
-        if (a->bytes != b->bytes ||
-            memcmp(a->shape, b->shape, (size_t)ndim * sizeof *a->shape) != 0)
-            return false;
+    int count = gts__halo_plan_region_count(plan, true, i);
+    if (count != gts__halo_plan_region_count(plan, false, j))
+        return false;
+    for (int k = 0; k < count; ++k) {
+        const gts__halo_region *a = gts__halo_plan_region(plan, true, i, k);
+        const gts__halo_region *b = gts__halo_plan_region(plan, false, j, k);
+        int ndim = gts__halo_plan_field(plan, a->field)->ndim;
+        if (a->field != b->field || a->negate || a->bytes != b->bytes ||
+            a->packed_offset != b->packed_offset ||
+            memcmp(a->shape, b->shape, (size_t)ndim * sizeof *a->shape) != 0 ||
+            memcmp(a->packed_strides, b->packed_strides, (size_t)ndim * sizeof *a->shape) != 0)
+            return false; /* a turned region is no straight copy */
     }
     return true;
 }

@@ -3,6 +3,7 @@
  * between the fields and a caller's contiguous buffer. */
 #include "gtstore/halo_plan.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,7 +36,8 @@ struct gts_halo_plan {
     staging *stage;      /* per field */
     int nneighbors;
     gts_halo_neighbor *neighbors;
-    region *send, *recv; /* [neighbor * nfields + field] */
+    region *send, *recv; /* neighbour i's: [first[i], first[i + 1]) */
+    int *send_first, *recv_first;
     int64_t *pool;       /* the regions' shapes and strides */
     int64_t send_bytes, recv_bytes;
     uint64_t signature;
@@ -124,6 +126,8 @@ static void region_init(region *r, const gts_partition *p, const gts_storage *fi
 {
     int64_t itemsize = field->dtype.itemsize, bytes = itemsize;
     r->offset = 0;
+    r->packed_offset = 0;
+    r->negate = false;
     for (int s = 0; s < field->ndim; ++s) {
         int64_t start = 0, count = field->shape[s];
         for (int d = 0; d < p->ndim; ++d)
@@ -157,7 +161,7 @@ static int offset_index(const gts_partition *p, const int *offset)
 
 /* ---- the signature ----------------------------------------------------------- */
 
-static uint64_t hash_add(uint64_t h, int64_t value)
+uint64_t gts__halo_hash(uint64_t h, int64_t value)
 {
     for (int i = 0; i < 8; ++i) { /* FNV-1a, byte by byte */
         h ^= (uint64_t)value >> (8 * i) & 0xff;
@@ -166,37 +170,44 @@ static uint64_t hash_add(uint64_t h, int64_t value)
     return h;
 }
 
-static uint64_t signature(const gts_partition *p, int nfields, const gts_storage *fields,
-                          int (*dims)[GTS_PARTITION_MAX_NDIM])
+uint64_t gts__halo_fields_hash(uint64_t h, int nfields, const gts_storage *fields,
+                               const bool *split)
 {
-    uint64_t h = UINT64_C(0xcbf29ce484222325);
-    h = hash_add(h, p->ndim);
-    for (int d = 0; d < p->ndim; ++d) {
-        h = hash_add(h, p->labels[d]);
-        h = hash_add(h, p->global_shape[d]);
-        h = hash_add(h, p->nprocs[d]);
-        h = hash_add(h, p->periodic[d]);
-    }
-    h = hash_add(h, nfields);
+    h = gts__halo_hash(h, nfields);
     for (int f = 0; f < nfields; ++f) {
         const gts_storage *g = &fields[f];
         int layout[GTS_MAX_NDIM];
         gts_storage_layout(g, layout);
-        h = hash_add(h, g->dtype.kind);
-        h = hash_add(h, g->dtype.itemsize);
-        h = hash_add(h, g->ndim);
+        h = gts__halo_hash(h, g->dtype.kind);
+        h = gts__halo_hash(h, g->dtype.itemsize);
+        h = gts__halo_hash(h, g->ndim);
         for (int s = 0; s < g->ndim; ++s) {
-            bool split = false;
-            for (int d = 0; d < p->ndim; ++d)
-                split = split || dims[f][d] == s;
-            h = hash_add(h, g->dims[s]);
-            h = hash_add(h, layout[s]);
-            h = hash_add(h, g->halo[s].lower);
-            h = hash_add(h, g->halo[s].upper);
-            h = hash_add(h, split ? -1 : g->shape[s]); /* split extents differ by rank */
+            h = gts__halo_hash(h, g->dims[s]);
+            h = gts__halo_hash(h, layout[s]);
+            h = gts__halo_hash(h, g->halo[s].lower);
+            h = gts__halo_hash(h, g->halo[s].upper);
+            /* split extents differ by rank */
+            h = gts__halo_hash(h, split[f * GTS_MAX_NDIM + s] ? -1 : g->shape[s]);
         }
     }
     return h;
+}
+
+static uint64_t signature(const gts_partition *p, int nfields, const gts_storage *fields,
+                          int (*dims)[GTS_PARTITION_MAX_NDIM], bool *split)
+{
+    uint64_t h = UINT64_C(0xcbf29ce484222325);
+    h = gts__halo_hash(h, p->ndim);
+    for (int d = 0; d < p->ndim; ++d) {
+        h = gts__halo_hash(h, p->labels[d]);
+        h = gts__halo_hash(h, p->global_shape[d]);
+        h = gts__halo_hash(h, p->nprocs[d]);
+        h = gts__halo_hash(h, p->periodic[d]);
+    }
+    for (int f = 0; f < nfields; ++f)
+        for (int d = 0; d < p->ndim; ++d)
+            split[f * GTS_MAX_NDIM + dims[f][d]] = true;
+    return gts__halo_fields_hash(h, nfields, fields, split);
 }
 
 /* ---- making and freeing --------------------------------------------------- */
@@ -214,6 +225,8 @@ void gts_halo_plan_destroy(gts_halo_plan *plan)
     free(plan->neighbors);
     free(plan->send);
     free(plan->recv);
+    free(plan->send_first);
+    free(plan->recv_first);
     free(plan->pool);
     free(plan);
 }
@@ -254,39 +267,88 @@ static int list_neighbors(const gts_partition *p, int rank, int nfields, const g
     return count;
 }
 
-static int allocate(gts_halo_plan *plan, int nfields, const gts_storage *fields, gts_error *err)
+/* Neighbour i's regions start at first[i]: counts[i] of them. */
+static int *prefix_sums(int n, const int *counts)
 {
-    size_t nregions = (size_t)plan->nneighbors * (size_t)nfields;
-    size_t per_neighbor = 0;
-    for (int f = 0; f < nfields; ++f)
-        per_neighbor += (size_t)fields[f].ndim;
-    size_t pool = per_neighbor * (size_t)plan->nneighbors * 4; /* send and recv, 2 arrays each */
+    int *first = calloc((size_t)n + 1, sizeof *first);
+    for (int i = 0; first && i < n; ++i) {
+        if (counts[i] > INT_MAX - first[i]) {
+            free(first);
+            return NULL;
+        }
+        first[i + 1] = first[i] + counts[i];
+    }
+    return first;
+}
+
+/* The region arrays of one direction, their shapes and strides in the
+ * pool from `*next`. */
+static region *make_regions(int count, int64_t **next)
+{
+    region *regions = calloc(count ? (size_t)count : 1, sizeof *regions);
+    for (int k = 0; regions && k < count; ++k) {
+        regions[k].shape = *next;
+        regions[k].packed_strides = *next + GTS_MAX_NDIM;
+        *next += 2 * GTS_MAX_NDIM;
+    }
+    return regions;
+}
+
+int gts__halo_plan_alloc(int rank, int nfields, const gts_storage *fields, int nneighbors,
+                         const gts_halo_neighbor *neighbors, const int *nsend, const int *nrecv,
+                         gts_halo_plan **out, gts_error *err)
+{
+    gts_halo_plan *plan = calloc(1, sizeof *plan);
+    *out = plan;
+    if (!plan)
+        return gts_error_set(err, GTS_ENOMEM, "out of memory for a halo plan");
+    plan->rank = rank;
+    plan->nneighbors = nneighbors;
+    plan->neighbors = calloc((size_t)nneighbors + 1, sizeof *plan->neighbors);
     plan->fields = calloc((size_t)nfields, sizeof *plan->fields);
     plan->stage = calloc((size_t)nfields, sizeof *plan->stage);
-    plan->send = calloc(nregions ? nregions : 1, sizeof *plan->send);
-    plan->recv = calloc(nregions ? nregions : 1, sizeof *plan->recv);
-    plan->pool = calloc(pool ? pool : 1, sizeof *plan->pool);
-    if (!plan->fields || !plan->stage || !plan->send || !plan->recv || !plan->pool)
+    plan->send_first = prefix_sums(nneighbors, nsend);
+    plan->recv_first = prefix_sums(nneighbors, nrecv);
+    if (!plan->neighbors || !plan->fields || !plan->stage || !plan->send_first ||
+        !plan->recv_first)
         return gts_error_set(err, GTS_ENOMEM, "out of memory for a halo plan of %d fields",
                              nfields);
+    int nsends = plan->send_first[nneighbors], nrecvs = plan->recv_first[nneighbors];
+    size_t pool = ((size_t)nsends + (size_t)nrecvs) * 2 * GTS_MAX_NDIM;
+    plan->pool = calloc(pool ? pool : 1, sizeof *plan->pool);
+    int64_t *next = plan->pool;
+    if (plan->pool) {
+        plan->send = make_regions(nsends, &next);
+        plan->recv = make_regions(nrecvs, &next);
+    }
+    if (!plan->pool || !plan->send || !plan->recv)
+        return gts_error_set(err, GTS_ENOMEM, "out of memory for a halo plan of %d fields",
+                             nfields);
+    if (nneighbors)
+        memcpy(plan->neighbors, neighbors, (size_t)nneighbors * sizeof *neighbors);
+    plan->nfields = nfields;
+    for (int f = 0; f < nfields; ++f)
+        gts_storage_view(&fields[f], &plan->fields[f]);
     return 0;
 }
 
+gts__halo_region *gts__halo_plan_region_at(gts_halo_plan *plan, bool send, int neighbor, int k)
+{
+    const int *first = send ? plan->send_first : plan->recv_first;
+    return (send ? plan->send : plan->recv) + first[neighbor] + k;
+}
+
+/* Fills the Cartesian plan's regions: one per field, in field order. */
 static void layout_regions(gts_halo_plan *plan, const gts_partition *p, const gts_storage *fields,
                            int (*dims)[GTS_PARTITION_MAX_NDIM])
 {
-    int64_t *next = plan->pool;
     for (int i = 0; i < plan->nneighbors; ++i)
-        for (int f = 0; f < plan->nfields; ++f) {
-            region *both[2] = {&plan->send[i * plan->nfields + f],
-                               &plan->recv[i * plan->nfields + f]};
+        for (int f = 0; f < plan->nfields; ++f)
             for (int k = 0; k < 2; ++k) {
-                both[k]->shape = next;
-                both[k]->packed_strides = next + fields[f].ndim;
-                next += 2 * fields[f].ndim;
-                region_init(both[k], p, &fields[f], dims[f], plan->neighbors[i].offset, k == 0);
+                region *r = gts__halo_plan_region_at(plan, k == 0, i, f);
+                region_init(r, p, &fields[f], dims[f], plan->neighbors[i].offset, k == 0);
+                r->field = f;
             }
-        }
 }
 
 const gts_device_ops *gts__halo_field_gpu(const gts_storage *field)
@@ -300,12 +362,12 @@ const gts_device_ops *gts__halo_field_gpu(const gts_storage *field)
 static int64_t largest_region(const gts_halo_plan *plan, int f)
 {
     int64_t size = 0;
-    for (int i = 0; i < plan->nneighbors; ++i) {
-        int64_t send = plan->send[i * plan->nfields + f].bytes;
-        int64_t recv = plan->recv[i * plan->nfields + f].bytes;
-        size = send > size ? send : size;
-        size = recv > size ? recv : size;
-    }
+    for (int k = 0; k < plan->send_first[plan->nneighbors]; ++k)
+        if (plan->send[k].field == f && plan->send[k].bytes > size)
+            size = plan->send[k].bytes;
+    for (int k = 0; k < plan->recv_first[plan->nneighbors]; ++k)
+        if (plan->recv[k].field == f && plan->recv[k].bytes > size)
+            size = plan->recv[k].bytes;
     return size;
 }
 
@@ -357,40 +419,48 @@ int gts_halo_plan_create(const gts_partition *partition, int rank, int nfields,
     for (int f = 0; f < nfields && !rc; ++f)
         if (!(rc = find_split_dims(p, &fields[f], f, dims[f], err)))
             rc = check_field(p, subdomain, &fields[f], f, dims[f], err);
-    gts_halo_plan *plan = rc ? NULL : calloc(1, sizeof *plan);
     gts_halo_neighbor neighbors[MAX_OFFSETS];
-    if (!rc && !plan)
+    int nregions[MAX_OFFSETS], nneighbors = 0;
+    gts_halo_plan *plan = NULL;
+    if (!rc) {
+        nneighbors = list_neighbors(p, rank, nfields, fields, dims, neighbors);
+        for (int i = 0; i < nneighbors; ++i)
+            nregions[i] = nfields;
+        rc = gts__halo_plan_alloc(rank, nfields, fields, nneighbors, neighbors, nregions,
+                                  nregions, &plan, err);
+    }
+    bool *split = rc ? NULL : calloc((size_t)nfields * GTS_MAX_NDIM, sizeof *split);
+    if (!rc && !split)
         rc = gts_error_set(err, GTS_ENOMEM, "out of memory for a halo plan");
     if (!rc) {
-        plan->nneighbors = list_neighbors(p, rank, nfields, fields, dims, neighbors);
-        plan->neighbors = calloc((size_t)plan->nneighbors + 1, sizeof *plan->neighbors);
-        rc = plan->neighbors ? allocate(plan, nfields, fields, err)
-                             : gts_error_set(err, GTS_ENOMEM, "out of memory for a halo plan");
+        layout_regions(plan, p, fields, dims);
+        rc = gts__halo_plan_complete(plan, signature(p, nfields, fields, dims, split), err);
     }
-    if (rc) {
-        free(dims);
-        gts_halo_plan_destroy(plan);
-        return rc;
-    }
-    memcpy(plan->neighbors, neighbors, (size_t)plan->nneighbors * sizeof *neighbors);
-    plan->rank = rank;
-    plan->nfields = nfields;
-    for (int f = 0; f < nfields; ++f)
-        gts_storage_view(&fields[f], &plan->fields[f]);
-    layout_regions(plan, p, fields, dims);
-    if ((rc = allocate_staging(plan, err))) {
-        free(dims);
-        gts_halo_plan_destroy(plan);
-        return rc;
-    }
-    for (int i = 0; i < plan->nneighbors; ++i) {
-        plan->send_bytes += plan->neighbors[i].send_bytes;
-        plan->recv_bytes += plan->neighbors[i].recv_bytes;
-    }
-    plan->signature = signature(p, nfields, fields, dims);
+    free(split);
     free(dims);
+    if (rc) {
+        gts_halo_plan_destroy(plan);
+        return rc;
+    }
     *out = plan;
     return 0;
+}
+
+int gts__halo_plan_complete(gts_halo_plan *plan, uint64_t signature, gts_error *err)
+{
+    plan->send_bytes = plan->recv_bytes = 0;
+    for (int i = 0; i < plan->nneighbors; ++i) {
+        gts_halo_neighbor *n = &plan->neighbors[i];
+        n->send_bytes = n->recv_bytes = 0;
+        for (int k = plan->send_first[i]; k < plan->send_first[i + 1]; ++k)
+            n->send_bytes += plan->send[k].bytes; /* bounded by the fields' sizes */
+        for (int k = plan->recv_first[i]; k < plan->recv_first[i + 1]; ++k)
+            n->recv_bytes += plan->recv[k].bytes;
+        plan->send_bytes += n->send_bytes;
+        plan->recv_bytes += n->recv_bytes;
+    }
+    plan->signature = signature;
+    return allocate_staging(plan, err);
 }
 
 /* ---- queries -------------------------------------------------------------- */
@@ -425,10 +495,16 @@ int gts_halo_plan_rank(const gts_halo_plan *plan)
     return plan->rank;
 }
 
-const gts__halo_region *gts__halo_plan_region(const gts_halo_plan *plan, bool send,
-                                              int neighbor, int field)
+int gts__halo_plan_region_count(const gts_halo_plan *plan, bool send, int neighbor)
 {
-    return (send ? plan->send : plan->recv) + (size_t)neighbor * plan->nfields + field;
+    const int *first = send ? plan->send_first : plan->recv_first;
+    return first[neighbor + 1] - first[neighbor];
+}
+
+const gts__halo_region *gts__halo_plan_region(const gts_halo_plan *plan, bool send,
+                                              int neighbor, int k)
+{
+    return gts__halo_plan_region_at((gts_halo_plan *)(uintptr_t)plan, send, neighbor, k);
 }
 
 int gts__halo_plan_nfields(const gts_halo_plan *plan)
@@ -471,6 +547,7 @@ static int copy_on_host(const gts_storage *g, const region *r, char *packed, boo
     if (rc)
         return rc;
     char *field = (char *)data + r->offset;
+    packed += r->packed_offset;
     if (send)
         rc = gts_copy(packed, r->packed_strides, field, g->strides, g->ndim, r->shape,
                       g->dtype.itemsize, err);
@@ -487,6 +564,7 @@ static int copy_on_device(const gts_storage *g, const gts_device_ops *gpu, const
                           char *packed, bool send, gts_error *err)
 {
     char *field = (char *)gts_buffer_data(g->buffer) + g->offset + r->offset;
+    packed += r->packed_offset;
     return send ? gts_device_copy(gpu, packed, r->packed_strides, field, g->strides, g->ndim,
                                   r->shape, g->dtype.itemsize, NULL, err)
                 : gts_device_copy(gpu, field, g->strides, packed, r->packed_strides, g->ndim,
@@ -505,10 +583,11 @@ static int cross(const gts_device_ops *gpu, char *device_memory, char *host_memo
  * memory): packed straight into it where the field's memory is on the same
  * side, else packed on the field's side into its staging block and the
  * bytes copied across (the reverse for unpacking). */
-static int transfer_field(const gts_halo_plan *plan, int f, const region *r,
+static int transfer_field(const gts_halo_plan *plan, const region *r,
                           const gts_device_ops *message_gpu, char *message, bool send,
                           gts_error *err)
 {
+    int f = r->field;
     const gts_storage *g = &plan->fields[f];
     const gts_device_ops *gpu = gts__halo_field_gpu(g);
     if (!gpu && !message_gpu)
@@ -541,14 +620,22 @@ static int transfer_field(const gts_halo_plan *plan, int f, const region *r,
 static int transfer(const gts_halo_plan *plan, int index, const gts_device_ops *message_gpu,
                     char *message, bool send, gts_error *err)
 {
-    const region *regions = (send ? plan->send : plan->recv) + (size_t)index * plan->nfields;
-    for (int f = 0; f < plan->nfields; ++f) {
-        if (regions[f].bytes == 0)
+    int count = gts__halo_plan_region_count(plan, send, index);
+    for (int k = 0; k < count; ++k) {
+        const region *r = gts__halo_plan_region(plan, send, index, k);
+        if (r->bytes == 0)
             continue;
-        int rc = transfer_field(plan, f, &regions[f], message_gpu, message, send, err);
+        if (send && r->negate && message_gpu) /* no device kernel negates yet */
+            return gts_error_set(err, GTS_EINVAL,
+                                 "device: a turned vector component is negated in host memory; "
+                                 "messages in %s memory cannot hold it",
+                                 message_gpu->name);
+        int rc = transfer_field(plan, r, message_gpu, message, send, err);
         if (rc)
             return rc;
-        message += regions[f].bytes;
+        if (send && r->negate)
+            gts__halo_negate(message, r->bytes, plan->fields[r->field].dtype);
+        message += r->bytes;
     }
     return 0;
 }

@@ -42,6 +42,13 @@ typedef struct group {
     char *staging;
 } group;
 
+/* Packed values to negate, in host memory. */
+typedef struct negation {
+    char *data;
+    int64_t bytes;
+    gts_dtype dtype;
+} negation;
+
 struct gts__halo_transfer {
     const gts_halo_plan *plan;
     bool send;
@@ -56,6 +63,8 @@ struct gts__halo_transfer {
     unsigned char *host_fields; /* per field: READ and WRITTEN on the host */
     gts_buffer **held;      /* the buffers written on the host, in address order */
     int nheld;
+    negation *negations;    /* after packing */
+    int nnegations, negation_capacity;
 };
 
 enum { READ = 1, WRITTEN = 2 };
@@ -127,6 +136,7 @@ static gts_strided_copy region_copy(const gts__halo_transfer *t, const gts_stora
                                     const gts__halo_region *r, char *field, char *packed)
 {
     gts_strided_copy c = {.ndim = g->ndim, .shape = r->shape, .itemsize = g->dtype.itemsize};
+    packed += r->packed_offset;
     if (t->send) {
         c.dst = packed;
         c.dst_strides = r->packed_strides;
@@ -141,10 +151,11 @@ static gts_strided_copy region_copy(const gts__halo_transfer *t, const gts_stora
     return c;
 }
 
-/* The copy of field f's region at `offset` of the message block. */
-static int add_region(gts__halo_transfer *t, int f, const gts__halo_region *r, int64_t offset,
+/* The copy of a region at `offset` of the message block. */
+static int add_region(gts__halo_transfer *t, const gts__halo_region *r, int64_t offset,
                       const gts_device_ops *message_gpu, char *block, gts_error *err)
 {
+    int f = r->field;
     const gts_storage *g = gts__halo_plan_field(t->plan, f);
     const gts_device_ops *gpu = gts__halo_field_gpu(g);
     char *field = field_memory(g, gpu);
@@ -181,12 +192,14 @@ static int add_region(gts__halo_transfer *t, int f, const gts__halo_region *r, i
                     region_copy(t, g, r, field, packed), err);
 }
 
-/* Field f's domain region of neighbour i straight into its halo region of
- * neighbour j: this rank is its own neighbour. */
-static int add_local(gts__halo_transfer *t, int f, int i, int j, gts_error *err)
+/* Region k of neighbour i's send message straight into region k of
+ * neighbour j's receive message, the same field's (halo_messages.c pairs
+ * only such messages): this rank is its own neighbour. */
+static int add_local(gts__halo_transfer *t, int k, int i, int j, gts_error *err)
 {
-    const gts__halo_region *from = gts__halo_plan_region(t->plan, true, i, f);
-    const gts__halo_region *to = gts__halo_plan_region(t->plan, false, j, f);
+    const gts__halo_region *from = gts__halo_plan_region(t->plan, true, i, k);
+    const gts__halo_region *to = gts__halo_plan_region(t->plan, false, j, k);
+    int f = from->field;
     const gts_storage *g = gts__halo_plan_field(t->plan, f);
     const gts_device_ops *gpu = gts__halo_field_gpu(g);
     char *field = field_memory(g, gpu);
@@ -200,18 +213,40 @@ static int add_local(gts__halo_transfer *t, int f, int i, int j, gts_error *err)
     return add_copy(&gr->copies, &gr->ncopies, &gr->capacity, c, err);
 }
 
+/* A region whose values travel negated, negated in the message block
+ * once packed: host memory only (no device kernel negates yet). A local
+ * copy never turns (a rank is its own neighbour only on a Cartesian
+ * grid). */
+static int add_negation(gts__halo_transfer *t, const gts__halo_region *r, char *packed,
+                        bool on_device, gts_error *err)
+{
+    if (on_device)
+        return gts_error_set(err, GTS_EINVAL,
+                             "device: a turned vector component is negated in host memory; "
+                             "messages in device memory cannot hold it");
+    negation n = {packed, r->bytes, gts__halo_plan_field(t->plan, r->field)->dtype};
+    int rc = reserve((void **)&t->negations, &t->negation_capacity, t->nnegations, sizeof n,
+                     err);
+    if (!rc)
+        t->negations[t->nnegations++] = n;
+    return rc;
+}
+
 /* Neighbour i's regions, its message at `offset` of the block. */
 static int add_neighbor(gts__halo_transfer *t, int i, const int *pair,
                         const gts_device_ops *message_gpu, char *block, int64_t offset,
                         gts_error *err)
 {
-    int nfields = gts__halo_plan_nfields(t->plan);
-    for (int f = 0; f < nfields; ++f) {
-        const gts__halo_region *r = gts__halo_plan_region(t->plan, t->send, i, f);
+    int count = gts__halo_plan_region_count(t->plan, t->send, i);
+    for (int k = 0; k < count; ++k) {
+        const gts__halo_region *r = gts__halo_plan_region(t->plan, t->send, i, k);
         if (r->bytes == 0)
             continue;
-        int rc = t->send && pair[i] >= 0 ? add_local(t, f, i, pair[i], err)
-                                         : add_region(t, f, r, offset, message_gpu, block, err);
+        bool local = t->send && pair[i] >= 0;
+        int rc = local ? add_local(t, k, i, pair[i], err)
+                       : add_region(t, r, offset, message_gpu, block, err);
+        if (!rc && !local && t->send && r->negate)
+            rc = add_negation(t, r, block + offset, message_gpu != NULL, err);
         if (rc)
             return rc;
         offset += r->bytes;
@@ -324,6 +359,7 @@ void gts__halo_transfer_destroy(gts__halo_transfer *t)
     free(t->cross);
     free(t->host_fields);
     free(t->held);
+    free(t->negations);
     free(t);
 }
 
@@ -403,6 +439,9 @@ int gts__halo_transfer_run(const gts__halo_transfer *t, gts_error *err)
     if (!rc && t->send) { /* fields -> (staging) -> messages */
         if (!(rc = run_host(t, err)) && !(rc = run_devices(t, err)))
             rc = run_crossings(t, err);
+        for (int k = 0; !rc && k < t->nnegations; ++k)
+            gts__halo_negate(t->negations[k].data, t->negations[k].bytes,
+                             t->negations[k].dtype);
     } else if (!rc) { /* messages -> (staging) -> fields */
         if (!(rc = run_crossings(t, err)) && !(rc = run_devices(t, err)))
             rc = run_host(t, err);

@@ -20,6 +20,7 @@
 
 #include <mpi.h>
 
+#include "gtstore/cube_halo_plan.h"
 #include "gtstore/halo_messages.h"
 #include "gtstore/halo_plan.h"
 
@@ -46,6 +47,15 @@ int gts_halo_exchange_create(const gts_partition *partition, MPI_Comm comm, int 
 int gts_halo_exchange_create_aware(const gts_partition *partition, MPI_Comm comm, int nfields,
                                    const gts_storage *fields, gts_halo_device_aware aware,
                                    gts_halo_exchange **out, gts_error *err);
+
+/* The same on the cubed sphere (gtstore/cube_halo_plan.h): each rank's
+ * plan for its fields and their components (NULL: all scalars); the
+ * communicator has partition->nranks ranks. Every rank fails alike. */
+int gts_cube_halo_exchange_create(const gts_cube_partition *partition, MPI_Comm comm,
+                                  int nfields, const gts_storage *fields,
+                                  const gts_cube_component *components,
+                                  gts_halo_device_aware aware, gts_halo_exchange **out,
+                                  gts_error *err);
 
 /* The type of device memory this MPI reads (GTS_DL_CUDA where it is
  * CUDA-aware), or 0: Open MPI's MPIX_Query_cuda_support (<mpi-ext.h>) or

@@ -1,7 +1,8 @@
 """gtstore.distributed: fields split over MPI ranks, and their halo exchange.
 
 A :class:`CartesianPartitioner` splits a global domain over the ranks of an
-mpi4py communicator (over I and J by default), makes each rank's storages
+mpi4py communicator (a :class:`CubedSpherePartitioner` the six tiles of a
+cubed sphere) (over I and J by default), makes each rank's storages
 with gtstore's creation functions (its subdomain plus the halo), exchanges
 their halos (:meth:`CartesianPartitioner.halo_exchange`) and moves whole
 fields between one rank and all (``scatter``, ``gather``).
@@ -29,9 +30,10 @@ from . import _gtstore
 Partition = _gtstore.Partition
 HaloPlan = _gtstore.HaloPlan
 HaloMessages = _gtstore.HaloMessages
+CubePartition = _gtstore.CubePartition
 
-__all__ = ["CartesianPartitioner", "HaloExchange", "HaloMessages", "HaloPlan", "Partition",
-           "mpi_reads_device"]
+__all__ = ["CartesianPartitioner", "CubePartition", "CubedSpherePartitioner", "HaloExchange",
+           "HaloMessages", "HaloPlan", "Partition", "mpi_reads_device"]
 
 _DL_CUDA = 2  # DLPack's device type of CUDA device memory
 
@@ -136,7 +138,174 @@ def _dims(dims, ndim):
     return labels
 
 
-class CartesianPartitioner:
+class _Partitioner:
+    """What both decompositions share: making this rank's storages, and
+    moving whole fields between one rank and all. A subclass sets
+    ``partition``, ``dims``, ``global_shape``, ``halo`` (pairs per
+    dimension), ``comm``, ``rank`` and ``size``, and gives ``_halo``,
+    ``_block`` (a rank's block of the global array: an index tuple) and
+    ``domain_shape``; ``_ndomain`` is the number of leading dimensions of a
+    rank's storage that the blocks cover."""
+
+    @property
+    def _ndomain(self):
+        return len(self.global_shape)
+
+    def local_shape(self, halo=None):
+        """The shape of this rank's storages: subdomain plus halo."""
+        pairs = self.halo if halo is None else self._halo(halo)
+        return tuple(n + lo + hi for n, (lo, hi) in zip(self.domain_shape(), pairs))
+
+    # ---- storages --------------------------------------------------------
+
+    def _create(self, function, args, dtype, halo, kwargs):
+        for name in ("dims", "dimensions", "axes", "shape"):
+            if name in kwargs:
+                raise TypeError(f"{name}: set by the partitioner, not per storage")
+        pairs = self.halo if halo is None else self._halo(halo)
+        shape = self._storage_shape(pairs, kwargs)
+        return function(shape, *args, dtype=dtype, dims=self.dims, halo=pairs, **kwargs)
+
+    def _storage_shape(self, pairs, kwargs):
+        """The shape of a storage with these halo pairs (a subclass may take
+        keywords of its own out of ``kwargs``)."""
+        return self.local_shape(pairs)
+
+    def empty(self, dtype="f8", *, halo=None, **kwargs):
+        """This rank's storage (``gtstore.empty``): its subdomain plus the
+        halo (the partitioner's, or ``halo`` in the same form); other
+        keywords (``defaults``, ``layout``, ...) as gtstore's."""
+        from . import empty
+        return self._create(empty, (), dtype, halo, kwargs)
+
+    def zeros(self, dtype="f8", *, halo=None, **kwargs):
+        """As :meth:`empty`, filled with zeros."""
+        from . import zeros
+        return self._create(zeros, (), dtype, halo, kwargs)
+
+    def ones(self, dtype="f8", *, halo=None, **kwargs):
+        """As :meth:`empty`, filled with ones."""
+        from . import ones
+        return self._create(ones, (), dtype, halo, kwargs)
+
+    def full(self, fill_value, dtype="f8", *, halo=None, **kwargs):
+        """As :meth:`empty`, filled with ``fill_value``."""
+        from . import full
+        return self._create(full, (fill_value,), dtype, halo, kwargs)
+
+    # ---- communication -----------------------------------------------------
+
+    def halo_exchange(self, fields, device_aware=None):
+        """The exchange of these storages' halos (collective): planned once,
+        run with ``start()``/``wait()`` or ``exchange()``. ``device_aware``
+        (for storages in device memory only, e.g. ``GPUStorage``): None
+        (default) lets ``GTSTORE_DEVICE_AWARE_MPI`` or the MPI decide
+        (:func:`mpi_reads_device`), True hands MPI device memory (an error
+        on every rank where it cannot), False goes through pinned host
+        memory. See :class:`HaloExchange`."""
+        return HaloExchange(self, fields, device_aware=device_aware)
+
+    def _root(self, root):
+        """`root` as a rank of the communicator. MPI reads some negative
+        ranks as no rank (MPI_PROC_NULL, MPI_ANY_SOURCE): a message from or
+        to one is garbage or a hang, so they are refused here."""
+        try:
+            root = operator.index(root)
+        except TypeError:
+            raise TypeError(f"root: expected a rank (int), got {root!r}") from None
+        if not 0 <= root < self.size:
+            raise ValueError(f"root: {root} is not a rank of the partitioner's communicator "
+                             f"(0 to {self.size - 1})")
+        return root
+
+    def _stagger(self, view):
+        """The points a storage has past the subdomain along its split
+        dimensions (a staggered field's faces; none on a Cartesian grid)."""
+        return ()
+
+    def _global_shape(self, stagger):
+        return self.global_shape
+
+    def _check_local(self, local):
+        view = local.domain_view
+        stagger = self._stagger(view)
+        expected = self.domain_shape(stagger=stagger)
+        if tuple(view.shape[:len(expected)]) != expected:
+            raise ValueError(f"local: its domain {tuple(view.shape)} is not this rank's "
+                             f"subdomain {expected} (a storage of another partitioner?)")
+        return view, stagger
+
+    def scatter(self, global_array, local, root=0):
+        """Writes the blocks of ``global_array`` (given on ``root``; ignored
+        elsewhere) into the domain of each rank's ``local`` (collective).
+        The halos are left as they are: exchange them after. ``root``: a
+        rank, 0 to size - 1, the same on every rank (else a ValueError,
+        TypeError for a non-integer, on every rank)."""
+        error = None
+        try:
+            root = self._root(root)
+            view, stagger = self._check_local(local)
+            global_shape = self._global_shape(stagger)
+            if self.rank == root:
+                array = np.asarray(global_array)
+                if array.shape[:len(global_shape)] != global_shape:
+                    raise ValueError(f"global_array: shape {array.shape} does not start with "
+                                     f"the global shape {global_shape}")
+                if array.shape[len(global_shape):] != view.shape[self._ndomain:]:
+                    raise ValueError(f"global_array: data dimensions {array.shape} do not match "
+                                     f"the storage's {view.shape}")
+        except _INPUT_ERRORS as e:
+            error = e
+        _raise_agreed(self.comm, error, "scatter", None if error else
+                      (np.dtype(local.dtype).str, view.shape[self._ndomain:], root, stagger))
+        if self.rank == root:
+            for rank in range(self.size):
+                block = np.ascontiguousarray(array[self._block(rank, stagger)],
+                                             dtype=local.dtype)
+                if rank == root:
+                    view[...] = block
+                else:
+                    self.comm.Send(block, dest=rank, tag=1)
+        else:
+            block = np.empty(view.shape, dtype=local.dtype)
+            self.comm.Recv(block, source=root, tag=1)
+            view[...] = block
+
+    def gather(self, local, root=0):
+        """The global field assembled on ``root`` from each rank's domain
+        (a new ndarray; None on the other ranks). Collective. ``root`` as
+        for :meth:`scatter`."""
+        error = None
+        try:
+            root = self._root(root)
+            view, stagger = self._check_local(local)
+            values = np.ascontiguousarray(_host_values(view))
+        except _INPUT_ERRORS as e:
+            error = e
+        _raise_agreed(self.comm, error, "gather", None if error else
+                      (values.dtype.str, values.shape[self._ndomain:], root, stagger))
+        if self.rank != root:
+            self.comm.Send(values, dest=root, tag=2)
+            return None
+        result = np.empty(self._global_shape(stagger) + values.shape[self._ndomain:],
+                          dtype=values.dtype)
+        for rank in range(self.size):
+            if rank == root:
+                result[self._block(rank, stagger)] = values
+            else:
+                block = np.empty(self.domain_shape(rank, stagger) + values.shape[self._ndomain:],
+                                 dtype=values.dtype)
+                self.comm.Recv(block, source=rank, tag=2)
+                result[self._block(rank, stagger)] = block
+        return result
+
+    def close(self):
+        """Frees the duplicated communicator (collective)."""
+        if self.comm is not None:
+            self.comm.Free()
+            self.comm = None
+
+class CartesianPartitioner(_Partitioner):
     """A global domain split over the ranks of ``comm`` (collective).
 
     ``global_shape``: the domain (no halo), one extent per label of ``dims``
@@ -215,7 +384,7 @@ class CartesianPartitioner:
                     f"subdomain ({smallest} points), which must fill it")
         return tuple((int(lo), int(hi)) for lo, hi in pairs)
 
-    def _block(self, rank):
+    def _block(self, rank, stagger=()):
         """Global index slices of a rank's subdomain, every dimension."""
         starts, sizes = self.partition.subdomain(rank)
         block = [slice(0, n) for n in self.global_shape]
@@ -228,153 +397,142 @@ class CartesianPartitioner:
         """This rank's domain as global index slices, one per dimension."""
         return self._block(self.rank)
 
-    def domain_shape(self, rank=None):
+    def domain_shape(self, rank=None, stagger=()):
         """The extents of a rank's subdomain (this rank's by default)."""
         block = self._block(self.rank if rank is None else rank)
         return tuple(s.stop - s.start for s in block)
-
-    def local_shape(self, halo=None):
-        """The shape of this rank's storages: subdomain plus halo."""
-        pairs = self.halo if halo is None else self._halo(halo)
-        return tuple(n + lo + hi for n, (lo, hi) in zip(self.domain_shape(), pairs))
-
-    # ---- storages --------------------------------------------------------
-
-    def _create(self, function, args, dtype, halo, kwargs):
-        for name in ("dims", "dimensions", "axes", "shape"):
-            if name in kwargs:
-                raise TypeError(f"{name}: set by the partitioner, not per storage")
-        pairs = self.halo if halo is None else self._halo(halo)
-        return function(self.local_shape(pairs), *args, dtype=dtype, dims=self.dims,
-                        halo=pairs, **kwargs)
-
-    def empty(self, dtype="f8", *, halo=None, **kwargs):
-        """This rank's storage (``gtstore.empty``): its subdomain plus the
-        halo (the partitioner's, or ``halo`` in the same form); other
-        keywords (``defaults``, ``layout``, ...) as gtstore's."""
-        from . import empty
-        return self._create(empty, (), dtype, halo, kwargs)
-
-    def zeros(self, dtype="f8", *, halo=None, **kwargs):
-        """As :meth:`empty`, filled with zeros."""
-        from . import zeros
-        return self._create(zeros, (), dtype, halo, kwargs)
-
-    def ones(self, dtype="f8", *, halo=None, **kwargs):
-        """As :meth:`empty`, filled with ones."""
-        from . import ones
-        return self._create(ones, (), dtype, halo, kwargs)
-
-    def full(self, fill_value, dtype="f8", *, halo=None, **kwargs):
-        """As :meth:`empty`, filled with ``fill_value``."""
-        from . import full
-        return self._create(full, (fill_value,), dtype, halo, kwargs)
-
-    # ---- communication -----------------------------------------------------
-
-    def halo_exchange(self, fields, device_aware=None):
-        """The exchange of these storages' halos (collective): planned once,
-        run with ``start()``/``wait()`` or ``exchange()``. ``device_aware``
-        (for storages in device memory only, e.g. ``GPUStorage``): None
-        (default) lets ``GTSTORE_DEVICE_AWARE_MPI`` or the MPI decide
-        (:func:`mpi_reads_device`), True hands MPI device memory (an error
-        on every rank where it cannot), False goes through pinned host
-        memory. See :class:`HaloExchange`."""
-        return HaloExchange(self, fields, device_aware=device_aware)
-
-    def _root(self, root):
-        """`root` as a rank of the communicator. MPI reads some negative
-        ranks as no rank (MPI_PROC_NULL, MPI_ANY_SOURCE): a message from or
-        to one is garbage or a hang, so they are refused here."""
-        try:
-            root = operator.index(root)
-        except TypeError:
-            raise TypeError(f"root: expected a rank (int), got {root!r}") from None
-        if not 0 <= root < self.size:
-            raise ValueError(f"root: {root} is not a rank of the partitioner's communicator "
-                             f"(0 to {self.size - 1})")
-        return root
-
-    def _check_local(self, local):
-        view = local.domain_view
-        expected = self.domain_shape()
-        if tuple(view.shape[:len(expected)]) != expected:
-            raise ValueError(f"local: its domain {tuple(view.shape)} is not this rank's "
-                             f"subdomain {expected} (a storage of another partitioner?)")
-        return view
-
-    def scatter(self, global_array, local, root=0):
-        """Writes the blocks of ``global_array`` (given on ``root``; ignored
-        elsewhere) into the domain of each rank's ``local`` (collective).
-        The halos are left as they are: exchange them after. ``root``: a
-        rank, 0 to size - 1, the same on every rank (else a ValueError,
-        TypeError for a non-integer, on every rank)."""
-        error = None
-        try:
-            root = self._root(root)
-            view = self._check_local(local)
-            if self.rank == root:
-                array = np.asarray(global_array)
-                if array.shape[:len(self.global_shape)] != self.global_shape:
-                    raise ValueError(f"global_array: shape {array.shape} does not start with "
-                                     f"the global shape {self.global_shape}")
-                if array.shape[len(self.global_shape):] != view.shape[len(self.global_shape):]:
-                    raise ValueError(f"global_array: data dimensions {array.shape} do not match "
-                                     f"the storage's {view.shape}")
-        except _INPUT_ERRORS as e:
-            error = e
-        _raise_agreed(self.comm, error, "scatter", None if error else
-                      (np.dtype(local.dtype).str, view.shape[len(self.global_shape):], root))
-        if self.rank == root:
-            for rank in range(self.size):
-                block = np.ascontiguousarray(array[self._block(rank)], dtype=local.dtype)
-                if rank == root:
-                    view[...] = block
-                else:
-                    self.comm.Send(block, dest=rank, tag=1)
-        else:
-            block = np.empty(view.shape, dtype=local.dtype)
-            self.comm.Recv(block, source=root, tag=1)
-            view[...] = block
-
-    def gather(self, local, root=0):
-        """The global field assembled on ``root`` from each rank's domain
-        (a new ndarray; None on the other ranks). Collective. ``root`` as
-        for :meth:`scatter`."""
-        error = None
-        try:
-            root = self._root(root)
-            view = self._check_local(local)
-            values = np.ascontiguousarray(_host_values(view))
-        except _INPUT_ERRORS as e:
-            error = e
-        _raise_agreed(self.comm, error, "gather", None if error else
-                      (values.dtype.str, values.shape[len(self.global_shape):], root))
-        if self.rank != root:
-            self.comm.Send(values, dest=root, tag=2)
-            return None
-        result = np.empty(self.global_shape + values.shape[len(self.global_shape):],
-                          dtype=values.dtype)
-        for rank in range(self.size):
-            if rank == root:
-                result[self._block(rank)] = values
-            else:
-                block = np.empty(self.domain_shape(rank) + values.shape[len(self.global_shape):],
-                                 dtype=values.dtype)
-                self.comm.Recv(block, source=rank, tag=2)
-                result[self._block(rank)] = block
-        return result
-
-    def close(self):
-        """Frees the duplicated communicator (collective)."""
-        if self.comm is not None:
-            self.comm.Free()
-            self.comm = None
 
     def __repr__(self):
         return (f"CartesianPartitioner(global_shape={self.global_shape}, dims={self.dims}, "
                 f"process_grid={self.process_grid}, periodic={self.periodic}, "
                 f"halo={self.halo}, rank={self.rank} of {self.size})")
+
+
+class CubedSpherePartitioner(_Partitioner):
+    """The cubed sphere split over the ranks of ``comm`` (collective): six
+    tiles of ``n`` x ``n`` cells, each over a ``layout`` = (rows, columns)
+    grid of ranks, so ``comm`` has 6 * rows * columns ranks. Tiles, ranks,
+    edges and turns are FV3's, in the order of pace's
+    ``CubedSpherePartitioner`` (libgtstore's ``CubePartition``,
+    gtstore/cube_partition.h; docs/distributed.md).
+
+    A rank's storages have dims ``"IJ"`` (x, y of its tile), plus ``"K"`` of
+    ``nz`` levels where given, and ``halo`` cells on each side of I and J
+    (not wider than the smallest block). ``stagger=(sx, sy)`` at creation
+    puts a field on the cells' faces along x (``sx=1``: one point more along
+    I, as FV3's ``x_interface``) or y: the subdomain's upper face is shared
+    with the neighbour there, and an exchange makes both hold the value of
+    the rank whose lower face it is (pace's
+    ``synchronize_vector_interfaces``); the halo must then be smaller than
+    the smallest block. The global array of
+    :meth:`scatter` and :meth:`gather` is ``(6, n, n[, nz])``: tile, x, y
+    (``(6, n + sx, n + sy[, nz])`` for a staggered field: each tile's faces,
+    both copies of a face on a tile edge).
+    Every rank must make it with the same arguments; it keeps a duplicate of
+    ``comm`` (free it with :meth:`close`).
+    """
+
+    def __init__(self, comm, n, layout=(1, 1), halo=0, *, nz=None):
+        self.partition = CubePartition(n, layout)
+        if comm.Get_size() != self.partition.nranks:
+            raise ValueError(f"comm: has {comm.Get_size()} ranks, the layout {tuple(layout)} "
+                             f"needs 6 * {self.partition.ranks_per_tile} = "
+                             f"{self.partition.nranks}")
+        if nz is not None:
+            nz = operator.index(nz)
+            if nz < 1:
+                raise ValueError(f"nz: {nz} levels is not positive")
+        self.nz = nz
+        self.dims = ("I", "J") if nz is None else ("I", "J", "K")
+        self.global_shape = (6, self.partition.n, self.partition.n) + (() if nz is None
+                                                                       else (nz,))
+        self.halo = self._halo(halo)
+        self.comm = comm.Dup()
+        self.rank = self.comm.Get_rank()
+        self.size = self.comm.Get_size()
+
+    @property
+    def _ndomain(self):
+        return len(self.global_shape) - 1  # the tile is no dimension of a rank's storage
+
+    @property
+    def layout(self):
+        return self.partition.layout
+
+    @property
+    def tile(self):
+        """This rank's tile (0 to 5)."""
+        return self.partition.locate(self.rank)[0]
+
+    def _halo(self, halo):
+        if isinstance(halo, tuple) and len(halo) == len(self.dims) and halo and \
+                len(set(halo[:2])) == 1 and isinstance(halo[0], tuple) and \
+                len(set(halo[0])) == 1:  # pairs, as this method gives them
+            halo = halo[0][0]
+        if not isinstance(halo, numbers.Integral) or isinstance(halo, bool):
+            raise TypeError(f"halo: expected an int (cells on each side of I and J), got "
+                            f"{halo!r}")
+        smallest = self.partition.min_block()
+        if not 0 <= halo <= smallest:
+            raise ValueError(f"halo: {halo} is outside [0, {smallest}] (the smallest block, "
+                             f"which must fill it)")
+        pairs = ((int(halo), int(halo)),) * 2
+        return pairs if self.nz is None else pairs + ((0, 0),)
+
+    def _block(self, rank, stagger=()):
+        """A rank's block of the global array: (tile, x slice, y slice[, K
+        slice]); a staggered field's reaches its upper faces."""
+        (x0, y0), (nx, ny) = self.partition.subdomain(rank)
+        sx, sy = stagger or (0, 0)
+        tile = self.partition.locate(rank)[0]
+        return (tile, slice(x0, x0 + nx + sx), slice(y0, y0 + ny + sy)) + (
+            () if self.nz is None else (slice(0, self.nz),))
+
+    def _stagger(self, view):
+        nx, ny = self.domain_shape()[:2]
+        extra = (view.shape[0] - nx, view.shape[1] - ny) if view.ndim >= 2 else (0, 0)
+        return extra if all(e in (0, 1) for e in extra) else (0, 0)
+
+    def _global_shape(self, stagger):
+        sx, sy = stagger or (0, 0)
+        n = self.partition.n
+        return (6, n + sx, n + sy) + self.global_shape[3:]
+
+    @property
+    def subdomain(self):
+        """This rank's cells: (tile, x slice, y slice[, K slice])."""
+        return self._block(self.rank)
+
+    def domain_shape(self, rank=None, stagger=()):
+        """The extents of a rank's subdomain (this rank's by default; with
+        ``stagger``, of a field on the cells' faces)."""
+        block = self._block(self.rank if rank is None else rank, stagger)
+        return tuple(s.stop - s.start for s in block[1:])
+
+    def _storage_shape(self, pairs, kwargs):
+        stagger = kwargs.pop("stagger", (0, 0))
+        if (not isinstance(stagger, tuple) or len(stagger) != 2
+                or any(s not in (0, 1) or isinstance(s, bool) for s in stagger)):
+            raise ValueError(f"stagger: expected (sx, sy), each 0 (cell centres) or 1 (the "
+                             f"cells' faces along that axis), got {stagger!r}")
+        shape = list(self.local_shape(pairs))
+        shape[0] += stagger[0]
+        shape[1] += stagger[1]
+        return tuple(shape)
+
+    def halo_exchange(self, fields, components=None, device_aware=None):
+        """The exchange of these storages' halos (collective), as
+        :meth:`CartesianPartitioner.halo_exchange`. ``components``: per
+        field ``"scalar"``, ``"u"`` or ``"v"`` (default all scalars); the
+        k-th ``"u"`` and the k-th ``"v"`` are a vector, whose components
+        turn, swap and change sign across the cube's edges. One message per
+        neighbour rank carries every field. Halo cells at the cube's corners
+        are left as they are."""
+        return HaloExchange(self, fields, device_aware=device_aware, components=components)
+
+    def __repr__(self):
+        return (f"CubedSpherePartitioner(n={self.partition.n}, layout={self.layout}, "
+                f"nz={self.nz}, halo={self.halo[0][0]}, rank={self.rank} of {self.size})")
 
 
 class HaloExchange:
@@ -403,7 +561,7 @@ class HaloExchange:
     devices, an MPI that does not read the GPU's memory); False: pinned.
     """
 
-    def __init__(self, partitioner, fields, device_aware=None):
+    def __init__(self, partitioner, fields, device_aware=None, components=None):
         MPI = self._MPI = _mpi()
         self._comm = None  # what __del__ looks at, should this raise
         fields = tuple(fields)
@@ -412,7 +570,8 @@ class HaloExchange:
             if device_aware is not None and not isinstance(device_aware, bool):
                 raise TypeError(f"device_aware: expected None, True or False, got "
                                 f"{device_aware!r}")
-            plan = HaloPlan(partitioner.partition, partitioner.rank, fields)
+            plan = HaloPlan(partitioner.partition, partitioner.rank, fields,
+                            components=components)
             messages = HaloMessages(plan, device_aware=device_aware,
                                     mpi_reads=mpi_reads_device())
         except _INPUT_ERRORS as e:

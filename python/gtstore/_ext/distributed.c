@@ -337,13 +337,87 @@ static PyObject *neighbors_tuple(const gts_halo_plan *plan, int ndim)
     return result;
 }
 
+/* components=: per field "scalar", "u" or "v" (None: all scalars). */
+static int component_entries(PyObject *obj, Py_ssize_t nfields, gts_cube_component *out)
+{
+    for (Py_ssize_t f = 0; f < nfields; ++f)
+        out[f] = GTS_CUBE_SCALAR;
+    if (obj == Py_None)
+        return 0;
+    PyObject *seq = PySequence_Fast(obj, "components: expected a sequence of \"scalar\", \"u\" "
+                                         "and \"v\"");
+    if (!seq)
+        return -1;
+    int rc = 0;
+    if (PySequence_Fast_GET_SIZE(seq) != nfields) {
+        PyErr_Format(PyExc_ValueError, "components: %R has %zd entries for %zd fields", obj,
+                     PySequence_Fast_GET_SIZE(seq), nfields);
+        rc = -1;
+    }
+    static const char *names[3] = {"scalar", "u", "v"};
+    for (Py_ssize_t f = 0; !rc && f < nfields; ++f) {
+        PyObject *item = PySequence_Fast_GET_ITEM(seq, f);
+        const char *text = PyUnicode_Check(item) ? PyUnicode_AsUTF8(item) : NULL;
+        int found = -1;
+        for (int c = 0; text && c < 3; ++c)
+            if (strcmp(text, names[c]) == 0)
+                found = c;
+        if (found < 0) {
+            if (!PyErr_Occurred())
+                PyErr_Format(PyUnicode_Check(item) ? PyExc_ValueError : PyExc_TypeError,
+                             "components: entry %R at position %zd is not \"scalar\", \"u\" "
+                             "or \"v\"", item, f);
+            rc = -1;
+        } else {
+            out[f] = (gts_cube_component)found;
+        }
+    }
+    Py_DECREF(seq);
+    return rc;
+}
+
+/* The plan of either decomposition. */
+static int make_plan(PyObject *partition, int rank, Py_ssize_t n, const gts_storage *storages,
+                     PyObject *components_obj, gts_halo_plan **plan)
+{
+    gts_error err;
+    int rc;
+    if (PyObject_TypeCheck(partition, &gtpy_CubePartition_Type)) {
+        gts_cube_component *components = PyMem_Calloc((size_t)(n ? n : 1), sizeof *components);
+        if (!components) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        if (component_entries(components_obj, n, components) < 0) {
+            PyMem_Free(components);
+            return -1;
+        }
+        rc = gts_cube_halo_plan_create(gtpy_cube_partition_of(partition), rank, (int)n,
+                                       storages, components, plan, &err);
+        PyMem_Free(components);
+    } else if (PyObject_TypeCheck(partition, &gtpy_Partition_Type)) {
+        if (components_obj != Py_None) {
+            PyErr_SetString(PyExc_ValueError, "components: only a CubePartition turns vectors");
+            return -1;
+        }
+        rc = gts_halo_plan_create(partition_of(partition), rank, (int)n, storages, plan, &err);
+    } else {
+        PyErr_Format(PyExc_TypeError, "partition: expected a Partition or a CubePartition, got "
+                     "%.200s", Py_TYPE(partition)->tp_name);
+        return -1;
+    }
+    if (rc)
+        gtpy_raise_null(&err);
+    return rc ? -1 : 0;
+}
+
 static PyObject *halo_plan_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
-    static char *names[] = {"partition", "rank", "fields", NULL};
-    PyObject *partition, *fields_obj;
+    static char *names[] = {"partition", "rank", "fields", "components", NULL};
+    PyObject *partition, *fields_obj, *components_obj = Py_None;
     int rank;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!iO:HaloPlan", names, &gtpy_Partition_Type,
-                                     &partition, &rank, &fields_obj))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OiO|O:HaloPlan", names, &partition, &rank,
+                                     &fields_obj, &components_obj))
         return NULL;
     PyObject *fields = PySequence_Tuple(fields_obj);
     if (!fields)
@@ -366,15 +440,16 @@ static PyObject *halo_plan_new(PyTypeObject *type, PyObject *args, PyObject *kwa
         gtpy_storage_load(item, &storages[f]); /* buffer borrowed; the plan takes its own */
     }
     gts_halo_plan *plan = NULL;
-    gts_error err;
-    int rc = gts_halo_plan_create(partition_of(partition), rank, (int)n, storages, &plan, &err);
+    int rc = make_plan(partition, rank, n, storages, components_obj, &plan);
     PyMem_Free(storages);
     if (rc) {
         Py_DECREF(fields);
-        return gtpy_raise_null(&err);
+        return NULL;
     }
+    int ndim = PyObject_TypeCheck(partition, &gtpy_Partition_Type) ? partition_of(partition)->ndim
+                                                                   : 2;
     HaloPlan *self = (HaloPlan *)type->tp_alloc(type, 0);
-    PyObject *neighbors = self ? neighbors_tuple(plan, partition_of(partition)->ndim) : NULL;
+    PyObject *neighbors = self ? neighbors_tuple(plan, ndim) : NULL;
     if (!neighbors) {
         gts_halo_plan_destroy(plan);
         Py_DECREF(fields);
@@ -501,10 +576,13 @@ static PyGetSetDef halo_plan_getset[] = {
 PyTypeObject gtpy_HaloPlan_Type = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "gtstore.distributed.HaloPlan",
-    .tp_doc = "HaloPlan(partition, rank, fields)\n--\n\n"
+    .tp_doc = "HaloPlan(partition, rank, fields, components=None)\n--\n\n"
               "The halo exchange plan of one rank for a sequence of storages (libgtstore's "
               "gts_halo_plan): its neighbours (diagonal ones included), and the packing of "
-              "each one's message into a contiguous buffer. It communicates nothing.",
+              "each one's message into a contiguous buffer. It communicates nothing. On a "
+              "CubePartition (gts_cube_halo_plan_create), `components` names each field "
+              "\"scalar\", \"u\" or \"v\" (the k-th u pairs with the k-th v); one "
+              "message per neighbour rank.",
     .tp_basicsize = sizeof(HaloPlan),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_new = halo_plan_new,

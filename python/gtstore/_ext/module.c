@@ -180,6 +180,7 @@ static int add_types(PyObject *module)
         {"SyncState", &gtpy_SyncState_Type},
         {"Partition", &gtpy_Partition_Type},
         {"HaloPlan", &gtpy_HaloPlan_Type},
+        {"CubePartition", &gtpy_CubePartition_Type},
         {"HaloMessages", &gtpy_HaloMessages_Type},
         {"HaloMessage", &gtpy_HaloMessage_Type},
     };

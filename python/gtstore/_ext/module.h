@@ -380,6 +380,9 @@ extern PyTypeObject gtpy_Plan_Type;
  * plan's message buffers (halo_messages.c). */
 extern PyTypeObject gtpy_Partition_Type, gtpy_HaloPlan_Type;
 extern PyTypeObject gtpy_HaloMessages_Type, gtpy_HaloMessage_Type;
+/* The cubed sphere's partition (cube_partition.c); HaloPlan makes its plans. */
+extern PyTypeObject gtpy_CubePartition_Type;
+const gts_cube_partition *gtpy_cube_partition_of(PyObject *partition);
 /* The plan of a HaloPlan (the caller checked the type). */
 const gts_halo_plan *gtpy_halo_plan_of(PyObject *plan);
 
