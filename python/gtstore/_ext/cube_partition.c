@@ -166,18 +166,18 @@ static PyObject *cube_min_block(PyObject *self, PyObject *unused)
 }
 
 static PyMethodDef cube_methods[] = {
-    {"locate", cube_locate, METH_O, "locate(rank): (tile, row, column) of a rank."},
+    {"locate", cube_locate, METH_O, "locate($self, rank, /)\n--\n\n(tile, row, column) of a rank."},
     {"rank", (PyCFunction)(void (*)(void))cube_rank, METH_FASTCALL,
-     "rank(tile, row, column): the rank there (pace's order)."},
+     "rank($self, tile, row, column, /)\n--\n\nThe rank there (pace's order)."},
     {"subdomain", cube_subdomain, METH_O,
-     "subdomain(rank): ((x0, y0), (nx, ny)), the rank's cells of its tile."},
+     "subdomain($self, rank, /)\n--\n\n((x0, y0), (nx, ny)), the rank's cells of its tile."},
     {"neighbor", (PyCFunction)(void (*)(void))cube_neighbor, METH_FASTCALL,
-     "neighbor(rank, dx, dy): (rank, rotations) of the neighbour that way, or None at a "
+     "neighbor($self, rank, dx, dy, /)\n--\n\n(rank, rotations) of the neighbour that way, or None at a "
      "corner of the cube. rotations: clockwise quarter turns from its frame to this one."},
     {"wrap", (PyCFunction)(void (*)(void))cube_wrap, METH_FASTCALL,
-     "wrap(tile, x, y): (tile, x, y, rotations) of the cell, x or y possibly past the tile's "
+     "wrap($self, tile, x, y, /)\n--\n\n(tile, x, y, rotations) of the cell, x or y possibly past the tile's "
      "edge; None past both (a corner of the cube)."},
-    {"min_block", cube_min_block, METH_NOARGS, "The smallest block: the widest halo."},
+    {"min_block", cube_min_block, METH_NOARGS, "min_block($self, /)\n--\n\nThe smallest block: the widest halo."},
     {NULL, NULL, 0, NULL},
 };
 
