@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "tuple_text.h"
 
 static int find_dim(int ndim, const gts_dim *dims, gts_dim dim)
 {
@@ -446,4 +447,80 @@ int gts_broadcast_reduce(const gts_storage *storage, const bool *reduced, bool k
             result->axis[0][p] = (int8_t)a;
     }
     return GTS_OK;
+}
+
+/* ---- views along the result ----------------------------------------------- */
+
+void gts_broadcast_strides(const gts_broadcast *result, int k, const int64_t *strides,
+                           int64_t *out)
+{
+    for (int p = 0; p < result->ndim; ++p) {
+        int a = result->axis[k][p];
+        out[p] = a >= 0 ? strides[a] : 0;
+    }
+}
+
+/* Whether an array of `ndim` axes already lines up by position: axis p
+ * runs along dimension p, or is masked (extent 1) there. */
+static bool lines_up(const gts_broadcast *result, int k, int ndim, const int64_t *shape)
+{
+    if (ndim != result->ndim)
+        return false;
+    for (int p = 0; p < ndim; ++p)
+        if (result->axis[k][p] != p && !(result->axis[k][p] < 0 && shape[p] == 1))
+            return false;
+    return true;
+}
+
+bool gts_broadcast_arrangement(const gts_broadcast *result, int k, int ndim,
+                               const int64_t *shape, int *perm, int64_t *view_shape)
+{
+    if (lines_up(result, k, ndim, shape))
+        return false;
+    bool used[GTS_MAX_NDIM] = {false};
+    int next = 0;
+    for (int p = 0; p < result->ndim; ++p) {
+        int a = result->axis[k][p];
+        if (a >= 0) {
+            used[a] = true;
+            perm[next++] = a;
+        }
+        view_shape[p] = a >= 0 ? shape[a] : 1;
+    }
+    /* the axes left over have extent 1 (they broadcast), which the reshape drops */
+    for (int a = 0; a < ndim; ++a)
+        if (!used[a])
+            perm[next++] = a;
+    return true;
+}
+
+/* Which axis of `out` has label `dim`, -1 where none. */
+static int axis_of(const gts_storage *out, gts_dim dim)
+{
+    return find_dim(out->ndim, out->dims, dim);
+}
+
+int gts_broadcast_fit_out(const gts_broadcast *result, const gts_storage *out, int64_t *strides,
+                          gts_error *err)
+{
+    if (!result || !out || !strides)
+        return gts_error_set(err, GTS_EINVAL, "result, out, strides: NULL");
+    bool fits = out->ndim == result->ndim;
+    for (int p = 0; fits && p < result->ndim; ++p) {
+        int a = axis_of(out, result->dims[p]);
+        fits = a >= 0 && out->shape[a] == result->shape[p];
+        strides[p] = fits ? out->strides[a] : 0;
+    }
+    if (fits)
+        return GTS_OK;
+    char have[GTS__TUPLE_TEXT_SIZE], have_shape[GTS__TUPLE_TEXT_SIZE];
+    char want[GTS__TUPLE_TEXT_SIZE], want_shape[GTS__TUPLE_TEXT_SIZE];
+    gts__dims_text(out->ndim, out->dims, have);
+    gts__shape_text(out->ndim, out->shape, have_shape);
+    gts__dims_text(result->ndim, result->dims, want);
+    gts__shape_text(result->ndim, result->shape, want_shape);
+    return gts_error_set(err, GTS_EINVAL,
+                         "out: a storage of dims %s and shape %s cannot hold the result, of "
+                         "dims %s and shape %s",
+                         have, have_shape, want, want_shape);
 }

@@ -88,6 +88,33 @@ int gts_broadcast_output_spec(int n, const gts_operand *operands, const gts_broa
 int gts_broadcast_reduce(const gts_storage *storage, const bool *reduced, bool keepdims,
                          gts_broadcast *result, gts_error *err);
 
+/* ---- views along the result ------------------------------------------ */
+
+/* Operand k's strides along the result's dims, from `strides` (its own,
+ * one per axis): its stride where an axis runs along the dimension, 0
+ * where it is broadcast. A view of `result->shape` with them reads the
+ * operand as the result's dims see it. */
+void gts_broadcast_strides(const gts_broadcast *result, int k, const int64_t *strides,
+                           int64_t *out);
+
+/* How operand k, an array without dims of `ndim` axes and `shape`, becomes
+ * a view along the result's dims by transposing and reshaping (only axes
+ * of extent 1 come and go): `perm` (ndim entries) its axes in the result's
+ * order, those that run along no result dimension after; `view_shape`
+ * (result->ndim entries) the reshaped extents, 1 where it broadcasts.
+ * Returns false (perm and view_shape untouched) where the array already
+ * lines up by position and is its own view. */
+bool gts_broadcast_arrangement(const gts_broadcast *result, int k, int ndim,
+                               const int64_t *shape, int *perm, int64_t *view_shape);
+
+/* The fit of `out`, a storage given to hold a result: its strides along
+ * the result's dims, matched by label (`strides`, result->ndim entries).
+ * `out` must have exactly the result's dims and extents, in any order:
+ * else GTS_EINVAL ("out: a storage of dims ('I', 'J') and shape (3, 4)
+ * cannot hold the result, of dims ... and shape ..."). */
+int gts_broadcast_fit_out(const gts_broadcast *result, const gts_storage *out, int64_t *strides,
+                          gts_error *err);
+
 #ifdef __cplusplus
 }
 #endif

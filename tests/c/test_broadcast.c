@@ -434,6 +434,86 @@ static void test_placeholders_line_up_by_position(void)
         CHECK(dims_are(&r, "IJK"));
 }
 
+/* Views along the result: a storage's strides with 0 where it broadcasts;
+ * an array without dims transposed and reshaped onto the result's dims, or
+ * left as it is where it lines up by position; an out= storage matched by
+ * label, refused with both dims and shapes where it does not fit. */
+static void test_views_along_the_result(void)
+{
+    gts_storage a, b, out;
+    int64_t strides[GTS_MAX_NDIM];
+    const int kfirst[3] = {0, 1, 2};
+    if (!make(&a, "IJ", (const int64_t[]){3, 4}, 0, NULL, 0))
+        return;
+    if (make(&b, "K", (const int64_t[]){5}, 0, NULL, 0)) {
+        gts_operand ops[2] = {of(&a), of(&b)};
+        gts_broadcast r;
+        if (CHECK_OK(gts_broadcast_operands(2, ops, NULL, &r, ERR))) {
+            gts_broadcast_strides(&r, 0, a.strides, strides);
+            CHECK(strides[0] == a.strides[0] && strides[1] == a.strides[1] && strides[2] == 0);
+            gts_broadcast_strides(&r, 1, b.strides, strides);
+            CHECK(strides[0] == 0 && strides[1] == 0 && strides[2] == b.strides[0]);
+        }
+        gts_storage_release(&b);
+    }
+    /* IJ + a 2-d array of shape (3, 1): by position, masked along J */
+    gts_operand ops[2] = {of(&a), {NULL, 2, (const int64_t[]){3, 1}}};
+    gts_broadcast r;
+    int perm[GTS_MAX_NDIM];
+    int64_t shape[GTS_MAX_NDIM];
+    if (CHECK_OK(gts_broadcast_operands(2, ops, NULL, &r, ERR)))
+        CHECK(!gts_broadcast_arrangement(&r, 1, 2, (const int64_t[]){3, 1}, perm, shape));
+    /* a 3-d array of extents (3, 1, 1) on the result IJ: I, J, K with K of
+     * extent 1 dropped; J masked there */
+    ops[1] = (gts_operand){NULL, 3, (const int64_t[]){3, 1, 1}};
+    if (CHECK_OK(gts_broadcast_operands(2, ops, NULL, &r, ERR)) &&
+        CHECK(gts_broadcast_arrangement(&r, 1, 3, (const int64_t[]){3, 1, 1}, perm, shape))) {
+        CHECK(perm[0] == 0 && perm[1] == 1 && perm[2] == 2);
+        CHECK(r.ndim == 2 && ints_eq(2, shape, (const int64_t[]){3, 1}));
+    }
+    /* a 3-d array of shape (3, 5, 2), I, J, K, into an output of dims KJI:
+     * reversed */
+    if (make(&out, "KJI", (const int64_t[]){2, 5, 3}, 0, kfirst, 0)) {
+        const int64_t arr[3] = {3, 5, 2};
+        gts_operand one = {NULL, 3, arr};
+        if (CHECK_OK(gts_broadcast_operands(1, &one, &out, &r, ERR)) &&
+            CHECK(gts_broadcast_arrangement(&r, 0, 3, arr, perm, shape))) {
+            CHECK(perm[0] == 2 && perm[1] == 1 && perm[2] == 0);
+            CHECK(ints_eq(3, shape, (const int64_t[]){2, 5, 3}));
+        }
+        gts_storage_release(&out);
+    }
+    /* out= of a reduction of a (I 3, J 4) over J: dims I, shape (3,) */
+    bool reduced[2] = {false, true};
+    if (CHECK_OK(gts_broadcast_reduce(&a, reduced, false, &r, ERR))) {
+        if (make(&out, "I", (const int64_t[]){3}, 0, NULL, 0)) {
+            if (CHECK_OK(gts_broadcast_fit_out(&r, &out, strides, ERR)))
+                CHECK(strides[0] == out.strides[0]);
+            gts_storage_release(&out);
+        }
+        if (make(&out, "J", (const int64_t[]){3}, 0, NULL, 0)) {
+            CHECK_FAILS(gts_broadcast_fit_out(&r, &out, strides, ERR), GTS_EINVAL,
+                        "out: a storage of dims ('J',) and shape (3,) cannot hold the result, "
+                        "of dims ('I',) and shape (3,)");
+            gts_storage_release(&out);
+        }
+    }
+    /* keepdims: (I 3, J 1); an out of dims JI with those extents fits by label */
+    if (CHECK_OK(gts_broadcast_reduce(&a, reduced, true, &r, ERR)) &&
+        make(&out, "JI", (const int64_t[]){1, 3}, 0, NULL, 0)) {
+        if (CHECK_OK(gts_broadcast_fit_out(&r, &out, strides, ERR)))
+            CHECK(strides[0] == out.strides[1] && strides[1] == out.strides[0]);
+        gts_storage_release(&out);
+    }
+    if (make(&out, "IJ", (const int64_t[]){3, 2}, 0, NULL, 0)) {
+        CHECK_FAILS(gts_broadcast_fit_out(&r, &out, strides, ERR), GTS_EINVAL,
+                    "of dims ('I', 'J') and shape (3, 2) cannot hold the result, of dims ('I', "
+                    "'J') and shape (3, 1)");
+        gts_storage_release(&out);
+    }
+    gts_storage_release(&a);
+}
+
 int main(void)
 {
     int64_t start = live_buffers();
@@ -447,6 +527,7 @@ int main(void)
     test_too_many_dims();
     test_reduce();
     test_placeholders_line_up_by_position();
+    test_views_along_the_result();
     CHECK_INT_EQ(live_buffers(), start);
     return check_summary("broadcast");
 }
