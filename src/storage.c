@@ -9,6 +9,7 @@
 #include "gtstore/kernels.h"
 #include "gtstore/sync.h"
 #include "internal.h"
+#include "tuple_text.h"
 
 /* ---- formatting for messages ---------------------------------------------- */
 
@@ -528,6 +529,42 @@ int gts_storage_index(gts_storage *view, int dim, int64_t index, gts_error *err)
     view->offset += index * view->strides[dim];
     drop_dim(view, dim);
     realign(view);
+    return GTS_OK;
+}
+
+/* Which dims of `view` a reshape to `shape` drops: it is a view exactly
+ * when `shape` is its shape with some extents of 1 left out. */
+static bool dropped_dims(const gts_storage *view, int ndim, const int64_t *shape, bool *dropped)
+{
+    int k = 0;
+    for (int d = 0; d < view->ndim; ++d) {
+        dropped[d] = !(k < ndim && shape[k] == view->shape[d]);
+        if (!dropped[d])
+            ++k;
+        else if (view->shape[d] != 1)
+            return false;
+    }
+    return k == ndim;
+}
+
+int gts_storage_reshape(gts_storage *view, int ndim, const int64_t *shape, gts_error *err)
+{
+    bool dropped[GTS_MAX_NDIM];
+    if (!view || ndim < 0 || ndim > GTS_MAX_NDIM || (ndim > 0 && !shape))
+        return gts_error_set(err, GTS_EINVAL, "shape: %d extents (at most %d), or NULL", ndim,
+                             GTS_MAX_NDIM);
+    if (!dropped_dims(view, ndim, shape, dropped)) {
+        char from[GTS__TUPLE_TEXT_SIZE], to[GTS__TUPLE_TEXT_SIZE];
+        gts__shape_text(view->ndim, view->shape, from);
+        gts__shape_text(ndim, shape, to);
+        return gts_error_set(err, GTS_EINVAL,
+                             "reshape: cannot reshape a storage of shape %s to %s as a view "
+                             "with dims (only dims of extent 1 can be dropped)",
+                             from, to);
+    }
+    for (int d = view->ndim - 1; d >= 0; --d) /* from the last: the indices stay valid */
+        if (dropped[d])
+            (void)gts_storage_index(view, d, 0, NULL); /* extent 1: index 0 is in bounds */
     return GTS_OK;
 }
 

@@ -132,6 +132,14 @@ int gts_storage_index(gts_storage *view, int dim, int64_t index, gts_error *err)
  * with the next free data dimension number, without halo. */
 int gts_storage_insert_dim(gts_storage *view, int dim, gts_error *err);
 
+/* Reshapes to `shape` (`ndim` extents) as a view, where that is one: the
+ * same shape, or the same without dimensions of extent 1, which are
+ * dropped as gts_storage_index(view, d, 0) drops them (the first ones
+ * where several of extent 1 could go). A reshape that regroups the values
+ * has no labels to give them: GTS_EINVAL naming both shapes, the view
+ * unchanged. */
+int gts_storage_reshape(gts_storage *view, int ndim, const int64_t *shape, gts_error *err);
+
 /* Permutes the dimensions: new dimension i is old dimension axes[i] (NULL:
  * reversed). Shape, strides, dims, halo and aligned_index move together. */
 int gts_storage_transpose(gts_storage *view, const int *axes, gts_error *err);

@@ -1693,6 +1693,44 @@ static void test_empty_and_0d(void)
     CHECK_INT_EQ(live_buffers(), start);
 }
 
+/* reshape as a view: the same shape, or dims of extent 1 dropped with
+ * their labels, the offset where index 0 puts it; a regrouping refused
+ * with both shapes, the view unchanged. */
+static void test_reshape(void)
+{
+    gts_storage s, v;
+    gts_storage_spec spec = spec_of(4, (const int64_t[]){3, 1, 4, 1}, F8);
+    spec.preset = &cpu_kfirst;
+    if (!create_storage(spec, 0, &s))
+        return;
+    gts_storage_view(&s, &v);
+    if (CHECK_OK(gts_storage_reshape(&v, 4, s.shape, ERR)))
+        CHECK(v.ndim == 4 && ints_eq(4, v.strides, s.strides));
+    if (CHECK_OK(gts_storage_reshape(&v, 2, (const int64_t[]){3, 4}, ERR))) {
+        CHECK(v.ndim == 2 && v.dims[0] == GTS_DIM_I && v.dims[1] == GTS_DIM_K);
+        CHECK(v.strides[0] == s.strides[0] && v.strides[1] == s.strides[2]);
+        CHECK(v.offset == s.offset);
+    }
+    gts_storage_release(&v);
+    /* (3, 1, 4, 1) to (3, 4, 1): J dropped (the first of extent 1 that can go) */
+    gts_storage_view(&s, &v);
+    if (CHECK_OK(gts_storage_reshape(&v, 3, (const int64_t[]){3, 4, 1}, ERR)))
+        CHECK(v.ndim == 3 && v.dims[0] == GTS_DIM_I && v.dims[1] == GTS_DIM_K && v.dims[2] == 0);
+    gts_storage_release(&v);
+    gts_storage_view(&s, &v);
+    CHECK_FAILS(gts_storage_reshape(&v, 1, (const int64_t[]){12}, ERR), GTS_EINVAL,
+                "reshape: cannot reshape a storage of shape (3, 1, 4, 1) to (12,) as a view "
+                "with dims (only dims of extent 1 can be dropped)");
+    CHECK_FAILS(gts_storage_reshape(&v, 4, (const int64_t[]){3, 4, 1, 1}, ERR), GTS_EINVAL,
+                "to (3, 4, 1, 1)");
+    CHECK_FAILS(gts_storage_reshape(&v, 5, (const int64_t[]){3, 1, 4, 1, 1}, ERR), GTS_EINVAL,
+                "to (3, 1, 4, 1, 1)");
+    CHECK_FAILS(gts_storage_reshape(&v, -1, NULL, ERR), GTS_EINVAL, "shape: -1 extents");
+    CHECK(v.ndim == 4 && ints_eq(4, v.shape, s.shape));
+    gts_storage_release(&v);
+    gts_storage_release(&s);
+}
+
 int main(void)
 {
     if (!CHECK_OK(gts_preset_lookup("gt:gpu", &gpu, ERR)) ||
@@ -1710,6 +1748,7 @@ int main(void)
     test_aligned_point_huge_alignment();
     test_index();
     test_insert_dim();
+    test_reshape();
     test_transpose();
     test_view_dtype();
     test_domain();

@@ -365,21 +365,6 @@ PyObject *gtpy_storage_astype(PyObject *self, PyObject *const *args, Py_ssize_t 
     return result;
 }
 
-/* Which dims of `g` a reshape to `shape` drops: it is a view exactly when
- * `shape` is g's shape with some extents of 1 left out. */
-static bool dropped_dims(const gts_storage *g, int ndim, const int64_t *shape, bool *dropped)
-{
-    int k = 0;
-    for (int d = 0; d < g->ndim; ++d) {
-        dropped[d] = !(k < ndim && shape[k] == g->shape[d]);
-        if (!dropped[d])
-            ++k;
-        else if (g->shape[d] != 1)
-            return false;
-    }
-    return k == ndim;
-}
-
 /* reshape(*shape): a view where it is one: the same shape, or the same
  * without dims of extent 1 (dropped as an index 0 drops them). A reshape
  * that regroups the values has no dims to give them: ValueError. */
@@ -390,27 +375,16 @@ PyObject *gtpy_storage_reshape(PyObject *self, PyObject *args)
                               : args;
     int ndim;
     int64_t shape[GTS_MAX_NDIM];
-    bool dropped[GTS_MAX_NDIM];
     if (gtpy_shape(shape_obj, "shape", &ndim, shape) < 0)
         return NULL;
     gts_storage g, view;
     gts_error err;
     gtpy_storage_load(self, &g);
-    if (!dropped_dims(&g, ndim, shape, dropped)) {
-        PyObject *from = gtpy_storage_get(self, (void *)(intptr_t)GET_SHAPE);
-        PyErr_Format(PyExc_ValueError,
-                     "reshape: cannot reshape a storage of shape %S to %S as a view with dims "
-                     "(only dims of extent 1 can be dropped); reshape np.asarray(s) instead",
-                     from, shape_obj);
-        Py_XDECREF(from);
-        return NULL;
-    }
     gts_storage_view(&g, &view);
-    for (int d = g.ndim - 1; d >= 0; --d) {
-        if (dropped[d] && gts_storage_index(&view, d, 0, &err) != 0) {
-            gts_storage_release(&view);
-            return gtpy_raise_null(&err);
-        }
+    if (gts_storage_reshape(&view, ndim, shape, &err) != 0) {
+        gts_storage_release(&view);
+        PyErr_Format(PyExc_ValueError, "%s; reshape np.asarray(s) instead", err.message);
+        return NULL;
     }
     return gtpy_storage_derived(self, &view);
 }

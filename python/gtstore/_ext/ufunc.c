@@ -155,15 +155,15 @@ static int choose_device(call *c)
 }
 
 /* Operand k's shape and strides along the result's dims (stride 0 where
- * it broadcasts). */
+ * it broadcasts: gts_broadcast_strides). */
 static void result_strides(const call *c, int k, Py_ssize_t *shape, Py_ssize_t *strides)
 {
-    const gts_storage *g = &c->storages[k];
     const gts_broadcast *r = &c->result;
+    int64_t along[GTS_MAX_NDIM];
+    gts_broadcast_strides(r, k, c->storages[k].strides, along);
     for (int p = 0; p < r->ndim; ++p) {
-        int a = r->axis[k][p];
         shape[p] = (Py_ssize_t)r->shape[p];
-        strides[p] = a >= 0 ? (Py_ssize_t)g->strides[a] : 0;
+        strides[p] = (Py_ssize_t)along[p];
     }
 }
 
@@ -189,37 +189,25 @@ static PyObject *storage_view(const call *c, int k, bool write)
 }
 
 /* An array without dims, arranged along the result's dims: as it is where
- * it matches by position, else transposed and reshaped (a view: only axes
- * of extent 1 come and go). */
+ * it matches by position, else transposed and reshaped as
+ * gts_broadcast_arrangement says (a view: only axes of extent 1 come and go). */
 static PyObject *array_view(const call *c, int k)
 {
     PyObject *array = c->arrays[k];
-    const gts_broadcast *r = &c->result;
-    int ndim = c->operands[k].ndim;
-    bool as_it_is = ndim == r->ndim; /* by position: axis p along dim p, or masked there */
-    for (int p = 0; as_it_is && p < ndim; ++p)
-        as_it_is = r->axis[k][p] == p || (r->axis[k][p] < 0 && c->shapes[k][p] == 1);
-    if (as_it_is)
+    int perm[GTS_MAX_NDIM];
+    int64_t shape[GTS_MAX_NDIM];
+    if (!gts_broadcast_arrangement(&c->result, k, c->operands[k].ndim, c->shapes[k], perm, shape))
         return Py_NewRef(array);
-    PyObject *perm = PyTuple_New(ndim), *shape = PyTuple_New(r->ndim);
-    bool used[GTS_MAX_NDIM] = {false};
-    int next = 0;
-    for (int p = 0; perm && shape && p < r->ndim; ++p) {
-        int a = r->axis[k][p];
-        if (a >= 0) {
-            used[a] = true;
-            PyTuple_SET_ITEM(perm, next++, PyLong_FromLong(a));
-        }
-        PyTuple_SET_ITEM(shape, p, PyLong_FromLongLong(a >= 0 ? c->shapes[k][a] : 1));
-    }
-    for (int a = 0; perm && a < ndim; ++a)
-        if (!used[a])
-            PyTuple_SET_ITEM(perm, next++, PyLong_FromLong(a));
-    PyObject *moved = perm && shape ? PyObject_CallMethod(array, "transpose", "O", perm) : NULL;
-    PyObject *view = moved ? PyObject_CallMethod(moved, "reshape", "O", shape) : NULL;
+    int64_t order[GTS_MAX_NDIM];
+    for (int a = 0; a < c->operands[k].ndim; ++a)
+        order[a] = perm[a];
+    PyObject *axes = gtpy_int64_tuple(c->operands[k].ndim, order);
+    PyObject *extents = gtpy_int64_tuple(c->result.ndim, shape);
+    PyObject *moved = axes && extents ? PyObject_CallMethod(array, "transpose", "O", axes) : NULL;
+    PyObject *view = moved ? PyObject_CallMethod(moved, "reshape", "O", extents) : NULL;
     Py_XDECREF(moved);
-    Py_XDECREF(perm);
-    Py_XDECREF(shape);
+    Py_XDECREF(axes);
+    Py_XDECREF(extents);
     return view;
 }
 
@@ -1104,32 +1092,15 @@ static PyObject *reduction_out_view(PyObject *out, const gts_broadcast *result,
                                     const gtpy_engine *e)
 {
     gts_storage o;
+    gts_error err;
+    int64_t along[GTS_MAX_NDIM];
     gtpy_storage_load(out, &o);
+    if (gts_broadcast_fit_out(result, &o, along, &err) != 0)
+        return gtpy_raise_null(&err);
     Py_ssize_t shape[GTS_MAX_NDIM], strides[GTS_MAX_NDIM];
-    bool fits = o.ndim == result->ndim;
-    for (int p = 0; fits && p < result->ndim; ++p) {
-        int a = 0;
-        while (a < o.ndim && o.dims[a] != result->dims[p])
-            ++a;
-        fits = a < o.ndim && o.shape[a] == result->shape[p];
+    for (int p = 0; p < result->ndim; ++p) {
         shape[p] = (Py_ssize_t)result->shape[p];
-        strides[p] = fits ? (Py_ssize_t)o.strides[a] : 0;
-    }
-    if (!fits) {
-        PyObject *want = gtpy_dims_to_tuple(result->ndim, result->dims);
-        PyObject *want_shape = gtpy_int64_tuple(result->ndim, result->shape);
-        PyObject *have = gtpy_dims_to_tuple(o.ndim, o.dims);
-        PyObject *have_shape = gtpy_int64_tuple(o.ndim, o.shape);
-        if (want && want_shape && have && have_shape)
-            PyErr_Format(PyExc_ValueError,
-                         "out: a storage of dims %R and shape %R cannot hold the result, of "
-                         "dims %R and shape %R",
-                         have, have_shape, want, want_shape);
-        Py_XDECREF(want);
-        Py_XDECREF(want_shape);
-        Py_XDECREF(have);
-        Py_XDECREF(have_shape);
-        return NULL;
+        strides[p] = (Py_ssize_t)along[p];
     }
     if (e && !gtpy_has_host_side(o.buffer))
         return engine_view_of(e, &o, result->ndim, shape, strides, true, out);
