@@ -209,6 +209,27 @@ int gts_layout_from_axes(int ndim, const gts_dim *dims, const char *axes, int *l
     return GTS_OK;
 }
 
+int gts_layout_ijk_ranks(const char *axes, int ranks[3], gts_error *err)
+{
+    gts_dim order[GTS_MAX_NDIM];
+    int n = 0;
+    bool seen[3] = {false, false, false};
+    bool ok = axes && gts_dims_parse(axes, order, &n, NULL) == GTS_OK && n == 3;
+    for (int r = 0; ok && r < 3; ++r) {
+        ok = order[r] < 0 && !seen[order[r] - GTS_DIM_I]; /* I, J and K, each once */
+        if (ok) {
+            seen[order[r] - GTS_DIM_I] = true;
+            ranks[order[r] - GTS_DIM_I] = r;
+        }
+    }
+    if (!ok)
+        return gts_error_set(err, GTS_EINVAL,
+                             "layout: '%.200s' is not an order of the axes I, J and K such as "
+                             "'KJI'",
+                             axes ? axes : "(null)");
+    return GTS_OK;
+}
+
 static uint64_t magnitude(int64_t value)
 {
     return value < 0 ? (uint64_t)0 - (uint64_t)value : (uint64_t)value;

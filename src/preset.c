@@ -247,6 +247,25 @@ static int call_layout_fn(const gts_preset *preset, int ndim, const gts_dim *dim
     return rc ? rc : gts_layout_check(ndim, layout, err);
 }
 
+int gts_preset_layout_text(gts_preset *preset, const char *text, gts_error *err)
+{
+    int ranks[3];
+    if (!preset)
+        return gts_error_set(err, GTS_EINVAL, "preset: NULL");
+    if (text && (strcmp(text, "C") == 0 || strcmp(text, "F") == 0)) {
+        preset->rule = text[0] == 'C' ? GTS_LAYOUT_C : GTS_LAYOUT_F;
+        return GTS_OK;
+    }
+    if (gts_layout_ijk_ranks(text, ranks, NULL) != GTS_OK)
+        return gts_error_set(err, GTS_EINVAL,
+                             "layout: '%.200s' is not 'C', 'F' or an order of the axes I, J and "
+                             "K such as 'KJI'",
+                             text ? text : "(null)");
+    memcpy(preset->base_layout, ranks, sizeof ranks);
+    preset->rule = GTS_LAYOUT_NAMED;
+    return GTS_OK;
+}
+
 int gts_preset_layout(const gts_preset *preset, int ndim, const gts_dim *dims, int *layout,
                       gts_error *err)
 {

@@ -72,6 +72,11 @@ int gts_layout_from_order(int ndim, const gts_dim *dims, int norder, const gts_d
 int gts_layout_from_axes(int ndim, const gts_dim *dims, const char *axes, int *layout,
                          gts_error *err);
 
+/* The ranks of I, J and K (ranks[0] is I's) that an axis string naming
+ * each of them once gives, from the largest stride to the contiguous one:
+ * "KJI" gives {2, 1, 0}, I contiguous. GTS_EINVAL for any other text. */
+int gts_layout_ijk_ranks(const char *axes, int ranks[3], gts_error *err);
+
 /* Whether an array of these byte strides is contiguous in C order ('C':
  * last index fastest) or Fortran order ('F'); dimensions of extent 1 are
  * not looked at, and an array without elements is contiguous. */

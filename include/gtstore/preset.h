@@ -73,6 +73,13 @@ int gts_preset_unregister(const char *name, gts_error *err);
 size_t gts_preset_count(void);
 int gts_preset_at(size_t index, gts_preset *out, gts_error *err);
 
+/* Sets the layout rule of `preset` from text: "C", "F" (positional) or an
+ * order of the axes I, J and K such as "KJI" (GTS_LAYOUT_NAMED, the ranks
+ * gts_layout_ijk_ranks gives). GTS_EINVAL otherwise ("layout: 'X' is not
+ * 'C', 'F' or an order of the axes I, J and K such as 'KJI'"), the preset
+ * unchanged. */
+int gts_preset_layout_text(gts_preset *preset, const char *text, gts_error *err);
+
 /* The layout `preset` gives to `ndim` dimensions labelled `dims`. */
 int gts_preset_layout(const gts_preset *preset, int ndim, const gts_dim *dims, int *layout,
                       gts_error *err);

@@ -653,6 +653,33 @@ static void test_listing(void)
     CHECK_INT_EQ(gts_preset_count(), count);
 }
 
+/* Axis strings: "KJI" as ranks of I, J, K; "C" and "F" as positional
+ * rules; anything else refused naming the text, the preset unchanged. */
+static void test_axis_text(void)
+{
+    int ranks[3] = {-1, -1, -1};
+    if (CHECK_OK(gts_layout_ijk_ranks("KJI", ranks, ERR)))
+        CHECK(ranks[0] == 2 && ranks[1] == 1 && ranks[2] == 0);
+    if (CHECK_OK(gts_layout_ijk_ranks("JKI", ranks, ERR)))
+        CHECK(ranks[0] == 2 && ranks[1] == 0 && ranks[2] == 1);
+    const char *bad[] = {"IJ", "IJK0", "IIJ", "IJ0", "", "ijk", "KJI "};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; ++i)
+        CHECK_FAILS(gts_layout_ijk_ranks(bad[i], ranks, ERR), GTS_EINVAL,
+                    "is not an order of the axes I, J and K such as 'KJI'");
+    CHECK_FAILS(gts_layout_ijk_ranks(NULL, ranks, ERR), GTS_EINVAL, "'(null)'");
+    gts_preset p = {0};
+    if (CHECK_OK(gts_preset_layout_text(&p, "F", ERR)))
+        CHECK(p.rule == GTS_LAYOUT_F);
+    if (CHECK_OK(gts_preset_layout_text(&p, "C", ERR)))
+        CHECK(p.rule == GTS_LAYOUT_C);
+    if (CHECK_OK(gts_preset_layout_text(&p, "IKJ", ERR)))
+        CHECK(p.rule == GTS_LAYOUT_NAMED && p.base_layout[0] == 0 && p.base_layout[1] == 2 &&
+              p.base_layout[2] == 1);
+    CHECK_FAILS(gts_preset_layout_text(&p, "CF", ERR), GTS_EINVAL,
+                "layout: 'CF' is not 'C', 'F' or an order of the axes I, J and K such as 'KJI'");
+    CHECK(p.rule == GTS_LAYOUT_NAMED && p.base_layout[1] == 2);
+}
+
 int main(void)
 {
     test_dims_default();
@@ -671,6 +698,7 @@ int main(void)
     test_preset_in_use();
     test_register_refused();
     test_listing();
+    test_axis_text();
     /* every test leaves the registry as it found it */
     CHECK_INT_EQ(gts_preset_count(), NBUILTINS);
     return check_summary("test_layout");

@@ -93,25 +93,8 @@ static int read_layout(PyObject *layout, gts_preset *preset)
         const char *text = gtpy_text(layout, "layout");
         if (!text)
             return -1;
-        if (strcmp(text, "C") == 0 || strcmp(text, "F") == 0) {
-            preset->rule = text[0] == 'C' ? GTS_LAYOUT_C : GTS_LAYOUT_F;
-            return 0;
-        }
-        gts_dim order[GTS_MAX_NDIM];
-        int n = 0;
-        bool ok = gts_dims_parse(text, order, &n, NULL) == 0 && n == 3;
-        for (int r = 0; ok && r < 3; ++r) {
-            ok = order[r] < 0; /* only I, J and K */
-            if (ok)
-                preset->base_layout[order[r] - GTS_DIM_I] = r;
-        }
-        if (!ok) {
-            PyErr_Format(PyExc_ValueError, "layout: %.200R is not 'C', 'F' or an order of the "
-                         "axes I, J and K such as 'KJI'", layout);
-            return -1;
-        }
-        preset->rule = GTS_LAYOUT_NAMED;
-        return 0;
+        gts_error err;
+        return gts_preset_layout_text(preset, text, &err) == 0 ? 0 : gtpy_raise(&err);
     }
     if (PyCallable_Check(layout)) {
         preset->rule = GTS_LAYOUT_FUNCTION;
