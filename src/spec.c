@@ -7,6 +7,48 @@
 
 #include "gtstore/storage.h"
 #include "internal.h"
+#include "tuple_text.h"
+
+/* Whether the last `nsub` of `ndim` extents are `sub_shape`. */
+static bool ends_with(int ndim, const int64_t *shape, int nsub, const int64_t *sub_shape)
+{
+    if (nsub > ndim)
+        return false;
+    for (int k = 0; k < nsub; ++k)
+        if (shape[ndim - nsub + k] != sub_shape[k])
+            return false;
+    return true;
+}
+
+int gts_subarray_shape(int *ndim, int64_t *shape, int nsub, const int64_t *sub_shape,
+                       bool with_subarray, int *nbase, gts_error *err)
+{
+    if (!ndim || *ndim < 0 || *ndim > GTS_MAX_NDIM || nsub < 0 || nsub > GTS_MAX_NDIM ||
+        (*ndim > 0 && !shape) || (nsub > 0 && !sub_shape) || !nbase)
+        return gts_error_set(err, GTS_EINVAL, "ndim, shape, nsub, sub_shape, nbase: invalid");
+    if (with_subarray) {
+        if (!ends_with(*ndim, shape, nsub, sub_shape)) {
+            char have[GTS__TUPLE_TEXT_SIZE], sub[GTS__TUPLE_TEXT_SIZE];
+            gts__shape_text(*ndim, shape, have);
+            gts__shape_text(nsub, sub_shape, sub);
+            return gts_error_set(err, GTS_EINVAL,
+                                 "dtype: the data's shape %s does not end with the subarray "
+                                 "shape %s",
+                                 have, sub);
+        }
+        *nbase = *ndim - nsub;
+        return GTS_OK;
+    }
+    if (*ndim + nsub > GTS_MAX_NDIM)
+        return gts_error_set(err, GTS_EINVAL,
+                             "dtype: the subarray adds too many dimensions (max %d)",
+                             GTS_MAX_NDIM);
+    *nbase = *ndim;
+    if (nsub > 0)
+        memcpy(shape + *ndim, sub_shape, (size_t)nsub * sizeof *shape);
+    *ndim += nsub;
+    return GTS_OK;
+}
 
 int gts_storage_spec_init(gts_storage_spec *spec, int ndim, const int64_t *shape,
                           gts_dtype dtype, gts_error *err)

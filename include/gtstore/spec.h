@@ -119,6 +119,17 @@ typedef struct gts_storage_spec {
 int gts_storage_spec_init(gts_storage_spec *spec, int ndim, const int64_t *shape,
                           gts_dtype dtype, gts_error *err);
 
+/* The full shape of a storage of a subarray dtype, whose `nsub` trailing
+ * dimensions are `sub_shape`. Where `with_subarray` (the shape is the
+ * data's, which holds the subarray's dimensions) the shape must end with
+ * sub_shape, else GTS_EINVAL naming both shapes; otherwise sub_shape is
+ * appended to `shape` (room for GTS_MAX_NDIM entries) and `*ndim` grows,
+ * GTS_EINVAL where that exceeds GTS_MAX_NDIM. `nbase` receives the number
+ * of leading dimensions, those the subarray does not add (spec.nsub is
+ * then *ndim - *nbase). */
+int gts_subarray_shape(int *ndim, int64_t *shape, int nsub, const int64_t *sub_shape,
+                       bool with_subarray, int *nbase, gts_error *err);
+
 /* Resolves every parameter in place (afterwards has_dims, has_layout,
  * has_aligned_index, has_halo and has_device are true, alignment_size is
  * set, and the spec no longer refers to its template or layout_fn), checks

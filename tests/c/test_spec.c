@@ -448,6 +448,35 @@ static void test_wrap_with_template(void)
     gts_buffer_release(buffer);
 }
 
+/* A subarray dtype's shape: appended to a shape given, or checked at the
+ * end of a data's shape; both refusals name what they refuse. */
+static void test_subarray_shape(void)
+{
+    int64_t shape[GTS_MAX_NDIM] = {4, 5};
+    const int64_t sub[2] = {3, 2};
+    int ndim = 2, nbase = -1;
+    if (CHECK_OK(gts_subarray_shape(&ndim, shape, 2, sub, false, &nbase, ERR)))
+        CHECK(ndim == 4 && nbase == 2 && ints_eq(4, shape, (const int64_t[]){4, 5, 3, 2}));
+    /* the data's shape (4, 5, 3, 2) holds them */
+    if (CHECK_OK(gts_subarray_shape(&ndim, shape, 2, sub, true, &nbase, ERR)))
+        CHECK(ndim == 4 && nbase == 2);
+    if (CHECK_OK(gts_subarray_shape(&ndim, shape, 0, NULL, true, &nbase, ERR)))
+        CHECK(ndim == 4 && nbase == 4);
+    ndim = 2;
+    CHECK_FAILS(gts_subarray_shape(&ndim, shape, 2, sub, true, &nbase, ERR), GTS_EINVAL,
+                "dtype: the data's shape (4, 5) does not end with the subarray shape (3, 2)");
+    ndim = 1;
+    CHECK_FAILS(gts_subarray_shape(&ndim, shape, 2, sub, true, &nbase, ERR), GTS_EINVAL,
+                "shape (4,) does not end with");
+    ndim = GTS_MAX_NDIM - 1;
+    CHECK_FAILS(gts_subarray_shape(&ndim, shape, 2, sub, false, &nbase, ERR), GTS_EINVAL,
+                "dtype: the subarray adds too many dimensions (max 64)");
+    CHECK(ndim == GTS_MAX_NDIM - 1);
+    ndim = -1;
+    CHECK_FAILS(gts_subarray_shape(&ndim, shape, 2, sub, false, &nbase, ERR), GTS_EINVAL,
+                "invalid");
+}
+
 int main(void)
 {
     if (!CHECK_OK(gts_preset_lookup("gt:gpu", &gpu, ERR)) ||
@@ -455,6 +484,7 @@ int main(void)
         return check_summary("spec");
     int64_t start = live_buffers();
     test_spec_defaults();
+    test_subarray_shape();
     test_spec_presets();
     test_spec_errors();
     test_template_storage();

@@ -60,28 +60,10 @@ static int convert_shape(const gtpy_request *r, const gtpy_source *src, const gt
     } else if (gtpy_shape(r->shape, "shape", ndim, shape) < 0) {
         return -1;
     }
-    if (r->source_is_data) { /* the data's trailing dims must be the subarray's */
-        int n = dtype->nsub;
-        bool fits = n <= *ndim;
-        for (int k = 0; fits && k < n; ++k)
-            fits = shape[*ndim - n + k] == dtype->sub_shape[k];
-        if (!fits) {
-            PyErr_Format(PyExc_ValueError,
-                         "dtype: the data's shape does not end with the subarray shape of %.200R",
-                         r->dtype);
-            return -1;
-        }
-        *nbase = *ndim - n;
-        return 0;
-    }
-    *nbase = *ndim;
-    if (*ndim + dtype->nsub > GTS_MAX_NDIM) {
-        PyErr_Format(PyExc_ValueError, "dtype: the subarray adds too many dimensions (max %d)",
-                     GTS_MAX_NDIM);
-        return -1;
-    }
-    memcpy(shape + *ndim, dtype->sub_shape, (size_t)dtype->nsub * sizeof *shape);
-    *ndim += dtype->nsub;
+    gts_error err;
+    if (gts_subarray_shape(ndim, shape, dtype->nsub, dtype->sub_shape, r->source_is_data, nbase,
+                           &err) != 0)
+        return gtpy_raise(&err);
     return 0;
 }
 
