@@ -5,6 +5,7 @@
 
 #include "check.h"
 #include "gtstore/buffer.h"
+#include "gtstore/device.h"
 #include "gtstore/geometry.h"
 
 #define MiB ((int64_t)1 << 20)
@@ -406,6 +407,26 @@ static void test_alloc_geometry(void)
     }
 }
 
+/* The device kind of a buffer, which the kind of a result follows: the
+ * CPU for host and pinned memory, the GPU for a GPU's own and managed
+ * memory (on the emulated GPU and its companions, which every build has). */
+static void test_device_kind(void)
+{
+    const gts_device_ops *gpu = gts_device_emulated(), *managed, *pinned;
+    if (!CHECK_OK(gts_device_managed(gpu, &managed, ERR)) ||
+        !CHECK_OK(gts_device_pinned(gpu, &pinned, ERR)))
+        return;
+    const gts_device_ops *devices[] = {gts_device_host(), gpu, managed, pinned};
+    const gts_device kinds[] = {GTS_DEVICE_CPU, GTS_DEVICE_GPU, GTS_DEVICE_GPU, GTS_DEVICE_CPU};
+    for (int i = 0; i < 4; ++i) {
+        gts_buffer *b;
+        if (!CHECK_OK(gts_buffer_alloc(devices[i], 64, 0, &b, ERR)))
+            continue;
+        CHECK_INT_EQ(gts_buffer_device_kind(b), kinds[i]);
+        gts_buffer_release(b);
+    }
+}
+
 int main(void)
 {
     /* Known cache settings for the test, whatever GTSTORE_CACHE_LIMIT says;
@@ -425,6 +446,7 @@ int main(void)
     test_wrap_elements_errors();
     test_live_counts();
     test_alloc_geometry();
+    test_device_kind();
 
     gts_cache_set_limit(saved_limit);
     CHECK_INT_EQ(gts_cache_limit(), saved_limit);

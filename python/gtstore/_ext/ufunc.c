@@ -112,7 +112,7 @@ static int load_operand(call *c, int k, PyObject *obj)
  * for a software-managed storage, not last written on the host. */
 static bool gpu_array(const gts_storage *g)
 {
-    if (gts_buffer_device(g->buffer)->kind == GTS_MEMORY_HOST)
+    if (gts_buffer_device_kind(g->buffer) == GTS_DEVICE_CPU)
         return false;
     return !gts_buffer_mirrored(g->buffer) ||
            gts_buffer_sync_state(g->buffer) != GTS_SYNC_HOST_DIRTY;
@@ -376,7 +376,7 @@ static bool device_of_inputs(const call *c, gts_managed *managed)
         if (!c->operands[k].storage)
             continue;
         const gts_buffer *buffer = c->storages[k].buffer;
-        if (gts_buffer_device(buffer)->kind == GTS_MEMORY_HOST)
+        if (gts_buffer_device_kind(buffer) == GTS_DEVICE_CPU)
             continue;
         *managed = managed_mode(buffer);
         return true;
@@ -1043,13 +1043,10 @@ static PyObject *reduced_storage(PyObject *function, const gts_storage *g,
     gts_error err;
     gtpy_dtype dtype;
     gts_operand operand = {g, 0, NULL};
-    const gts_device_ops *device = gts_buffer_device(g->buffer);
     if (result_dtype(function, dtype_obj, &dtype) < 0)
         return NULL;
     if (gts_broadcast_output_spec(1, &operand, result, dtype.base,
-                                  device->kind == GTS_MEMORY_HOST ? GTS_DEVICE_CPU
-                                                                  : GTS_DEVICE_GPU,
-                                  &spec, &err) != 0)
+                                  gts_buffer_device_kind(g->buffer), &spec, &err) != 0)
         return gtpy_raise_null(&err);
     spec.managed = managed_mode(g->buffer);
     if (gts_storage_create_in_place(&spec, 0, &out, &err) != 0)
