@@ -240,3 +240,36 @@ int gts_storage_from_dlpack_legacy(gts_dl_managed *tensor, const gts_storage_spe
 {
     return import_tensor(&tensor->dl_tensor, false, release_legacy, tensor, options, out, err);
 }
+
+/* ---- which side an export serves ------------------------------------------------ */
+
+/* Whether the host reads `buffer` in place: a mirrored buffer's host side,
+ * or memory the host reaches itself (managed, pinned). */
+static bool has_host_side(const gts_buffer *buffer)
+{
+    return gts_buffer_mirrored(buffer) || gts_buffer_device(buffer)->host_accessible;
+}
+
+int gts_dlpack_serve_side(const gts_buffer *buffer, const int64_t *asked, int copy,
+                          gts_dlpack_serve *out, gts_error *err)
+{
+    if (!buffer || !out)
+        return gts_error_set(err, GTS_EINVAL, "buffer, out: NULL");
+    gts_device_id own = gts_buffer_device(buffer)->id;
+    *out = GTS_DLPACK_SERVE_OWN;
+    if (!asked || (asked[0] == own.type && asked[1] == own.id))
+        return GTS_OK;
+    bool cpu = asked[0] == GTS_DL_CPU && asked[1] == 0;
+    if (cpu && (copy > 0 || (copy < 0 && !has_host_side(buffer)))) {
+        *out = GTS_DLPACK_SERVE_HOST_COPY;
+        return GTS_OK;
+    }
+    if (cpu && has_host_side(buffer)) {
+        *out = GTS_DLPACK_SERVE_HOST_SIDE;
+        return GTS_OK;
+    }
+    return gts_error_set(err, GTS_ENOTSUP,
+                         "dl_device: (%lld, %lld) cannot be served%s; the storage is on (%d, %d)",
+                         (long long)asked[0], (long long)asked[1],
+                         cpu ? " without a copy (copy=False)" : "", (int)own.type, (int)own.id);
+}

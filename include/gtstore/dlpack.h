@@ -75,6 +75,26 @@ typedef struct gts_dl_managed_versioned {
     gts_dl_tensor dl_tensor;
 } gts_dl_managed_versioned;
 
+/* What an export of a buffer serves a consumer that names a device
+ * (__dlpack__'s dl_device and copy): its own memory, its host side (a
+ * mirrored buffer's, or memory the host reaches itself: managed, pinned),
+ * or a copy in host memory. */
+typedef enum gts_dlpack_serve {
+    GTS_DLPACK_SERVE_OWN,
+    GTS_DLPACK_SERVE_HOST_SIDE,
+    GTS_DLPACK_SERVE_HOST_COPY
+} gts_dlpack_serve;
+
+/* Which side of `buffer` an export serves for the device `asked` (the pair
+ * device type, device id; NULL: none named) and `copy` (1 a copy is asked
+ * for, 0 it is forbidden, -1 either): its own memory where asked is NULL
+ * or its device; for the CPU (GTS_DL_CPU, 0) the host side, or a copy where
+ * copy is 1 or where copy is -1 and there is no host side. Anything else
+ * is GTS_ENOTSUP ("dl_device: (2, 0) cannot be served[ without a copy
+ * (copy=False)]; the storage is on (1, 0)"). */
+int gts_dlpack_serve_side(const gts_buffer *buffer, const int64_t *asked, int copy,
+                          gts_dlpack_serve *out, gts_error *err);
+
 /* Exports a view of `storage` (the export holds a reference to its buffer
  * until its deleter runs). The tensor's device is the buffer's (for the
  * emulated device GTS_DL_EXT_DEV, which no host library takes for host

@@ -13,6 +13,7 @@
 #include "storage_helpers.h"
 #include "gtstore/device.h"
 #include "gtstore/dlpack.h"
+#include "gtstore/sync.h"
 
 /* Whether CUDA device 0 exists here (a driver with a device). */
 static bool cuda_present(void)
@@ -601,6 +602,65 @@ static void test_import_cuda(void)
     printf("CUDA import: %s\n", present ? "taken (CUDA device 0 exists)" : "refused (no CUDA)");
 }
 
+/* Which side an export serves, per buffer and dl_device/copy: its own
+ * memory for its own device or none named; the CPU gets the host side
+ * where there is one (mirrored, managed, pinned) unless a copy is asked
+ * for, a copy where there is none unless copy is forbidden; other devices
+ * are refused naming both. */
+static void test_serve_side(void)
+{
+    const gts_device_ops *gpu = gts_device_emulated(), *managed;
+    if (!CHECK_OK(gts_device_managed(gpu, &managed, ERR)))
+        return;
+    gts_buffer *host, *device, *mirrored, *shared;
+    if (!CHECK_OK(gts_buffer_alloc(gts_device_host(), 64, 0, &host, ERR)))
+        return;
+    if (CHECK_OK(gts_buffer_alloc(gpu, 64, 0, &device, ERR))) {
+        if (CHECK_OK(gts_buffer_alloc(gpu, 64, GTS_ALLOC_MIRRORED, &mirrored, ERR))) {
+            if (CHECK_OK(gts_buffer_alloc(managed, 64, 0, &shared, ERR))) {
+                const int64_t cpu[2] = {GTS_DL_CPU, 0}, emulated[2] = {GTS_DL_EXT_DEV, 0};
+                const int64_t cuda[2] = {GTS_DL_CUDA, 0};
+                gts_dlpack_serve side = GTS_DLPACK_SERVE_HOST_COPY;
+                /* none named, or the buffer's own device */
+                if (CHECK_OK(gts_dlpack_serve_side(device, NULL, 1, &side, ERR)))
+                    CHECK(side == GTS_DLPACK_SERVE_OWN);
+                if (CHECK_OK(gts_dlpack_serve_side(device, emulated, -1, &side, ERR)))
+                    CHECK(side == GTS_DLPACK_SERVE_OWN);
+                if (CHECK_OK(gts_dlpack_serve_side(host, cpu, 0, &side, ERR)))
+                    CHECK(side == GTS_DLPACK_SERVE_OWN);
+                /* the CPU from device memory: a copy unless forbidden */
+                if (CHECK_OK(gts_dlpack_serve_side(device, cpu, -1, &side, ERR)))
+                    CHECK(side == GTS_DLPACK_SERVE_HOST_COPY);
+                CHECK_FAILS(gts_dlpack_serve_side(device, cpu, 0, &side, ERR), GTS_ENOTSUP,
+                            "dl_device: (1, 0) cannot be served without a copy (copy=False); "
+                            "the storage is on (12, 0)");
+                /* from memory with a host side: that side, or a copy asked for */
+                const gts_buffer *sided[2] = {mirrored, shared};
+                for (int i = 0; i < 2; ++i) {
+                    if (CHECK_OK(gts_dlpack_serve_side(sided[i], cpu, -1, &side, ERR)))
+                        CHECK(side == GTS_DLPACK_SERVE_HOST_SIDE);
+                    if (CHECK_OK(gts_dlpack_serve_side(sided[i], cpu, 0, &side, ERR)))
+                        CHECK(side == GTS_DLPACK_SERVE_HOST_SIDE);
+                    if (CHECK_OK(gts_dlpack_serve_side(sided[i], cpu, 1, &side, ERR)))
+                        CHECK(side == GTS_DLPACK_SERVE_HOST_COPY);
+                }
+                /* another device, or another CPU */
+                CHECK_FAILS(gts_dlpack_serve_side(host, cuda, -1, &side, ERR), GTS_ENOTSUP,
+                            "dl_device: (2, 0) cannot be served; the storage is on (1, 0)");
+                CHECK_FAILS(gts_dlpack_serve_side(device, (const int64_t[]){1, 1}, -1, &side,
+                                                  ERR),
+                            GTS_ENOTSUP, "(1, 1) cannot be served; the storage is on (12, 0)");
+                CHECK_FAILS(gts_dlpack_serve_side(NULL, cpu, -1, &side, ERR), GTS_EINVAL,
+                            "NULL");
+                gts_buffer_release(shared);
+            }
+            gts_buffer_release(mirrored);
+        }
+        gts_buffer_release(device);
+    }
+    gts_buffer_release(host);
+}
+
 int main(void)
 {
     int64_t start = live_buffers();
@@ -613,6 +673,7 @@ int main(void)
     test_round_trip();
     test_import_legacy();
     test_import_cuda();
+    test_serve_side();
     CHECK_INT_EQ(live_buffers(), start);
     return check_summary("dlpack");
 }

@@ -65,49 +65,25 @@ static int read_version(PyObject *obj, long *major)
     return 0;
 }
 
-/* What an export gives, by dl_device and copy: the storage's own memory,
- * its host side (a mirrored storage's, or managed memory itself), or a copy
- * in host memory. */
-typedef enum { EXPORT_OWN, EXPORT_HOST_SIDE, EXPORT_HOST_COPY } export_kind;
-
-/* dl_device: None or the storage's own device, else the CPU (device
- * (1, 0)): the host side (of a mirrored storage, or memory the host
- * reaches), or a copy where the array API allows one (copy=True, or
- * copy=None when there is no host side).
- * `copy` is -1 for None. */
-static int read_device(PyObject *obj, const gts_buffer *buffer, int copy, export_kind *kind)
+/* dl_device: None or a tuple (device_type, device_id) of ints, which
+ * gts_dlpack_serve_side answers with the side served. `copy` is -1 for
+ * None. */
+static int read_device(PyObject *obj, const gts_buffer *buffer, int copy, gts_dlpack_serve *kind)
 {
-    *kind = EXPORT_OWN;
-    if (!obj || obj == Py_None)
-        return 0;
-    long type, id;
-    if (!PyTuple_Check(obj) || PyTuple_GET_SIZE(obj) != 2 ||
-        saturated_long(PyTuple_GET_ITEM(obj, 0), &type) < 0 ||
-        saturated_long(PyTuple_GET_ITEM(obj, 1), &id) < 0) {
+    long type = 0, id = 0;
+    bool given = obj && obj != Py_None;
+    if (given && (!PyTuple_Check(obj) || PyTuple_GET_SIZE(obj) != 2 ||
+                  saturated_long(PyTuple_GET_ITEM(obj, 0), &type) < 0 ||
+                  saturated_long(PyTuple_GET_ITEM(obj, 1), &id) < 0)) {
         PyErr_Format(PyExc_TypeError, "dl_device: expected a tuple (device_type, device_id) of "
                      "ints, got %.200R", obj);
         return -1;
     }
-    gts_device_id own = gts_buffer_device(buffer)->id;
-    if (type == own.type && id == own.id)
+    const int64_t asked[2] = {type, id};
+    gts_error err;
+    if (gts_dlpack_serve_side(buffer, given ? asked : NULL, copy, kind, &err) == 0)
         return 0;
-    if (type == GTS_DL_CPU && id == 0) {
-        /* a mirrored buffer's host side, or memory the host reaches itself
-         * (managed, pinned): what the buffer protocol gives */
-        bool host_side = gts_buffer_mirrored(buffer) || gts_buffer_device(buffer)->host_accessible;
-        if (copy > 0 || (copy < 0 && !host_side)) {
-            *kind = EXPORT_HOST_COPY;
-            return 0;
-        }
-        if (host_side) {
-            *kind = EXPORT_HOST_SIDE;
-            return 0;
-        }
-    }
-    PyErr_Format(PyExc_BufferError,
-                 "dl_device: %.200R cannot be served%s; the storage is on (%d, %d)", obj,
-                 type == GTS_DL_CPU && id == 0 ? " without a copy (copy=False)" : "",
-                 (int)own.type, (int)own.id);
+    PyErr_SetString(PyExc_BufferError, err.message);
     return -1;
 }
 
@@ -136,15 +112,15 @@ static int check_stream(PyObject *stream, const gts_device_ops *own)
 /* Brings the memory an export gives up to date, the consumer being free to
  * write it, and describes it in `out`: `g` itself, a host copy (a new
  * reference in `*keep`, which `out` borrows) or a copy on the device. */
-static int prepare_export(const gts_storage *g, export_kind kind, int copy, gts_storage *out,
+static int prepare_export(const gts_storage *g, gts_dlpack_serve kind, int copy, gts_storage *out,
                           PyObject **keep)
 {
     gts_error err;
     *keep = NULL;
     *out = *g;
-    if (kind == EXPORT_HOST_SIDE)
+    if (kind == GTS_DLPACK_SERVE_HOST_SIDE)
         return gtpy_storage_host_access(g, true);
-    if (kind == EXPORT_HOST_COPY) {
+    if (kind == GTS_DLPACK_SERVE_HOST_COPY) {
         *keep = gtpy_storage_host_staging(g, out);
         if (*keep && gts_storage_assign(out, g, &err) != 0) {
             Py_CLEAR(*keep);
@@ -172,7 +148,7 @@ PyObject *gtpy_storage_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t 
     static gtpy_signature sig = GTPY_SIGNATURE("__dlpack__", names, 0, 0, 0);
     PyObject *values[4], *keep;
     long major;
-    export_kind kind;
+    gts_dlpack_serve kind;
     gts_storage g, source;
     gts_error err;
     gtpy_storage_load(self, &g);
@@ -182,10 +158,10 @@ PyObject *gtpy_storage_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t 
     int copy = values[3] && values[3] != Py_None ? PyObject_IsTrue(values[3]) : -1;
     if ((values[3] && values[3] != Py_None && copy < 0) ||
         read_device(values[2], g.buffer, copy, &kind) < 0 ||
-        check_stream(values[0], kind == EXPORT_OWN ? gts_buffer_device(g.buffer)
+        check_stream(values[0], kind == GTS_DLPACK_SERVE_OWN ? gts_buffer_device(g.buffer)
                                                    : gts_device_host()) < 0)
         return NULL;
-    if (kind == EXPORT_HOST_SIDE && major < 1) {
+    if (kind == GTS_DLPACK_SERVE_HOST_SIDE && major < 1) {
         PyErr_SetString(PyExc_BufferError,
                         "max_version: the host side of a storage on a GPU is exported as DLPack "
                         "1.0 or later only");
@@ -198,7 +174,7 @@ PyObject *gtpy_storage_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t 
     int rc;
     if (major >= 1) {
         uint64_t flags = (copied ? GTS_DLPACK_IS_COPIED : 0) |
-                         (kind == EXPORT_HOST_SIDE ? GTS_DLPACK_HOST_SIDE : 0);
+                         (kind == GTS_DLPACK_SERVE_HOST_SIDE ? GTS_DLPACK_HOST_SIDE : 0);
         gts_dl_managed_versioned *m;
         rc = gts_storage_to_dlpack(&source, flags, &m, &err);
         if (rc == 0 && !(capsule = PyCapsule_New(m, VERSIONED, capsule_destructor)))
