@@ -11,6 +11,7 @@
 #include "gtstore/access.h"
 #include "gtstore/device.h"
 #include "gtstore/kernels.h"
+#include "gtstore/partition_halo.h"
 #include "gtstore/sync.h"
 #include "halo_region.h"
 #include "internal.h"
@@ -68,11 +69,6 @@ static int find_split_dims(const gts_partition *p, const gts_storage *field, int
     return 0;
 }
 
-static bool has_neighbors_along(const gts_partition *p, int d)
-{
-    return p->nprocs[d] > 1 || p->periodic[d];
-}
-
 static int check_field(const gts_partition *p, const int64_t *subdomain, const gts_storage *field,
                        int f, const int *dims, gts_error *err)
 {
@@ -90,7 +86,7 @@ static int check_field(const gts_partition *p, const int64_t *subdomain, const g
                                  "subdomain %lld (a field of another partition?)",
                                  f, (long long)extent, label, (long long)subdomain[d]);
         int64_t smallest = gts_partition_min_block(p, d);
-        if (has_neighbors_along(p, d) && (h.lower > smallest || h.upper > smallest))
+        if (!gts_partition_halo_fits(p, d, h))
             return gts_error_set(err, GTS_EINVAL,
                                  "fields[%d]: its halo (%lld, %lld) along %s is wider than the "
                                  "smallest subdomain (%lld points), which must fill it",

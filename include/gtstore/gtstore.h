@@ -21,6 +21,7 @@
 #include "gtstore/kernels.h"
 #include "gtstore/layout.h"
 #include "gtstore/partition.h"
+#include "gtstore/partition_halo.h"
 #include "gtstore/preset.h"
 #include "gtstore/spec.h"
 #include "gtstore/stencils.h"

@@ -1,7 +1,11 @@
-/* Domain decomposition: process grids, blocks, ranks and neighbours. */
+/* Domain decomposition: process grids, blocks, ranks and neighbours; a
+ * rank's storages: their halo and shape. */
 #include "check.h"
 
+#include <stdint.h>
+
 #include "gtstore/partition.h"
+#include "gtstore/partition_halo.h"
 
 static void test_process_grid(void)
 {
@@ -110,11 +114,85 @@ static void test_bad_partitions(void)
         CHECK(p.labels[0] == GTS_DIM_K && p.nprocs[0] == 4);
 }
 
+static bool shape_is(const int64_t *shape, int64_t a, int64_t b, int64_t c)
+{
+    return shape[0] == a && shape[1] == b && shape[2] == c;
+}
+
+/* A (10, 6) split over 3 x 1 ranks, J periodic, for storages of dims IJK:
+ * blocks of 4, 3, 3 along I, J whole. One width goes on I and J, not K;
+ * a halo of 4 along I is wider than the smallest block (3), along J
+ * (one periodic block of 6) it fits; with no neighbours anything fits. */
+static void test_storage_halo_and_shape(void)
+{
+    gts_partition p;
+    const gts_dim dims[3] = {GTS_DIM_I, GTS_DIM_J, GTS_DIM_K};
+    gts_halo halo[3];
+    int64_t shape[3];
+    if (!CHECK_OK(gts_partition_init(&p, 2, NULL, (const int64_t[]){10, 6}, (const int[]){3, 1},
+                                     (const bool[]){false, true}, 3, ERR)))
+        return;
+    gts_partition_halo(&p, 3, dims, 2, halo);
+    CHECK(halo[0].lower == 2 && halo[0].upper == 2 && halo[1].lower == 2 && halo[2].upper == 0);
+    CHECK_OK(gts_partition_check_halo(&p, 3, dims, halo, ERR));
+    if (CHECK_OK(gts_partition_local_shape(&p, 0, 3, dims, (const int64_t[]){10, 6, 5}, halo,
+                                           shape, ERR)))
+        CHECK(shape_is(shape, 4 + 4, 6 + 4, 5));
+    if (CHECK_OK(gts_partition_local_shape(&p, 2, 3, dims, (const int64_t[]){10, 6, 5}, halo,
+                                           shape, ERR)))
+        CHECK(shape_is(shape, 3 + 4, 6 + 4, 5));
+    /* the same for dims KJI: by label, not position */
+    const gts_dim kji[3] = {GTS_DIM_K, GTS_DIM_J, GTS_DIM_I};
+    gts_partition_halo(&p, 3, kji, 1, halo);
+    CHECK(halo[0].lower == 0 && halo[2].lower == 1);
+    if (CHECK_OK(gts_partition_local_shape(&p, 1, 3, kji, (const int64_t[]){5, 6, 10}, halo,
+                                           shape, ERR)))
+        CHECK(shape_is(shape, 5, 8, 5));
+    /* widths: 3 fits I, 4 does not (either side); J's 6 fits 6; K is not split */
+    CHECK(gts_partition_halo_fits(&p, 0, (gts_halo){3, 3}));
+    CHECK(!gts_partition_halo_fits(&p, 0, (gts_halo){0, 4}));
+    CHECK(gts_partition_halo_fits(&p, 1, (gts_halo){6, 6}));
+    CHECK(!gts_partition_halo_fits(&p, 1, (gts_halo){7, 0}));
+    gts_halo wide[3] = {{4, 1}, {1, 1}, {9, 9}};
+    CHECK_FAILS(gts_partition_check_halo(&p, 3, dims, wide, ERR), GTS_EINVAL,
+                "halo: (4, 1) along I is wider than the smallest subdomain (3 points), which "
+                "must fill it");
+    wide[0] = (gts_halo){1, 1};
+    CHECK_OK(gts_partition_check_halo(&p, 3, dims, wide, ERR)); /* K's 9: not split */
+    /* one block, not periodic: no neighbours, any halo */
+    gts_partition one;
+    if (CHECK_OK(gts_partition_init(&one, 1, NULL, (const int64_t[]){2}, NULL, NULL, 1, ERR)))
+        CHECK_OK(gts_partition_check_halo(&one, 1, dims, (gts_halo[]){{5, 5}}, ERR));
+    /* refusals */
+    halo[0] = halo[1] = halo[2] = (gts_halo){1, 1};
+    CHECK_FAILS(gts_partition_local_shape(&p, 3, 3, dims, (const int64_t[]){10, 6, 5}, halo,
+                                          shape, ERR),
+                GTS_EINVAL, "rank: 3 is outside [0, 3)");
+    CHECK_FAILS(gts_partition_local_shape(&p, 0, 2, kji, (const int64_t[]){5, 6}, halo, shape,
+                                          ERR),
+                GTS_EINVAL, "dims: the partition splits I, which the dims lack");
+    CHECK_FAILS(gts_partition_local_shape(&p, 0, 3, dims, (const int64_t[]){11, 6, 5}, halo,
+                                          shape, ERR),
+                GTS_EINVAL, "global_shape: 11 points along I, which the partition splits as 10");
+    halo[2] = (gts_halo){-1, 0};
+    CHECK_FAILS(gts_partition_local_shape(&p, 0, 3, dims, (const int64_t[]){10, 6, 5}, halo,
+                                          shape, ERR),
+                GTS_EINVAL, "negative");
+    halo[2] = (gts_halo){INT64_MAX - 5, 1};
+    CHECK_FAILS(gts_partition_local_shape(&p, 0, 3, dims, (const int64_t[]){10, 6, 5}, halo,
+                                          shape, ERR),
+                GTS_EOVERFLOW, "exceeds");
+    CHECK_FAILS(gts_partition_local_shape(NULL, 0, 3, dims, (const int64_t[]){10, 6, 5}, halo,
+                                          shape, ERR),
+                GTS_EINVAL, "NULL");
+}
+
 int main(void)
 {
     test_process_grid();
     test_blocks();
     test_neighbors();
     test_bad_partitions();
+    test_storage_halo_and_shape();
     return check_summary("partition");
 }
