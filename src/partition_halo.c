@@ -81,6 +81,8 @@ int gts_partition_local_shape(const gts_partition *partition, int rank, int ndim
         return gts_error_set(err, GTS_EINVAL, "rank: %d is outside [0, %d)", rank,
                              partition->nranks);
     int rc = check_split_dims(partition, ndim, dims, err);
+    if (rc == GTS_OK)
+        rc = gts_partition_check_halo(partition, ndim, dims, halo, err);
     int64_t start[GTS_PARTITION_MAX_NDIM], size[GTS_PARTITION_MAX_NDIM];
     gts_partition_subdomain(partition, rank, start, size);
     for (int a = 0; rc == GTS_OK && a < ndim; ++a) {

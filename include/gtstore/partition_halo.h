@@ -47,7 +47,8 @@ int gts_partition_check_halo(const gts_partition *partition, int ndim, const gts
  * partition's): the rank's subdomain along the split dimensions, the
  * global extent along the others, plus `halo` on both sides. GTS_EINVAL
  * for a rank outside [0, nranks), a split label missing from `dims`, a
- * global extent that is not the partition's, or a negative width;
+ * halo gts_partition_check_halo refuses, a global extent that is not the
+ * partition's, or a negative width;
  * GTS_EOVERFLOW where an extent exceeds INT64_MAX. */
 int gts_partition_local_shape(const gts_partition *partition, int rank, int ndim,
                               const gts_dim *dims, const int64_t *global_shape,

@@ -35,8 +35,6 @@ CubePartition = _gtstore.CubePartition
 __all__ = ["CartesianPartitioner", "CubePartition", "CubedSpherePartitioner", "HaloExchange",
            "HaloMessages", "HaloPlan", "Partition", "mpi_reads_device"]
 
-_DL_CUDA = 2  # DLPack's device type of CUDA device memory
-
 # Whatever a rank raises before a collective step is caught, shared with the
 # other ranks and raised on every rank: an exception escaping on one rank
 # only would leave the others waiting in the collective for ever.
@@ -57,9 +55,20 @@ def _mpi():
 _mpi_reads = None  # the answer of mpi_reads_device, once asked
 
 
+def _cuda_memory_type():
+    """The DLPack device type of CUDA device memory, as libgtstore's devices
+    describe themselves (GPU memory that exports the CUDA array interface);
+    0 where gtstore reaches no CUDA GPU, whose memory no field can then be
+    in."""
+    for device in _gtstore.devices():
+        if device["kind"] == "gpu" and device["cuda_array_interface"]:
+            return device["dlpack"][0]
+    return 0
+
+
 def mpi_reads_device():
     """The DLPack device type whose memory the MPI under mpi4py reads (2:
-    CUDA, a CUDA-aware MPI), or 0. mpi4py has no binding for it, so the MPI
+    CUDA, a CUDA-aware MPI where gtstore reaches a CUDA GPU), or 0. mpi4py has no binding for it, so the MPI
     library mpi4py loaded is asked directly: Open MPI's
     ``MPIX_Query_cuda_support()``, else MPICH's ``MPIX_GPU_query_support``,
     looked up with ctypes among the libraries mpi4py's extension module
@@ -85,7 +94,7 @@ def _query_mpi_reads(MPI):
     query = getattr(library, "MPIX_Query_cuda_support", None)  # Open MPI
     if query is not None:
         query.restype, query.argtypes = ctypes.c_int, []
-        return _DL_CUDA if query() else 0
+        return _cuda_memory_type() if query() else 0
     query = getattr(library, "MPIX_GPU_query_support", None)  # MPICH >= 4
     if query is not None:
         query.restype = ctypes.c_int
@@ -93,7 +102,7 @@ def _query_mpi_reads(MPI):
         supported = ctypes.c_int(0)
         mpix_gpu_support_cuda = 0
         if query(mpix_gpu_support_cuda, ctypes.byref(supported)) == 0 and supported.value:
-            return _DL_CUDA
+            return _cuda_memory_type()
     return 0
 
 
@@ -361,28 +370,14 @@ class CartesianPartitioner(_Partitioner):
 
     def _halo(self, halo):
         """Pairs (lower, upper) per dimension; a halo wider than the
-        smallest block is refused here, alike on every rank."""
-        ndim = len(self.global_shape)
-        if isinstance(halo, numbers.Integral):
-            pairs = [(0, 0)] * ndim
-            for a in self._split_axes:
-                pairs[a] = (int(halo), int(halo))
-        else:
-            entries = tuple(halo)
-            if len(entries) != ndim:
-                raise ValueError(f"halo: {halo!r} has {len(entries)} entries for {ndim} "
-                                 f"dimensions")
-            pairs = [(h, h) if isinstance(h, numbers.Integral) else tuple(h) for h in entries]
-            for h in pairs:
-                if len(h) != 2 or not all(isinstance(w, numbers.Integral) for w in h):
-                    raise TypeError(f"halo: expected ints or pairs of ints, got {halo!r}")
-        for d, a in enumerate(self._split_axes):
-            smallest = self.partition.min_block(d)
-            if max(pairs[a]) > smallest and (self.process_grid[d] > 1 or self.periodic[d]):
-                raise ValueError(
-                    f"halo: {pairs[a]} along {self.dims[a]} is wider than the smallest "
-                    f"subdomain ({smallest} points), which must fill it")
-        return tuple((int(lo), int(hi)) for lo, hi in pairs)
+        smallest block is refused here, alike on every rank (libgtstore's
+        ``gts_partition_check_halo``)."""
+        return self.partition.storage_halo(self.dims, halo)
+
+    def local_shape(self, halo=None):
+        """The shape of this rank's storages: subdomain plus halo."""
+        return self.partition.local_shape(self.rank, self.dims, self.global_shape,
+                                          self.halo if halo is None else halo)
 
     def _block(self, rank, stagger=()):
         """Global index slices of a rank's subdomain, every dimension."""

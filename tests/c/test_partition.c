@@ -159,6 +159,10 @@ static void test_storage_halo_and_shape(void)
                 "must fill it");
     wide[0] = (gts_halo){1, 1};
     CHECK_OK(gts_partition_check_halo(&p, 3, dims, wide, ERR)); /* K's 9: not split */
+    wide[1] = (gts_halo){0, 7};
+    CHECK_FAILS(gts_partition_local_shape(&p, 0, 3, dims, (const int64_t[]){10, 6, 5}, wide,
+                                          shape, ERR),
+                GTS_EINVAL, "halo: (0, 7) along J is wider than the smallest subdomain (6");
     /* one block, not periodic: no neighbours, any halo */
     gts_partition one;
     if (CHECK_OK(gts_partition_init(&one, 1, NULL, (const int64_t[]){2}, NULL, NULL, 1, ERR)))

@@ -242,3 +242,47 @@ def test_exchange_of_device_only_fields_packs_on_the_device(emulated_gpu):
     for rank in range(2):
         np.testing.assert_array_equal(fields[rank].to_ndarray(),
                                       expected_local(p, rank, halo, global_shape, 0, "f8"))
+
+
+def test_partition_storage_halo_and_local_shape():
+    # I split in 3 blocks (4, 3, 3), J in one periodic block of 6, K whole
+    p = Partition((10, 6), 3, process_grid=(3, 1), periodic=(False, True))
+    dims = ("I", "J", "K")
+    assert p.storage_halo(dims, 2) == ((2, 2), (2, 2), (0, 0))
+    assert p.storage_halo(("K", "I", "J"), 1) == ((0, 0), (1, 1), (1, 1))
+    assert p.storage_halo(dims, (1, (0, 2), 5)) == ((1, 1), (0, 2), (5, 5))
+    assert p.local_shape(0, dims, (10, 6, 5), 2) == (8, 10, 5)
+    assert p.local_shape(2, dims, (10, 6, 5), ((1, 0), (0, 0), (1, 1))) == (4, 6, 7)
+    assert p.local_shape(1, ("K", "J", "I"), (5, 6, 10), 1) == (5, 8, 5)
+    with pytest.raises(ValueError, match=r"halo: \(4, 1\) along I is wider than the smallest "
+                                         r"subdomain \(3 points\), which must fill it"):
+        p.storage_halo(dims, ((4, 1), 0, 9))
+    with pytest.raises(ValueError, match=r"halo: \(7, 7\) along J is wider"):
+        p.local_shape(0, dims, (10, 6, 5), (0, 7, 0))
+    with pytest.raises(ValueError, match=r"halo: \(1, 2\) has 2 entries for 3 dimensions"):
+        p.storage_halo(dims, (1, 2))
+    with pytest.raises(TypeError, match="halo"):
+        p.storage_halo(dims, ("a", 1, 1))
+    with pytest.raises(ValueError, match="the partition splits I, which the dims lack"):
+        p.local_shape(0, ("J", "K"), (6, 5), 0)
+    with pytest.raises(ValueError, match="global_shape: 11 points along I"):
+        p.local_shape(0, dims, (11, 6, 5), 0)
+    with pytest.raises(ValueError, match="global_shape: .* has 2 extents for 3 dimensions"):
+        p.local_shape(0, dims, (10, 6), 0)
+    with pytest.raises(IndexError, match=r"rank: 3 is outside \[0, 3\)"):
+        p.local_shape(3, dims, (10, 6, 5), 0)
+    with pytest.raises(ValueError, match="negative"):
+        p.local_shape(0, dims, (10, 6, 5), (0, 0, -1))
+
+
+def test_devices_describe_their_capabilities():
+    from gtstore.distributed import _cuda_memory_type
+
+    kinds = {d["name"]: (d["kind"], d["cuda_array_interface"]) for d in gts.devices()}
+    assert kinds["cpu"] == ("host", False)
+    assert kinds["emulated"] == ("gpu", False)
+    cuda = [d for d in gts.devices() if d["kind"] == "gpu" and d["cuda_array_interface"]]
+    assert all(d["name"].startswith("cuda") for d in cuda)
+    # what a CUDA-aware MPI reads: CUDA's device memory, where gtstore reaches a CUDA GPU
+    assert _cuda_memory_type() == (cuda[0]["dlpack"][0] if cuda else 0)
+    assert _cuda_memory_type() in (0, 2)

@@ -5,11 +5,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A device as a dict: its name and DLPack (type, id). */
+/* A device as a dict: its name, DLPack (type, id), and the capabilities
+ * callers choose by (gtstore/device.h): its kind of memory and whether that
+ * memory exports the CUDA array interface. */
 static PyObject *device_dict(const gts_device_ops *device)
 {
-    return Py_BuildValue("{s:s,s:(ii)}", "name", device->name, "dlpack",
-                         (int)device->id.type, (int)device->id.id);
+    static const char *const kinds[] = {[GTS_MEMORY_HOST] = "host", [GTS_MEMORY_GPU] = "gpu",
+                                        [GTS_MEMORY_MANAGED] = "managed",
+                                        [GTS_MEMORY_PINNED] = "pinned"};
+    return Py_BuildValue("{s:s,s:(ii),s:s,s:O}", "name", device->name, "dlpack",
+                         (int)device->id.type, (int)device->id.id, "kind", kinds[device->kind],
+                         "cuda_array_interface",
+                         device->cuda_array_interface ? Py_True : Py_False);
 }
 
 static PyObject *api_devices(PyObject *self, PyObject *unused)
@@ -133,7 +140,9 @@ PyMethodDef gtpy_devices_methods[] = {
      "host's, or a GPU's pinned memory)."},
     {"devices", api_devices, METH_NOARGS,
      "devices()\n--\n\nThe devices gtstore can reach: the host, the emulated device, and CUDA's "
-     "where a driver and a GPU are present; each a dict with its name and DLPack (type, id)."},
+     "where a driver and a GPU are present; each a dict with its name, DLPack (type, id), "
+     "kind ('host', 'gpu', 'managed' or 'pinned') and cuda_array_interface (whether its "
+     "memory exports the CUDA array interface)."},
     {"use_gpu", api_use_gpu, METH_O,
      "use_gpu(gpu)\n--\n\nChooses the device that plays the GPU for device='gpu' and GPU "
      "presets: 'emulated' (separate host memory that gtstore reaches only through device "

@@ -223,6 +223,65 @@ static PyObject *partition_min_block(PyObject *self, PyObject *dim_obj)
     return PyLong_FromLongLong(gts_partition_min_block(p, (int)dim));
 }
 
+/* A storage's dims and halo as the partitioner's methods take them: the
+ * labels, and an int (that width on both sides of every split dimension,
+ * gts_partition_halo) or one int or pair per dim. */
+static int storage_halo(const gts_partition *p, PyObject *dims_obj, PyObject *halo_obj, int *ndim,
+                        gts_dim *dims, gts_halo *halo)
+{
+    if (gtpy_dims(dims_obj, "dims", ndim, dims) < 0)
+        return -1;
+    if (!gtpy_is_integer(halo_obj))
+        return gtpy_halo(halo_obj, *ndim, *ndim, halo);
+    int64_t width;
+    if (gtpy_int(halo_obj, "halo", &width) < 0)
+        return -1;
+    gts_partition_halo(p, *ndim, dims, width, halo);
+    return 0;
+}
+
+static PyObject *partition_storage_halo(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    int ndim;
+    gts_dim dims[GTS_MAX_NDIM];
+    gts_halo halo[GTS_MAX_NDIM];
+    gts_error err;
+    const gts_partition *p = partition_of(self);
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError, "storage_halo() takes 2 arguments (dims, halo), %zd given",
+                     nargs);
+        return NULL;
+    }
+    if (storage_halo(p, args[0], args[1], &ndim, dims, halo) < 0)
+        return NULL;
+    if (gts_partition_check_halo(p, ndim, dims, halo, &err) != 0)
+        return gtpy_raise_null(&err);
+    return gtpy_halo_to_tuple(ndim, halo);
+}
+
+static PyObject *partition_local_shape(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    int rank, ndim, nglobal;
+    gts_dim dims[GTS_MAX_NDIM];
+    gts_halo halo[GTS_MAX_NDIM];
+    int64_t global_shape[GTS_MAX_NDIM], shape[GTS_MAX_NDIM];
+    gts_error err;
+    const gts_partition *p = partition_of(self);
+    if (nargs != 4) {
+        PyErr_Format(PyExc_TypeError, "local_shape() takes 4 arguments (rank, dims, "
+                     "global_shape, halo), %zd given", nargs);
+        return NULL;
+    }
+    if (check_rank(p, args[0], &rank) < 0 ||
+        storage_halo(p, args[1], args[3], &ndim, dims, halo) < 0 ||
+        gtpy_shape(args[2], "global_shape", &nglobal, global_shape) < 0 ||
+        gtpy_check_entries("global_shape", args[2], nglobal, "extents", ndim, ndim) < 0)
+        return NULL;
+    if (gts_partition_local_shape(p, rank, ndim, dims, global_shape, halo, shape, &err) != 0)
+        return gtpy_raise_null(&err);
+    return gtpy_int64_tuple(ndim, shape);
+}
+
 static PyMethodDef partition_methods[] = {
     {"coords", partition_coords, METH_O, "coords($self, rank, /)\n--\n\nThe rank's position in the process grid."},
     {"rank_of", partition_rank_of, METH_O,
@@ -234,6 +293,15 @@ static PyMethodDef partition_methods[] = {
      "subdomain($self, rank, /)\n--\n\n(starts, sizes) of the rank's block, per split dimension."},
     {"min_block", partition_min_block, METH_O,
      "min_block($self, dim, /)\n--\n\nThe smallest block along split dimension `dim`."},
+    {"storage_halo", (PyCFunction)(void (*)(void))partition_storage_halo, METH_FASTCALL,
+     "storage_halo($self, dims, halo, /)\n--\n\nThe halo of a storage of these dims as (lower, "
+     "upper) pairs: `halo` an int (that width on both sides of every split dimension) or one "
+     "int or pair per dim. ValueError where a pair is wider than the smallest subdomain along "
+     "a split dimension with neighbours."},
+    {"local_shape", (PyCFunction)(void (*)(void))partition_local_shape, METH_FASTCALL,
+     "local_shape($self, rank, dims, global_shape, halo, /)\n--\n\nThe shape of the rank's "
+     "storage of these dims over `global_shape`: its subdomain along the split dimensions, "
+     "the global extent along the others, plus `halo` (as storage_halo takes it)."},
     {NULL, NULL, 0, NULL},
 };
 
