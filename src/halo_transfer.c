@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gtstore/access.h"
 #include "gtstore/copy_batch.h"
 #include "gtstore/kernels.h"
 #include "gtstore/sync.h"
@@ -61,7 +62,8 @@ struct gts__halo_transfer {
     group *groups;          /* one per GPU of the plan */
     int ngroups;
     unsigned char *host_fields; /* per field: READ and WRITTEN on the host */
-    gts_buffer **held;      /* the buffers written on the host, in address order */
+    /* per buffer written on the host, one of its fields, in buffer address order */
+    const gts_storage **held;
     int nheld;
     negation *negations;    /* after packing */
     int nnegations, negation_capacity;
@@ -281,27 +283,28 @@ static int make_groups(gts__halo_transfer *t, gts_error *err)
     return GTS_OK;
 }
 
-static int by_address(const void *a, const void *b)
+static int by_buffer_address(const void *a, const void *b)
 {
-    uintptr_t x = (uintptr_t)*(gts_buffer *const *)a, y = (uintptr_t)*(gts_buffer *const *)b;
+    uintptr_t x = (uintptr_t)(*(const gts_storage *const *)a)->buffer;
+    uintptr_t y = (uintptr_t)(*(const gts_storage *const *)b)->buffer;
     return (x > y) - (x < y);
 }
 
-/* The buffers written on the host, each once, in address order: the order
- * every holder of several takes them in (gtstore/sync.h), so that two
- * holders never wait on each other. */
+/* The buffers written on the host, each once (through its first field so
+ * written), in address order: the order every holder of several takes
+ * them in (gtstore/sync.h), so that two holders never wait on each other. */
 static void list_held(gts__halo_transfer *t)
 {
     int nfields = gts__halo_plan_nfields(t->plan);
     for (int f = 0; f < nfields; ++f) {
-        gts_buffer *buffer = gts__halo_plan_field(t->plan, f)->buffer;
+        const gts_storage *field = gts__halo_plan_field(t->plan, f);
         bool seen = false;
         for (int k = 0; k < t->nheld; ++k)
-            seen = seen || t->held[k] == buffer;
+            seen = seen || t->held[k]->buffer == field->buffer;
         if ((t->host_fields[f] & WRITTEN) && !seen)
-            t->held[t->nheld++] = buffer;
+            t->held[t->nheld++] = field;
     }
-    qsort(t->held, (size_t)t->nheld, sizeof *t->held, by_address);
+    qsort(t->held, (size_t)t->nheld, sizeof *t->held, by_buffer_address);
 }
 
 /* Whether neighbour i's regions belong to the transfer. */
@@ -365,23 +368,28 @@ void gts__halo_transfer_destroy(gts__halo_transfer *t)
 
 /* ---- running ---------------------------------------------------------------------- */
 
-/* The host sides of the fields copied on the host: those read are brought
- * up to date; those written are held as writes in flight
- * (gts_buffer_write_begin) until end_writes, so that a sync on another
- * thread waits for the copies instead of losing them. */
+/* The host sides of the fields copied on the host, through the one access
+ * rule (gtstore/access.h): those read are brought up to date; those
+ * written are held as writes in flight (GTS_ACCESS_WRITE_HELD) until
+ * end_writes, so that a sync on another thread waits for the copies
+ * instead of losing them; managed memory is fenced. The copies' addresses
+ * were fixed when the transfer was made: the access's element 0 is not
+ * needed. */
 static int begin_host_access(const gts__halo_transfer *t, int *begun, gts_error *err)
 {
     int nfields = gts__halo_plan_nfields(t->plan);
+    void *element0;
     *begun = 0;
     for (int f = 0; f < nfields; ++f)
         if (t->host_fields[f] == READ) {
-            int rc = gts_buffer_sync(gts__halo_plan_field(t->plan, f)->buffer, GTS_SIDE_HOST,
-                                     false, NULL, err);
+            int rc = gts_storage_access(gts__halo_plan_field(t->plan, f), GTS_SIDE_HOST,
+                                        GTS_ACCESS_READ, NULL, &element0, err);
             if (rc)
                 return rc;
         }
     for (; *begun < t->nheld; ++*begun) {
-        int rc = gts_buffer_write_begin(t->held[*begun], GTS_SIDE_HOST, NULL, err);
+        int rc = gts_storage_access(t->held[*begun], GTS_SIDE_HOST, GTS_ACCESS_WRITE_HELD, NULL,
+                                    &element0, err);
         if (rc)
             return rc;
     }
@@ -391,7 +399,7 @@ static int begin_host_access(const gts__halo_transfer *t, int *begun, gts_error 
 static void end_writes(const gts__halo_transfer *t, int begun)
 {
     while (begun > 0)
-        gts_buffer_write_end(t->held[--begun], NULL);
+        gts_storage_access_end(t->held[--begun], GTS_ACCESS_WRITE_HELD);
 }
 
 static int run_host(const gts__halo_transfer *t, gts_error *err)
