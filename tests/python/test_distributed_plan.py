@@ -286,3 +286,39 @@ def test_devices_describe_their_capabilities():
     # what a CUDA-aware MPI reads: CUDA's device memory, where gtstore reaches a CUDA GPU
     assert _cuda_memory_type() == (cuda[0]["dlpack"][0] if cuda else 0)
     assert _cuda_memory_type() in (0, 2)
+
+
+FENCE_CHECK = """
+import ctypes
+import gtstore
+from gtstore.distributed import HaloMessages, HaloPlan, Partition
+
+fake = ctypes.CDLL({library!r})
+fake.fake_cuda_stat.restype = ctypes.c_longlong
+fake.fake_cuda_stat.argtypes = [ctypes.c_char_p]
+assert gtstore.gpu()["name"] == "cuda:0", gtstore.gpu()
+p = Partition((4,), 1, periodic=True, labels=("I",))  # its own neighbour
+f = gtstore.zeros((4 + 2,), halo=((1, 1),), dims="I", device="gpu", managed="cuda")
+messages = HaloMessages(HaloPlan(p, 0, [f]), device_aware=False, mpi_reads=0)
+assert messages.memory == "host"  # the managed field is packed by the host
+syncs = lambda: fake.fake_cuda_stat(b"context_syncs") + fake.fake_cuda_stat(b"stream_syncs")
+before = syncs()
+messages.pack_all()
+assert syncs() > before, "the host read managed memory without waiting for the GPU"
+print("fence: ok")
+"""
+
+
+def test_messages_wait_for_the_gpu_before_the_host_reads_managed_memory():
+    """A field in CUDA managed memory is packed by the host, which reads it
+    only once the GPU's queued work is done (gts_storage_access's fence):
+    counted by the fake CUDA driver, in a fresh interpreter that loads it."""
+    from conftest import run_python
+    from test_cuda_arrays import fake_driver
+
+    library = fake_driver()
+    if library is None:
+        pytest.skip("the fake CUDA driver is not built (meson compile -C build/release)")
+    done = run_python(FENCE_CHECK.format(library=library), GTSTORE_LIBCUDA=library,
+                      GTSTORE_GPU="")
+    assert done.returncode == 0 and "fence: ok" in done.stdout, done.stderr[-3000:]
