@@ -192,7 +192,8 @@ def test_environment_variable_selects_the_emulated_device():
     env = dict(os.environ, GTSTORE_GPU="emulated")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          timeout=120, check=True).stdout
-    assert out.startswith("SoftwareManagedGPUStorage {'name': 'emulated', 'dlpack': (12, 0)}")
+    assert out.startswith("SoftwareManagedGPUStorage {'name': 'emulated', 'dlpack': (12, 0), "
+                          "'kind': 'gpu', 'cuda_array_interface': False}")
     env["GTSTORE_GPU"] = "quantum"
     run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          timeout=120)
