@@ -205,13 +205,9 @@ int gts_cube_halo_pieces_staggered(const gts_cube_partition *partition, int rank
             return gts_error_set(err, GTS_EINVAL, "stagger: entry %d is %d, not 0 or 1", a,
                                  stagger[a]);
     /* faces: the upper region is one wider, and must lie in one block too */
-    int64_t smallest = gts_cube_partition_min_block(partition) - (stagger[0] || stagger[1]);
-    if (halo < 0 || halo > smallest)
-        return gts_error_set(err, GTS_EINVAL,
-                             "halo: %lld is outside [0, %lld] (the smallest block%s, which "
-                             "must fill it)",
-                             (long long)halo, (long long)smallest,
-                             stagger[0] || stagger[1] ? " less the shared face" : "");
+    rc = gts_cube_partition_check_halo(partition, halo, stagger[0] || stagger[1], err);
+    if (rc)
+        return rc;
     collector c = {.out = out, .capacity = capacity, .sender = -1};
     if (send)
         send_pieces(partition, rank, halo, stagger, &c);

@@ -94,6 +94,19 @@ int64_t gts_cube_partition_min_block(const gts_cube_partition *p)
     return p->n / most;
 }
 
+int gts_cube_partition_check_halo(const gts_cube_partition *p, int64_t halo, bool staggered,
+                                  gts_error *err)
+{
+    int64_t smallest = gts_cube_partition_min_block(p) - (staggered ? 1 : 0);
+    if (halo < 0 || halo > smallest)
+        return gts_error_set(err, GTS_EINVAL,
+                             "halo: %lld is outside [0, %lld] (the smallest block%s, which "
+                             "must fill it)",
+                             (long long)halo, (long long)smallest,
+                             staggered ? " less the shared face" : "");
+    return GTS_OK;
+}
+
 /* The edges, as a table: for each parity of tile and each side (west,
  * east, south, north), the tile across it (an offset mod 6), the turns from
  * there to here, and where a cell past that side lies there, as

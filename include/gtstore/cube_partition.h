@@ -76,6 +76,13 @@ void gts_cube_partition_subdomain(const gts_cube_partition *partition, int rank,
 /* The smallest block along either side: a halo must fit in it. */
 int64_t gts_cube_partition_min_block(const gts_cube_partition *partition);
 
+/* Whether a halo of `halo` cells on each side of I and J fits: in [0, the
+ * smallest block], less one for a `staggered` field (whose upper region is
+ * one wider, the shared face). GTS_EINVAL otherwise ("halo: 5 is outside
+ * [0, 4] (the smallest block, which must fill it)"). */
+int gts_cube_partition_check_halo(const gts_cube_partition *partition, int64_t halo,
+                                  bool staggered, gts_error *err);
+
 /* The cell of the cube at (x, y) of `tile` where at most one coordinate
  * lies outside [0, n) (and by at most n): the tile holding it, its
  * coordinates there, and the turns (see above) from there to `tile`.

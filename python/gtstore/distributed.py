@@ -467,10 +467,7 @@ class CubedSpherePartitioner(_Partitioner):
         if not isinstance(halo, numbers.Integral) or isinstance(halo, bool):
             raise TypeError(f"halo: expected an int (cells on each side of I and J), got "
                             f"{halo!r}")
-        smallest = self.partition.min_block()
-        if not 0 <= halo <= smallest:
-            raise ValueError(f"halo: {halo} is outside [0, {smallest}] (the smallest block, "
-                             f"which must fill it)")
+        self.partition.check_halo(halo)  # libgtstore's gts_cube_partition_check_halo
         pairs = ((int(halo), int(halo)),) * 2
         return pairs if self.nz is None else pairs + ((0, 0),)
 

@@ -415,6 +415,25 @@ static void test_pieces(void)
     }
 }
 
+/* The widest halo: the smallest block (6 cells over 2 x 3 ranks: 2),
+ * one less for a staggered field; negatives never. */
+static void test_check_halo(void)
+{
+    gts_cube_partition p;
+    if (!CHECK_OK(gts_cube_partition_init(&p, 6, 2, 3, ERR)))
+        return;
+    CHECK_OK(gts_cube_partition_check_halo(&p, 0, false, ERR));
+    CHECK_OK(gts_cube_partition_check_halo(&p, 2, false, ERR));
+    CHECK_OK(gts_cube_partition_check_halo(&p, 1, true, ERR));
+    CHECK_FAILS(gts_cube_partition_check_halo(&p, 3, false, ERR), GTS_EINVAL,
+                "halo: 3 is outside [0, 2] (the smallest block, which must fill it)");
+    CHECK_FAILS(gts_cube_partition_check_halo(&p, 2, true, ERR), GTS_EINVAL,
+                "halo: 2 is outside [0, 1] (the smallest block less the shared face, which "
+                "must fill it)");
+    CHECK_FAILS(gts_cube_partition_check_halo(&p, -1, false, ERR), GTS_EINVAL,
+                "halo: -1 is outside [0, 2]");
+}
+
 int main(void)
 {
     test_init();
@@ -425,5 +444,6 @@ int main(void)
     test_edges();
     test_vector_rule();
     test_pieces();
+    test_check_halo();
     return check_summary("cube");
 }

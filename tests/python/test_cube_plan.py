@@ -190,3 +190,15 @@ def test_staggered_fields():
         HaloPlan(p, 0, [u, field(0, 1)], components=["u", "v"])
     with pytest.raises(ValueError, match="shared face"):
         HaloPlan(p, 0, [field(0, 1, h=3), field(1, 0, h=3)], components=["u", "v"])
+
+
+def test_check_halo():
+    p = CubePartition(12, (2, 3))  # blocks of 6 x 4 cells: the smallest is 4
+    for halo in (0, 4):
+        assert p.check_halo(halo) is None
+    for halo in (5, -1):
+        with pytest.raises(ValueError, match=rf"halo: {halo} is outside \[0, 4\] \(the smallest "
+                                             r"block, which must fill it\)"):
+            p.check_halo(halo)
+    with pytest.raises(TypeError, match="halo"):
+        p.check_halo(1.5)

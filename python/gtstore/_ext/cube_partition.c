@@ -165,6 +165,17 @@ static PyObject *cube_min_block(PyObject *self, PyObject *unused)
     return PyLong_FromLongLong(gts_cube_partition_min_block(gtpy_cube_partition_of(self)));
 }
 
+static PyObject *cube_check_halo(PyObject *self, PyObject *halo_obj)
+{
+    int64_t halo;
+    gts_error err;
+    if (gtpy_int(halo_obj, "halo", &halo) < 0)
+        return NULL;
+    if (gts_cube_partition_check_halo(gtpy_cube_partition_of(self), halo, false, &err) != 0)
+        return gtpy_raise_null(&err);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef cube_methods[] = {
     {"locate", cube_locate, METH_O, "locate($self, rank, /)\n--\n\n(tile, row, column) of a rank."},
     {"rank", (PyCFunction)(void (*)(void))cube_rank, METH_FASTCALL,
@@ -178,6 +189,9 @@ static PyMethodDef cube_methods[] = {
      "wrap($self, tile, x, y, /)\n--\n\n(tile, x, y, rotations) of the cell, x or y possibly past the tile's "
      "edge; None past both (a corner of the cube)."},
     {"min_block", cube_min_block, METH_NOARGS, "min_block($self, /)\n--\n\nThe smallest block: the widest halo."},
+    {"check_halo", cube_check_halo, METH_O,
+     "check_halo($self, halo, /)\n--\n\nRaises ValueError unless `halo` cells on each side of I "
+     "and J fit: 0 to the smallest block."},
     {NULL, NULL, 0, NULL},
 };
 
