@@ -10,8 +10,13 @@
  * storages whose parameters are valid the output spec always resolves (its
  * halo and aligned point inside the shape) unless the alignments' least
  * common multiple is too large; a reduction of a valid storage always
- * resolves. A failure says why. Storages here are descriptions only: the
- * functions never touch memory. */
+ * resolves. A failure says why. The views along the result: a storage's
+ * strides are its own or 0 where it broadcasts; an array's arrangement is
+ * a permutation of its axes and a reshape that keeps its size, only axes
+ * of extent 1 coming and going; a given output that fits a reduction has
+ * its own strides along the result's dims, one that does not is refused
+ * with a message. Storages here are descriptions only: the functions never
+ * touch memory. */
 #include "fuzz_input.h"
 #include "gtstore/broadcast.h"
 
@@ -93,6 +98,55 @@ static void check_spec(int n, const gts_operand *ops, const gts_broadcast *r, bo
                        (spec.aligned_index[d] < spec.shape[d] || spec.aligned_index[d] == 0));
 }
 
+static int64_t product(int n, const int64_t *shape)
+{
+    int64_t size = 1;
+    for (int d = 0; d < n; ++d)
+        size *= shape[d]; /* the arrays' extents (0 to 4, 4 dims) or 1: no overflow */
+    return size;
+}
+
+static void check_views(int n, const gts_operand *ops, const gts_broadcast *r)
+{
+    for (int k = 0; k < n; ++k) {
+        int64_t strides[GTS_MAX_NDIM], view_shape[GTS_MAX_NDIM];
+        int perm[GTS_MAX_NDIM];
+        if (ops[k].storage) {
+            gts_broadcast_strides(r, k, ops[k].storage->strides, strides);
+            for (int p = 0; p < r->ndim; ++p)
+                FUZZ_CHECK(strides[p] ==
+                           (r->axis[k][p] >= 0 ? ops[k].storage->strides[r->axis[k][p]] : 0));
+            continue;
+        }
+        int ndim = ops[k].ndim;
+        if (!gts_broadcast_arrangement(r, k, ndim, ops[k].shape, perm, view_shape))
+            continue;
+        bool seen[GTS_MAX_NDIM] = {false};
+        for (int a = 0; a < ndim; ++a) {
+            FUZZ_CHECK(perm[a] >= 0 && perm[a] < ndim && !seen[perm[a]]);
+            seen[perm[a]] = true;
+        }
+        FUZZ_CHECK(product(r->ndim, view_shape) == product(ndim, ops[k].shape));
+    }
+}
+
+static void check_fit(const gts_broadcast *r, const gts_storage *out)
+{
+    int64_t strides[GTS_MAX_NDIM];
+    gts_error err;
+    if (gts_broadcast_fit_out(r, out, strides, &err) != GTS_OK) {
+        FUZZ_CHECK(strstr(err.message, "cannot hold the result") != NULL);
+        return;
+    }
+    FUZZ_CHECK(out->ndim == r->ndim);
+    for (int p = 0; p < r->ndim; ++p) {
+        int a = 0;
+        while (a < out->ndim && out->dims[a] != r->dims[p])
+            ++a;
+        FUZZ_CHECK(a < out->ndim && out->shape[a] == r->shape[p] && strides[p] == out->strides[a]);
+    }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     fuzz_input in = fuzz_begin(data, size);
@@ -125,6 +179,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     }
     check_result(n, ops, out, &result);
+    check_views(n, ops, &result);
     if (!out)
         check_spec(n, ops, &result, all_valid);
     /* a reduction of the first storage operand */
@@ -134,8 +189,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         bool reduced[GTS_MAX_NDIM];
         for (int a = 0; a < ops[k].storage->ndim; ++a)
             reduced[a] = fuzz_bool(&in);
-        if (gts_broadcast_reduce(ops[k].storage, reduced, fuzz_bool(&in), &result, &err) == GTS_OK)
+        if (gts_broadcast_reduce(ops[k].storage, reduced, fuzz_bool(&in), &result, &err) == GTS_OK) {
             check_spec(1, &ops[k], &result, all_valid);
+            if (out)
+                check_fit(&result, out);
+        }
         break;
     }
     return 0;
