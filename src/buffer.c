@@ -293,8 +293,7 @@ void gts_buffer_release(gts_buffer *buffer)
 
 gts_device gts_buffer_device_kind(const gts_buffer *buffer)
 {
-    gts_memory_kind kind = buffer->device->kind;
-    return kind == GTS_MEMORY_HOST || kind == GTS_MEMORY_PINNED ? GTS_DEVICE_CPU : GTS_DEVICE_GPU;
+    return gts_device_is_host_memory(buffer->device) ? GTS_DEVICE_CPU : GTS_DEVICE_GPU;
 }
 
 const gts_device_ops *gts_buffer_device(const gts_buffer *buffer)

@@ -54,6 +54,11 @@ bool gts_device_is_pinned(const gts_device_ops *device)
     return device && device->kind == GTS_MEMORY_PINNED;
 }
 
+bool gts_device_is_host_memory(const gts_device_ops *device)
+{
+    return device && (device->kind == GTS_MEMORY_HOST || device->kind == GTS_MEMORY_PINNED);
+}
+
 void *gts_device_host_alias(const gts_device_ops *device, const void *address)
 {
     if (!device)

@@ -218,6 +218,9 @@ bool gts_device_is_managed(const gts_device_ops *device);
 int gts_device_pinned(const gts_device_ops *gpu, const gts_device_ops **out, gts_error *err);
 /* Whether `device` is the pinned host memory of a GPU. */
 bool gts_device_is_pinned(const gts_device_ops *device);
+/* Whether `device` is host memory: the host's own, or a GPU's pinned
+ * memory. Its storages are the CPU's (gts_buffer_device_kind). */
+bool gts_device_is_host_memory(const gts_device_ops *device);
 
 /* The devices available, host first: writes up to `capacity` of them to
  * `out` (may be NULL when capacity is 0) and returns how many there are. */

@@ -423,8 +423,10 @@ static void test_device_kind(void)
         if (!CHECK_OK(gts_buffer_alloc(devices[i], 64, 0, &b, ERR)))
             continue;
         CHECK_INT_EQ(gts_buffer_device_kind(b), kinds[i]);
+        CHECK(gts_device_is_host_memory(devices[i]) == (kinds[i] == GTS_DEVICE_CPU));
         gts_buffer_release(b);
     }
+    CHECK(!gts_device_is_host_memory(NULL));
 }
 
 int main(void)

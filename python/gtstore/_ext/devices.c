@@ -130,7 +130,7 @@ static PyObject *api_host_memory(PyObject *self, PyObject *args)
     const gts_device_ops *device;
     gts_error err;
     bool host = gts_device_get((gts_device_id){type, id}, &device, &err) == 0 &&
-                (device->kind == GTS_MEMORY_HOST || device->kind == GTS_MEMORY_PINNED);
+                gts_device_is_host_memory(device);
     return PyBool_FromLong(host);
 }
 
