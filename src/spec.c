@@ -23,9 +23,13 @@ static bool ends_with(int ndim, const int64_t *shape, int nsub, const int64_t *s
 int gts_subarray_shape(int *ndim, int64_t *shape, int nsub, const int64_t *sub_shape,
                        bool with_subarray, int *nbase, gts_error *err)
 {
-    if (!ndim || *ndim < 0 || *ndim > GTS_MAX_NDIM || nsub < 0 || nsub > GTS_MAX_NDIM ||
-        (*ndim > 0 && !shape) || (nsub > 0 && !sub_shape) || !nbase)
-        return gts_error_set(err, GTS_EINVAL, "ndim, shape, nsub, sub_shape, nbase: invalid");
+    if (!ndim || !nbase)
+        return gts_error_set(err, GTS_EINVAL, "%s: NULL", ndim ? "nbase" : "ndim");
+    if (*ndim < 0 || *ndim > GTS_MAX_NDIM || nsub < 0 || nsub > GTS_MAX_NDIM)
+        return gts_error_set(err, GTS_EINVAL, "ndim, nsub: %d and %d, each in [0, %d]", *ndim,
+                             nsub, GTS_MAX_NDIM);
+    if ((*ndim > 0 && !shape) || (nsub > 0 && !sub_shape))
+        return gts_error_set(err, GTS_EINVAL, "%s: NULL", shape ? "sub_shape" : "shape");
     if (with_subarray) {
         if (!ends_with(*ndim, shape, nsub, sub_shape)) {
             char have[GTS__TUPLE_TEXT_SIZE], sub[GTS__TUPLE_TEXT_SIZE];

@@ -474,7 +474,12 @@ static void test_subarray_shape(void)
     CHECK(ndim == GTS_MAX_NDIM - 1);
     ndim = -1;
     CHECK_FAILS(gts_subarray_shape(&ndim, shape, 2, sub, false, &nbase, ERR), GTS_EINVAL,
-                "invalid");
+                "ndim, nsub: -1 and 2, each in [0, 64]");
+    ndim = 2;
+    CHECK_FAILS(gts_subarray_shape(&ndim, shape, 2, NULL, false, &nbase, ERR), GTS_EINVAL,
+                "sub_shape: NULL");
+    CHECK_FAILS(gts_subarray_shape(&ndim, shape, 2, sub, false, NULL, ERR), GTS_EINVAL,
+                "nbase: NULL");
 }
 
 int main(void)
