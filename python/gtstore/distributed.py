@@ -68,11 +68,11 @@ def _cuda_memory_type():
 
 def mpi_reads_device():
     """The DLPack device type whose memory the MPI under mpi4py reads (2:
-    CUDA, a CUDA-aware MPI where gtstore reaches a CUDA GPU), or 0. mpi4py has no binding for it, so the MPI
-    library mpi4py loaded is asked directly: Open MPI's
-    ``MPIX_Query_cuda_support()``, else MPICH's ``MPIX_GPU_query_support``,
-    looked up with ctypes among the libraries mpi4py's extension module
-    loaded (dlsym searches a module's dependencies). 0 where it has neither
+    CUDA, a CUDA-aware MPI where gtstore reaches a CUDA GPU), or 0. mpi4py
+    has no binding for it, so the MPI library mpi4py loaded is asked
+    directly: Open MPI's ``MPIX_Query_cuda_support()``, else MPICH's
+    ``MPIX_GPU_query_support``, looked up with ctypes among the libraries
+    mpi4py's extension module loaded (dlsym searches a module's dependencies). 0 where it has neither
     or they cannot be reached (an MPI loaded otherwise): messages then go
     through pinned host memory unless asked otherwise
     (``halo_exchange(..., device_aware=True)`` or
