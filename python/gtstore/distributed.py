@@ -72,10 +72,10 @@ def mpi_reads_device():
     has no binding for it, so the MPI library mpi4py loaded is asked
     directly: Open MPI's ``MPIX_Query_cuda_support()``, else MPICH's
     ``MPIX_GPU_query_support``, looked up with ctypes among the libraries
-    mpi4py's extension module loaded (dlsym searches a module's dependencies). 0 where it has neither
-    or they cannot be reached (an MPI loaded otherwise): messages then go
-    through pinned host memory unless asked otherwise
-    (``halo_exchange(..., device_aware=True)`` or
+    mpi4py's extension module loaded (dlsym searches a module's
+    dependencies). 0 where it has neither or they cannot be reached (an
+    MPI loaded otherwise): messages then go through pinned host memory
+    unless asked otherwise (``halo_exchange(..., device_aware=True)`` or
     ``GTSTORE_DEVICE_AWARE_MPI=1``). Asked once per process."""
     global _mpi_reads
     if _mpi_reads is None:
