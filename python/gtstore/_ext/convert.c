@@ -1,6 +1,8 @@
 /* Python objects to libgtstore types, with errors that name the parameter
  * and the value. */
-#include "module.h"
+#include "convert.h"
+#include "errors.h"
+#include "numpy.h"
 
 #include <string.h>
 

@@ -2,7 +2,10 @@
  * into a libgtstore spec. Each parameter comes from the first of: the
  * explicit keyword, the preset (resolved by libgtstore), the template or
  * data, the fallback. gtstore.arrays and the Storage API share this. */
-#include "module.h"
+#include "convert.h"
+#include "errors.h"
+#include "request.h"
+#include "storage.h"
 
 #include <string.h>
 

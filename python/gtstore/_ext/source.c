@@ -4,7 +4,13 @@
  * values into new memory. The one reader of array objects of the creation
  * functions (binding.c reads the same interfaces through
  * array_interface.c and gtpy_source_import). */
-#include "module.h"
+#include "source.h"
+#include "array_interface.h"
+#include "convert.h"
+#include "dlpack.h"
+#include "errors.h"
+#include "numpy.h"
+#include "storage.h"
 
 #include <string.h>
 
