@@ -18,9 +18,8 @@ PyObject *gtpy_storage_sides(const gtpy_request *r, bool copy);
 PyObject *gtpy_storage_allocate(const gtpy_request *r, gtpy_source *src, gtpy_resolved *resolved,
                                 gts_storage *s);
 
-/* A storage of the GPU kind needs a device that plays the GPU: where there
- * is none, NotImplementedError with the reason, naming what asked for the
- * GPU (storage_api.c). */
-int gtpy_check_gpu(const gtpy_request *r, const gts_storage_spec *spec);
+/* The preset name a new storage records (borrowed): the one given, else
+ * its data's; NULL if none. */
+PyObject *gtpy_preset_name(const gtpy_request *r, const gtpy_source *src);
 
 #endif

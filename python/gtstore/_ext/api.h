@@ -23,7 +23,8 @@ const gts_cube_partition *gtpy_cube_partition_of(PyObject *partition);
 /* The plan of a HaloPlan (the caller checked the type). */
 const gts_halo_plan *gtpy_halo_plan_of(PyObject *plan);
 
-/* The call side (binding.c): Signature, Binding, FieldWarning, stencils. */
-int gtpy_binding_init(PyObject *module);
+/* Binds the Storage type's tables to its core and readies it, before the
+ * kinds of storage (storage_type.c). */
+int gtpy_storage_type_ready(void);
 
 #endif

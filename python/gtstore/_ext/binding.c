@@ -20,32 +20,6 @@
 
 PyObject *gtpy_FieldWarning;
 
-/* ---- errors ------------------------------------------------------------- */
-
-/* Prefixes the pending exception's message with "name: " (the field), for
- * errors of the shared converters that name only their parameter: an
- * exception of the same type, with the original (user code's, perhaps) as
- * its __cause__. */
-int gtpy_prefix_error(const char *name)
-{
-    PyObject *error = gtpy_error_take();
-    PyObject *text = error ? PyObject_Str(error) : NULL;
-    if (text && PyErr_GivenExceptionMatches(error, PyExc_Exception) &&
-        !PyErr_GivenExceptionMatches(error, PyExc_MemoryError)) {
-        PyErr_Format((PyObject *)Py_TYPE(error), "%s: %U", name, text);
-        PyObject *prefixed = gtpy_error_take();
-        if (prefixed)
-            PyException_SetCause(prefixed, error); /* (steals `error`) */
-        else
-            Py_DECREF(error);
-        gtpy_error_put(prefixed);
-    } else {
-        gtpy_error_put(error);
-    }
-    Py_XDECREF(text);
-    return -1;
-}
-
 /* ---- reading one object ----------------------------------------------------- */
 
 void gtpy_slot_clear(bind_slot *slot)
@@ -566,47 +540,4 @@ int gtpy_slots_release(bind_slot *slots, int n)
     if (rc < 0)
         gtpy_error_put(error);
     return rc;
-}
-
-/* The built-in stencils go into the module as _stencil_<name> (gtstore.stencils
- * re-exports them by their names), keeping their own name as __name__, which
- * their text signatures must start with for inspect.signature and help(). */
-static int add_stencil_functions(PyObject *module)
-{
-    PyObject *module_name = PyModule_GetNameObject(module);
-    if (!module_name)
-        return -1;
-    int status = 0;
-    for (PyMethodDef *def = gtpy_stencil_methods; def->ml_name && status == 0; ++def) {
-        char name[64];
-        snprintf(name, sizeof name, "%s%s", def->ml_name[0] == '_' ? "" : "_stencil_",
-                 def->ml_name);
-        PyObject *function = PyCFunction_NewEx(def, NULL, module_name);
-        status = function ? PyModule_AddObjectRef(module, name, function) : -1;
-        Py_XDECREF(function);
-    }
-    Py_DECREF(module_name);
-    return status;
-}
-
-/* ---- module setup ------------------------------------------------------------------ */
-
-int gtpy_binding_init(PyObject *module)
-{
-    gtpy_FieldWarning = PyErr_NewExceptionWithDoc(
-        "gtstore.FieldWarning",
-        "A field differs from its annotation (layout, alignment) in a way the stencil "
-        "handles correctly, only slower.",
-        PyExc_UserWarning, NULL);
-    if (!gtpy_FieldWarning || PyModule_AddObjectRef(module, "FieldWarning", gtpy_FieldWarning) < 0)
-        return -1;
-    if (PyType_Ready(&gtpy_Signature_Type) < 0 || PyType_Ready(&gtpy_Binding_Type) < 0 ||
-        PyType_Ready(&gtpy_KernelCaller_Type) < 0 ||
-        PyModule_AddObjectRef(module, "KernelCaller", (PyObject *)&gtpy_KernelCaller_Type) < 0 ||
-        PyModule_AddObjectRef(module, "Signature", (PyObject *)&gtpy_Signature_Type) < 0 ||
-        PyModule_AddObjectRef(module, "Binding", (PyObject *)&gtpy_Binding_Type) < 0)
-        return -1;
-    if (gtpy_bound_field_init(module) < 0)
-        return -1;
-    return add_stencil_functions(module);
 }

@@ -123,8 +123,8 @@ static int bind_call(const SignatureObject *s, const char *function, PyObject *c
 
 /* ---- the Binding ---------------------------------------------------------------- */
 
-PyObject *gtpy_signature_bind(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
-                              PyObject *kwnames)
+static PyObject *signature_bind(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                                     PyObject *kwnames)
 {
     SignatureObject *s = (SignatureObject *)self;
     int n = s->sig.nfields;
@@ -508,8 +508,8 @@ static PyObject *run_python_kernel(const SignatureObject *s, bind_slot *slots,
     return call_kernel(s, slots, b, kernel, *x->args, *x->kwargs);
 }
 
-PyObject *gtpy_signature_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
-                              PyObject *kwnames)
+static PyObject *signature_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                                     PyObject *kwnames)
 {
     if (nargs < 1 || !PyCallable_Check(args[0])) {
         PyErr_SetString(PyExc_TypeError, "call(kernel, *fields, ...): the kernel, a callable, "
@@ -598,8 +598,8 @@ static PyObject *run_c_kernel(const SignatureObject *s, bind_slot *slots, const 
     return gtpy_raise_null(&err);
 }
 
-PyObject *gtpy_signature_call_c(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
-                                PyObject *kwnames)
+static PyObject *signature_call_c(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                                       PyObject *kwnames)
 {
     if (nargs < 1) {
         PyErr_SetString(PyExc_TypeError, "call_c(kernel, *fields, ...): the kernel comes first");
@@ -703,5 +703,28 @@ PyMethodDef gtpy_stencil_methods[] = {
      "over the domain's K (a at its first and c at its last level are not read; no pivoting)."},
     {"_stencil_signature", stencil_signature, METH_O,
      "_stencil_signature(name, /)\n--\n\nThe Signature of a built-in stencil, by name."},
+    {NULL, NULL, 0, NULL},
+};
+
+PyMethodDef gtpy_signature_methods[] = {
+    {"bind", (PyCFunction)(void (*)(void))signature_bind, METH_FASTCALL | METH_KEYWORDS,
+     "bind($self, /, *fields, domain=None, origin=None, **named_fields)\n--\n\n"
+     "Returns a Binding. "
+     "Reads each field (any object: Storage, NumPy, CuPy, xarray, Field(array, dims), a "
+     "DLPack producer), decides origins and the domain and checks everything (see "
+     "docs/stencils.md). Nothing is acquired until the Binding is entered."},
+    {"call", (PyCFunction)(void (*)(void))signature_call, METH_FASTCALL | METH_KEYWORDS,
+     "call($self, kernel, /, *fields, domain=None, origin=None, args=(), kwargs=None, "
+     "**named_fields)\n--\n\n"
+     "Binds the fields as bind() does, acquires them, calls kernel(domain, origins, *args, "
+     "**arrays, **kwargs) (origins and arrays: {name: ...} in the kernel's order of "
+     "dimensions), then touches the written fields (only if the kernel returned) and "
+     "releases all. Returns the kernel's result."},
+    {"call_c", (PyCFunction)(void (*)(void))signature_call_c, METH_FASTCALL | METH_KEYWORDS,
+     "call_c($self, kernel, /, *fields, domain=None, origin=None, ctx=None, **named_fields)\n--\n\n"
+     "As call(), with a C kernel (gtstore/binding.h's gts_kernel_fn: a capsule, or its address "
+     "as an int, e.g. ctypes.cast(lib.kernel, ctypes.c_void_p).value) that receives the "
+     "binding and the bound fields, with ctx (an int address or None) and the GIL "
+     "released. A kernel's error becomes the matching Python exception."},
     {NULL, NULL, 0, NULL},
 };

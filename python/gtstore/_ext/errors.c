@@ -41,3 +41,23 @@ PyObject *gtpy_raise_null(const gts_error *err)
     gtpy_raise(err);
     return NULL;
 }
+
+int gtpy_prefix_error(const char *name)
+{
+    PyObject *error = gtpy_error_take();
+    PyObject *text = error ? PyObject_Str(error) : NULL;
+    if (text && PyErr_GivenExceptionMatches(error, PyExc_Exception) &&
+        !PyErr_GivenExceptionMatches(error, PyExc_MemoryError)) {
+        PyErr_Format((PyObject *)Py_TYPE(error), "%s: %U", name, text);
+        PyObject *prefixed = gtpy_error_take();
+        if (prefixed)
+            PyException_SetCause(prefixed, error); /* (steals `error`) */
+        else
+            Py_DECREF(error);
+        gtpy_error_put(prefixed);
+    } else {
+        gtpy_error_put(error);
+    }
+    Py_XDECREF(text);
+    return -1;
+}

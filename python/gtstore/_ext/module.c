@@ -1,8 +1,8 @@
 /* The _gtstore extension module's initialisation: the top layer, which
  * gathers the types, exceptions and functions of the other files. */
-#include "module.h"
+#include "binding_object.h"
 
-/* ---- the module ---------------------------------------------------------- */
+#include <stdio.h>
 
 static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT,
@@ -85,6 +85,49 @@ static int add_sync_states(void)
     return 0;
 }
 
+/* The built-in stencils go into the module as _stencil_<name> (gtstore.stencils
+ * re-exports them by their names), keeping their own name as __name__, which
+ * their text signatures must start with for inspect.signature and help(). */
+static int add_stencil_functions(PyObject *module)
+{
+    PyObject *module_name = PyModule_GetNameObject(module);
+    if (!module_name)
+        return -1;
+    int status = 0;
+    for (PyMethodDef *def = gtpy_stencil_methods; def->ml_name && status == 0; ++def) {
+        char name[64];
+        snprintf(name, sizeof name, "%s%s", def->ml_name[0] == '_' ? "" : "_stencil_",
+                 def->ml_name);
+        PyObject *function = PyCFunction_NewEx(def, NULL, module_name);
+        status = function ? PyModule_AddObjectRef(module, name, function) : -1;
+        Py_XDECREF(function);
+    }
+    Py_DECREF(module_name);
+    return status;
+}
+
+/* The call side: Signature, Binding, KernelCaller, FieldWarning, stencils. */
+static int add_binding(PyObject *module)
+{
+    gtpy_FieldWarning = PyErr_NewExceptionWithDoc(
+        "gtstore.FieldWarning",
+        "A field differs from its annotation (layout, alignment) in a way the stencil "
+        "handles correctly, only slower.",
+        PyExc_UserWarning, NULL);
+    if (!gtpy_FieldWarning || PyModule_AddObjectRef(module, "FieldWarning", gtpy_FieldWarning) < 0)
+        return -1;
+    gtpy_Signature_Type.tp_methods = gtpy_signature_methods;
+    if (PyType_Ready(&gtpy_Signature_Type) < 0 || PyType_Ready(&gtpy_Binding_Type) < 0 ||
+        PyType_Ready(&gtpy_KernelCaller_Type) < 0 ||
+        PyModule_AddObjectRef(module, "KernelCaller", (PyObject *)&gtpy_KernelCaller_Type) < 0 ||
+        PyModule_AddObjectRef(module, "Signature", (PyObject *)&gtpy_Signature_Type) < 0 ||
+        PyModule_AddObjectRef(module, "Binding", (PyObject *)&gtpy_Binding_Type) < 0)
+        return -1;
+    if (gtpy_bound_field_init(module) < 0)
+        return -1;
+    return add_stencil_functions(module);
+}
+
 PyMODINIT_FUNC PyInit__gtstore(void)
 {
     gts_error err;
@@ -112,7 +155,8 @@ PyMODINIT_FUNC PyInit__gtstore(void)
     if (!gtpy_NoSuchBufferError ||
         PyModule_AddObjectRef(module, "GTNoSuchBufferError", gtpy_NoSuchBufferError) < 0)
         goto fail;
-    if (add_types(module) < 0 || add_sync_states() < 0 || gtpy_binding_init(module) < 0)
+    if (gtpy_storage_type_ready() < 0 || add_types(module) < 0 || add_sync_states() < 0 ||
+        add_binding(module) < 0)
         goto fail;
     gtpy_write_hold_init();
     if (add_arrays_module(module) < 0 ||

@@ -74,4 +74,9 @@ static inline void gtpy_resolved_release(gtpy_resolved *r)
 /* The fill value as one element of the spec's dtype (ones: 1). */
 int gtpy_request_fill_item(const gtpy_request *r, gts_dtype dtype, unsigned char item[16]);
 
+/* A storage of the GPU kind needs a device that plays the GPU: where there
+ * is none, NotImplementedError with the reason, naming what asked for the
+ * GPU. */
+int gtpy_check_gpu(const gtpy_request *r, const gts_storage_spec *spec);
+
 #endif

@@ -1,5 +1,5 @@
 /* The Storage object's C interface: its types, its fields as a libgtstore
- * struct, new storages, and host access (storage.c, storage_interop.c,
+ * struct, new storages, and host access (storage.c, storage_host.c,
  * storage_device.c). */
 #ifndef GTSTORE_EXT_STORAGE_H
 #define GTSTORE_EXT_STORAGE_H
@@ -40,11 +40,11 @@ static inline bool gtpy_has_host_side(const gts_buffer *buffer)
 /* Before the host touches a storage's memory (the rule of gtstore/sync.h):
  * its host side brought up to date, and for a `write` (of a writable
  * storage) marked written. GTNoSuchBufferError where there is no host side
- * (a GPUStorage). storage_interop.c. */
+ * (a GPUStorage). storage_host.c. */
 int gtpy_storage_host_access(const gts_storage *g, bool write);
 /* A new host storage in C order of the shape, dtype and dims of `g`, for values
  * on their way to memory without a host side; `host` describes it (its
- * buffer borrowed from the returned object). storage_interop.c. */
+ * buffer borrowed from the returned object). storage_host.c. */
 PyObject *gtpy_storage_host_staging(const gts_storage *g, gts_storage *host);
 /* An ndarray viewing the storage (its base is the storage), after host
  * access: writable only for a `write` of a writable storage, so that reads
@@ -52,7 +52,7 @@ PyObject *gtpy_storage_host_staging(const gts_storage *g, gts_storage *host);
 PyObject *gtpy_storage_ndarray(PyObject *storage, bool write);
 /* The values on the host, to be read (display, pickling, a value NumPy
  * assigns): a read-only ndarray of the host side, or of a host copy of
- * memory without one (a GPUStorage's). storage.c. */
+ * memory without one (a GPUStorage's). storage_host.c. */
 PyObject *gtpy_storage_host_values(PyObject *storage);
 /* The same over the elements of `g` with base `base`. */
 PyObject *gtpy_storage_ndarray_over(gts_storage *g, PyObject *base, bool write);
