@@ -41,6 +41,9 @@ extern PyMethodDef gtpy_stencil_methods[];
 
 /* The field index of `name` (a str), or -1 (signature.c). */
 int gtpy_signature_index(const SignatureObject *s, PyObject *name);
+/* Every field of a call given, and none None (`function` names the call in
+ * messages, or NULL): else a TypeError. */
+int gtpy_fields_given(const SignatureObject *s, const char *function, PyObject *const *objects);
 /* A Signature over a static libgtstore signature (a built-in stencil's). */
 PyObject *gtpy_signature_wrap(const gts_signature *sig);
 /* Signature.bind, call and call_c (binding_call.c), the methods that the

@@ -29,7 +29,6 @@ typedef struct gtpy_request {
  * fills. Aliases (backend/defaults, dims/dimensions/axes) fill one field:
  * the first given, in the order of `sig`, names it (`preset_param`,
  * `dims_param`), and the others must agree with it. */
-#define GTPY_MAX_ARGS 16
 int gtpy_request_parse(gtpy_request *r, gtpy_signature *sig, PyObject *const *args,
                        Py_ssize_t nargs, PyObject *kwnames);
 

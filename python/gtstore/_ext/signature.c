@@ -140,6 +140,22 @@ int gtpy_signature_index(const SignatureObject *s, PyObject *name)
     return -1;
 }
 
+int gtpy_fields_given(const SignatureObject *s, const char *function, PyObject *const *objects)
+{
+    for (int f = 0; f < s->sig.nfields; ++f) {
+        if (!objects[f]) {
+            PyErr_Format(PyExc_TypeError, "%s%smissing field '%s'", function ? function : "",
+                         function ? "() " : "", s->fields[f].name);
+            return -1;
+        }
+        if (objects[f] == Py_None) {
+            PyErr_Format(PyExc_TypeError, "%s: expected a field, got None", s->fields[f].name);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 static const char *const signature_options[] = {"extents", "writes", "device",
                                                 "relies_on_layout"};
 enum { OPT_EXTENTS, OPT_WRITES, OPT_DEVICE, OPT_RELIES, NOPTIONS };
