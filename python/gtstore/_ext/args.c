@@ -174,7 +174,8 @@ int gtpy_parse_tuple(gtpy_signature *sig, PyObject *args, PyObject *kwargs, PyOb
                      sig->nnames, nargs + nkw);
         return -1;
     }
-    PyObject *vector[GTPY_MAX_ARGS], *kwnames = nkw ? PyTuple_New(nkw) : NULL, *key, *value;
+    PyObject *vector[GTPY_MAX_ARGS] = {NULL}, *key, *value;
+    PyObject *kwnames = nkw ? PyTuple_New(nkw) : NULL;
     if (nkw && !kwnames)
         return -1;
     for (Py_ssize_t i = 0; i < nargs; ++i)
