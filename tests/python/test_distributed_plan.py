@@ -242,3 +242,23 @@ def test_exchange_of_device_only_fields_packs_on_the_device(emulated_gpu):
     for rank in range(2):
         np.testing.assert_array_equal(fields[rank].to_ndarray(),
                                       expected_local(p, rank, halo, global_shape, 0, "f8"))
+
+
+def test_constructor_arguments_parsed_as_declared():
+    """The constructors parse with the extension's one argument parser:
+    errors name the parameter and the value."""
+    from gtstore.distributed import CubePartition, HaloMessages
+    cases = [
+        (lambda: Partition((8, 8), "x"), TypeError, "nranks: expected an integer, got 'x'"),
+        (lambda: Partition((8, 8), 2**40), ValueError, "nranks: 1099511627776 is outside"),
+        (lambda: Partition((8, 8)), TypeError, r"Partition\(\) missing required argument 'nranks'"),
+        (lambda: Partition((8, 8), 2, bogus=1), TypeError, "unexpected keyword argument 'bogus'"),
+        (lambda: Partition((8, 8), 2, nranks=2), TypeError, "multiple values for argument 'nranks'"),
+        (lambda: HaloMessages(1), TypeError, "plan: expected a gtstore.HaloPlan, got 1"),
+        (lambda: CubePartition(4, (1, 1), 3), TypeError, "takes at most 2 positional arguments"),
+        (lambda: gts.KernelCaller(1, print), TypeError, "signature: expected a gtstore.Signature"),
+    ]
+    for call, error, message in cases:
+        with pytest.raises(error, match=message):
+            call()
+    assert Partition(global_shape=(8, 8), nranks=2, periodic=True).nranks == 2

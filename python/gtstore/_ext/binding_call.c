@@ -128,9 +128,12 @@ static PyObject *binding_enter(PyObject *self, PyObject *unused)
 static PyObject *binding_exit(PyObject *self, PyObject *args)
 {
     BindingObject *b = (BindingObject *)self;
-    PyObject *type, *value, *traceback;
-    if (!PyArg_UnpackTuple(args, "__exit__", 3, 3, &type, &value, &traceback))
+    static const char *const names[] = {"type", "value", "traceback"};
+    static gtpy_signature sig = GTPY_SIGNATURE("__exit__", names, 3, 3, 3);
+    PyObject *v[3];
+    if (gtpy_parse_tuple(&sig, args, NULL, v) < 0)
         return NULL;
+    PyObject *type = v[0];
     if (!b->entered) {
         PyErr_SetString(PyExc_RuntimeError, "this Binding was not entered");
         return NULL;

@@ -22,6 +22,8 @@ int gtpy_lookup_attr(PyObject *obj, const char *name, PyObject **interned, PyObj
 
 /* An integer (int or an object with __index__; not bool). */
 int gtpy_int(PyObject *obj, const char *param, int64_t *out);
+/* The same within a C int. */
+int gtpy_c_int(PyObject *obj, const char *param, int *out);
 
 /* Whether `obj` is one integer rather than a sequence: an int, or an object
  * with __index__ that has no length (a NumPy integer, a 0-d integer array). */

@@ -18,11 +18,12 @@ const gts_cube_partition *gtpy_cube_partition_of(PyObject *self)
 
 static PyObject *cube_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
-    static char *names[] = {"n", "layout", NULL};
-    PyObject *n_obj, *layout_obj = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O:CubePartition", names, &n_obj,
-                                     &layout_obj))
+    static const char *const names[] = {"n", "layout"};
+    static gtpy_signature sig = GTPY_SIGNATURE("CubePartition", names, 2, 1, 0);
+    PyObject *values[2];
+    if (gtpy_parse_tuple(&sig, args, kwargs, values) < 0)
         return NULL;
+    PyObject *n_obj = values[0], *layout_obj = values[1];
     int64_t n, layout[2] = {1, 1};
     int count = 2;
     if (gtpy_int(n_obj, "n", &n) < 0)

@@ -148,12 +148,17 @@ static PyObject *names_tuple(PyObject *obj, const char *param)
 
 static int caller_init(PyObject *self, PyObject *args, PyObject *kwargs)
 {
-    static char *keywords[] = {"signature", "kernel", "parameters", "leading", "ignored", NULL};
-    PyObject *sig, *kernel, *parameters = NULL, *leading = NULL, *ignored = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!O|OOO:KernelCaller", keywords,
-                                     &gtpy_Signature_Type, &sig, &kernel, &parameters, &leading,
-                                     &ignored))
+    static const char *const names[] = {"signature", "kernel", "parameters", "leading",
+                                        "ignored"};
+    static gtpy_signature parser = GTPY_SIGNATURE("KernelCaller", names, 5, 2, 0);
+    PyObject *v[5];
+    if (gtpy_parse_tuple(&parser, args, kwargs, v) < 0)
         return -1;
+    PyObject *sig = v[0], *kernel = v[1], *parameters = v[2], *leading = v[3], *ignored = v[4];
+    if (!PyObject_TypeCheck(sig, &gtpy_Signature_Type)) {
+        PyErr_Format(PyExc_TypeError, "signature: expected a gtstore.Signature, got %.200R", sig);
+        return -1;
+    }
     if (!PyCallable_Check(kernel)) {
         PyErr_Format(PyExc_TypeError, "kernel: expected a callable, got %.200R", kernel);
         return -1;

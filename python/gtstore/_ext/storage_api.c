@@ -331,12 +331,17 @@ static int restore_sync_state(PyObject *storage, int state)
 static PyObject *api_rebuild_storage(PyObject *self, PyObject *args)
 {
     (void)self;
-    PyObject *values, *dims, *halo, *aligned, *alignment, *layout, *preset, *readonly;
-    PyObject *device = NULL, *managed = NULL;
+    static const char *const names[] = {"values", "dims", "halo", "aligned_index",
+                                        "alignment_size", "layout", "preset", "readonly",
+                                        "device", "managed", "sync_state"};
+    static gtpy_signature sig = GTPY_SIGNATURE("_rebuild_storage", names, 11, 8, 11);
+    PyObject *v[11];
     int state = GTS_SYNC_CLEAN;
-    if (!PyArg_ParseTuple(args, "OOOOOOOO|OOi:_rebuild_storage", &values, &dims, &halo, &aligned,
-                          &alignment, &layout, &preset, &readonly, &device, &managed, &state))
+    if (gtpy_parse_tuple(&sig, args, NULL, v) < 0 ||
+        (v[10] && gtpy_c_int(v[10], "sync_state", &state) < 0))
         return NULL;
+    PyObject *values = v[0], *dims = v[1], *halo = v[2], *aligned = v[3], *alignment = v[4];
+    PyObject *layout = v[5], *preset = v[6], *readonly = v[7], *device = v[8], *managed = v[9];
     gtpy_request r = {.fill = FILL_COPY, .source = values, .source_is_data = true,
                       .storage_api = true, .dims = dims, .dims_param = "dims", .halo = halo,
                       .aligned_index = aligned, .alignment_size = alignment, .layout = layout,

@@ -371,10 +371,17 @@ static PyObject *as_method(PyObject *self, const char *name, PyObject *rest, PyO
 
 PyObject *gtpy_storage_array_function(PyObject *self, PyObject *args)
 {
-    PyObject *func, *types, *fargs, *fkwargs;
-    if (!PyArg_ParseTuple(args, "OOO!O!:__array_function__", &func, &types, &PyTuple_Type,
-                          &fargs, &PyDict_Type, &fkwargs))
+    static const char *const names[] = {"func", "types", "args", "kwargs"};
+    static gtpy_signature sig = GTPY_SIGNATURE("__array_function__", names, 4, 4, 4);
+    PyObject *v[4];
+    if (gtpy_parse_tuple(&sig, args, NULL, v) < 0)
         return NULL;
+    PyObject *func = v[0], *fargs = v[2], *fkwargs = v[3];
+    if (!PyTuple_Check(fargs) || !PyDict_Check(fkwargs)) {
+        PyErr_Format(PyExc_TypeError, "__array_function__(func, types, args, kwargs): args must "
+                     "be a tuple and kwargs a dict, got %.100R and %.100R", fargs, fkwargs);
+        return NULL;
+    }
     PyObject *array = PyTuple_GET_SIZE(fargs) >= 1 ? PyTuple_GET_ITEM(fargs, 0)
                                                    : PyDict_GetItemString(fkwargs, "a");
     if (func == gtpy_numpy("transpose") && array == self) {
