@@ -257,6 +257,11 @@ def test_constructor_arguments_parsed_as_declared():
         (lambda: HaloMessages(1), TypeError, "plan: expected a gtstore.HaloPlan, got 1"),
         (lambda: CubePartition(4, (1, 1), 3), TypeError, "takes at most 2 positional arguments"),
         (lambda: gts.KernelCaller(1, print), TypeError, "signature: expected a gtstore.Signature"),
+        (lambda: CubePartition(4).rank(0, 0), TypeError,
+         r"rank\(\) missing required argument 'column'"),
+        (lambda: CubePartition(4).wrap(0, 1, 1, 1), TypeError, r"wrap\(\) takes at most 3"),
+        (lambda: Partition((8, 8), 2).neighbor(0), TypeError,
+         r"neighbor\(\) missing required argument 'offset'"),
     ]
     for call, error, message in cases:
         with pytest.raises(error, match=message):

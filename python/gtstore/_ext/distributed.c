@@ -184,12 +184,11 @@ static PyObject *partition_rank_of(PyObject *self, PyObject *coords_obj)
 
 static PyObject *partition_neighbor(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
+    static const char *const names[] = {"rank", "offset"};
+    static gtpy_signature sig = GTPY_SIGNATURE("neighbor", names, 2, 2, 2);
     int rank, offset[GTS_PARTITION_MAX_NDIM];
-    if (nargs != 2) {
-        PyErr_Format(PyExc_TypeError, "neighbor() takes 2 arguments (rank, offset), %zd given",
-                     nargs);
+    if (gtpy_parse_args(&sig, args, nargs, NULL, (PyObject *[2]){NULL}) < 0)
         return NULL;
-    }
     if (check_rank(partition_of(self), args[0], &rank) < 0 ||
         coordinates(partition_of(self), args[1], "offset", offset) < 0)
         return NULL;
@@ -484,12 +483,11 @@ static void halo_plan_dealloc(PyObject *self)
 static PyObject *halo_plan_transfer(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                                     bool pack)
 {
-    const char *name = pack ? "pack" : "unpack";
-    if (nargs != 2) {
-        PyErr_Format(PyExc_TypeError, "%s() takes 2 arguments (index, buffer), %zd given", name,
-                     nargs);
+    static const char *const names[] = {"index", "buffer"};
+    static gtpy_signature sigs[] = {GTPY_SIGNATURE("pack", names, 2, 2, 2),
+                                    GTPY_SIGNATURE("unpack", names, 2, 2, 2)};
+    if (gtpy_parse_args(&sigs[pack ? 0 : 1], args, nargs, NULL, (PyObject *[2]){NULL}) < 0)
         return NULL;
-    }
     int64_t index;
     if (gtpy_int(args[0], "index", &index) < 0)
         return NULL;
