@@ -2,7 +2,7 @@
 #ifndef GTSTORE_EXT_SOURCE_H
 #define GTSTORE_EXT_SOURCE_H
 
-#include "ext.h"
+#include "array_interface.h"
 
 /* A data, template or wrap argument: a gtstore storage, read from its own
  * fields (on any device, without an export), or an array read through the
@@ -35,6 +35,14 @@ int gtpy_source_open(gtpy_source *src, PyObject *obj, const char *param);
  * exception for other objects, NULL with an exception on failure. */
 PyObject *gtpy_source_import(PyObject *obj, const char *param, bool *found);
 void gtpy_source_release(gtpy_source *src);
+/* The one reading of the buffer protocol (creation and binding): an open
+ * buffer's geometry, element 0 and read-only flag, up to `max_ndim`
+ * dimensions (C order where it gives no strides), and its dtype: 1 where
+ * libgtstore knows it, else 0 with *byteswapped telling a supported dtype
+ * in the other byte order, or where `strict` a ValueError naming the
+ * dtype; -1 with an exception ("param: ..."; param may be NULL). */
+int gtpy_view_read(const Py_buffer *view, const char *param, int max_ndim, bool strict,
+                   gtpy_array_info *out, bool *byteswapped);
 /* TypeError: the source's dtype is not one gtstore supports. */
 int gtpy_source_dtype_error(const gtpy_source *src);
 /* Copies the source's values into new memory (`data` with these strides,
