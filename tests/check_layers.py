@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
-"""Checks that no two of libgtstore's source files depend on each other.
+"""Checks that no two of a library's source files depend on each other.
 
-    check_layers.py LIBGTSTORE.a SRC_DIR
+    check_layers.py ARCHIVE.a SRC_DIR
+
+ARCHIVE.a holds the objects of SRC_DIR's C files: libgtstore's static
+library with src/, or the extension's objects with python/gtstore/_ext/.
 
 A file depends on another where it calls a function or reads an object the
 other defines (nm of the static library's objects: its undefined symbols
@@ -17,14 +20,23 @@ import subprocess
 import sys
 
 
-def symbol_graph(archive):
+def source_of(member, stems):
+    """The C file an object is compiled from: Meson names it after the
+    file's path (src_layout.c.o, _ext_storage.c.o), so the longest file
+    name that ends the object's name."""
+    name = pathlib.Path(member).name.removesuffix(".o").removesuffix(".c")
+    found = [s for s in stems if name == s or name.endswith("_" + s)]
+    return max(found, key=len) if found else name
+
+
+def symbol_graph(archive, src):
     out = subprocess.run(["nm", str(archive)], check=True, capture_output=True,
                          text=True).stdout
+    stems = {p.stem for p in src.glob("*.c")}
     defined, undefined, member = {}, collections.defaultdict(set), None
     for line in out.splitlines():
         if line.endswith(".o:"):
-            member = pathlib.Path(line[:-3]).name.removesuffix(".c")
-            member = member.rsplit("src_", 1)[-1] if ".._" in member else member
+            member = source_of(line[:-1], stems)
             undefined[member]
         elif member and line.strip():
             parts = line.split()
@@ -86,7 +98,7 @@ def cycles(nodes, edges):
 def main():
     archive, src = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
     failed = False
-    for what, (nodes, edges) in (("symbols", symbol_graph(archive)),
+    for what, (nodes, edges) in (("symbols", symbol_graph(archive, src)),
                                  ("includes", include_graph(src))):
         found = cycles(nodes, edges)
         print(f"{what}: {len(nodes)} files, {len(found)} cycles")

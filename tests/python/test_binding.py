@@ -640,3 +640,39 @@ def test_data_interface_getter_errors_propagate(lap, error):
     call = lap.bind(np.zeros((3, 3, 3)), _RaisingInterface(AttributeError("absent")),
                     origin=(1, 1, 0))
     assert call.domain == (1, 1, 3)
+
+
+def test_call_arguments_one_parser():
+    """Stencil calls, bind, call, call_c and KernelCaller parse their
+    run-time field names with the extension's one argument parser: fields
+    by position or name, then each call's own keywords."""
+    sig = Signature(out=Field["f8", "IJK"], writes=["out"])
+    a = np.zeros((3, 4, 5))
+    cases = [
+        (lambda: gtstore.stencils.copy(a, a, a), r"copy\(\) takes 2 fields \(3 given\)"),
+        (lambda: gtstore.stencils.copy(a, a, bogus=1),
+         r"copy\(\) got an unexpected keyword argument 'bogus' \(fields: \('out', 'inp'\)\)"),
+        (lambda: gtstore.stencils.hdiff(a, a), r"hdiff\(\) missing field 'coeff'"),
+        (lambda: gtstore.stencils.copy(a, out=a), r"copy\(\) got multiple values for field 'out'"),
+        (lambda: gtstore.stencils.copy(a, None), "inp: expected a field, got None"),
+        (lambda: sig.bind(a, a), r"bind\(\) takes 1 fields \(2 given\)"),
+        (lambda: sig.call(lambda *args, **kwargs: 0, a, ctx=1),
+         r"call\(\) got an unexpected keyword argument 'ctx'"),
+        (lambda: sig.call_c(0, a, args=()), r"call_c\(\) got an unexpected keyword argument 'args'"),
+    ]
+    seen = []
+    caller = gtstore.KernelCaller(sig, lambda domain, origins, extra, **kw: seen.append(kw),
+                                  parameters=["alpha"], leading=["extra"], ignored=["skip"])
+    cases += [
+        (lambda: caller(a), "^missing argument 'alpha'"),
+        (lambda: caller(alpha=1.0), "^missing field 'out'"),
+        (lambda: caller(a, 1.0, out=a), "^got multiple values for argument 'out'"),
+        (lambda: caller(a, 1.0, beta=2), "^got an unexpected keyword argument 'beta'"),
+        (lambda: caller(a, 1.0, 2.0), r"^takes 2 positional arguments \(3 given\)"),
+    ]
+    for call, message in cases:
+        with pytest.raises(TypeError, match=message):
+            call()
+    caller(alpha=2.0, out=a, skip=True, domain=(1, 1, 1))
+    assert list(seen[0]) == ["out", "alpha"] and seen[0]["alpha"] == 2.0
+    assert gtstore.stencils.copy(out=a, inp=np.ones((3, 4, 5))) is None and a.all()

@@ -322,3 +322,28 @@ def test_messages_wait_for_the_gpu_before_the_host_reads_managed_memory():
     done = run_python(FENCE_CHECK.format(library=library), GTSTORE_LIBCUDA=library,
                       GTSTORE_GPU="")
     assert done.returncode == 0 and "fence: ok" in done.stdout, done.stderr[-3000:]
+
+
+def test_constructor_arguments_parsed_as_declared():
+    """The constructors parse with the extension's one argument parser:
+    errors name the parameter and the value."""
+    from gtstore.distributed import CubePartition, HaloMessages
+    cases = [
+        (lambda: Partition((8, 8), "x"), TypeError, "nranks: expected an integer, got 'x'"),
+        (lambda: Partition((8, 8), 2**40), ValueError, "nranks: 1099511627776 is outside"),
+        (lambda: Partition((8, 8)), TypeError, r"Partition\(\) missing required argument 'nranks'"),
+        (lambda: Partition((8, 8), 2, bogus=1), TypeError, "unexpected keyword argument 'bogus'"),
+        (lambda: Partition((8, 8), 2, nranks=2), TypeError, "multiple values for argument 'nranks'"),
+        (lambda: HaloMessages(1), TypeError, "plan: expected a gtstore.HaloPlan, got 1"),
+        (lambda: CubePartition(4, (1, 1), 3), TypeError, "takes at most 2 positional arguments"),
+        (lambda: gts.KernelCaller(1, print), TypeError, "signature: expected a gtstore.Signature"),
+        (lambda: CubePartition(4).rank(0, 0), TypeError,
+         r"rank\(\) missing required argument 'column'"),
+        (lambda: CubePartition(4).wrap(0, 1, 1, 1), TypeError, r"wrap\(\) takes at most 3"),
+        (lambda: Partition((8, 8), 2).neighbor(0), TypeError,
+         r"neighbor\(\) missing required argument 'offset'"),
+    ]
+    for call, error, message in cases:
+        with pytest.raises(error, match=message):
+            call()
+    assert Partition(global_shape=(8, 8), nranks=2, periodic=True).nranks == 2

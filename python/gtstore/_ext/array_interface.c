@@ -3,7 +3,10 @@
  * entries of __gt_data_interface__, which share their keys. And storages
  * over the memory a CUDA array interface describes: its device is located
  * and checked by libgtstore, its stream waited on, the producer kept alive. */
-#include "module.h"
+#include "array_interface.h"
+#include "convert.h"
+#include "errors.h"
+#include "storage.h"
 
 #include <string.h>
 

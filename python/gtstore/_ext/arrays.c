@@ -222,10 +222,18 @@ API_FUNCTION(full_like, full_like_names, 3, 2, FILL_VALUE, false)
 static PyObject *api_normalize_dims(PyObject *self, PyObject *args)
 {
     (void)self;
-    PyObject *dims;
-    const char *param = "dims";
-    if (!PyArg_ParseTuple(args, "O|s:normalize_dims", &dims, &param))
+    static const char *const names[] = {"dims", "param"};
+    static gtpy_signature sig = GTPY_SIGNATURE("normalize_dims", names, 2, 1, 2);
+    PyObject *v[2];
+    if (gtpy_parse_tuple(&sig, args, NULL, v) < 0)
         return NULL;
+    PyObject *dims = v[0];
+    const char *param = "dims";
+    if (v[1] && !(PyUnicode_Check(v[1]) && (param = gtpy_text(v[1], "param")))) {
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_TypeError, "param: expected a str, got %.200R", v[1]);
+        return NULL;
+    }
     gts_dim labels[GTS_MAX_NDIM];
     int ndim;
     return gtpy_dims(dims, param, &ndim, labels) < 0 ? NULL : gtpy_dims_to_tuple(ndim, labels);

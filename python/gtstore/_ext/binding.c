@@ -20,32 +20,6 @@
 
 PyObject *gtpy_FieldWarning;
 
-/* ---- errors ------------------------------------------------------------- */
-
-/* Prefixes the pending exception's message with "name: " (the field), for
- * errors of the shared converters that name only their parameter: an
- * exception of the same type, with the original (user code's, perhaps) as
- * its __cause__. */
-int gtpy_prefix_error(const char *name)
-{
-    PyObject *error = gtpy_error_take();
-    PyObject *text = error ? PyObject_Str(error) : NULL;
-    if (text && PyErr_GivenExceptionMatches(error, PyExc_Exception) &&
-        !PyErr_GivenExceptionMatches(error, PyExc_MemoryError)) {
-        PyErr_Format((PyObject *)Py_TYPE(error), "%s: %U", name, text);
-        PyObject *prefixed = gtpy_error_take();
-        if (prefixed)
-            PyException_SetCause(prefixed, error); /* (steals `error`) */
-        else
-            Py_DECREF(error);
-        gtpy_error_put(prefixed);
-    } else {
-        gtpy_error_put(error);
-    }
-    Py_XDECREF(text);
-    return -1;
-}
-
 /* ---- reading one object ----------------------------------------------------- */
 
 void gtpy_slot_clear(bind_slot *slot)
@@ -102,6 +76,20 @@ static int take_callback(PyObject *info, const char *key, PyObject **out)
     return PyErr_Occurred() ? -1 : 0;
 }
 
+/* An array's memory as the slot's field (its shape and strides copied). */
+static void load_info(bind_slot *slot, const gtpy_array_info *a, gts_device device)
+{
+    memcpy(slot->shape, a->shape, (size_t)a->ndim * sizeof *a->shape);
+    memcpy(slot->strides, a->strides, (size_t)a->ndim * sizeof *a->strides);
+    slot->desc.data = a->data;
+    slot->desc.dtype = a->dtype;
+    slot->desc.readonly = a->readonly;
+    slot->desc.ndim = a->ndim;
+    slot->desc.device = device;
+    slot->desc.shape = slot->shape;
+    slot->desc.strides = slot->strides;
+}
+
 /* The keys of the array interfaces, shared by __array_interface__,
  * __cuda_array_interface__ and the entries of __gt_data_interface__
  * (array_interface.c reads them). GPU memory is located and checked, and
@@ -113,15 +101,21 @@ static int load_array_info(bind_slot *slot, PyObject *info, const char *what, gt
     if (gtpy_array_info_read(info, what, GTS_BIND_MAX_NDIM, &a) < 0 ||
         (device == GTS_DEVICE_GPU && gtpy_cuda_memory(&a, what, &memory) < 0))
         return -1;
-    memcpy(slot->shape, a.shape, (size_t)a.ndim * sizeof *a.shape);
-    memcpy(slot->strides, a.strides, (size_t)a.ndim * sizeof *a.strides);
-    slot->desc.data = a.data;
-    slot->desc.dtype = a.dtype;
-    slot->desc.readonly = a.readonly;
-    slot->desc.ndim = a.ndim;
-    slot->desc.device = device;
-    slot->desc.shape = slot->shape;
-    slot->desc.strides = slot->strides;
+    load_info(slot, &a, device);
+    return 0;
+}
+
+/* The buffer protocol (host only): what NumPy itself tries first. */
+static int load_buffer(bind_slot *slot, PyObject *obj)
+{
+    if (PyObject_GetBuffer(obj, &slot->view, PyBUF_RECORDS_RO) < 0)
+        return -1;
+    slot->have_view = true;
+    gtpy_array_info a;
+    bool byteswapped;
+    if (gtpy_view_read(&slot->view, NULL, GTS_BIND_MAX_NDIM, true, &a, &byteswapped) < 0)
+        return -1;
+    load_info(slot, &a, GTS_DEVICE_CPU);
     return 0;
 }
 
@@ -219,33 +213,6 @@ static int load_data_interface(bind_slot *slot, PyObject *obj, PyObject *interfa
     Py_XDECREF(dims);
     Py_XDECREF(halo);
     return rc < 0 ? -1 : load_gt_origin(slot, obj);
-}
-
-/* The buffer protocol (host only): what NumPy itself tries first. */
-static int load_buffer(bind_slot *slot, PyObject *obj)
-{
-    if (PyObject_GetBuffer(obj, &slot->view, PyBUF_RECORDS_RO) < 0)
-        return -1;
-    slot->have_view = true;
-    Py_buffer *v = &slot->view;
-    gts_error err;
-    if (v->ndim > GTS_BIND_MAX_NDIM) {
-        PyErr_Format(PyExc_ValueError, "%d dimensions, at most %d", v->ndim, GTS_BIND_MAX_NDIM);
-        return -1;
-    }
-    if (gts_dtype_from_format(v->format ? v->format : "B", &slot->desc.dtype, &err) != GTS_OK)
-        return gtpy_raise_param("dtype", &err);
-    for (int d = 0; d < v->ndim; ++d) {
-        slot->shape[d] = v->shape[d];
-        slot->strides[d] = v->strides[d];
-    }
-    slot->desc.data = v->buf;
-    slot->desc.readonly = v->readonly;
-    slot->desc.ndim = v->ndim;
-    slot->desc.device = GTS_DEVICE_CPU;
-    slot->desc.shape = slot->shape;
-    slot->desc.strides = slot->strides;
-    return 0;
 }
 
 static int load_copy_in(bind_slot *slot, PyObject *storage, const gts_storage *g,
@@ -566,47 +533,4 @@ int gtpy_slots_release(bind_slot *slots, int n)
     if (rc < 0)
         gtpy_error_put(error);
     return rc;
-}
-
-/* The built-in stencils go into the module as _stencil_<name> (gtstore.stencils
- * re-exports them by their names), keeping their own name as __name__, which
- * their text signatures must start with for inspect.signature and help(). */
-static int add_stencil_functions(PyObject *module)
-{
-    PyObject *module_name = PyModule_GetNameObject(module);
-    if (!module_name)
-        return -1;
-    int status = 0;
-    for (PyMethodDef *def = gtpy_stencil_methods; def->ml_name && status == 0; ++def) {
-        char name[64];
-        snprintf(name, sizeof name, "%s%s", def->ml_name[0] == '_' ? "" : "_stencil_",
-                 def->ml_name);
-        PyObject *function = PyCFunction_NewEx(def, NULL, module_name);
-        status = function ? PyModule_AddObjectRef(module, name, function) : -1;
-        Py_XDECREF(function);
-    }
-    Py_DECREF(module_name);
-    return status;
-}
-
-/* ---- module setup ------------------------------------------------------------------ */
-
-int gtpy_binding_init(PyObject *module)
-{
-    gtpy_FieldWarning = PyErr_NewExceptionWithDoc(
-        "gtstore.FieldWarning",
-        "A field differs from its annotation (layout, alignment) in a way the stencil "
-        "handles correctly, only slower.",
-        PyExc_UserWarning, NULL);
-    if (!gtpy_FieldWarning || PyModule_AddObjectRef(module, "FieldWarning", gtpy_FieldWarning) < 0)
-        return -1;
-    if (PyType_Ready(&gtpy_Signature_Type) < 0 || PyType_Ready(&gtpy_Binding_Type) < 0 ||
-        PyType_Ready(&gtpy_KernelCaller_Type) < 0 ||
-        PyModule_AddObjectRef(module, "KernelCaller", (PyObject *)&gtpy_KernelCaller_Type) < 0 ||
-        PyModule_AddObjectRef(module, "Signature", (PyObject *)&gtpy_Signature_Type) < 0 ||
-        PyModule_AddObjectRef(module, "Binding", (PyObject *)&gtpy_Binding_Type) < 0)
-        return -1;
-    if (gtpy_bound_field_init(module) < 0)
-        return -1;
-    return add_stencil_functions(module);
 }

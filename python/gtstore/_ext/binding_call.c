@@ -32,90 +32,32 @@ void gtpy_slots_clear(bind_slot *slots, int n)
         gtpy_slot_clear(&slots[f]);
 }
 
-/* The keywords of Signature.call (args=, kwargs=) and call_c (ctx=), each
- * accepted where its pointer is set; borrowed. */
-typedef struct call_extras {
-    PyObject **args, **kwargs, **ctx;
-} call_extras;
+/* The keywords of Signature.bind and the built-in stencils, then
+ * Signature.call's (args=, kwargs=) and call_c's (ctx=): the extras. The
+ * fields come first, by position or name (gtpy_parse_named). */
+static const char *const bind_names[] = {"domain", "origin"};
+static const char *const call_names[] = {"domain", "origin", "args", "kwargs"};
+static const char *const call_c_names[] = {"domain", "origin", "ctx"};
+enum { ARG_DOMAIN, ARG_ORIGIN, ARG_EXTRAS };
 
-static bool take_extra(PyObject *key, PyObject *value, const call_extras *extras)
-{
-    static const char *const names[] = {"args", "kwargs", "ctx"};
-    PyObject **const slots[] = {extras ? extras->args : NULL, extras ? extras->kwargs : NULL,
-                                extras ? extras->ctx : NULL};
-    for (int i = 0; i < 3; ++i)
-        if (slots[i] && PyUnicode_CompareWithASCIIString(key, names[i]) == 0) {
-            *slots[i] = value;
-            return true;
-        }
-    return false;
-}
-
-/* fields by position or name, domain= and origin=: `objects` receives the
- * fields (borrowed) in the signature's order. */
-static int parse_call(const SignatureObject *s, const char *function, PyObject *const *args,
-                      Py_ssize_t nargs, PyObject *kwnames, PyObject **objects, PyObject **domain,
-                      PyObject **origin, const call_extras *extras)
-{
-    int n = s->sig.nfields;
-    if (nargs > n) {
-        PyErr_Format(PyExc_TypeError, "%s() takes %d fields (%zd given)", function, n, nargs);
-        return -1;
-    }
-    for (int f = 0; f < n; ++f)
-        objects[f] = f < nargs ? args[f] : NULL;
-    *domain = *origin = NULL;
-    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
-    for (Py_ssize_t k = 0; k < nkw; ++k) {
-        PyObject *key = PyTuple_GET_ITEM(kwnames, k), *value = args[nargs + k];
-        int f = gtpy_signature_index(s, key);
-        if (f >= 0) {
-            if (objects[f]) {
-                PyErr_Format(PyExc_TypeError, "%s() got multiple values for field '%U'",
-                             function, key);
-                return -1;
-            }
-            objects[f] = value;
-        } else if (PyUnicode_CompareWithASCIIString(key, "domain") == 0) {
-            *domain = value;
-        } else if (PyUnicode_CompareWithASCIIString(key, "origin") == 0) {
-            *origin = value;
-        } else if (take_extra(key, value, extras)) {
-            continue;
-        } else {
-            PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%U' (fields: "
-                                          "%R)",
-                         function, key, s->names);
-            return -1;
-        }
-    }
-    for (int f = 0; f < n; ++f) {
-        if (!objects[f]) {
-            PyErr_Format(PyExc_TypeError, "%s() missing field '%s'", function, s->fields[f].name);
-            return -1;
-        }
-        if (objects[f] == Py_None) {
-            PyErr_Format(PyExc_TypeError, "%s: expected a field, got None", s->fields[f].name);
-            return -1;
-        }
-    }
-    return 0;
-}
-
-/* Loads and binds every field of a call into `slots` (cleared by the caller). */
-static int bind_call(const SignatureObject *s, const char *function, PyObject *const *args,
+/* Loads and binds every field of a call into `slots` (cleared by the
+ * caller); `values` receives the keywords of `sig` (borrowed). */
+static int bind_call(const SignatureObject *s, gtpy_signature *sig, PyObject *const *args,
                      Py_ssize_t nargs, PyObject *kwnames, bind_slot *slots, gts_binding *result,
-                     const call_extras *extras)
+                     PyObject **values)
 {
     int n = s->sig.nfields;
-    PyObject *stack[GTPY_BIND_STACK_FIELDS], **objects = stack, *domain, *origin;
+    PyObject *stack[GTPY_BIND_STACK_FIELDS], **objects = stack;
     if (n > GTPY_BIND_STACK_FIELDS && !(objects = PyMem_Malloc((size_t)n * sizeof *objects)))
         return PyErr_NoMemory(), -1;
-    int rc = parse_call(s, function, args, nargs, kwnames, objects, &domain, &origin, extras);
+    gtpy_names fields = {s->names, "field", true, false, objects};
+    int rc = gtpy_parse_named(sig, &fields, 1, args, nargs, kwnames, values);
+    if (rc == 0)
+        rc = gtpy_fields_given(s, sig->function, objects);
     for (int f = 0; f < n && rc == 0; ++f)
         rc = gtpy_slot_load(&slots[f], objects[f], &s->fields[f], s->sig.device);
     if (rc == 0)
-        rc = gtpy_bind_slots(s, slots, domain, origin, result);
+        rc = gtpy_bind_slots(s, slots, values[ARG_DOMAIN], values[ARG_ORIGIN], result);
     if (objects != stack)
         PyMem_Free(objects);
     return rc;
@@ -123,8 +65,8 @@ static int bind_call(const SignatureObject *s, const char *function, PyObject *c
 
 /* ---- the Binding ---------------------------------------------------------------- */
 
-PyObject *gtpy_signature_bind(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
-                              PyObject *kwnames)
+static PyObject *signature_bind(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                                     PyObject *kwnames)
 {
     SignatureObject *s = (SignatureObject *)self;
     int n = s->sig.nfields;
@@ -137,7 +79,9 @@ PyObject *gtpy_signature_bind(PyObject *self, PyObject *const *args, Py_ssize_t 
     b->entered = false;
     b->sig = (SignatureObject *)Py_NewRef(self);
     gtpy_slots_init(b->slots, n);
-    if (bind_call(s, "bind", args, nargs, kwnames, b->slots, &b->result, NULL) < 0) {
+    static gtpy_signature sig = GTPY_SIGNATURE("bind", bind_names, 0, 0, 0);
+    PyObject *values[2];
+    if (bind_call(s, &sig, args, nargs, kwnames, b->slots, &b->result, values) < 0) {
         Py_DECREF(b);
         return NULL;
     }
@@ -184,9 +128,12 @@ static PyObject *binding_enter(PyObject *self, PyObject *unused)
 static PyObject *binding_exit(PyObject *self, PyObject *args)
 {
     BindingObject *b = (BindingObject *)self;
-    PyObject *type, *value, *traceback;
-    if (!PyArg_UnpackTuple(args, "__exit__", 3, 3, &type, &value, &traceback))
+    static const char *const names[] = {"type", "value", "traceback"};
+    static gtpy_signature sig = GTPY_SIGNATURE("__exit__", names, 3, 3, 3);
+    PyObject *v[3];
+    if (gtpy_parse_tuple(&sig, args, NULL, v) < 0)
         return NULL;
+    PyObject *type = v[0];
     if (!b->entered) {
         PyErr_SetString(PyExc_RuntimeError, "this Binding was not entered");
         return NULL;
@@ -473,13 +420,13 @@ static PyObject *call_kernel(const SignatureObject *s, bind_slot *slots, const g
 }
 
 /* The bind-acquire-run-finish sequence of call and call_c: `run` gets the
- * bound slots and the binding, and returns a new reference or NULL. */
+ * bound slots, the binding and the extras (NULL where not given), and
+ * returns a new reference or NULL. */
 typedef PyObject *(*slot_runner)(const SignatureObject *s, bind_slot *slots,
-                                 const gts_binding *b, PyObject *kernel, const call_extras *x);
+                                 const gts_binding *b, PyObject *kernel, PyObject *const *extras);
 
-static PyObject *bind_and_run(PyObject *self, const char *function, PyObject *const *args,
-                              Py_ssize_t nargs, PyObject *kwnames, call_extras *extras,
-                              slot_runner run)
+static PyObject *bind_and_run(PyObject *self, gtpy_signature *sig, PyObject *const *args,
+                              Py_ssize_t nargs, PyObject *kwnames, slot_runner run)
 {
     SignatureObject *s = (SignatureObject *)self;
     int n = s->sig.nfields;
@@ -490,9 +437,10 @@ static PyObject *bind_and_run(PyObject *self, const char *function, PyObject *co
     gtpy_slots_init(slots, n);
     gts_binding binding;
     PyObject *result = NULL;
-    if (bind_call(s, function, args + 1, nargs - 1, kwnames, slots, &binding, extras) == 0 &&
+    PyObject *values[GTPY_MAX_ARGS];
+    if (bind_call(s, sig, args + 1, nargs - 1, kwnames, slots, &binding, values) == 0 &&
         gtpy_slots_acquire(slots, n) == 0) {
-        result = run(s, slots, &binding, args[0], extras);
+        result = run(s, slots, &binding, args[0], values + ARG_EXTRAS);
         if (gtpy_slots_finish(s, slots, result != NULL) < 0)
             Py_CLEAR(result);
     }
@@ -503,22 +451,21 @@ static PyObject *bind_and_run(PyObject *self, const char *function, PyObject *co
 }
 
 static PyObject *run_python_kernel(const SignatureObject *s, bind_slot *slots,
-                                   const gts_binding *b, PyObject *kernel, const call_extras *x)
+                                   const gts_binding *b, PyObject *kernel, PyObject *const *extras)
 {
-    return call_kernel(s, slots, b, kernel, *x->args, *x->kwargs);
+    return call_kernel(s, slots, b, kernel, extras[0], extras[1]);
 }
 
-PyObject *gtpy_signature_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
-                              PyObject *kwnames)
+static PyObject *signature_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                                     PyObject *kwnames)
 {
     if (nargs < 1 || !PyCallable_Check(args[0])) {
         PyErr_SetString(PyExc_TypeError, "call(kernel, *fields, ...): the kernel, a callable, "
                                          "comes first");
         return NULL;
     }
-    PyObject *kernel_args = NULL, *kernel_kwargs = NULL;
-    call_extras extras = {&kernel_args, &kernel_kwargs, NULL};
-    return bind_and_run(self, "call", args, nargs, kwnames, &extras, run_python_kernel);
+    static gtpy_signature sig = GTPY_SIGNATURE("call", call_names, 0, 0, 0);
+    return bind_and_run(self, &sig, args, nargs, kwnames, run_python_kernel);
 }
 
 /* An address given as an int (`param` names it): 0 to the largest
@@ -569,11 +516,11 @@ static gts_kernel_fn c_kernel(PyObject *obj)
 }
 
 static PyObject *run_c_kernel(const SignatureObject *s, bind_slot *slots, const gts_binding *b,
-                              PyObject *kernel, const call_extras *x)
+                              PyObject *kernel, PyObject *const *extras)
 {
     gts_kernel_fn fn = c_kernel(kernel);
     void *ctx = NULL;
-    PyObject *ctx_obj = *x->ctx;
+    PyObject *ctx_obj = extras[0];
     if (!fn || (ctx_obj && ctx_obj != Py_None && address_arg(ctx_obj, "ctx", &ctx) < 0))
         return NULL;
     int n = s->sig.nfields;
@@ -598,16 +545,15 @@ static PyObject *run_c_kernel(const SignatureObject *s, bind_slot *slots, const 
     return gtpy_raise_null(&err);
 }
 
-PyObject *gtpy_signature_call_c(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
-                                PyObject *kwnames)
+static PyObject *signature_call_c(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                                       PyObject *kwnames)
 {
     if (nargs < 1) {
         PyErr_SetString(PyExc_TypeError, "call_c(kernel, *fields, ...): the kernel comes first");
         return NULL;
     }
-    PyObject *ctx = NULL;
-    call_extras extras = {NULL, NULL, &ctx};
-    return bind_and_run(self, "call_c", args, nargs, kwnames, &extras, run_c_kernel);
+    static gtpy_signature sig = GTPY_SIGNATURE("call_c", call_c_names, 0, 0, 0);
+    return bind_and_run(self, &sig, args, nargs, kwnames, run_c_kernel);
 }
 
 /* ---- built-in stencils ------------------------------------------------------------ */
@@ -620,9 +566,15 @@ static PyObject *builtin_signature(gts_stencil which)
     return signatures[which];
 }
 
-static PyObject *run_builtin(gts_stencil which, const char *function, PyObject *const *args,
-                             Py_ssize_t nargs, PyObject *kwnames)
+static PyObject *run_builtin(gts_stencil which, PyObject *const *args, Py_ssize_t nargs,
+                             PyObject *kwnames)
 {
+    static gtpy_signature sigs[] = {
+        GTPY_SIGNATURE("copy", bind_names, 0, 0, 0),
+        GTPY_SIGNATURE("laplacian", bind_names, 0, 0, 0),
+        GTPY_SIGNATURE("hdiff", bind_names, 0, 0, 0),
+        GTPY_SIGNATURE("tridiagonal", bind_names, 0, 0, 0),
+    };
     SignatureObject *s = (SignatureObject *)builtin_signature(which);
     if (!s)
         return NULL;
@@ -631,7 +583,8 @@ static PyObject *run_builtin(gts_stencil which, const char *function, PyObject *
     int n = s->sig.nfields;
     gts_binding binding;
     gtpy_slots_init(slots, n);
-    int rc = bind_call(s, function, args, nargs, kwnames, slots, &binding, NULL);
+    PyObject *values[2];
+    int rc = bind_call(s, &sigs[which], args, nargs, kwnames, slots, &binding, values);
     if (rc == 0 && (rc = gtpy_slots_acquire(slots, n)) == 0) {
         gts_bound_field bound[MAX_FIELDS];
         for (int f = 0; f < n; ++f)
@@ -652,28 +605,28 @@ static PyObject *stencil_copy(PyObject *module, PyObject *const *args, Py_ssize_
                               PyObject *kwnames)
 {
     (void)module;
-    return run_builtin(GTS_STENCIL_COPY, "copy", args, nargs, kwnames);
+    return run_builtin(GTS_STENCIL_COPY, args, nargs, kwnames);
 }
 
 static PyObject *stencil_laplacian(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
                                    PyObject *kwnames)
 {
     (void)module;
-    return run_builtin(GTS_STENCIL_LAPLACIAN, "laplacian", args, nargs, kwnames);
+    return run_builtin(GTS_STENCIL_LAPLACIAN, args, nargs, kwnames);
 }
 
 static PyObject *stencil_hdiff(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
                                PyObject *kwnames)
 {
     (void)module;
-    return run_builtin(GTS_STENCIL_HDIFF, "hdiff", args, nargs, kwnames);
+    return run_builtin(GTS_STENCIL_HDIFF, args, nargs, kwnames);
 }
 
 static PyObject *stencil_tridiagonal(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
                                      PyObject *kwnames)
 {
     (void)module;
-    return run_builtin(GTS_STENCIL_TRIDIAGONAL, "tridiagonal", args, nargs, kwnames);
+    return run_builtin(GTS_STENCIL_TRIDIAGONAL, args, nargs, kwnames);
 }
 
 static PyObject *stencil_signature(PyObject *module, PyObject *name)
@@ -703,5 +656,28 @@ PyMethodDef gtpy_stencil_methods[] = {
      "over the domain's K (a at its first and c at its last level are not read; no pivoting)."},
     {"_stencil_signature", stencil_signature, METH_O,
      "_stencil_signature(name, /)\n--\n\nThe Signature of a built-in stencil, by name."},
+    {NULL, NULL, 0, NULL},
+};
+
+PyMethodDef gtpy_signature_methods[] = {
+    {"bind", (PyCFunction)(void (*)(void))signature_bind, METH_FASTCALL | METH_KEYWORDS,
+     "bind($self, /, *fields, domain=None, origin=None, **named_fields)\n--\n\n"
+     "Returns a Binding. "
+     "Reads each field (any object: Storage, NumPy, CuPy, xarray, Field(array, dims), a "
+     "DLPack producer), decides origins and the domain and checks everything (see "
+     "docs/stencils.md). Nothing is acquired until the Binding is entered."},
+    {"call", (PyCFunction)(void (*)(void))signature_call, METH_FASTCALL | METH_KEYWORDS,
+     "call($self, kernel, /, *fields, domain=None, origin=None, args=(), kwargs=None, "
+     "**named_fields)\n--\n\n"
+     "Binds the fields as bind() does, acquires them, calls kernel(domain, origins, *args, "
+     "**arrays, **kwargs) (origins and arrays: {name: ...} in the kernel's order of "
+     "dimensions), then touches the written fields (only if the kernel returned) and "
+     "releases all. Returns the kernel's result."},
+    {"call_c", (PyCFunction)(void (*)(void))signature_call_c, METH_FASTCALL | METH_KEYWORDS,
+     "call_c($self, kernel, /, *fields, domain=None, origin=None, ctx=None, **named_fields)\n--\n\n"
+     "As call(), with a C kernel (gtstore/binding.h's gts_kernel_fn: a capsule, or its address "
+     "as an int, e.g. ctypes.cast(lib.kernel, ctypes.c_void_p).value) that receives the "
+     "binding and the bound fields, with ctx (an int address or None) and the GIL "
+     "released. A kernel's error becomes the matching Python exception."},
     {NULL, NULL, 0, NULL},
 };

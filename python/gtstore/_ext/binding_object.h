@@ -6,35 +6,6 @@
 
 #include "module.h"
 
-/* The pending exception taken (NULL if none) and put back: PyErr_Fetch and
- * PyErr_Restore are deprecated from Python 3.12. */
-static inline PyObject *gtpy_error_take(void)
-{
-#if PY_VERSION_HEX >= 0x030C0000
-    return PyErr_GetRaisedException();
-#else
-    PyObject *type, *value, *traceback;
-    PyErr_Fetch(&type, &value, &traceback);
-    PyErr_NormalizeException(&type, &value, &traceback);
-    if (value && traceback)
-        PyException_SetTraceback(value, traceback);
-    Py_XDECREF(type);
-    Py_XDECREF(traceback);
-    return value;
-#endif
-}
-
-static inline void gtpy_error_put(PyObject *error)
-{
-#if PY_VERSION_HEX >= 0x030C0000
-    PyErr_SetRaisedException(error);
-#else
-    if (error)
-        PyErr_Restore(Py_NewRef((PyObject *)Py_TYPE(error)), error,
-                      PyException_GetTraceback(error));
-#endif
-}
-
 /* Fields bound without a heap allocation for the C arrays of gts_bind. */
 #define GTPY_BIND_STACK_FIELDS 16
 
@@ -68,21 +39,16 @@ extern PyTypeObject gtpy_Signature_Type, gtpy_Binding_Type;
 extern PyObject *gtpy_FieldWarning;
 extern PyMethodDef gtpy_stencil_methods[];
 
-/* Prefixes the pending exception's message with "name: " (the field), for
- * the shared converters' errors that name only their parameter; -1. */
-int gtpy_prefix_error(const char *name);
-
 /* The field index of `name` (a str), or -1 (signature.c). */
 int gtpy_signature_index(const SignatureObject *s, PyObject *name);
+/* Every field of a call given, and none None (`function` names the call in
+ * messages, or NULL): else a TypeError. */
+int gtpy_fields_given(const SignatureObject *s, const char *function, PyObject *const *objects);
 /* A Signature over a static libgtstore signature (a built-in stencil's). */
 PyObject *gtpy_signature_wrap(const gts_signature *sig);
-/* Signature.bind, call and call_c (binding_call.c). */
-PyObject *gtpy_signature_bind(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
-                              PyObject *kwnames);
-PyObject *gtpy_signature_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
-                              PyObject *kwnames);
-PyObject *gtpy_signature_call_c(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
-                                PyObject *kwnames);
+/* Signature.bind, call and call_c (binding_call.c), the methods that the
+ * module's initialisation binds to the type's core (signature.c). */
+extern PyMethodDef gtpy_signature_methods[];
 
 /* Reads `obj` as field `spec` of a stencil on `device` into an empty slot
  * (the slot then needs gtpy_slot_clear, on failure too). */

@@ -1,7 +1,10 @@
 /* Python objects to libgtstore types, with errors that name the parameter
  * and the value. */
-#include "module.h"
+#include "convert.h"
+#include "errors.h"
+#include "numpy.h"
 
+#include <limits.h>
 #include <string.h>
 
 /* ---- integers and shapes ----------------------------------------------- */
@@ -45,6 +48,20 @@ static int as_int64(PyObject *item, const char *param, PyObject *whole, Py_ssize
 int gtpy_int(PyObject *obj, const char *param, int64_t *out)
 {
     return as_int64(obj, param, NULL, 0, out);
+}
+
+int gtpy_c_int(PyObject *obj, const char *param, int *out)
+{
+    int64_t value;
+    if (gtpy_int(obj, param, &value) < 0)
+        return -1;
+    if (value < INT_MIN || value > INT_MAX) {
+        PyErr_Format(PyExc_ValueError, "%s: %lld is outside [%d, %d]", param, (long long)value,
+                     INT_MIN, INT_MAX);
+        return -1;
+    }
+    *out = (int)value;
+    return 0;
 }
 
 /* The items of a sequence (a list or tuple, new reference); for anything

@@ -18,11 +18,12 @@ const gts_cube_partition *gtpy_cube_partition_of(PyObject *self)
 
 static PyObject *cube_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
-    static char *names[] = {"n", "layout", NULL};
-    PyObject *n_obj, *layout_obj = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O:CubePartition", names, &n_obj,
-                                     &layout_obj))
+    static const char *const names[] = {"n", "layout"};
+    static gtpy_signature sig = GTPY_SIGNATURE("CubePartition", names, 2, 1, 0);
+    PyObject *values[2];
+    if (gtpy_parse_tuple(&sig, args, kwargs, values) < 0)
         return NULL;
+    PyObject *n_obj = values[0], *layout_obj = values[1];
     int64_t n, layout[2] = {1, 1};
     int count = 2;
     if (gtpy_int(n_obj, "n", &n) < 0)
@@ -77,15 +78,14 @@ static PyObject *cube_locate(PyObject *self, PyObject *rank_obj)
 static PyObject *cube_rank(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     const gts_cube_partition *p = gtpy_cube_partition_of(self);
-    static const char *names[3] = {"tile", "row", "column"};
-    if (nargs != 3) {
-        PyErr_Format(PyExc_TypeError, "rank() takes 3 arguments (tile, row, column), %zd "
-                     "given", nargs);
+    static const char *const names[] = {"tile", "row", "column"};
+    static gtpy_signature sig = GTPY_SIGNATURE("rank", names, 3, 3, 3);
+    PyObject *objs[3];
+    if (gtpy_parse_args(&sig, args, nargs, NULL, objs) < 0)
         return NULL;
-    }
     int64_t v[3], limit[3] = {GTS_CUBE_TILES, p->layout[0], p->layout[1]};
     for (int i = 0; i < 3; ++i) {
-        if (gtpy_int(args[i], names[i], &v[i]) < 0)
+        if (gtpy_int(objs[i], names[i], &v[i]) < 0)
             return NULL;
         if (v[i] < 0 || v[i] >= limit[i]) {
             PyErr_Format(PyExc_IndexError, "%s: %lld is outside [0, %lld)", names[i],
@@ -108,11 +108,10 @@ static PyObject *cube_subdomain(PyObject *self, PyObject *rank_obj)
 
 static PyObject *cube_neighbor(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 3) {
-        PyErr_Format(PyExc_TypeError, "neighbor() takes 3 arguments (rank, dx, dy), %zd given",
-                     nargs);
+    static const char *const names[] = {"rank", "dx", "dy"};
+    static gtpy_signature sig = GTPY_SIGNATURE("neighbor", names, 3, 3, 3);
+    if (gtpy_parse_args(&sig, args, nargs, NULL, (PyObject *[3]){NULL}) < 0)
         return NULL;
-    }
     int rank;
     int64_t d[2];
     if (check_rank(self, args[0], &rank) < 0 || gtpy_int(args[1], "dx", &d[0]) < 0 ||
@@ -138,11 +137,10 @@ static PyObject *cube_neighbor(PyObject *self, PyObject *const *args, Py_ssize_t
 
 static PyObject *cube_wrap(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 3) {
-        PyErr_Format(PyExc_TypeError, "wrap() takes 3 arguments (tile, x, y), %zd given",
-                     nargs);
+    static const char *const names[] = {"tile", "x", "y"};
+    static gtpy_signature sig = GTPY_SIGNATURE("wrap", names, 3, 3, 3);
+    if (gtpy_parse_args(&sig, args, nargs, NULL, (PyObject *[3]){NULL}) < 0)
         return NULL;
-    }
     int64_t tile, x, y;
     if (gtpy_int(args[0], "tile", &tile) < 0 || gtpy_int(args[1], "x", &x) < 0 ||
         gtpy_int(args[2], "y", &y) < 0)

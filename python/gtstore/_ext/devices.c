@@ -124,8 +124,12 @@ static PyObject *api_reset_transfer_counts(PyObject *self, PyObject *unused)
 static PyObject *api_host_memory(PyObject *self, PyObject *args)
 {
     (void)self;
+    static const char *const names[] = {"type", "id"};
+    static gtpy_signature sig = GTPY_SIGNATURE("_host_memory", names, 2, 2, 2);
+    PyObject *v[2];
     int type, id;
-    if (!PyArg_ParseTuple(args, "ii:_host_memory", &type, &id))
+    if (gtpy_parse_tuple(&sig, args, NULL, v) < 0 || gtpy_c_int(v[0], "type", &type) < 0 ||
+        gtpy_c_int(v[1], "id", &id) < 0)
         return NULL;
     const gts_device_ops *device;
     gts_error err;

@@ -67,13 +67,15 @@ static int periodic_entries(PyObject *obj, int ndim, bool *out)
 
 static PyObject *partition_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
-    static char *names[] = {"global_shape", "nranks", "process_grid", "periodic", "labels",
-                            NULL};
-    PyObject *shape_obj, *grid_obj = Py_None, *periodic_obj = Py_False, *labels_obj = Py_None;
+    static const char *const names[] = {"global_shape", "nranks", "process_grid", "periodic",
+                                        "labels"};
+    static gtpy_signature sig = GTPY_SIGNATURE("Partition", names, 5, 2, 0);
+    PyObject *v[5];
     int nranks;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Oi|OOO:Partition", names, &shape_obj,
-                                     &nranks, &grid_obj, &periodic_obj, &labels_obj))
+    if (gtpy_parse_tuple(&sig, args, kwargs, v) < 0 || gtpy_c_int(v[1], "nranks", &nranks) < 0)
         return NULL;
+    PyObject *shape_obj = v[0], *grid_obj = v[2] ? v[2] : Py_None;
+    PyObject *periodic_obj = v[3] ? v[3] : Py_False, *labels_obj = v[4] ? v[4] : Py_None;
     int ndim;
     int64_t shape[GTS_MAX_NDIM];
     gts_dim labels[GTS_MAX_NDIM];
@@ -182,12 +184,11 @@ static PyObject *partition_rank_of(PyObject *self, PyObject *coords_obj)
 
 static PyObject *partition_neighbor(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
+    static const char *const names[] = {"rank", "offset"};
+    static gtpy_signature sig = GTPY_SIGNATURE("neighbor", names, 2, 2, 2);
     int rank, offset[GTS_PARTITION_MAX_NDIM];
-    if (nargs != 2) {
-        PyErr_Format(PyExc_TypeError, "neighbor() takes 2 arguments (rank, offset), %zd given",
-                     nargs);
+    if (gtpy_parse_args(&sig, args, nargs, NULL, (PyObject *[2]){NULL}) < 0)
         return NULL;
-    }
     if (check_rank(partition_of(self), args[0], &rank) < 0 ||
         coordinates(partition_of(self), args[1], "offset", offset) < 0)
         return NULL;
@@ -481,12 +482,13 @@ static int make_plan(PyObject *partition, int rank, Py_ssize_t n, const gts_stor
 
 static PyObject *halo_plan_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
-    static char *names[] = {"partition", "rank", "fields", "components", NULL};
-    PyObject *partition, *fields_obj, *components_obj = Py_None;
+    static const char *const names[] = {"partition", "rank", "fields", "components"};
+    static gtpy_signature sig = GTPY_SIGNATURE("HaloPlan", names, 4, 3, 0);
+    PyObject *v[4];
     int rank;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OiO|O:HaloPlan", names, &partition, &rank,
-                                     &fields_obj, &components_obj))
+    if (gtpy_parse_tuple(&sig, args, kwargs, v) < 0 || gtpy_c_int(v[1], "rank", &rank) < 0)
         return NULL;
+    PyObject *partition = v[0], *fields_obj = v[2], *components_obj = v[3] ? v[3] : Py_None;
     PyObject *fields = PySequence_Tuple(fields_obj);
     if (!fields)
         return NULL;
@@ -549,12 +551,11 @@ static void halo_plan_dealloc(PyObject *self)
 static PyObject *halo_plan_transfer(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                                     bool pack)
 {
-    const char *name = pack ? "pack" : "unpack";
-    if (nargs != 2) {
-        PyErr_Format(PyExc_TypeError, "%s() takes 2 arguments (index, buffer), %zd given", name,
-                     nargs);
+    static const char *const names[] = {"index", "buffer"};
+    static gtpy_signature sigs[] = {GTPY_SIGNATURE("pack", names, 2, 2, 2),
+                                    GTPY_SIGNATURE("unpack", names, 2, 2, 2)};
+    if (gtpy_parse_args(&sigs[pack ? 0 : 1], args, nargs, NULL, (PyObject *[2]){NULL}) < 0)
         return NULL;
-    }
     int64_t index;
     if (gtpy_int(args[0], "index", &index) < 0)
         return NULL;

@@ -102,12 +102,18 @@ static int aware_from(PyObject *obj, gts_halo_device_aware *out)
 
 static PyObject *messages_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
-    static char *names[] = {"plan", "device_aware", "mpi_reads", NULL};
-    PyObject *plan, *aware_obj = Py_None;
+    static const char *const names[] = {"plan", "device_aware", "mpi_reads"};
+    static gtpy_signature sig = GTPY_SIGNATURE("HaloMessages", names, 3, 1, 0);
+    PyObject *v[3];
     int mpi_reads = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!|Oi:HaloMessages", names,
-                                     &gtpy_HaloPlan_Type, &plan, &aware_obj, &mpi_reads))
+    if (gtpy_parse_tuple(&sig, args, kwargs, v) < 0 ||
+        (v[2] && gtpy_c_int(v[2], "mpi_reads", &mpi_reads) < 0))
         return NULL;
+    PyObject *plan = v[0], *aware_obj = v[1] ? v[1] : Py_None;
+    if (!PyObject_TypeCheck(plan, &gtpy_HaloPlan_Type)) {
+        PyErr_Format(PyExc_TypeError, "plan: expected a gtstore.HaloPlan, got %.200R", plan);
+        return NULL;
+    }
     gts_halo_device_aware aware;
     if (aware_from(aware_obj, &aware) < 0)
         return NULL;

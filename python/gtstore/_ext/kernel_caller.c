@@ -24,82 +24,28 @@ typedef struct {
     PyObject *parameters, *leading, *ignored; /* tuples of str */
 } KernelCallerObject;
 
-/* The index of `key` in a tuple of str, or -1. */
-static Py_ssize_t name_index(PyObject *names, PyObject *key)
-{
-    Py_ssize_t n = PyTuple_GET_SIZE(names);
-    for (Py_ssize_t i = 0; i < n; ++i)
-        if (PyTuple_GET_ITEM(names, i) == key)
-            return i;
-    for (Py_ssize_t i = 0; i < n; ++i)
-        if (PyUnicode_Compare(PyTuple_GET_ITEM(names, i), key) == 0)
-            return i;
-    return -1;
-}
-
 /* The arguments of one call, borrowed. */
 typedef struct call_args {
     PyObject **fields, **parameters, **leading;
-    PyObject *domain, *origin;
+    PyObject *values[2]; /* domain, origin */
 } call_args;
 
+/* fields and parameters by position or name, leading arguments and
+ * domain= and origin= by name, the ignored names dropped. */
 static int parse(const KernelCallerObject *c, PyObject *const *args, size_t nargsf,
                  PyObject *kwnames, call_args *a)
 {
-    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-    int nfields = c->sig->sig.nfields;
-    Py_ssize_t nparams = PyTuple_GET_SIZE(c->parameters);
-    if (nargs > nfields + nparams) {
-        PyErr_Format(PyExc_TypeError, "takes %zd positional arguments (%zd given)",
-                     nfields + nparams, nargs);
+    static const char *const names[] = {"domain", "origin"};
+    static gtpy_signature sig = GTPY_SIGNATURE(NULL, names, 0, 0, 0);
+    const gtpy_names groups[] = {
+        {c->sig->names, "argument", true, false, a->fields},
+        {c->parameters, "argument", true, true, a->parameters},
+        {c->leading, "argument", false, false, a->leading},
+        {c->ignored, "argument", false, false, NULL},
+    };
+    if (gtpy_parse_named(&sig, groups, 4, args, PyVectorcall_NARGS(nargsf), kwnames, a->values) < 0)
         return -1;
-    }
-    for (Py_ssize_t i = 0; i < nargs; ++i) {
-        if (i < nfields)
-            a->fields[i] = args[i];
-        else
-            a->parameters[i - nfields] = args[i];
-    }
-    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
-    for (Py_ssize_t k = 0; k < nkw; ++k) {
-        PyObject *key = PyTuple_GET_ITEM(kwnames, k), *value = args[nargs + k], **slot = NULL;
-        Py_ssize_t i;
-        if ((i = gtpy_signature_index(c->sig, key)) >= 0)
-            slot = &a->fields[i];
-        else if ((i = name_index(c->parameters, key)) >= 0)
-            slot = &a->parameters[i];
-        else if ((i = name_index(c->leading, key)) >= 0)
-            slot = &a->leading[i];
-        else if (PyUnicode_CompareWithASCIIString(key, "domain") == 0)
-            slot = &a->domain;
-        else if (PyUnicode_CompareWithASCIIString(key, "origin") == 0)
-            slot = &a->origin;
-        else if (name_index(c->ignored, key) >= 0)
-            continue;
-        if (!slot) {
-            PyErr_Format(PyExc_TypeError, "got an unexpected keyword argument '%U'", key);
-            return -1;
-        }
-        if (*slot) {
-            PyErr_Format(PyExc_TypeError, "got multiple values for argument '%U'", key);
-            return -1;
-        }
-        *slot = value;
-    }
-    for (int f = 0; f < nfields; ++f)
-        if (!a->fields[f] || a->fields[f] == Py_None) {
-            PyErr_Format(PyExc_TypeError, a->fields[f] ? "%s: expected a field, got None"
-                                                       : "missing field '%s'",
-                         c->sig->fields[f].name);
-            return -1;
-        }
-    for (Py_ssize_t i = 0; i < nparams; ++i)
-        if (!a->parameters[i]) {
-            PyErr_Format(PyExc_TypeError, "missing argument '%U'",
-                         PyTuple_GET_ITEM(c->parameters, i));
-            return -1;
-        }
-    return 0;
+    return gtpy_fields_given(c->sig, NULL, a->fields);
 }
 
 /* kernel(domain, origins, *leading, **arrays, **parameters) */
@@ -154,14 +100,14 @@ static PyObject *caller_vectorcall(PyObject *self, PyObject *const *args, size_t
         return PyErr_NoMemory();
     }
     memset(objects, 0, nobjects * sizeof *objects);
-    call_args a = {objects, objects + n, objects + n + nparams, NULL, NULL};
+    call_args a = {objects, objects + n, objects + n + nparams, {NULL, NULL}};
     gtpy_slots_init(slots, n);
     PyObject *result = NULL;
     int rc = parse(c, args, nargsf, kwnames, &a);
     for (int f = 0; f < n && rc == 0; ++f)
         rc = gtpy_slot_load(&slots[f], a.fields[f], &c->sig->fields[f], c->sig->sig.device);
     gts_binding binding;
-    if (rc == 0 && gtpy_bind_slots(c->sig, slots, a.domain, a.origin, &binding) == 0 &&
+    if (rc == 0 && gtpy_bind_slots(c->sig, slots, a.values[0], a.values[1], &binding) == 0 &&
         gtpy_slots_acquire(slots, n) == 0) {
         result = run_kernel(c, slots, &binding, &a);
         if (gtpy_slots_finish(c->sig, slots, result != NULL) < 0)
@@ -202,12 +148,17 @@ static PyObject *names_tuple(PyObject *obj, const char *param)
 
 static int caller_init(PyObject *self, PyObject *args, PyObject *kwargs)
 {
-    static char *keywords[] = {"signature", "kernel", "parameters", "leading", "ignored", NULL};
-    PyObject *sig, *kernel, *parameters = NULL, *leading = NULL, *ignored = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!O|OOO:KernelCaller", keywords,
-                                     &gtpy_Signature_Type, &sig, &kernel, &parameters, &leading,
-                                     &ignored))
+    static const char *const names[] = {"signature", "kernel", "parameters", "leading",
+                                        "ignored"};
+    static gtpy_signature parser = GTPY_SIGNATURE("KernelCaller", names, 5, 2, 0);
+    PyObject *v[5];
+    if (gtpy_parse_tuple(&parser, args, kwargs, v) < 0)
         return -1;
+    PyObject *sig = v[0], *kernel = v[1], *parameters = v[2], *leading = v[3], *ignored = v[4];
+    if (!PyObject_TypeCheck(sig, &gtpy_Signature_Type)) {
+        PyErr_Format(PyExc_TypeError, "signature: expected a gtstore.Signature, got %.200R", sig);
+        return -1;
+    }
     if (!PyCallable_Check(kernel)) {
         PyErr_Format(PyExc_TypeError, "kernel: expected a callable, got %.200R", kernel);
         return -1;

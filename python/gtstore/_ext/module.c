@@ -1,140 +1,8 @@
-/* The _gtstore extension module: errors, NumPy access and argument parsing
- * shared by the API functions of the other files. */
-#include "module.h"
+/* The _gtstore extension module's initialisation: the top layer, which
+ * gathers the types, exceptions and functions of the other files. */
+#include "binding_object.h"
 
-#include <string.h>
-
-PyObject *gtpy_UnknownPresetError;
-PyObject *gtpy_NoSuchBufferError;
-
-int gtpy_raise(const gts_error *err)
-{
-    return gtpy_raise_param(NULL, err);
-}
-
-int gtpy_raise_param(const char *param, const gts_error *err)
-{
-    if (PyErr_Occurred())
-        return -1;
-    PyObject *type;
-    switch (err->code) {
-    case GTS_ETYPE: type = PyExc_TypeError; break;
-    case GTS_ENOTFOUND: type = gtpy_UnknownPresetError; break;
-    case GTS_ENOMEM: type = PyExc_MemoryError; break;
-    case GTS_ERANGE: type = PyExc_OverflowError; break;
-    case GTS_EBOUNDS: type = PyExc_IndexError; break;
-    case GTS_ENOTSUP: type = PyExc_NotImplementedError; break;
-    default: type = PyExc_ValueError; break; /* EINVAL, EOVERFLOW, EEXIST, EREADONLY */
-    }
-    size_t length = param ? strlen(param) : 0;
-    bool named = !param || (strncmp(err->message, param, length) == 0 && err->message[length] == ':');
-    if (named)
-        PyErr_SetString(type, err->message);
-    else
-        PyErr_Format(type, "%s: %s", param, err->message);
-    return -1;
-}
-
-PyObject *gtpy_raise_null(const gts_error *err)
-{
-    gtpy_raise(err);
-    return NULL;
-}
-
-PyObject *gtpy_numpy_asarray(void)
-{
-    static PyObject *asarray; /* on the hot path of every allocation */
-    if (!asarray)
-        asarray = Py_XNewRef(gtpy_numpy("asarray"));
-    return asarray;
-}
-
-PyObject *gtpy_numpy(const char *name)
-{
-    static PyObject *numpy, *cache;
-    if ((!numpy && !(numpy = PyImport_ImportModule("numpy"))) ||
-        (!cache && !(cache = PyDict_New())))
-        return NULL;
-    PyObject *value = PyDict_GetItemString(cache, name);
-    if (value)
-        return value;
-    value = PyObject_GetAttrString(numpy, name);
-    if (!value || PyDict_SetItemString(cache, name, value) < 0) {
-        Py_XDECREF(value);
-        return NULL;
-    }
-    Py_DECREF(value); /* the cache keeps it */
-    return value;
-}
-
-/* ---- argument parsing -------------------------------------------------- */
-
-static int intern_names(gtpy_signature *sig)
-{
-    if (sig->interned)
-        return 0;
-    PyObject **interned = PyMem_Calloc((size_t)sig->nnames, sizeof *interned);
-    if (!interned)
-        return PyErr_NoMemory(), -1;
-    for (int i = 0; i < sig->nnames; ++i) {
-        interned[i] = PyUnicode_InternFromString(sig->names[i]);
-        if (!interned[i])
-            return -1; /* the strings made so far live as long as the module */
-    }
-    sig->interned = interned;
-    return 0;
-}
-
-static int keyword_index(const gtpy_signature *sig, PyObject *key)
-{
-    for (int i = sig->nposonly; i < sig->nnames; ++i)
-        if (sig->interned[i] == key)
-            return i;
-    for (int i = sig->nposonly; i < sig->nnames; ++i) /* not interned: compare text */
-        if (PyUnicode_Compare(sig->interned[i], key) == 0)
-            return i;
-    return -1;
-}
-
-int gtpy_parse_args(gtpy_signature *sig, PyObject *const *args, Py_ssize_t nargs,
-                    PyObject *kwnames, PyObject **values)
-{
-    if (intern_names(sig) < 0)
-        return -1;
-    if (nargs > sig->npositional) {
-        PyErr_Format(PyExc_TypeError, "%s() takes at most %d positional arguments (%zd given)",
-                     sig->function, sig->npositional, nargs);
-        return -1;
-    }
-    for (int i = 0; i < sig->nnames; ++i)
-        values[i] = i < nargs ? args[i] : NULL;
-    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
-    for (Py_ssize_t k = 0; k < nkw; ++k) {
-        PyObject *key = PyTuple_GET_ITEM(kwnames, k);
-        int i = keyword_index(sig, key);
-        if (i < 0) {
-            PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%U'",
-                         sig->function, key);
-            return -1;
-        }
-        if (values[i]) {
-            PyErr_Format(PyExc_TypeError, "%s() got multiple values for argument '%s'",
-                         sig->function, sig->names[i]);
-            return -1;
-        }
-        values[i] = args[nargs + k];
-    }
-    for (int i = 0; i < sig->nrequired; ++i) {
-        if (!values[i]) {
-            PyErr_Format(PyExc_TypeError, "%s() missing required argument '%s'", sig->function,
-                         sig->names[i]);
-            return -1;
-        }
-    }
-    return 0;
-}
-
-/* ---- the module ---------------------------------------------------------- */
+#include <stdio.h>
 
 static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT,
@@ -217,6 +85,49 @@ static int add_sync_states(void)
     return 0;
 }
 
+/* The built-in stencils go into the module as _stencil_<name> (gtstore.stencils
+ * re-exports them by their names), keeping their own name as __name__, which
+ * their text signatures must start with for inspect.signature and help(). */
+static int add_stencil_functions(PyObject *module)
+{
+    PyObject *module_name = PyModule_GetNameObject(module);
+    if (!module_name)
+        return -1;
+    int status = 0;
+    for (PyMethodDef *def = gtpy_stencil_methods; def->ml_name && status == 0; ++def) {
+        char name[64];
+        snprintf(name, sizeof name, "%s%s", def->ml_name[0] == '_' ? "" : "_stencil_",
+                 def->ml_name);
+        PyObject *function = PyCFunction_NewEx(def, NULL, module_name);
+        status = function ? PyModule_AddObjectRef(module, name, function) : -1;
+        Py_XDECREF(function);
+    }
+    Py_DECREF(module_name);
+    return status;
+}
+
+/* The call side: Signature, Binding, KernelCaller, FieldWarning, stencils. */
+static int add_binding(PyObject *module)
+{
+    gtpy_FieldWarning = PyErr_NewExceptionWithDoc(
+        "gtstore.FieldWarning",
+        "A field differs from its annotation (layout, alignment) in a way the stencil "
+        "handles correctly, only slower.",
+        PyExc_UserWarning, NULL);
+    if (!gtpy_FieldWarning || PyModule_AddObjectRef(module, "FieldWarning", gtpy_FieldWarning) < 0)
+        return -1;
+    gtpy_Signature_Type.tp_methods = gtpy_signature_methods;
+    if (PyType_Ready(&gtpy_Signature_Type) < 0 || PyType_Ready(&gtpy_Binding_Type) < 0 ||
+        PyType_Ready(&gtpy_KernelCaller_Type) < 0 ||
+        PyModule_AddObjectRef(module, "KernelCaller", (PyObject *)&gtpy_KernelCaller_Type) < 0 ||
+        PyModule_AddObjectRef(module, "Signature", (PyObject *)&gtpy_Signature_Type) < 0 ||
+        PyModule_AddObjectRef(module, "Binding", (PyObject *)&gtpy_Binding_Type) < 0)
+        return -1;
+    if (gtpy_bound_field_init(module) < 0)
+        return -1;
+    return add_stencil_functions(module);
+}
+
 PyMODINIT_FUNC PyInit__gtstore(void)
 {
     gts_error err;
@@ -244,7 +155,8 @@ PyMODINIT_FUNC PyInit__gtstore(void)
     if (!gtpy_NoSuchBufferError ||
         PyModule_AddObjectRef(module, "GTNoSuchBufferError", gtpy_NoSuchBufferError) < 0)
         goto fail;
-    if (add_types(module) < 0 || add_sync_states() < 0 || gtpy_binding_init(module) < 0)
+    if (gtpy_storage_type_ready() < 0 || add_types(module) < 0 || add_sync_states() < 0 ||
+        add_binding(module) < 0)
         goto fail;
     gtpy_write_hold_init();
     if (add_arrays_module(module) < 0 ||

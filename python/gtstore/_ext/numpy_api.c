@@ -8,7 +8,7 @@
  * 2.x. Anything unexpected (another ABI version, no capsule) disables this
  * path, and allocation goes through the buffer protocol instead, as it also
  * does when GTSTORE_NUMPY_CAPI=0 is set. */
-#include "module.h"
+#include "numpy.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -132,4 +132,32 @@ PyObject *gtpy_numpy_capi_array(gts_dtype dtype, int ndim, const Py_ssize_t *sha
         return NULL;
     }
     return array;
+}
+
+/* ---- the numpy module --------------------------------------------------- */
+
+PyObject *gtpy_numpy_asarray(void)
+{
+    static PyObject *asarray; /* on the hot path of every allocation */
+    if (!asarray)
+        asarray = Py_XNewRef(gtpy_numpy("asarray"));
+    return asarray;
+}
+
+PyObject *gtpy_numpy(const char *name)
+{
+    static PyObject *numpy, *cache;
+    if ((!numpy && !(numpy = PyImport_ImportModule("numpy"))) ||
+        (!cache && !(cache = PyDict_New())))
+        return NULL;
+    PyObject *value = PyDict_GetItemString(cache, name);
+    if (value)
+        return value;
+    value = PyObject_GetAttrString(numpy, name);
+    if (!value || PyDict_SetItemString(cache, name, value) < 0) {
+        Py_XDECREF(value);
+        return NULL;
+    }
+    Py_DECREF(value); /* the cache keeps it */
+    return value;
 }

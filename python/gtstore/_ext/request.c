@@ -2,7 +2,10 @@
  * into a libgtstore spec. Each parameter comes from the first of: the
  * explicit keyword, the preset (resolved by libgtstore), the template or
  * data, the fallback. gtstore.arrays and the Storage API share this. */
-#include "module.h"
+#include "convert.h"
+#include "errors.h"
+#include "request.h"
+#include "storage.h"
 
 #include <string.h>
 
@@ -276,4 +279,30 @@ int gtpy_request_fill_item(const gtpy_request *r, gts_dtype dtype, unsigned char
     if (gts_scalar_store(value, dtype, item, &err) != 0)
         return gtpy_raise_param("fill_value", &err);
     return 0;
+}
+
+/* request.h */
+int gtpy_check_gpu(const gtpy_request *r, const gts_storage_spec *spec)
+{
+    const gts_device_ops *gpu;
+    gts_error err;
+    if (gts_storage_spec_device(spec) == GTS_DEVICE_CPU || gts_device_gpu(&gpu, &err) == 0)
+        return 0;
+    if (r->device)
+        PyErr_Format(PyExc_NotImplementedError,
+                     "device: 'gpu' asks for a GPU, and there is none here (%s); "
+                     "gtstore.use_gpu('emulated') plays one for tests",
+                     err.message);
+    else if (r->preset)
+        PyErr_Format(PyExc_NotImplementedError,
+                     "%s: preset %.200R is for the GPU, and there is none here (%s); pass "
+                     "device='cpu' for host memory with its layout and alignment, or call "
+                     "gtstore.use_gpu('emulated')",
+                     r->preset_param, r->preset, err.message);
+    else /* the template's or data's device kind */
+        PyErr_Format(PyExc_NotImplementedError,
+                     "%s: a storage on the GPU, and there is no GPU to allocate on here (%s); "
+                     "pass device='cpu' for a host copy",
+                     r->source_is_data ? "data" : "a", err.message);
+    return -1;
 }

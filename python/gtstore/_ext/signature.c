@@ -140,6 +140,22 @@ int gtpy_signature_index(const SignatureObject *s, PyObject *name)
     return -1;
 }
 
+int gtpy_fields_given(const SignatureObject *s, const char *function, PyObject *const *objects)
+{
+    for (int f = 0; f < s->sig.nfields; ++f) {
+        if (!objects[f]) {
+            PyErr_Format(PyExc_TypeError, "%s%smissing field '%s'", function ? function : "",
+                         function ? "() " : "", s->fields[f].name);
+            return -1;
+        }
+        if (objects[f] == Py_None) {
+            PyErr_Format(PyExc_TypeError, "%s: expected a field, got None", s->fields[f].name);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 static const char *const signature_options[] = {"extents", "writes", "device",
                                                 "relies_on_layout"};
 enum { OPT_EXTENTS, OPT_WRITES, OPT_DEVICE, OPT_RELIES, NOPTIONS };
@@ -300,29 +316,6 @@ static PyGetSetDef signature_getset[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
-static PyMethodDef signature_methods[] = {
-    {"bind", (PyCFunction)(void (*)(void))gtpy_signature_bind, METH_FASTCALL | METH_KEYWORDS,
-     "bind($self, /, *fields, domain=None, origin=None, **named_fields)\n--\n\n"
-     "Returns a Binding. "
-     "Reads each field (any object: Storage, NumPy, CuPy, xarray, Field(array, dims), a "
-     "DLPack producer), decides origins and the domain and checks everything (see "
-     "docs/stencils.md). Nothing is acquired until the Binding is entered."},
-    {"call", (PyCFunction)(void (*)(void))gtpy_signature_call, METH_FASTCALL | METH_KEYWORDS,
-     "call($self, kernel, /, *fields, domain=None, origin=None, args=(), kwargs=None, "
-     "**named_fields)\n--\n\n"
-     "Binds the fields as bind() does, acquires them, calls kernel(domain, origins, *args, "
-     "**arrays, **kwargs) (origins and arrays: {name: ...} in the kernel's order of "
-     "dimensions), then touches the written fields (only if the kernel returned) and "
-     "releases all. Returns the kernel's result."},
-    {"call_c", (PyCFunction)(void (*)(void))gtpy_signature_call_c, METH_FASTCALL | METH_KEYWORDS,
-     "call_c($self, kernel, /, *fields, domain=None, origin=None, ctx=None, **named_fields)\n--\n\n"
-     "As call(), with a C kernel (gtstore/binding.h's gts_kernel_fn: a capsule, or its address "
-     "as an int, e.g. ctypes.cast(lib.kernel, ctypes.c_void_p).value) that receives the "
-     "binding and the bound fields, with ctx (an int address or None) and the GIL "
-     "released. A kernel's error becomes the matching Python exception."},
-    {NULL, NULL, 0, NULL},
-};
-
 PyTypeObject gtpy_Signature_Type = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "gtstore.Signature",
     .tp_basicsize = sizeof(SignatureObject),
@@ -338,5 +331,4 @@ PyTypeObject gtpy_Signature_Type = {
     .tp_dealloc = signature_dealloc,
     .tp_repr = signature_repr,
     .tp_getset = signature_getset,
-    .tp_methods = signature_methods,
 };

@@ -4,7 +4,13 @@
  * values into new memory. The one reader of array objects of the creation
  * functions (binding.c reads the same interfaces through
  * array_interface.c and gtpy_source_import). */
-#include "module.h"
+#include "source.h"
+#include "array_interface.h"
+#include "convert.h"
+#include "dlpack.h"
+#include "errors.h"
+#include "numpy.h"
+#include "storage.h"
 
 #include <string.h>
 
@@ -16,35 +22,63 @@ void gtpy_source_release(gtpy_source *s)
     Py_CLEAR(s->array);
 }
 
-static void source_dtype(gtpy_source *s)
+/* The dtype of a buffer's format: 1 where libgtstore knows it, else 0,
+ * with *byteswapped telling a supported dtype in the other byte order (a
+ * `strict` reader raises instead, naming the dtype). */
+static int view_dtype(const Py_buffer *v, bool strict, gts_dtype *dtype, bool *byteswapped)
 {
-    const char *format = s->view.format;
-    s->dtype_known = gts_dtype_from_format(format, &s->dtype, NULL) == 0;
-    if (!s->dtype_known && format && (format[0] == '>' || format[0] == '<' || format[0] == '!')) {
+    const char *format = v->format ? v->format : "B";
+    gts_error err;
+    *byteswapped = false;
+    if (gts_dtype_from_format(format, dtype, &err) == GTS_OK)
+        return 1;
+    if (strict)
+        return gtpy_raise_param("dtype", &err);
+    if (format[0] == '>' || format[0] == '<' || format[0] == '!') {
         char native[GTS_DTYPE_TEXT_SIZE + 1] = "=";
         strncat(native, format + 1, GTS_DTYPE_TEXT_SIZE - 1);
-        s->byteswapped = gts_dtype_from_format(native, &s->dtype, NULL) == 0;
+        *byteswapped = gts_dtype_from_format(native, dtype, NULL) == 0;
     }
+    return 0;
 }
 
-/* Shape and strides from the buffer; NULL strides mean C order. */
-static int source_geometry_from_view(gtpy_source *s)
+int gtpy_view_read(const Py_buffer *v, const char *param, int max_ndim, bool strict,
+                   gtpy_array_info *out, bool *byteswapped)
 {
-    const Py_buffer *v = &s->view;
-    if (v->ndim < 0 || v->ndim > GTS_MAX_NDIM) {
-        PyErr_Format(PyExc_ValueError, "%s: %d dimensions, more than the %d supported (a "
-                     "buffer of %.80s)", s->param, v->ndim, GTS_MAX_NDIM, Py_TYPE(s->array)->tp_name);
+    memset(out, 0, sizeof *out);
+    if (v->ndim < 0 || v->ndim > max_ndim) {
+        PyErr_Format(PyExc_ValueError, "%s%s%d dimensions, more than the %d supported (a "
+                     "buffer of %.80s)", param ? param : "", param ? ": " : "", v->ndim,
+                     max_ndim, v->obj ? Py_TYPE(v->obj)->tp_name : "?");
         return -1;
     }
-    s->ndim = v->ndim;
-    for (int d = 0; d < s->ndim; ++d) {
-        s->shape[d] = v->shape ? v->shape[d] : v->itemsize > 0 ? v->len / v->itemsize : 0;
+    out->ndim = v->ndim;
+    out->data = v->buf;
+    out->readonly = v->readonly;
+    for (int d = 0; d < out->ndim; ++d) {
+        out->shape[d] = v->shape ? v->shape[d] : v->itemsize > 0 ? v->len / v->itemsize : 0;
         if (v->strides)
-            s->strides[d] = v->strides[d];
+            out->strides[d] = v->strides[d];
     }
     gts_error err;
-    if (!v->strides && gts_strides_contiguous(s->ndim, s->shape, v->itemsize, s->strides, &err))
+    if (!v->strides && gts_strides_contiguous(out->ndim, out->shape, v->itemsize, out->strides,
+                                              &err))
         return gtpy_raise(&err);
+    return view_dtype(v, strict, &out->dtype, byteswapped);
+}
+
+/* The source's geometry and dtype from its open buffer. */
+static int source_from_view(gtpy_source *s)
+{
+    gtpy_array_info info;
+    int known = gtpy_view_read(&s->view, s->param, GTS_MAX_NDIM, false, &info, &s->byteswapped);
+    if (known < 0)
+        return -1;
+    s->ndim = info.ndim;
+    memcpy(s->shape, info.shape, (size_t)info.ndim * sizeof *info.shape);
+    memcpy(s->strides, info.strides, (size_t)info.ndim * sizeof *info.strides);
+    s->dtype = info.dtype;
+    s->dtype_known = known;
     return 0;
 }
 
@@ -137,10 +171,7 @@ int gtpy_source_open(gtpy_source *s, PyObject *obj, const char *param)
         }
     }
     s->have_view = true;
-    if (source_geometry_from_view(s) < 0)
-        return -1;
-    source_dtype(s);
-    return 0;
+    return source_from_view(s);
 }
 
 int gtpy_source_dtype_error(const gtpy_source *s)

@@ -12,39 +12,6 @@
     "defaults", "backend", "aligned_index", "alignment_size", "device", "dims", "axes", "halo", \
         "layout", "managed"
 
-int gtpy_check_gpu(const gtpy_request *r, const gts_storage_spec *spec)
-{
-    const gts_device_ops *gpu;
-    gts_error err;
-    if (gts_storage_spec_device(spec) == GTS_DEVICE_CPU || gts_device_gpu(&gpu, &err) == 0)
-        return 0;
-    if (r->device)
-        PyErr_Format(PyExc_NotImplementedError,
-                     "device: 'gpu' asks for a GPU, and there is none here (%s); "
-                     "gtstore.use_gpu('emulated') plays one for tests",
-                     err.message);
-    else if (r->preset)
-        PyErr_Format(PyExc_NotImplementedError,
-                     "%s: preset %.200R is for the GPU, and there is none here (%s); pass "
-                     "device='cpu' for host memory with its layout and alignment, or call "
-                     "gtstore.use_gpu('emulated')",
-                     r->preset_param, r->preset, err.message);
-    else /* the template's or data's device kind */
-        PyErr_Format(PyExc_NotImplementedError,
-                     "%s: a storage on the GPU, and there is no GPU to allocate on here (%s); "
-                     "pass device='cpu' for a host copy",
-                     r->source_is_data ? "data" : "a", err.message);
-    return -1;
-}
-
-/* The preset name a new storage records: the one given, else its data's. */
-static PyObject *preset_name(const gtpy_request *r, const gtpy_source *src)
-{
-    if (r->preset)
-        return r->preset;
-    return src->storage ? gtpy_storage_preset(src->storage) : NULL;
-}
-
 /* ---- allocating --------------------------------------------------------------- */
 
 /* Runs `action` with the request resolved, then releases the resolution. */
@@ -58,97 +25,6 @@ static PyObject *resolved_call(const gtpy_request *r, gtpy_source *src,
     PyObject *result = action(r, src, &resolved);
     gtpy_resolved_release(&resolved);
     return result;
-}
-
-static int copy_into(PyObject *storage, const gts_storage *s, gtpy_source *src);
-
-/* Values of another dtype from a storage or an imported array (another
- * library's memory, `from`): NumPy casts them from an ndarray, which it
- * reads by position (the new storage may label the dims anew, as a copy
- * of the same dtype does), over a host copy where they are in device
- * memory. */
-static int copy_cast(PyObject *storage, const gts_storage *s, const gtpy_source *src,
-                     const gts_storage *from)
-{
-    gts_storage copy;
-    gts_error err;
-    PyObject *host = NULL;
-    if (!gtpy_has_host_side(from->buffer)) {
-        if (gts_storage_copy_to(gts_device_host(), from, &copy, &err) != 0)
-            return gtpy_raise(&err);
-        if (!(host = gtpy_storage_new(&copy, NULL, NULL)))
-            return -1;
-    }
-    PyObject *array = gtpy_storage_ndarray(host ? host : src->storage, false);
-    Py_XDECREF(host); /* the ndarray's base */
-    if (!array)
-        return -1;
-    gtpy_source staged = *src;
-    staged.array = array;
-    staged.storage = NULL;
-    staged.imported = false;
-    staged.have_view = false;
-    int rc = copy_into(storage, s, &staged);
-    Py_DECREF(array);
-    return rc;
-}
-
-/* The source's values into the new storage `s` (the object `storage`):
- * from a storage of the same dtype by the library's copy (from and to any
- * device); else on its host side where it has one (marked written,
- * gtstore/sync.h), else through host memory and one copy to the device. */
-static int copy_into(PyObject *storage, const gts_storage *s, gtpy_source *src)
-{
-    gts_error err;
-    if (src->storage && gts_dtype_equal(src->dtype, s->dtype)) { /* from any device */
-        gts_storage from;
-        gtpy_storage_load(src->storage, &from);
-        return gts_storage_assign(s, &from, &err) ? gtpy_raise(&err) : 0;
-    }
-    if (src->storage) { /* another dtype */
-        gts_storage from;
-        gtpy_storage_load(src->storage, &from);
-        return copy_cast(storage, s, src, &from);
-    }
-    void *data;
-    if (gts_storage_data(s)) {
-        if (gts_storage_access(s, GTS_SIDE_HOST, GTS_ACCESS_WRITE, NULL, &data, &err) != 0)
-            return gtpy_raise(&err);
-        return gtpy_copy_source(storage, data, s->strides, s->ndim, s->shape, s->dtype, src);
-    }
-    gts_storage host;
-    PyObject *staging = gtpy_storage_host_staging(s, &host);
-    if (!staging)
-        return -1;
-    int rc = gtpy_copy_source(staging, gts_storage_data(&host), host.strides, host.ndim,
-                              host.shape, host.dtype, src);
-    if (rc == 0 && gts_storage_assign(s, &host, &err) != 0)
-        rc = gtpy_raise(&err);
-    Py_DECREF(staging);
-    return rc;
-}
-
-PyObject *gtpy_storage_allocate(const gtpy_request *r, gtpy_source *src, gtpy_resolved *resolved,
-                                gts_storage *s)
-{
-    unsigned char item[16];
-    gts_error err;
-    bool fill = r->fill == FILL_VALUE || r->fill == FILL_ONES;
-    if (fill && gtpy_request_fill_item(r, resolved->spec.dtype, item) < 0)
-        return NULL;
-    if (gts_storage_create_in_place(gtpy_spec(resolved),
-                                    r->fill == FILL_ZEROS ? GTS_ALLOC_ZERO : 0, s, &err) != 0)
-        return gtpy_raise_null(&err);
-    if (fill && gts_storage_fill_item(s, item, &err) != 0) {
-        gts_storage_release(s);
-        return gtpy_raise_null(&err);
-    }
-    gts_buffer *buffer = s->buffer;
-    PyObject *storage = gtpy_storage_new(s, preset_name(r, src), NULL);
-    s->buffer = storage ? buffer : NULL; /* the object's reference, borrowed */
-    if (storage && r->fill == FILL_COPY && copy_into(storage, s, src) < 0)
-        Py_CLEAR(storage);
-    return storage;
 }
 
 /* An allocation (a wrap needs no GPU: its memory is where it is). */
@@ -257,7 +133,7 @@ static PyObject *wrap_resolved(const gtpy_request *r, gtpy_source *src, gtpy_res
         gts_storage_release(&s);
         return NULL;
     }
-    PyObject *result = gtpy_storage_new(&s, preset_name(r, src), sync_state);
+    PyObject *result = gtpy_storage_new(&s, gtpy_preset_name(r, src), sync_state);
     Py_XDECREF(sync_state);
     return result;
 }
@@ -455,12 +331,17 @@ static int restore_sync_state(PyObject *storage, int state)
 static PyObject *api_rebuild_storage(PyObject *self, PyObject *args)
 {
     (void)self;
-    PyObject *values, *dims, *halo, *aligned, *alignment, *layout, *preset, *readonly;
-    PyObject *device = NULL, *managed = NULL;
+    static const char *const names[] = {"values", "dims", "halo", "aligned_index",
+                                        "alignment_size", "layout", "preset", "readonly",
+                                        "device", "managed", "sync_state"};
+    static gtpy_signature sig = GTPY_SIGNATURE("_rebuild_storage", names, 11, 8, 11);
+    PyObject *v[11];
     int state = GTS_SYNC_CLEAN;
-    if (!PyArg_ParseTuple(args, "OOOOOOOO|OOi:_rebuild_storage", &values, &dims, &halo, &aligned,
-                          &alignment, &layout, &preset, &readonly, &device, &managed, &state))
+    if (gtpy_parse_tuple(&sig, args, NULL, v) < 0 ||
+        (v[10] && gtpy_c_int(v[10], "sync_state", &state) < 0))
         return NULL;
+    PyObject *values = v[0], *dims = v[1], *halo = v[2], *aligned = v[3], *alignment = v[4];
+    PyObject *layout = v[5], *preset = v[6], *readonly = v[7], *device = v[8], *managed = v[9];
     gtpy_request r = {.fill = FILL_COPY, .source = values, .source_is_data = true,
                       .storage_api = true, .dims = dims, .dims_param = "dims", .halo = halo,
                       .aligned_index = aligned, .alignment_size = alignment, .layout = layout,

@@ -1,75 +1,9 @@
 /* A Storage with NumPy and GT4Py: ndarray views of its memory, bool(),
  * float(), int() and complex() as NumPy's, the buffer protocol, the array
- * interface, GDP-3's data interface, __array__ and __array_function__. */
+ * interface, GDP-3's data interface, __array__ and __array_function__.
+ * Host access and ndarray views are storage_host.c's. */
 #include "storage_object.h"
 #include "ufunc.h"
-
-int gtpy_storage_host_access(const gts_storage *g, bool write)
-{
-    gts_buffer *buffer = g->buffer;
-    gts_error err;
-    if (!gtpy_has_host_side(buffer)) {
-        PyErr_SetString(gtpy_NoSuchBufferError,
-                        "this storage has no host buffer (a GPUStorage, managed=None): read it "
-                        "on the device (to_ndarray, to_cupy, DLPack) or copy it to the host");
-        return -1;
-    }
-    void *data;
-    gts_access access = write && !g->readonly ? GTS_ACCESS_WRITE : GTS_ACCESS_READ;
-    return gts_storage_access(g, GTS_SIDE_HOST, access, NULL, &data, &err) ? gtpy_raise(&err)
-                                                                           : 0;
-}
-
-PyObject *gtpy_storage_host_staging(const gts_storage *g, gts_storage *host)
-{
-    gts_storage_spec spec;
-    gts_error err;
-    if (gts_storage_spec_init(&spec, g->ndim, g->shape, g->dtype, &err) != 0)
-        return gtpy_raise_null(&err);
-    /* the view's dims: a value with dims is assigned into it by them */
-    memcpy(spec.dims, g->dims, (size_t)g->ndim * sizeof *g->dims);
-    spec.has_dims = true;
-    if (gts_storage_create(&spec, 0, host, &err) != 0)
-        return gtpy_raise_null(&err);
-    PyObject *staging = gtpy_storage_new(host, NULL, NULL);
-    if (staging)
-        gtpy_storage_load(staging, host);
-    return staging;
-}
-
-PyObject *gtpy_storage_ndarray_over(gts_storage *g, PyObject *base, bool write)
-{
-    if (gtpy_storage_host_access(g, write) < 0)
-        return NULL;
-    bool readonly = g->readonly || !write;
-    if (gtpy_numpy_capi()) {
-        Py_ssize_t shape[GTS_MAX_NDIM], strides[GTS_MAX_NDIM];
-        for (int d = 0; d < g->ndim; ++d) {
-            shape[d] = (Py_ssize_t)g->shape[d];
-            strides[d] = (Py_ssize_t)g->strides[d];
-        }
-        return gtpy_numpy_capi_array(g->dtype, g->ndim, shape, strides, gts_storage_data(g),
-                                     readonly, base);
-    }
-    /* Without NumPy's C API: through the buffer protocol of a storage. */
-    PyObject *asarray = gtpy_numpy_asarray();
-    if (!asarray)
-        return NULL;
-    gts_storage view;
-    gts_storage_view(g, &view);
-    view.readonly = readonly;
-    PyObject *exporter = gtpy_storage_new(&view, NULL, NULL);
-    PyObject *array = exporter ? PyObject_CallOneArg(asarray, exporter) : NULL;
-    Py_XDECREF(exporter);
-    return array;
-}
-
-PyObject *gtpy_storage_ndarray(PyObject *self, bool write)
-{
-    gts_storage g;
-    gtpy_storage_load(self, &g);
-    return gtpy_storage_ndarray_over(&g, self, write);
-}
 
 static PyObject *typestr(gts_dtype dtype)
 {
@@ -437,10 +371,17 @@ static PyObject *as_method(PyObject *self, const char *name, PyObject *rest, PyO
 
 PyObject *gtpy_storage_array_function(PyObject *self, PyObject *args)
 {
-    PyObject *func, *types, *fargs, *fkwargs;
-    if (!PyArg_ParseTuple(args, "OOO!O!:__array_function__", &func, &types, &PyTuple_Type,
-                          &fargs, &PyDict_Type, &fkwargs))
+    static const char *const names[] = {"func", "types", "args", "kwargs"};
+    static gtpy_signature sig = GTPY_SIGNATURE("__array_function__", names, 4, 4, 4);
+    PyObject *v[4];
+    if (gtpy_parse_tuple(&sig, args, NULL, v) < 0)
         return NULL;
+    PyObject *func = v[0], *fargs = v[2], *fkwargs = v[3];
+    if (!PyTuple_Check(fargs) || !PyDict_Check(fkwargs)) {
+        PyErr_Format(PyExc_TypeError, "__array_function__(func, types, args, kwargs): args must "
+                     "be a tuple and kwargs a dict, got %.100R and %.100R", fargs, fkwargs);
+        return NULL;
+    }
     PyObject *array = PyTuple_GET_SIZE(fargs) >= 1 ? PyTuple_GET_ITEM(fargs, 0)
                                                    : PyDict_GetItemString(fkwargs, "a");
     if (func == gtpy_numpy("transpose") && array == self) {

@@ -1,0 +1,54 @@
+/* Array sources: the one reader of array objects (source.c). */
+#ifndef GTSTORE_EXT_SOURCE_H
+#define GTSTORE_EXT_SOURCE_H
+
+#include "array_interface.h"
+
+/* A data, template or wrap argument: a gtstore storage, read from its own
+ * fields (on any device, without an export), or an array read through the
+ * buffer protocol. */
+typedef struct gtpy_source {
+    const char *param; /* "data" or "a" */
+    PyObject *array;   /* the object read (new reference) */
+    PyObject *storage; /* the same if it is a gtstore Storage (borrowed), else NULL */
+    bool imported;     /* `storage` was made by the reader over another object's memory:
+                          it has no dims or halo of its own (the object's __gt_dims__, else
+                          the arguments, label it) */
+    bool have_view;      /* false for a storage */
+    Py_buffer view;
+    int ndim;
+    int64_t shape[GTS_MAX_NDIM], strides[GTS_MAX_NDIM];
+    bool dtype_known; /* a native dtype libgtstore supports */
+    bool byteswapped; /* a supported dtype in the other byte order */
+    gts_dtype dtype;
+} gtpy_source;
+
+/* source.c: the one reader of array objects. A Storage is read from its
+ * fields; host memory through the buffer protocol or NumPy (the array
+ * interface, __array__); device arrays (__cuda_array_interface__, or a
+ * __dlpack__ whose __dlpack_device__ is not the CPU) and objects that only
+ * speak DLPack are imported as a storage over their memory (`imported`),
+ * which keeps the producer alive. */
+int gtpy_source_open(gtpy_source *src, PyObject *obj, const char *param);
+/* The import of gtpy_source_open on its own: a new storage over the memory
+ * of a device array or a DLPack-only object; NULL with *found false and no
+ * exception for other objects, NULL with an exception on failure. */
+PyObject *gtpy_source_import(PyObject *obj, const char *param, bool *found);
+void gtpy_source_release(gtpy_source *src);
+/* The one reading of the buffer protocol (creation and binding): an open
+ * buffer's geometry, element 0 and read-only flag, up to `max_ndim`
+ * dimensions (C order where it gives no strides), and its dtype: 1 where
+ * libgtstore knows it, else 0 with *byteswapped telling a supported dtype
+ * in the other byte order, or where `strict` a ValueError naming the
+ * dtype; -1 with an exception ("param: ..."; param may be NULL). */
+int gtpy_view_read(const Py_buffer *view, const char *param, int max_ndim, bool strict,
+                   gtpy_array_info *out, bool *byteswapped);
+/* TypeError: the source's dtype is not one gtstore supports. */
+int gtpy_source_dtype_error(const gtpy_source *src);
+/* Copies the source's values into new memory (`data` with these strides,
+ * viewed by `target`, an ndarray or a storage): libgtstore's kernel for the
+ * same dtype, NumPy's casting assignment otherwise. */
+int gtpy_copy_source(PyObject *target, void *data, const int64_t *strides, int ndim,
+                     const int64_t *shape, gts_dtype dtype, const gtpy_source *src);
+
+#endif

@@ -1,0 +1,86 @@
+/* The host side of a storage: host access by the rule of gtstore/sync.h,
+ * ndarray views of host memory, and host copies of memory without a host
+ * side (staging for values on their way in, values to read). */
+#include "storage_object.h"
+
+int gtpy_storage_host_access(const gts_storage *g, bool write)
+{
+    gts_buffer *buffer = g->buffer;
+    gts_error err;
+    if (!gtpy_has_host_side(buffer)) {
+        PyErr_SetString(gtpy_NoSuchBufferError,
+                        "this storage has no host buffer (a GPUStorage, managed=None): read it "
+                        "on the device (to_ndarray, to_cupy, DLPack) or copy it to the host");
+        return -1;
+    }
+    void *data;
+    gts_access access = write && !g->readonly ? GTS_ACCESS_WRITE : GTS_ACCESS_READ;
+    return gts_storage_access(g, GTS_SIDE_HOST, access, NULL, &data, &err) ? gtpy_raise(&err)
+                                                                           : 0;
+}
+
+PyObject *gtpy_storage_host_staging(const gts_storage *g, gts_storage *host)
+{
+    gts_storage_spec spec;
+    gts_error err;
+    if (gts_storage_spec_init(&spec, g->ndim, g->shape, g->dtype, &err) != 0)
+        return gtpy_raise_null(&err);
+    /* the view's dims: a value with dims is assigned into it by them */
+    memcpy(spec.dims, g->dims, (size_t)g->ndim * sizeof *g->dims);
+    spec.has_dims = true;
+    if (gts_storage_create(&spec, 0, host, &err) != 0)
+        return gtpy_raise_null(&err);
+    PyObject *staging = gtpy_storage_new(host, NULL, NULL);
+    if (staging)
+        gtpy_storage_load(staging, host);
+    return staging;
+}
+
+PyObject *gtpy_storage_ndarray_over(gts_storage *g, PyObject *base, bool write)
+{
+    if (gtpy_storage_host_access(g, write) < 0)
+        return NULL;
+    bool readonly = g->readonly || !write;
+    if (gtpy_numpy_capi()) {
+        Py_ssize_t shape[GTS_MAX_NDIM], strides[GTS_MAX_NDIM];
+        for (int d = 0; d < g->ndim; ++d) {
+            shape[d] = (Py_ssize_t)g->shape[d];
+            strides[d] = (Py_ssize_t)g->strides[d];
+        }
+        return gtpy_numpy_capi_array(g->dtype, g->ndim, shape, strides, gts_storage_data(g),
+                                     readonly, base);
+    }
+    /* Without NumPy's C API: through the buffer protocol of a storage. */
+    PyObject *asarray = gtpy_numpy_asarray();
+    if (!asarray)
+        return NULL;
+    gts_storage view;
+    gts_storage_view(g, &view);
+    view.readonly = readonly;
+    PyObject *exporter = gtpy_storage_new(&view, NULL, NULL);
+    PyObject *array = exporter ? PyObject_CallOneArg(asarray, exporter) : NULL;
+    Py_XDECREF(exporter);
+    return array;
+}
+
+PyObject *gtpy_storage_ndarray(PyObject *self, bool write)
+{
+    gts_storage g;
+    gtpy_storage_load(self, &g);
+    return gtpy_storage_ndarray_over(&g, self, write);
+}
+
+PyObject *gtpy_storage_host_values(PyObject *self)
+{
+    gts_storage g, copy;
+    gts_error err;
+    gtpy_storage_load(self, &g);
+    if (gts_buffer_host(g.buffer) || gts_storage_size(&g) == 0)
+        return gtpy_storage_ndarray(self, false);
+    if (gts_storage_copy_to(gts_device_host(), &g, &copy, &err) != 0)
+        return gtpy_raise_null(&err);
+    PyObject *host = gtpy_storage_new(&copy, NULL, NULL);
+    PyObject *array = host ? gtpy_storage_ndarray(host, false) : NULL;
+    Py_XDECREF(host);
+    return array;
+}
