@@ -202,6 +202,16 @@ FAMILIES = {
 }
 EXACT = {"arithmetic", "comparison", "logical", "bitwise", "predicate"}
 
+
+def exact(family, ufunc, dtype):
+    """Whether gtstore's result must equal NumPy's bit for bit. NumPy's
+    float power runs SIMD code on aligned runs and libm's pow on the rest,
+    which can differ in the last place: where the elements fall (a storage's
+    padding and alignment against NumPy's) picks one or the other."""
+    inexact_power = ufunc is np.power and np.dtype(dtype).kind in "fc"
+    return family in EXACT and not inexact_power
+
+
 class Level(enum.IntEnum):
     """Subclasses of Python numbers are operands too (NumPy types them as
     their arrays: strongly)."""
@@ -304,7 +314,7 @@ def check_call(family, case):
     expected = np.asarray(expected)
     expected = np.broadcast_to(expected, rshape) if expected.shape != rshape else expected
     assert_parameters(result, expected_parameters(storages, rdims, rshape, expected.dtype))
-    assert_values(result, expected, exact=family in EXACT)
+    assert_values(result, expected, exact=exact(family, ufunc, expected.dtype))
     return result, expected
 
 
@@ -361,7 +371,8 @@ def test_ufunc_out_and_replication(family, data):
                            tuple(out.shape[out.dims.index(d)] for d in order))
     want = full.transpose([order.index(d) for d in out.dims])
     assert out.dims == tuple(out.dims)
-    assert_values(out, np.ascontiguousarray(want), exact=family != "math")
+    assert_values(out, np.ascontiguousarray(want),
+                  exact=family != "math" and exact("arithmetic", ufunc, expected.dtype))
 
 
 def test_out_replicates_along_missing_dims():
@@ -444,7 +455,8 @@ def test_ufunc_call_on_the_device_like_numpy(family, data):
             result = ufunc(*operands)
         assert type(result).__name__ == DEVICE_KINDS[managed] and result.dims == rdims
         expected = np.broadcast_to(np.asarray(expected), rshape)
-        assert_values(on_host(result), np.ascontiguousarray(expected), exact=family in EXACT)
+        assert_values(on_host(result), np.ascontiguousarray(expected),
+                      exact=exact(family, ufunc, expected.dtype))
 
 
 @pytest.mark.parametrize("family", ["arithmetic", "math", "comparison"])
@@ -473,7 +485,7 @@ def test_out_and_where_on_the_device_like_numpy(family, data):
             assert ufunc(*operands, out=out, where=gts.storage(mask, dims=rdims)) is out
         got = np.asarray(out) if out_on == "ndarray" else on_host(out)
     want = np.where(mask, expected, np.asarray(7).astype(expected.dtype))
-    assert_values(got, want, exact=family != "math")
+    assert_values(got, want, exact=family != "math" and exact("arithmetic", ufunc, want.dtype))
 
 
 def test_device_compute_into_host_outputs():
