@@ -6,24 +6,6 @@
 
 #include "internal.h"
 
-bool gts_mul_overflow(int64_t a, int64_t b, int64_t *out)
-{
-    int64_t result;
-    if (__builtin_mul_overflow(a, b, &result))
-        return true;
-    *out = result;
-    return false;
-}
-
-bool gts_add_overflow(int64_t a, int64_t b, int64_t *out)
-{
-    int64_t result;
-    if (__builtin_add_overflow(a, b, &result))
-        return true;
-    *out = result;
-    return false;
-}
-
 static int too_big(gts_error *err, int ndim, const int64_t *shape)
 {
     char text[160] = "";

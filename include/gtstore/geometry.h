@@ -72,9 +72,26 @@ int gts_strided_extent(int ndim, const int64_t *shape, const int64_t *strides, i
 int gts_strides_contiguous(int ndim, const int64_t *shape, int64_t itemsize, int64_t *strides,
                            gts_error *err);
 
-/* Checked 64-bit arithmetic: true (and *out untouched) on overflow. */
-bool gts_mul_overflow(int64_t a, int64_t b, int64_t *out);
-bool gts_add_overflow(int64_t a, int64_t b, int64_t *out);
+/* Checked 64-bit arithmetic: true (and *out untouched) on overflow.
+ * Inline: every size computation calls them, and a call into the shared
+ * library for one multiplication is waste (GCC's and Clang's builtins). */
+static inline bool gts_mul_overflow(int64_t a, int64_t b, int64_t *out)
+{
+    int64_t result;
+    if (__builtin_mul_overflow(a, b, &result))
+        return true;
+    *out = result;
+    return false;
+}
+
+static inline bool gts_add_overflow(int64_t a, int64_t b, int64_t *out)
+{
+    int64_t result;
+    if (__builtin_add_overflow(a, b, &result))
+        return true;
+    *out = result;
+    return false;
+}
 
 #ifdef __cplusplus
 }
