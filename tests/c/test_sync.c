@@ -370,10 +370,16 @@ static void hold_against(bool write)
     CHECK_OK(gts_buffer_write_begin(h.buffer, GTS_SIDE_HOST, NULL, ERR));
     CHECK_INT_EQ(gts_buffer_writes_in_flight(h.buffer), 1);
     host[0] = 1; /* the first half of the write */
+    int waits_before = atomic_load(&left);
     pthread_t t;
     if (!CHECK(pthread_create(&t, NULL, sync_or_write_device, &h) == 0))
         return;
-    sleep_ms(30);
+    /* until the other thread waits (the wait hooks count it), however
+     * loaded the machine: a fixed sleep let it start after the write ended */
+    for (int ms = 0; ms < 20000 && atomic_load(&left) == waits_before; ++ms)
+        sleep_ms(1);
+    CHECK(atomic_load(&left) > waits_before);
+    sleep_ms(5);
     CHECK(!atomic_load(&h.returned)); /* it waits for the write in flight */
     host[255] = 2;                    /* the second half */
     atomic_store(&h.ended, 1);
