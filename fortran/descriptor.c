@@ -104,12 +104,9 @@ int gtsf_wrap(const CFI_cdesc_t *array, const gtsf_options *options, gts_storage
         strides[d] = array->dim[d].sm;
     }
     gts_storage_spec spec;
-    rc = gts_storage_spec_init(&spec, array->rank, shape, dtype, err);
-    if (rc)
-        return rc;
     gts_preset preset;
     bool has_preset;
-    rc = gtsf_spec_apply(options, &spec, &preset, &has_preset, err);
+    rc = gtsf_spec_make(options, array->rank, shape, dtype, &spec, &preset, &has_preset, err);
     if (rc)
         return rc;
     /* The device argument alone says where the memory is (a GPU preset only

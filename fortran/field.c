@@ -35,12 +35,9 @@ int gtsf_allocate(CFI_cdesc_t *pointer, const int64_t *shape, int32_t nshape,
         return gts_error_set(err, GTS_EINVAL, "shape: %d entries for a pointer of rank %d",
                              (int)nshape, (int)pointer->rank);
     gts_storage_spec spec;
-    rc = gts_storage_spec_init(&spec, nshape, shape, dtype, err);
-    if (rc)
-        return rc;
     gts_preset preset;
     bool has_preset;
-    rc = gtsf_spec_apply(options, &spec, &preset, &has_preset, err);
+    rc = gtsf_spec_make(options, nshape, shape, dtype, &spec, &preset, &has_preset, err);
     if (rc)
         return rc;
     if (!has_preset)

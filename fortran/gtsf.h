@@ -37,9 +37,10 @@ int gtsf_set_pointer(const gts_storage *storage, CFI_cdesc_t *pointer, gts_error
 int gtsf_wrap(const CFI_cdesc_t *array, const gtsf_options *options, gts_storage **out,
               gts_error *err);
 
-/* options.c: the options into a spec */
-int gtsf_spec_apply(const gtsf_options *options, gts_storage_spec *spec, gts_preset *preset,
-                    bool *has_preset, gts_error *err);
+/* options.c: a spec of the shape and dtype, with the options */
+int gtsf_spec_make(const gtsf_options *options, int ndim, const int64_t *shape, gts_dtype dtype,
+                   gts_storage_spec *spec, gts_preset *preset, bool *has_preset,
+                   gts_error *err);
 
 /* field.c: handles */
 int gtsf_allocate(CFI_cdesc_t *pointer, const int64_t *shape, int32_t nshape,

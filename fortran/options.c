@@ -44,14 +44,17 @@ static int apply_aligned_index(const gtsf_options *o, gts_storage_spec *spec, gt
     return GTS_OK;
 }
 
-/* Writes the options into `spec`. A preset named is looked up into
- * `preset` (then *has_preset, and the caller releases it after the spec
- * has served). */
-int gtsf_spec_apply(const gtsf_options *o, gts_storage_spec *spec, gts_preset *preset,
-                    bool *has_preset, gts_error *err)
+/* A spec of `shape` and `dtype` with the options written into it. A
+ * preset named is looked up into `preset` (then *has_preset, and the
+ * caller releases it after the spec has served). */
+int gtsf_spec_make(const gtsf_options *o, int ndim, const int64_t *shape, gts_dtype dtype,
+                   gts_storage_spec *spec, gts_preset *preset, bool *has_preset,
+                   gts_error *err)
 {
     *has_preset = false;
-    int rc = GTS_OK;
+    int rc = gts_storage_spec_init(spec, ndim, shape, dtype, err);
+    if (rc)
+        return rc;
     if (o->invalid[0])
         return gts_error_set(err, GTS_EINVAL, "%.*s", (int)sizeof o->invalid, o->invalid);
     if (memchr(o->preset, 0, sizeof o->preset) == NULL || memchr(o->dims, 0, sizeof o->dims) == NULL)

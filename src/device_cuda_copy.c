@@ -555,7 +555,6 @@ static int managed_copy(const gts_device_ops *dev, void *dst, const int64_t *dst
     return rc ? rc : gts_copy(dst, dst_strides, src, src_strides, ndim, shape, itemsize, err);
 }
 
-
 void gts__cuda_copy_ops(gts_device_ops *memory, gts_device_ops *managed, gts_device_ops *pinned)
 {
     if (memory) {
