@@ -1,7 +1,8 @@
 /* The call side: Python objects read as the fields of a stencil call, bound
  * by libgtstore's gts_bind, and the acquire / touch / release protocol of
  * the __gt_interface__ sketch around a run. Every number and check is gts_bind's; this file
- * reads the objects, in the order of notes/protocols.md:
+ * turns what the one reader of array objects (source.c gtpy_source_read)
+ * finds into fields, in the order of notes/protocols.md:
  *   1. a gtstore Storage: its own fields (what its __gt_data_interface__
  *      would say, without building the dict), synced through gtstore/sync.h;
  *   2. __gt_data_interface__: the entry of the compute device (None or
@@ -9,9 +10,9 @@
  *   3. else the buffer protocol, __array_interface__ (host) or
  *      __cuda_array_interface__ (gpu), with __gt_dims__ and __gt_origin__;
  *   4. else another library's array as the creation functions import it
- *      (gtpy_source_import: a device __dlpack__ or __cuda_array_interface__,
- *      or DLPack only): its host memory, a copy in and out of its device
- *      memory for a stencil on the host, or its device memory on the GPU.
+ *      (a device __dlpack__ or __cuda_array_interface__, or DLPack only):
+ *      its host memory, a copy in and out of its device memory for a
+ *      stencil on the host, or its device memory on the GPU.
  * Labels: the object's own, else the annotation's (the No-Storage work plan). */
 #include "binding_object.h"
 
@@ -76,47 +77,22 @@ static int take_callback(PyObject *info, const char *key, PyObject **out)
     return PyErr_Occurred() ? -1 : 0;
 }
 
-/* An array's memory as the slot's field (its shape and strides copied). */
-static void load_info(bind_slot *slot, const gtpy_array_info *a, gts_device device)
+/* Memory the reader found in place (its shape and strides copied); the
+ * slot keeps the source's buffer export. */
+static void load_memory(bind_slot *slot, gtpy_source *src, gts_device device)
 {
-    memcpy(slot->shape, a->shape, (size_t)a->ndim * sizeof *a->shape);
-    memcpy(slot->strides, a->strides, (size_t)a->ndim * sizeof *a->strides);
-    slot->desc.data = a->data;
-    slot->desc.dtype = a->dtype;
-    slot->desc.readonly = a->readonly;
-    slot->desc.ndim = a->ndim;
+    memcpy(slot->shape, src->shape, (size_t)src->ndim * sizeof *src->shape);
+    memcpy(slot->strides, src->strides, (size_t)src->ndim * sizeof *src->strides);
+    slot->desc.data = src->data;
+    slot->desc.dtype = src->dtype;
+    slot->desc.readonly = src->readonly;
+    slot->desc.ndim = src->ndim;
     slot->desc.device = device;
     slot->desc.shape = slot->shape;
     slot->desc.strides = slot->strides;
-}
-
-/* The keys of the array interfaces, shared by __array_interface__,
- * __cuda_array_interface__ and the entries of __gt_data_interface__
- * (array_interface.c reads them). GPU memory is located and checked, and
- * its stream waited on, as the creation functions do. */
-static int load_array_info(bind_slot *slot, PyObject *info, const char *what, gts_device device)
-{
-    gtpy_array_info a;
-    const gts_device_ops *memory;
-    if (gtpy_array_info_read(info, what, GTS_BIND_MAX_NDIM, &a) < 0 ||
-        (device == GTS_DEVICE_GPU && gtpy_cuda_memory(&a, what, &memory) < 0))
-        return -1;
-    load_info(slot, &a, device);
-    return 0;
-}
-
-/* The buffer protocol (host only): what NumPy itself tries first. */
-static int load_buffer(bind_slot *slot, PyObject *obj)
-{
-    if (PyObject_GetBuffer(obj, &slot->view, PyBUF_RECORDS_RO) < 0)
-        return -1;
-    slot->have_view = true;
-    gtpy_array_info a;
-    bool byteswapped;
-    if (gtpy_view_read(&slot->view, NULL, GTS_BIND_MAX_NDIM, true, &a, &byteswapped) < 0)
-        return -1;
-    load_info(slot, &a, GTS_DEVICE_CPU);
-    return 0;
+    slot->view = src->view;
+    slot->have_view = src->have_view;
+    src->have_view = false;
 }
 
 /* Labels given as `dims` (a data interface's entry or __gt_dims__). */
@@ -171,33 +147,11 @@ static int load_gt_dims(bind_slot *slot, PyObject *obj)
     return rc;
 }
 
-/* GDP-3's data interface: the entry for the compute device. */
-static int load_data_interface(bind_slot *slot, PyObject *obj, PyObject *interface,
-                               gts_device device)
+/* The keys of a __gt_data_interface__ entry besides its memory: the
+ * callbacks, dims and halo; and the object's __gt_origin__. */
+static int load_entry(bind_slot *slot, PyObject *obj, PyObject *info)
 {
-    if (!PyDict_Check(interface)) {
-        PyErr_Format(PyExc_TypeError, "__gt_data_interface__: expected a dict, got %.200R",
-                     interface);
-        return -1;
-    }
-    PyObject *info = NULL;
-    if (device == GTS_DEVICE_CPU) {
-        info = PyDict_GetItemWithError(interface, Py_None);
-        if (!info && !PyErr_Occurred())
-            info = PyDict_GetItemString(interface, "cpu");
-    } else {
-        info = PyDict_GetItemString(interface, "gpu");
-    }
-    if (!info) {
-        if (!PyErr_Occurred())
-            PyErr_Format(PyExc_ValueError,
-                         "__gt_data_interface__ has no buffer on the %s, where the stencil "
-                         "computes (its keys: %R)",
-                         gtpy_device_name(device), interface);
-        return -1;
-    }
-    if (load_array_info(slot, info, "__gt_data_interface__", device) < 0 ||
-        take_callback(info, "acquire", &slot->acquire) < 0 ||
+    if (take_callback(info, "acquire", &slot->acquire) < 0 ||
         take_callback(info, "touch", &slot->touch) < 0 ||
         take_callback(info, "release", &slot->release) < 0)
         return -1;
@@ -247,42 +201,6 @@ static int load_imported(bind_slot *slot, PyObject *storage, gts_device device,
     return rc;
 }
 
-/* The standard interfaces, with __gt_dims__ and __gt_origin__. */
-static int load_plain(bind_slot *slot, PyObject *obj, gts_device device,
-                      const gts_field_spec *spec)
-{
-    static PyObject *host_name, *cuda_name;
-    int rc = -1;
-    PyObject *info = NULL;
-    if (device == GTS_DEVICE_CPU && PyObject_CheckBuffer(obj)) {
-        rc = load_buffer(slot, obj);
-    } else if ((info = device == GTS_DEVICE_CPU
-                           ? gtpy_optional_attr(obj, "__array_interface__", &host_name)
-                           : gtpy_optional_attr(obj, "__cuda_array_interface__", &cuda_name))) {
-        rc = load_array_info(slot, info, device == GTS_DEVICE_CPU ? "__array_interface__"
-                                                                  : "__cuda_array_interface__",
-                             device);
-        Py_DECREF(info);
-    } else {
-        bool found;
-        PyObject *storage = gtpy_source_import(obj, "its memory", &found);
-        if (!found) {
-            PyErr_Format(PyExc_TypeError,
-                         "cannot read a %.100s as a field on the %s: it has no "
-                         "__gt_data_interface__, %s__cuda_array_interface__ or __dlpack__",
-                         Py_TYPE(obj)->tp_name, gtpy_device_name(device),
-                         device == GTS_DEVICE_CPU ? "buffer protocol, __array_interface__, "
-                                                  : "");
-            return -1;
-        }
-        rc = storage ? load_imported(slot, storage, device, spec) : -1;
-        Py_XDECREF(storage);
-    }
-    if (rc < 0)
-        return -1;
-    return load_gt_dims(slot, obj) < 0 ? -1 : load_gt_origin(slot, obj);
-}
-
 /* A Storage without a host side, for a stencil on the host: its values
  * copied into a host storage that the stencil uses, and copied back after a
  * run that writes it (GDP-3's final text), with a warning: two transfers per call. */
@@ -308,28 +226,59 @@ static int load_copy_in(bind_slot *slot, PyObject *storage, const gts_storage *g
                             spec->name, spec->written ? " and back after the run" : "");
 }
 
+/* What the reader found as the slot's field: a Storage (its host side,
+ * else a copy in), an imported array, or memory in place. */
+static int load_source(bind_slot *slot, gtpy_source *src, gts_device device,
+                       const gts_field_spec *spec)
+{
+    if (src->imported)
+        return load_imported(slot, src->storage, device, spec);
+    if (!src->storage) {
+        load_memory(slot, src, device);
+        return 0;
+    }
+    gts_storage g;
+    gtpy_storage_load(src->storage, &g);
+    return gtpy_has_host_side(g.buffer) ? load_storage(slot, src->storage, &g)
+                                        : load_copy_in(slot, src->storage, &g, spec);
+}
+
+/* What the object says besides its memory: a data interface entry's keys,
+ * else __gt_dims__ and __gt_origin__ (a Storage's fields say it all). */
+static int load_labels(bind_slot *slot, PyObject *obj, const gtpy_source *src)
+{
+    if (src->storage && !src->imported)
+        return 0;
+    if (src->entry)
+        return load_entry(slot, obj, src->entry);
+    return load_gt_dims(slot, obj) < 0 ? -1 : load_gt_origin(slot, obj);
+}
+
+/* The TypeError for an object the reader cannot read on `device`. */
+static int unreadable(PyObject *obj, gts_device device)
+{
+    PyErr_Format(PyExc_TypeError,
+                 "cannot read a %.100s as a field on the %s: it has no "
+                 "__gt_data_interface__, %s__cuda_array_interface__ or __dlpack__",
+                 Py_TYPE(obj)->tp_name, gtpy_device_name(device),
+                 device == GTS_DEVICE_CPU ? "buffer protocol, __array_interface__, " : "");
+    return -1;
+}
+
 int gtpy_slot_load(bind_slot *slot, PyObject *obj, const gts_field_spec *spec, gts_device device)
 {
-    static PyObject *interface_name;
     memset(&slot->desc, 0, sizeof slot->desc);
     slot->obj = Py_NewRef(obj);
-    int rc;
-    gts_storage g;
-    if (device == GTS_DEVICE_CPU && gtpy_is_storage(obj)) {
-        gtpy_storage_load(obj, &g);
-        rc = gtpy_has_host_side(g.buffer) ? load_storage(slot, obj, &g)
-                                          : load_copy_in(slot, obj, &g, spec);
-    } else {
-        PyObject *interface;
-        if (gtpy_lookup_attr(obj, "__gt_data_interface__", &interface_name, &interface) < 0)
-            return -1; /* the getter's exception, unchanged */
-        if (interface) {
-            rc = load_data_interface(slot, obj, interface, device);
-            Py_DECREF(interface);
-        } else {
-            rc = load_plain(slot, obj, device, spec);
-        }
-    }
+    gtpy_source src;
+    int rc = gtpy_source_read(&src, obj, device, GTS_BIND_MAX_NDIM);
+    if (rc == 0)
+        rc = unreadable(obj, device);
+    else if (rc > 0)
+        rc = load_source(slot, &src, device, spec) < 0 || load_labels(slot, obj, &src) < 0 ? -1
+                                                                                          : 0;
+    gtpy_source_release(&src);
+    if (rc == -2)
+        return -1; /* the object's getter's exception, unchanged */
     return rc < 0 ? gtpy_prefix_error(spec->name) : 0;
 }
 

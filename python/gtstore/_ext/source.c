@@ -1,9 +1,9 @@
-/* Array sources: the data or template of a call, opened through the
- * buffer protocol, NumPy's interfaces, the CUDA array interface or DLPack,
- * with its shape, strides and dtype read once; and copying a source's
- * values into new memory. The one reader of array objects of the creation
- * functions (binding.c reads the same interfaces through
- * array_interface.c and gtpy_source_import). */
+/* Array sources: the one reader of array objects. The data or template of
+ * a creation function, the memory to wrap, and a stencil call's fields are
+ * opened here, through the buffer protocol, NumPy's interfaces, the CUDA
+ * array interface, DLPack or __gt_data_interface__, with their shape,
+ * strides and dtype read once; and copying a source's values into new
+ * memory. */
 #include "source.h"
 #include "array_interface.h"
 #include "convert.h"
@@ -20,6 +20,7 @@ void gtpy_source_release(gtpy_source *s)
         PyBuffer_Release(&s->view);
     s->have_view = false;
     Py_CLEAR(s->array);
+    Py_CLEAR(s->entry);
 }
 
 /* The dtype of a buffer's format: 1 where libgtstore knows it, else 0,
@@ -67,17 +68,26 @@ int gtpy_view_read(const Py_buffer *v, const char *param, int max_ndim, bool str
     return view_dtype(v, strict, &out->dtype, byteswapped);
 }
 
-/* The source's geometry and dtype from its open buffer. */
-static int source_from_view(gtpy_source *s)
+/* The source's geometry, memory and dtype from an array's info. */
+static void source_from_info(gtpy_source *s, const gtpy_array_info *info)
+{
+    s->ndim = info->ndim;
+    memcpy(s->shape, info->shape, (size_t)info->ndim * sizeof *info->shape);
+    memcpy(s->strides, info->strides, (size_t)info->ndim * sizeof *info->strides);
+    s->dtype = info->dtype;
+    s->data = info->data;
+    s->readonly = info->readonly;
+}
+
+/* The source's geometry and dtype from its open buffer: any dtype (the
+ * creation functions convert), or where `strict` only libgtstore's. */
+static int source_from_view(gtpy_source *s, const char *param, int max_ndim, bool strict)
 {
     gtpy_array_info info;
-    int known = gtpy_view_read(&s->view, s->param, GTS_MAX_NDIM, false, &info, &s->byteswapped);
+    int known = gtpy_view_read(&s->view, param, max_ndim, strict, &info, &s->byteswapped);
     if (known < 0)
         return -1;
-    s->ndim = info.ndim;
-    memcpy(s->shape, info.shape, (size_t)info.ndim * sizeof *info.shape);
-    memcpy(s->strides, info.strides, (size_t)info.ndim * sizeof *info.strides);
-    s->dtype = info.dtype;
+    source_from_info(s, &info);
     s->dtype_known = known;
     return 0;
 }
@@ -171,7 +181,102 @@ int gtpy_source_open(gtpy_source *s, PyObject *obj, const char *param)
         }
     }
     s->have_view = true;
-    return source_from_view(s);
+    return source_from_view(s, s->param, GTS_MAX_NDIM, false);
+}
+
+/* An interface's dict (`what` names it) read in place; GPU memory located
+ * and its stream waited on, as the creation functions do. */
+static int read_interface(gtpy_source *s, PyObject *info, const char *what, gts_device device,
+                          int max_ndim)
+{
+    gtpy_array_info a;
+    const gts_device_ops *memory;
+    if (gtpy_array_info_read(info, what, max_ndim, &a) < 0 ||
+        (device == GTS_DEVICE_GPU && gtpy_cuda_memory(&a, what, &memory) < 0))
+        return -1;
+    source_from_info(s, &a);
+    s->dtype_known = true;
+    return 1;
+}
+
+/* GDP-3's data interface: the entry for the compute device (None or "cpu"
+ * for the host, "gpu"), kept for its other keys (s->entry). */
+static int read_data_interface(gtpy_source *s, PyObject *interface, gts_device device,
+                               int max_ndim)
+{
+    if (!PyDict_Check(interface)) {
+        PyErr_Format(PyExc_TypeError, "__gt_data_interface__: expected a dict, got %.200R",
+                     interface);
+        return -1;
+    }
+    PyObject *info = NULL;
+    if (device == GTS_DEVICE_CPU) {
+        info = PyDict_GetItemWithError(interface, Py_None);
+        if (!info && !PyErr_Occurred())
+            info = PyDict_GetItemString(interface, "cpu");
+    } else {
+        info = PyDict_GetItemString(interface, "gpu");
+    }
+    if (!info) {
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_ValueError,
+                         "__gt_data_interface__ has no buffer on the %s, where the stencil "
+                         "computes (its keys: %R)",
+                         gtpy_device_name(device), interface);
+        return -1;
+    }
+    s->entry = Py_NewRef(info);
+    return read_interface(s, info, "__gt_data_interface__", device, max_ndim);
+}
+
+/* The standard interfaces in place: the buffer protocol (what NumPy itself
+ * tries first) and __array_interface__ on the host,
+ * __cuda_array_interface__ on the GPU; else another library's array
+ * imported. */
+static int read_plain(gtpy_source *s, PyObject *obj, gts_device device, int max_ndim)
+{
+    static PyObject *host_name, *cuda_name;
+    if (device == GTS_DEVICE_CPU && PyObject_CheckBuffer(obj)) {
+        if (PyObject_GetBuffer(obj, &s->view, PyBUF_RECORDS_RO) < 0)
+            return -1;
+        s->have_view = true;
+        return source_from_view(s, NULL, max_ndim, true) < 0 ? -1 : 1;
+    }
+    bool host = device == GTS_DEVICE_CPU;
+    PyObject *info = host ? gtpy_optional_attr(obj, "__array_interface__", &host_name)
+                          : gtpy_optional_attr(obj, "__cuda_array_interface__", &cuda_name);
+    if (info) {
+        int rc = read_interface(s, info, host ? "__array_interface__"
+                                              : "__cuda_array_interface__", device, max_ndim);
+        Py_DECREF(info);
+        return rc;
+    }
+    bool found;
+    PyObject *imported = gtpy_source_import(obj, "its memory", &found);
+    if (!found)
+        return 0;
+    Py_CLEAR(s->array); /* the imported storage's, which keeps obj alive */
+    int rc = imported ? source_from_storage(s, imported) : -1;
+    s->imported = true;
+    Py_XDECREF(imported); /* s->array holds it */
+    return rc < 0 ? -1 : 1;
+}
+
+int gtpy_source_read(gtpy_source *s, PyObject *obj, gts_device device, int max_ndim)
+{
+    static PyObject *interface_name;
+    memset(s, 0, sizeof *s);
+    if (device == GTS_DEVICE_CPU && gtpy_is_storage(obj))
+        return source_from_storage(s, obj) < 0 ? -1 : 1;
+    s->array = Py_NewRef(obj);
+    PyObject *interface;
+    if (gtpy_lookup_attr(obj, "__gt_data_interface__", &interface_name, &interface) < 0)
+        return -2; /* the getter's own exception, for the caller to pass on */
+    if (!interface)
+        return read_plain(s, obj, device, max_ndim);
+    int rc = read_data_interface(s, interface, device, max_ndim);
+    Py_DECREF(interface);
+    return rc;
 }
 
 int gtpy_source_dtype_error(const gtpy_source *s)

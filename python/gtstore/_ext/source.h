@@ -21,6 +21,12 @@ typedef struct gtpy_source {
     bool dtype_known; /* a native dtype libgtstore supports */
     bool byteswapped; /* a supported dtype in the other byte order */
     gts_dtype dtype;
+    /* Read in place (gtpy_source_read) through the buffer protocol or an
+     * interface's dict: element 0 on the side read, and whether it is
+     * read-only; NULL for a storage. */
+    void *data;
+    bool readonly;
+    PyObject *entry; /* the __gt_data_interface__ entry read (new reference), or NULL */
 } gtpy_source;
 
 /* source.c: the one reader of array objects. A Storage is read from its
@@ -34,6 +40,17 @@ int gtpy_source_open(gtpy_source *src, PyObject *obj, const char *param);
  * of a device array or a DLPack-only object; NULL with *found false and no
  * exception for other objects, NULL with an exception on failure. */
 PyObject *gtpy_source_import(PyObject *obj, const char *param, bool *found);
+/* The reading of gtpy_source_open in place, for a stencil call on
+ * `device` (binding.c), up to `max_ndim` dimensions and only dtypes
+ * libgtstore knows: on the host a Storage (its fields), else the object's
+ * __gt_data_interface__ entry for the device (None or "cpu", "gpu"), the
+ * buffer protocol (host), __array_interface__ (host) or
+ * __cuda_array_interface__ (GPU, its memory located and its stream waited
+ * on), else the import of gtpy_source_open. Nothing is converted or copied.
+ * 1 when read; 0 without an exception for an object with none of these
+ * interfaces; -1 with an exception; -2 with the exception of the object's
+ * own __gt_data_interface__ getter (which a caller passes on unchanged). */
+int gtpy_source_read(gtpy_source *src, PyObject *obj, gts_device device, int max_ndim);
 void gtpy_source_release(gtpy_source *src);
 /* The one reading of the buffer protocol (creation and binding): an open
  * buffer's geometry, element 0 and read-only flag, up to `max_ndim`
