@@ -266,6 +266,9 @@ def test_clip_bounds_broadcast_by_dims_and_out():
         np.clip(s, a_min=1, min=2)
     with pytest.raises(TypeError, match="at most 3 positional"):
         s.clip(1, 2, None, 4)
+    # the one parser: keywords clip does not take go on to NumPy's ufunc
+    with pytest.raises(TypeError, match="bogus"):
+        s.clip(1, 2, bogus=3)
 
 
 # ---- squeeze ---------------------------------------------------------------------------------

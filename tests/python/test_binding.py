@@ -676,3 +676,22 @@ def test_call_arguments_one_parser():
     caller(alpha=2.0, out=a, skip=True, domain=(1, 1, 1))
     assert list(seen[0]) == ["out", "alpha"] and seen[0]["alpha"] == 2.0
     assert gtstore.stencils.copy(out=a, inp=np.ones((3, 4, 5))) is None and a.all()
+
+
+def test_signature_fields_through_the_parser():
+    """Signature(**fields) parses its options with the one parser and takes
+    every other keyword as a field, in the call's order, however many
+    (more than the parser's stack vector of 16)."""
+    names = [f"f{i}" for i in range(40)]
+    fields = {name: Field["f8", "IJK"] for name in names}
+    sig = Signature(device="cpu", **fields, writes=["f39"], relies_on_layout=False)
+    assert sig.fields == tuple(names) and sig.writes == ["f39"] and sig.device == "cpu"
+    arrays = [np.zeros((3, 4, 5)) for _ in names]
+    call = sig.bind(*arrays)
+    assert call.domain == (3, 4, 5)
+    with pytest.raises(TypeError, match="takes fields by keyword"):
+        Signature(Field["f8"])
+    with pytest.raises(TypeError, match="f1: expected a Field annotation"):
+        Signature(f0=Field["f8", "IJK"], f1="not a field")
+    with pytest.raises(ValueError, match="device: expected 'cpu' or 'gpu', got 'tpu'"):
+        Signature(out=Field["f8", "IJK"], device="tpu")

@@ -2,7 +2,9 @@
  * functions and methods (gtpy_signature in args.h): positional and
  * keyword arguments matched to a list of names, with the messages CPython
  * gives for its own functions; with groups of names known at run time
- * (gtpy_names), it parses the stencil calls' fields too. */
+ * (gtpy_names), it parses the stencil calls' fields too, and with a rest
+ * dict (Python's **kwargs) a Signature's fields and the keywords a method
+ * passes on to NumPy. */
 #include "args.h"
 
 #include <string.h>
@@ -135,18 +137,24 @@ static int take_positional(const gtpy_signature *sig, const gtpy_names *groups, 
     return nargs > capacity ? too_many(sig, groups, ngroups, capacity, nargs) : 0;
 }
 
-int gtpy_parse_named(gtpy_signature *sig, const gtpy_names *groups, int ngroups,
-                     PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
-                     PyObject **values)
+/* The keywords, into the groups' and the signature's slots; those nothing
+ * takes into `rest` (a dict: Python's **kwargs), or an error where it is
+ * NULL. */
+static int take_keywords(const gtpy_signature *sig, const gtpy_names *groups, int ngroups,
+                         PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+                         PyObject **values, PyObject *rest)
 {
-    if (intern_names(sig) < 0 || take_positional(sig, groups, ngroups, args, nargs, values) < 0)
-        return -1;
     Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
     for (Py_ssize_t k = 0; k < nkw; ++k) {
         PyObject *key = PyTuple_GET_ITEM(kwnames, k);
         const char *noun;
         bool found;
         PyObject **slot = keyword_slot(sig, groups, ngroups, values, key, &noun, &found);
+        if (!found && rest) {
+            if (PyDict_SetItem(rest, key, args[nargs + k]) < 0)
+                return -1;
+            continue;
+        }
         if (!found)
             return unexpected(sig, groups, ngroups, key);
         if (slot && *slot) {
@@ -157,27 +165,48 @@ int gtpy_parse_named(gtpy_signature *sig, const gtpy_names *groups, int ngroups,
         if (slot)
             *slot = args[nargs + k];
     }
+    return 0;
+}
+
+static int parse(gtpy_signature *sig, const gtpy_names *groups, int ngroups,
+                 PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, PyObject **values,
+                 PyObject *rest)
+{
+    if (intern_names(sig) < 0 || take_positional(sig, groups, ngroups, args, nargs, values) < 0 ||
+        take_keywords(sig, groups, ngroups, args, nargs, kwnames, values, rest) < 0)
+        return -1;
     return check_required(sig, groups, ngroups, values);
+}
+
+int gtpy_parse_named(gtpy_signature *sig, const gtpy_names *groups, int ngroups,
+                     PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+                     PyObject **values)
+{
+    return parse(sig, groups, ngroups, args, nargs, kwnames, values, NULL);
 }
 
 int gtpy_parse_args(gtpy_signature *sig, PyObject *const *args, Py_ssize_t nargs,
                     PyObject *kwnames, PyObject **values)
 {
-    return gtpy_parse_named(sig, NULL, 0, args, nargs, kwnames, values);
+    return parse(sig, NULL, 0, args, nargs, kwnames, values, NULL);
 }
 
-int gtpy_parse_tuple(gtpy_signature *sig, PyObject *args, PyObject *kwargs, PyObject **values)
+int gtpy_parse_tuple_rest(gtpy_signature *sig, PyObject *args, PyObject *kwargs,
+                          PyObject **values, PyObject **rest)
 {
+    /* the arguments as a vectorcall's: on the stack, or the heap for many
+     * (a Signature's fields) */
     Py_ssize_t nargs = PyTuple_GET_SIZE(args), nkw = kwargs ? PyDict_GET_SIZE(kwargs) : 0;
-    if (nargs + nkw > GTPY_MAX_ARGS) {
-        PyErr_Format(PyExc_TypeError, "%s%stakes at most %d arguments (%zd given)", WHO(sig),
-                     sig->nnames, nargs + nkw);
-        return -1;
-    }
-    PyObject *vector[GTPY_MAX_ARGS] = {NULL}, *key, *value;
+    PyObject *stack[GTPY_MAX_ARGS] = {NULL}, **vector = stack, *key, *value;
+    if (nargs + nkw > GTPY_MAX_ARGS &&
+        !(vector = PyMem_Malloc((size_t)(nargs + nkw) * sizeof *vector)))
+        return PyErr_NoMemory(), -1;
     PyObject *kwnames = nkw ? PyTuple_New(nkw) : NULL;
+    int rc = -1;
+    if (rest && !(*rest = PyDict_New()))
+        goto done;
     if (nkw && !kwnames)
-        return -1;
+        goto done;
     for (Py_ssize_t i = 0; i < nargs; ++i)
         vector[i] = PyTuple_GET_ITEM(args, i);
     Py_ssize_t pos = 0, k = 0;
@@ -185,7 +214,17 @@ int gtpy_parse_tuple(gtpy_signature *sig, PyObject *args, PyObject *kwargs, PyOb
         PyTuple_SET_ITEM(kwnames, k, Py_NewRef(key));
         vector[nargs + k++] = value; /* borrowed: the dict lives through the call */
     }
-    int rc = gtpy_parse_args(sig, vector, nargs, kwnames, values);
+    rc = parse(sig, NULL, 0, vector, nargs, kwnames, values, rest ? *rest : NULL);
+done:
+    if (rc < 0 && rest)
+        Py_CLEAR(*rest);
     Py_XDECREF(kwnames);
+    if (vector != stack)
+        PyMem_Free(vector);
     return rc;
+}
+
+int gtpy_parse_tuple(gtpy_signature *sig, PyObject *args, PyObject *kwargs, PyObject **values)
+{
+    return gtpy_parse_tuple_rest(sig, args, kwargs, values, NULL);
 }

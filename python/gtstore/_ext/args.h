@@ -30,6 +30,11 @@ int gtpy_parse_args(gtpy_signature *sig, PyObject *const *args, Py_ssize_t nargs
  * function: the arguments as a tuple and a dict (or NULL). */
 #define GTPY_MAX_ARGS 16
 int gtpy_parse_tuple(gtpy_signature *sig, PyObject *args, PyObject *kwargs, PyObject **values);
+/* gtpy_parse_tuple for a function that also takes **kwargs: *rest receives
+ * a new dict of the keywords none of the signature's names take (NULL on
+ * failure). */
+int gtpy_parse_tuple_rest(gtpy_signature *sig, PyObject *args, PyObject *kwargs,
+                          PyObject **values, PyObject **rest);
 
 /* Parameters whose names are known at run time only (a stencil's fields,
  * a kernel's parameters): a group of them comes before the signature's,

@@ -156,16 +156,35 @@ int gtpy_fields_given(const SignatureObject *s, const char *function, PyObject *
     return 0;
 }
 
+/* Signature(**fields, extents=, writes=, device=, relies_on_layout=): the
+ * options by name (the one parser, args.c), every other keyword a field. */
 static const char *const signature_options[] = {"extents", "writes", "device",
                                                 "relies_on_layout"};
 enum { OPT_EXTENTS, OPT_WRITES, OPT_DEVICE, OPT_RELIES, NOPTIONS };
+static gtpy_signature signature_parser = GTPY_SIGNATURE("Signature", signature_options, 0, 0, 0);
 
-static int option_index(PyObject *key)
+/* The fields, {name: Field annotation} in the call's order, into
+ * s->fields and s->names (interned; the specs' names point into them). */
+static int read_fields(SignatureObject *s, PyObject *fields)
 {
-    for (int i = 0; i < NOPTIONS; ++i)
-        if (PyUnicode_CompareWithASCIIString(key, signature_options[i]) == 0)
-            return i;
-    return -1;
+    Py_ssize_t n = PyDict_GET_SIZE(fields);
+    if (!(s->fields = PyMem_Calloc((size_t)(n ? n : 1), sizeof *s->fields)))
+        return PyErr_NoMemory(), -1;
+    if (!(s->names = PyTuple_New(n)))
+        return -1;
+    PyObject *key, *value;
+    Py_ssize_t pos = 0, f = 0;
+    while (PyDict_Next(fields, &pos, &key, &value)) {
+        PyObject *interned = Py_NewRef(key);
+        PyUnicode_InternInPlace(&interned);
+        PyTuple_SET_ITEM(s->names, f, interned);
+        gts_field_spec *spec = &s->fields[f++];
+        if (!(spec->name = PyUnicode_AsUTF8(interned)))
+            return -1;
+        if (field_spec_from_annotation(value, spec) < 0)
+            return gtpy_prefix_error(spec->name);
+    }
+    return 0;
 }
 
 static PyObject *signature_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
@@ -176,42 +195,19 @@ static PyObject *signature_new(PyTypeObject *type, PyObject *args, PyObject *kwa
                         "...)");
         return NULL;
     }
-    Py_ssize_t nkw = kwargs ? PyDict_GET_SIZE(kwargs) : 0;
-    PyObject *options[NOPTIONS] = {NULL, NULL, NULL, NULL};
-    SignatureObject *s = (SignatureObject *)type->tp_alloc(type, 0);
-    if (!s)
+    PyObject *options[NOPTIONS], *fields;
+    if (gtpy_parse_tuple_rest(&signature_parser, args, kwargs, options, &fields) < 0)
         return NULL;
-    s->owned = true;
-    s->fields = PyMem_Calloc((size_t)(nkw ? nkw : 1), sizeof *s->fields);
-    PyObject *names = PyList_New(0);
-    if (!s->fields || !names)
-        goto fail;
-    PyObject *key, *value;
-    Py_ssize_t pos = 0;
-    int nfields = 0;
-    while (PyDict_Next(kwargs ? kwargs : Py_None, &pos, &key, &value)) {
-        int option = option_index(key);
-        if (option >= 0) {
-            options[option] = value;
-            continue;
-        }
-        gts_field_spec *spec = &s->fields[nfields];
-        PyObject *interned = Py_NewRef(key);
-        PyUnicode_InternInPlace(&interned);
-        int rc = PyList_Append(names, interned);
-        spec->name = PyUnicode_AsUTF8(interned);
-        Py_DECREF(interned);
-        if (rc < 0 || !spec->name)
-            goto fail;
-        if (field_spec_from_annotation(value, spec) < 0) {
-            gtpy_prefix_error(spec->name);
-            goto fail;
-        }
-        ++nfields;
+    SignatureObject *s = (SignatureObject *)type->tp_alloc(type, 0);
+    if (!s) {
+        Py_DECREF(fields);
+        return NULL;
     }
-    s->names = PyList_AsTuple(names);
-    Py_CLEAR(names);
-    if (!s->names)
+    s->owned = true;
+    int rc = read_fields(s, fields);
+    int nfields = (int)PyDict_GET_SIZE(fields);
+    Py_DECREF(fields);
+    if (rc < 0)
         goto fail;
     s->sig = (gts_signature){nfields, s->fields, GTS_DEVICE_CPU};
     if ((options[OPT_DEVICE] && options[OPT_DEVICE] != Py_None &&
@@ -235,7 +231,6 @@ static PyObject *signature_new(PyTypeObject *type, PyObject *args, PyObject *kwa
     }
     return (PyObject *)s;
 fail:
-    Py_XDECREF(names);
     Py_DECREF(s);
     return NULL;
 }

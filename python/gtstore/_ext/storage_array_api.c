@@ -64,52 +64,25 @@ static int beyond(PyObject *self, PyObject *bound, const char *end, int op)
     return result;
 }
 
-/* One of clip's arguments, by position or keyword (not both); the
- * keyword is taken out of `kw`. NULL without an exception where absent. */
-static PyObject *clip_argument(PyObject *args, Py_ssize_t i, PyObject *kw, const char *name)
-{
-    PyObject *key = PyUnicode_FromString(name);
-    PyObject *value = key ? PyDict_GetItemWithError(kw, key) : NULL;
-    if (value && i < PyTuple_GET_SIZE(args)) {
-        Py_DECREF(key);
-        return PyErr_Format(PyExc_TypeError, "clip() got multiple values for argument '%s'",
-                            name);
-    }
-    if (value) {
-        Py_INCREF(value);
-        if (PyDict_DelItem(kw, key) < 0)
-            Py_CLEAR(value);
-    } else if (!PyErr_Occurred() && i < PyTuple_GET_SIZE(args)) {
-        value = Py_NewRef(PyTuple_GET_ITEM(args, i));
-    }
-    Py_XDECREF(key);
-    return value;
-}
-
 /* clip(min=None, max=None, out=None, **kwargs): NumPy's ndarray.clip, its
  * ufuncs called on the storage (positive, minimum, maximum or clip), so
  * that bounds that are storages broadcast by dims and the result is a
  * storage on the device the ufunc chooses. */
 PyObject *gtpy_storage_clip(PyObject *self, PyObject *args, PyObject *kwargs)
 {
-    if (PyTuple_GET_SIZE(args) > 3)
-        return PyErr_Format(PyExc_TypeError,
-                            "clip() takes at most 3 positional arguments (%zd given)",
-                            PyTuple_GET_SIZE(args));
-    PyObject *kw = kwargs ? PyDict_Copy(kwargs) : PyDict_New();
-    PyObject *bounds[2] = {NULL, NULL}, *out = NULL, *result = NULL;
-    if (!kw)
+    static const char *const names[] = {"min", "max", "out"};
+    static gtpy_signature sig = GTPY_SIGNATURE("clip", names, 3, 0, 0);
+    PyObject *v[3], *kw, *result = NULL; /* v: borrowed; kw: NumPy's other keywords */
+    if (gtpy_parse_tuple_rest(&sig, args, kwargs, v, &kw) < 0)
         return NULL;
-    bounds[0] = clip_argument(args, 0, kw, "min");
-    bounds[1] = !PyErr_Occurred() ? clip_argument(args, 1, kw, "max") : NULL;
-    out = !PyErr_Occurred() ? clip_argument(args, 2, kw, "out") : NULL;
-    int low = PyErr_Occurred() ? -1 : beyond(self, bounds[0], "min", Py_LE);
+    PyObject *bounds[2] = {v[0], v[1]}, *out = v[2];
+    int low = beyond(self, bounds[0], "min", Py_LE);
     int high = low < 0 ? -1 : beyond(self, bounds[1], "max", Py_GE);
     if (high >= 0) {
         if (low || bounds[0] == Py_None)
-            Py_CLEAR(bounds[0]);
+            bounds[0] = NULL;
         if (high || bounds[1] == Py_None)
-            Py_CLEAR(bounds[1]);
+            bounds[1] = NULL;
         if (out && out != Py_None && PyDict_SetItemString(kw, "out", out) < 0)
             high = -1;
     }
@@ -127,9 +100,6 @@ PyObject *gtpy_storage_clip(PyObject *self, PyObject *args, PyObject *kwargs)
         result = inputs ? PyObject_Call(ufunc, inputs, kw) : NULL;
         Py_XDECREF(inputs);
     }
-    Py_XDECREF(bounds[0]);
-    Py_XDECREF(bounds[1]);
-    Py_XDECREF(out);
     Py_DECREF(kw);
     return result;
 }

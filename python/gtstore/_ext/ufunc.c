@@ -936,28 +936,37 @@ static bool takes(const reduction *r, const char *param)
     return false;
 }
 
-/* Positional arguments moved into a new dict of keywords by name. */
+/* Each reduction's parameters for the one parser (args.c), declared on
+ * first use from the table. */
+#define NREDUCTIONS (sizeof REDUCTIONS / sizeof *REDUCTIONS)
+static gtpy_signature reduction_parsers[NREDUCTIONS];
+
+static gtpy_signature *reduction_parser(const reduction *r)
+{
+    gtpy_signature *sig = &reduction_parsers[r - REDUCTIONS];
+    if (!sig->names) {
+        int n = 0;
+        while (n < 6 && r->params[n])
+            ++n;
+        *sig = (gtpy_signature){r->name, r->params, n, n, 0, 0, NULL, NULL};
+    }
+    return sig;
+}
+
+/* The arguments after the first `first` as a new dict of keywords by name:
+ * the parameters by position or keyword, and the keywords NumPy takes
+ * besides them. */
 static PyObject *keywords_of(const reduction *r, PyObject *args, Py_ssize_t first,
                              PyObject *kwargs)
 {
-    PyObject *kw = kwargs ? PyDict_Copy(kwargs) : PyDict_New();
-    Py_ssize_t n = PyTuple_GET_SIZE(args) - first, max = 0;
-    while (max < 6 && r->params[max])
-        ++max;
-    if (kw && n > max) {
-        PyErr_Format(PyExc_TypeError, "%s() takes at most %zd positional arguments (%zd given)",
-                     r->name, max, n);
-        Py_CLEAR(kw);
-    }
-    for (Py_ssize_t i = 0; kw && i < n; ++i) {
-        if (PyDict_GetItemString(kw, r->params[i])) {
-            PyErr_Format(PyExc_TypeError, "%s() got multiple values for argument '%s'", r->name,
-                         r->params[i]);
-            Py_CLEAR(kw);
-        } else if (PyDict_SetItemString(kw, r->params[i], PyTuple_GET_ITEM(args, first + i)) < 0) {
-            Py_CLEAR(kw);
-        }
-    }
+    gtpy_signature *sig = reduction_parser(r);
+    PyObject *positional = PyTuple_GetSlice(args, first, PY_SSIZE_T_MAX), *values[6];
+    PyObject *kw = NULL;
+    if (positional && gtpy_parse_tuple_rest(sig, positional, kwargs, values, &kw) == 0)
+        for (int i = 0; kw && i < sig->nnames; ++i)
+            if (values[i] && PyDict_SetItemString(kw, r->params[i], values[i]) < 0)
+                Py_CLEAR(kw);
+    Py_XDECREF(positional);
     return kw;
 }
 
