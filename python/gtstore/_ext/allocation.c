@@ -3,6 +3,8 @@
  * cast by NumPy where the dtypes differ). */
 #include "allocation.h"
 #include "errors.h"
+#include "request.h"
+#include "source.h"
 #include "storage.h"
 
 /* The preset name a new storage records: the one given, else its data's. */

@@ -4,6 +4,7 @@
 #define GTSTORE_EXT_ALLOCATION_H
 
 #include "request.h"
+#include "source.h"
 
 /* as_storage / storage with device_data (storage_sides.c): one
  * software-managed storage over (copy false) or copied from (copy true)

@@ -10,7 +10,6 @@
 
 #include <string.h>
 
-/* module.h */
 PyObject *gtpy_mapping_entry(PyObject *map, const char *key)
 {
     PyObject *value;

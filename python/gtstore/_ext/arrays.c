@@ -4,7 +4,13 @@
  * compute the geometry and return a NumPy array over libgtstore memory (for
  * GPU presets, device memory from libgtstore as a CuPy array, or as NumPy
  * for the emulated device). */
-#include "module.h"
+#include "allocation.h"
+#include "api.h"
+#include "args.h"
+#include "convert.h"
+#include "request.h"
+#include "source.h"
+#include "storage.h"
 
 #include <string.h>
 

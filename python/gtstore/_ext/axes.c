@@ -1,5 +1,7 @@
 /* Axis arguments: integers or dim labels into axis numbers (axes.h). */
 #include "axes.h"
+#include "convert.h"
+#include "numpy.h"
 
 /* NumPy's AxisError (a ValueError and an IndexError), with a message. */
 static int axis_error(const char *format, ...)

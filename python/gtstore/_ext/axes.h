@@ -6,7 +6,7 @@
 #ifndef GTSTORE_EXT_AXES_H
 #define GTSTORE_EXT_AXES_H
 
-#include "module.h"
+#include "ext.h"
 
 /* One axis into [0, ndim). An integer out of range is NumPy's AxisError, a
  * label that is not one of the dims a ValueError, anything else a

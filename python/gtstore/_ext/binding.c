@@ -14,7 +14,12 @@
  *      its host memory, a copy in and out of its device memory for a
  *      stencil on the host, or its device memory on the GPU.
  * Labels: the object's own, else the annotation's (the No-Storage work plan). */
+#include "array_interface.h"
 #include "binding_object.h"
+#include "convert.h"
+#include "errors.h"
+#include "source.h"
+#include "storage.h"
 
 #include <stdio.h>
 #include <string.h>

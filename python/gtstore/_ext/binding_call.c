@@ -1,7 +1,11 @@
 /* The Binding (Signature.bind's result: the domain, the bound fields and
  * the __gt_interface__ sketch's protocol as a context manager) and the built-in stencils
  * (gtstore.stencils), which bind through the same path. */
+#include "args.h"
 #include "binding_object.h"
+#include "convert.h"
+#include "errors.h"
+#include "numpy.h"
 
 #include <limits.h>
 #include <stdint.h>

@@ -4,7 +4,7 @@
 #ifndef GTSTORE_EXT_BINDING_OBJECT_H
 #define GTSTORE_EXT_BINDING_OBJECT_H
 
-#include "module.h"
+#include "ext.h"
 
 /* Fields bound without a heap allocation for the C arrays of gts_bind. */
 #define GTPY_BIND_STACK_FIELDS 16

@@ -2,7 +2,10 @@
  * (gtstore/cube_partition.h) for gtstore.distributed; HaloPlan
  * (distributed.c) makes its plans (gtstore/cube_halo_plan.h). Every number
  * is libgtstore's: this file converts. */
-#include "module.h"
+#include "api.h"
+#include "args.h"
+#include "convert.h"
+#include "errors.h"
 
 #include "gtstore/cube_partition.h"
 

@@ -1,6 +1,9 @@
 /* Devices from Python: which device plays the GPU (use_gpu, GTSTORE_GPU),
  * the devices there are, and the emulated device's transfer counts. */
-#include "module.h"
+#include "api.h"
+#include "args.h"
+#include "convert.h"
+#include "errors.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -3,7 +3,11 @@
  * for gtstore.distributed, which communicates with mpi4py. The extension
  * links no MPI: it packs into and unpacks from buffers the Python side owns
  * and hands to MPI. */
-#include "module.h"
+#include "api.h"
+#include "args.h"
+#include "convert.h"
+#include "errors.h"
+#include "storage.h"
 
 /* ---- Partition -------------------------------------------------------------- */
 

@@ -2,7 +2,11 @@
  * and storages over what other producers export (consumer). The structs and
  * their lifetimes are libgtstore's (gtstore/dlpack.h); this file handles the
  * capsules and the protocol's keywords. */
-#include "module.h"
+#include "dlpack.h"
+#include "args.h"
+#include "convert.h"
+#include "errors.h"
+#include "storage.h"
 
 #include <limits.h>
 

@@ -1,8 +1,10 @@
 /* The array library that computes on a GPU: NumPy over the emulated
  * device's memory, CuPy over CUDA memory (engine.h). */
 #include "engine.h"
+#include "convert.h"
+#include "numpy.h"
+#include "storage.h"
 
-#include "storage_object.h"
 
 static PyObject *import_numpy(void)
 {

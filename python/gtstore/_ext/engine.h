@@ -13,7 +13,7 @@
 #ifndef GTSTORE_EXT_ENGINE_H
 #define GTSTORE_EXT_ENGINE_H
 
-#include "module.h"
+#include "ext.h"
 
 typedef struct gtpy_engine {
     const char *name;          /* "NumPy" or "CuPy", for messages */

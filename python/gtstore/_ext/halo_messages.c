@@ -5,7 +5,10 @@
  * object mpi4py takes: the buffer protocol over the address MPI is to read
  * (host memory, or the host memory behind the emulated device's), or for
  * CUDA device memory the CUDA array interface. */
-#include "module.h"
+#include "api.h"
+#include "args.h"
+#include "convert.h"
+#include "errors.h"
 
 typedef struct {
     PyObject_HEAD

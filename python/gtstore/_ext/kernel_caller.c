@@ -12,7 +12,9 @@
  * keywords are accepted and dropped), then touches the written fields if
  * the kernel returned, and releases all. The GT4Py adapter is a subclass:
  * GT4Py's generated run(_domain_, _origin_, exec_info, **fields, **params). */
+#include "args.h"
 #include "binding_object.h"
+#include "convert.h"
 
 #include <string.h>
 

@@ -2,6 +2,7 @@
  * each name with the field of gtpy_request it fills and its check. An API
  * function lists the names it takes (its gtpy_signature, in arrays.c and
  * storage_api.c); adding a keyword is an entry here and its name there. */
+#include "args.h"
 #include "convert.h"
 #include "request.h"
 

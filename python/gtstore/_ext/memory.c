@@ -1,5 +1,6 @@
 /* Memory statistics and the cache of large blocks, from Python. */
-#include "module.h"
+#include "api.h"
+#include "convert.h"
 
 static PyObject *api_cache_limit(PyObject *self, PyObject *unused)
 {

@@ -1,6 +1,10 @@
 /* The _gtstore extension module's initialisation: the top layer, which
  * gathers the types, exceptions and functions of the other files. */
+#include "api.h"
 #include "binding_object.h"
+#include "errors.h"
+#include "storage.h"
+#include "write_hold.h"
 
 #include <stdio.h>
 

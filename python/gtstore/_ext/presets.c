@@ -1,5 +1,8 @@
 /* The preset registry from Python: list, inspect, register, unregister. */
-#include "module.h"
+#include "api.h"
+#include "args.h"
+#include "convert.h"
+#include "errors.h"
 
 #include <string.h>
 

@@ -2,9 +2,10 @@
  * into a libgtstore spec. Each parameter comes from the first of: the
  * explicit keyword, the preset (resolved by libgtstore), the template or
  * data, the fallback. gtstore.arrays and the Storage API share this. */
+#include "request.h"
 #include "convert.h"
 #include "errors.h"
-#include "request.h"
+#include "source.h"
 #include "storage.h"
 
 #include <string.h>

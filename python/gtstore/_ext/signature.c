@@ -1,7 +1,10 @@
 /* gtstore.Signature: a stencil's fields (Field annotations), their access
  * extents, the written ones and the compute device, read once into a
  * libgtstore gts_signature and checked there (gts_signature_check). */
+#include "args.h"
 #include "binding_object.h"
+#include "convert.h"
+#include "errors.h"
 
 #include <string.h>
 

@@ -6,7 +6,10 @@
  * This file is the core (load, store, new, transpose, attributes); the
  * type's tables and methods are in storage_type.c, indexing and NumPy
  * interop in storage_index.c and storage_interop.c. */
+#include "storage.h"
 #include "axes.h"
+#include "convert.h"
+#include "errors.h"
 #include "storage_object.h"
 
 #include <stddef.h>

@@ -2,7 +2,15 @@
  * functions, as_storage, storage and from_dlpack, all returning storages.
  * Parameters resolve as everywhere (request.c): explicit keyword, preset,
  * template or data, fallback. */
-#include "module.h"
+#include "allocation.h"
+#include "api.h"
+#include "args.h"
+#include "convert.h"
+#include "dlpack.h"
+#include "errors.h"
+#include "request.h"
+#include "source.h"
+#include "storage.h"
 
 #include <string.h>
 

@@ -12,11 +12,17 @@
  *   order as NumPy does, read on the host;
  * - sort sorts in place, as ndarray.sort does. */
 #include "storage_array_api.h"
-
+#include "args.h"
 #include "axes.h"
+#include "convert.h"
 #include "engine.h"
+#include "errors.h"
+#include "numpy.h"
+#include "storage.h"
 #include "storage_object.h"
 #include "ufunc.h"
+#include "write_hold.h"
+
 
 /* ---- the reductions' path: a result of the storage's dims ----------------------------------- */
 

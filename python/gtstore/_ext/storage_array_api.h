@@ -3,7 +3,7 @@
 #ifndef GTSTORE_EXT_STORAGE_ARRAY_API_H
 #define GTSTORE_EXT_STORAGE_ARRAY_API_H
 
-#include "module.h"
+#include "ext.h"
 
 PyObject *gtpy_storage_round(PyObject *self, PyObject *args, PyObject *kwargs);
 PyObject *gtpy_storage_clip(PyObject *self, PyObject *args, PyObject *kwargs);

@@ -3,6 +3,11 @@
  * numpy.lib.mixins.NDArrayOperatorsMixin does; elementwise comparisons;
  * `in`; and the ndarray methods (reductions, astype, fill, item, tolist,
  * reshape, T). */
+#include "args.h"
+#include "convert.h"
+#include "errors.h"
+#include "numpy.h"
+#include "storage.h"
 #include "storage_object.h"
 #include "ufunc.h"
 

@@ -3,6 +3,9 @@
  * device_data) and __cuda_array_interface__. Every export of the device
  * side may be written, so it brings that side up to date and marks it
  * written first (gtstore/sync.h). */
+#include "dlpack.h"
+#include "errors.h"
+#include "storage.h"
 #include "storage_object.h"
 
 #include "gtstore/sync.h"

@@ -1,7 +1,9 @@
 /* The host side of a storage: host access by the rule of gtstore/sync.h,
  * ndarray views of host memory, and host copies of memory without a host
  * side (staging for values on their way in, values to read). */
-#include "storage_object.h"
+#include "errors.h"
+#include "numpy.h"
+#include "storage.h"
 
 int gtpy_storage_host_access(const gts_storage *g, bool write)
 {

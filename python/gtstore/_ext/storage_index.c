@@ -1,9 +1,14 @@
 /* Indexing a Storage: basic keys (ints, slices, None, Ellipsis) give views
  * made with libgtstore's view operations; advanced keys and every
  * assignment go to NumPy on an ndarray view. */
+#include "convert.h"
 #include "engine.h"
+#include "errors.h"
+#include "source.h"
+#include "storage.h"
 #include "storage_object.h"
 #include "ufunc.h"
+#include "write_hold.h"
 
 #include "gtstore/sync.h"
 

@@ -2,6 +2,9 @@
  * float(), int() and complex() as NumPy's, the buffer protocol, the array
  * interface, GDP-3's data interface, __array__ and __array_function__.
  * Host access and ndarray views are storage_host.c's. */
+#include "args.h"
+#include "numpy.h"
+#include "storage.h"
 #include "storage_object.h"
 #include "ufunc.h"
 

@@ -6,7 +6,7 @@
 #ifndef GTSTORE_EXT_STORAGE_OBJECT_H
 #define GTSTORE_EXT_STORAGE_OBJECT_H
 
-#include "module.h"
+#include "ext.h"
 
 #include <string.h>
 

@@ -10,7 +10,12 @@
  * SyncState of a storage whose buffers `data` and `device_data` were
  * extracted from: the new storage is then a view of that storage's buffer
  * and shares its state. */
-#include "module.h"
+#include "allocation.h"
+#include "convert.h"
+#include "errors.h"
+#include "request.h"
+#include "source.h"
+#include "storage.h"
 
 #include <string.h>
 

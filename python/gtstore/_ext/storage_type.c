@@ -2,6 +2,13 @@
  * implemented in the file of its concept (storage_index.c, storage_interop.c,
  * storage_compute.c, ufunc.c, ...), bound to the type's core (storage.c) by
  * gtpy_storage_type_ready when the module is initialised. */
+#include "api.h"
+#include "args.h"
+#include "convert.h"
+#include "dlpack.h"
+#include "errors.h"
+#include "numpy.h"
+#include "storage.h"
 #include "storage_array_api.h"
 #include "storage_object.h"
 #include "ufunc.h"

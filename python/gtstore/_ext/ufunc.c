@@ -17,10 +17,16 @@
  * operand's side is synced before it is read and marked after it is
  * written (gtstore/sync.h). */
 #include "ufunc.h"
-
+#include "args.h"
 #include "axes.h"
+#include "convert.h"
 #include "engine.h"
+#include "errors.h"
+#include "numpy.h"
+#include "storage.h"
 #include "storage_object.h"
+#include "write_hold.h"
+
 
 #include "gtstore/broadcast.h"
 #include "gtstore/sync.h"

@@ -3,7 +3,7 @@
 #ifndef GTSTORE_EXT_UFUNC_H
 #define GTSTORE_EXT_UFUNC_H
 
-#include "module.h"
+#include "ext.h"
 
 /* Storage.__array_ufunc__(ufunc, method, *inputs, **kwargs). */
 PyObject *gtpy_storage_array_ufunc(PyObject *self, PyObject *args, PyObject *kwargs);

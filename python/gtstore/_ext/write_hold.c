@@ -4,7 +4,8 @@
  * GIL is released in the middle of the write, waits for the write instead
  * of copying half of it. And while a call of libgtstore waits for another
  * thread's write, the GIL is let go: that thread needs it to end its write. */
-#include "module.h"
+#include "write_hold.h"
+#include "errors.h"
 
 #include "gtstore/sync.h"
 
