@@ -247,6 +247,11 @@ int gts_device_gpu(const gts_device_ops **out, gts_error *err);
 /* Chooses the device that plays the GPU (NULL: back to the environment's
  * choice). Host-accessible memory cannot (GTS_EINVAL). */
 int gts_device_use_gpu(const gts_device_ops *device, gts_error *err);
+/* The GPU device named `name` as the registry names its devices:
+ * "emulated", "cuda" (CUDA device 0) or "cuda:N" (device_name.c).
+ * GTS_EINVAL naming the value for any other name; gts_device_get's errors
+ * where CUDA device N cannot be reached. */
+int gts_device_gpu_named(const char *name, const gts_device_ops **out, gts_error *err);
 
 /* The host address where the host reaches the memory at `address` of
  * `device`: `address` itself for host-accessible memory, the host memory

@@ -607,10 +607,38 @@ static void test_pinned_cache(void)
     gts_cache_clear();
 }
 
+/* gts_device_gpu_named: the names the registry gives, read in one place. */
+static void test_gpu_named(void)
+{
+    const gts_device_ops *dev = NULL, *want = NULL;
+    if (CHECK_OK(gts_device_gpu_named("emulated", &dev, ERR)))
+        CHECK(dev == gts_device_emulated());
+    const char *bad[] = {"tpu", "cpu", "cuda:", "cuda:x", "cuda:1x", "cuda:-1", "Cuda",
+                         "cuda:99999999999999999999", ""};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; ++i)
+        CHECK_FAILS(gts_device_gpu_named(bad[i], &dev, ERR), GTS_EINVAL,
+                    "expected 'emulated', 'cuda' or 'cuda:N'");
+    CHECK_FAILS(gts_device_gpu_named(NULL, &dev, ERR), GTS_EINVAL, "name: NULL");
+    CHECK_FAILS(gts_device_gpu_named("cuda", NULL, ERR), GTS_EINVAL, "out: NULL");
+    /* "cuda" and "cuda:N" are CUDA's devices, with gts_device_get's answer */
+    const char *cuda[] = {"cuda", "cuda:0", "cuda:1"};
+    for (int i = 0; i < 3; ++i) {
+        gts_device_id id = {GTS_DL_CUDA, i == 2 ? 1 : 0};
+        gts_error got, expected;
+        int rc = gts_device_gpu_named(cuda[i], &dev, &got);
+        CHECK_INT_EQ(rc, gts_device_get(id, &want, &expected));
+        if (rc == GTS_OK)
+            CHECK(dev == want && gts_device_id_equal(dev->id, id));
+        else
+            CHECK_STR_EQ(got.message, expected.message);
+    }
+}
+
 int main(void)
 {
     int64_t start = live_buffers();
     test_registry();
+    test_gpu_named();
     test_contract(gts_device_host());
     test_contract(gts_device_emulated());
     const gts_device_ops *managed;

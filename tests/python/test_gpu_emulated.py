@@ -179,6 +179,9 @@ for kwargs in (dict(device="gpu"), dict(defaults="gt:gpu"), dict(device="gpu", m
         gtstore.use_gpu("tpu")
     with pytest.raises(ValueError, match="gpu: expected None"):
         gtstore.use_gpu("cuda:x")
+    for name in (1, "cuda:1x", "emulated\0", "cpu"):  # names libgtstore reads (device_name.c)
+        with pytest.raises(ValueError, match=r"gpu: expected None, .* got " + repr(name)[:6]):
+            gtstore.use_gpu(name)
 
 
 @pytest.mark.parametrize("managed", ["gt4", "CUDA", 1, True])

@@ -5,9 +5,6 @@
 #include "convert.h"
 #include "errors.h"
 
-#include <stdlib.h>
-#include <string.h>
-
 /* A device as a dict: its name, DLPack (type, id), and the capabilities
  * callers choose by (gtstore/device.h): its kind of memory and whether that
  * memory exports the CUDA array interface. */
@@ -45,39 +42,23 @@ static PyObject *api_devices(PyObject *self, PyObject *unused)
     return list;
 }
 
-/* "cuda:N": CUDA device N (>= 0), as devices() names it; -1 otherwise. */
-static long cuda_ordinal(PyObject *name)
-{
-    const char *text = PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
-    if (!text) {
-        PyErr_Clear();
-        return -1;
-    }
-    char *end;
-    if (strncmp(text, "cuda:", 5) != 0 || text[5] < '0' || text[5] > '9')
-        return -1;
-    long n = strtol(text + 5, &end, 10);
-    return *end || n > INT32_MAX ? -1 : n;
-}
-
+/* use_gpu(name): the device of that name (libgtstore reads it), or None
+ * for the environment's choice. */
 static PyObject *api_use_gpu(PyObject *self, PyObject *name)
 {
     (void)self;
-    static const char *const kinds[] = {"emulated", "cuda"};
     const gts_device_ops *device = NULL;
     gts_error err;
-    long ordinal = name == Py_None ? -1 : cuda_ordinal(name);
     if (name != Py_None) {
-        int which = ordinal >= 0 ? 1
-                                 : gtpy_choice(name, "gpu", kinds, 2,
-                                               "None, 'emulated', 'cuda' or 'cuda:N'");
-        if (which < 0)
-            return NULL;
-        if (which == 0)
-            device = gts_device_emulated();
-        else if (gts_device_get((gts_device_id){GTS_DL_CUDA, ordinal < 0 ? 0 : (int32_t)ordinal},
-                                &device, &err) != 0)
-            return gtpy_raise_param("gpu", &err), NULL;
+        const char *text = PyUnicode_Check(name) ? gtpy_text(name, "gpu") : NULL;
+        if (!text || gts_device_gpu_named(text, &device, &err) != GTS_OK) {
+            if (text && err.code != GTS_EINVAL)
+                return gtpy_raise_param("gpu", &err), NULL;
+            PyErr_Clear(); /* a str with a NUL character names no device either */
+            return PyErr_Format(PyExc_ValueError,
+                                "gpu: expected None, 'emulated', 'cuda' or 'cuda:N', got %.200R",
+                                name);
+        }
     }
     if (gts_device_use_gpu(device, &err) != 0)
         return gtpy_raise_null(&err);
