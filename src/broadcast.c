@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "storage_private.h"
 #include "tuple_text.h"
 
 static int find_dim(int ndim, const gts_dim *dims, gts_dim dim)

@@ -9,9 +9,9 @@
 #include <string.h>
 
 #include "buffer_private.h"
+#include "buffer_wrap.h"
 #include "device_pool.h"
 #include "host_memory.h"
-#include "internal.h"
 
 /* ---- statistics -------------------------------------------------------- */
 

@@ -6,8 +6,9 @@
 #include <string.h>
 
 #include "gtstore/kernels.h"
-#include "internal.h"
+#include "copy_batch_private.h"
 #include "strided_plan.h"
+#include "strided_range.h"
 
 struct gts_copy_batch {
     const gts_device_ops *dev;

@@ -9,7 +9,7 @@
 
 #include "gtstore/cube_halo.h"
 #include "halo_region.h"
-#include "internal.h"
+#include "storage_private.h"
 
 typedef gts__halo_region region;
 

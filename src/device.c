@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "device_cuda_registry.h"
 #include "device_emulated.h"
 #include "device_host.h"
-#include "internal.h"
 
 /* ---- the registry ------------------------------------------------------------ */
 

@@ -2,10 +2,9 @@
  * there are, the devices of DLPack ids and of addresses (device_cuda.h). */
 #define _POSIX_C_SOURCE 200809L
 #include "device_cuda.h"
+#include "device_cuda_registry.h"
 
 #include <stdio.h>
-
-#include "internal.h"
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static gts_device_ops memory_ops[MAX_DEVICES], managed_ops[MAX_DEVICES], pinned_ops;

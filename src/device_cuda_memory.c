@@ -6,7 +6,7 @@
 #include <stdlib.h>
 
 #include "host_memory.h"
-#include "internal.h" /* gts__zero */
+#include "kernels_private.h"
 
 /* ---- sizes ------------------------------------------------------ */
 

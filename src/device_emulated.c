@@ -29,7 +29,8 @@
 #include "device_emulated.h"
 #include "device_host.h"
 #include "device_pool.h"
-#include "internal.h"
+#include "kernels_private.h"
+#include "strided_range.h"
 
 #if UINTPTR_MAX > 0xffffffffu
 #define BIAS ((uintptr_t)1 << 52)

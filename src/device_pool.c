@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include "host_memory.h"
-#include "internal.h"
 
 /* ---- the registry of caches --------------------------------------------------
  * A list of static objects, each added once. Trimming holds the registry's

@@ -5,7 +5,6 @@
 #include <string.h>
 
 #include "gtstore/sync.h"
-#include "internal.h"
 
 /* ---- export ---------------------------------------------------------------
  * One block per export: the managed struct (either kind), the buffer

@@ -4,7 +4,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "internal.h"
+#include "strided_range.h"
 
 static int too_big(gts_error *err, int ndim, const int64_t *shape)
 {
@@ -188,7 +188,7 @@ int gts_strides_contiguous(int ndim, const int64_t *shape, int64_t itemsize, int
     return GTS_OK;
 }
 
-/* For devices that move or check the bytes of strided arrays (internal.h). */
+/* For devices that move or check the bytes of strided arrays (strided_range.h). */
 int gts__strided_range(int ndim, const int64_t *shape, const int64_t *strides, int64_t itemsize,
                        bool *valid, int64_t *low, int64_t *high, gts_error *err)
 {

@@ -14,7 +14,7 @@
 #include "gtstore/partition_halo.h"
 #include "gtstore/sync.h"
 #include "halo_region.h"
-#include "internal.h"
+#include "storage_private.h"
 
 typedef gts__halo_region region;
 

@@ -24,7 +24,7 @@
 #include "gtstore/kernels.h"
 #include "gtstore/sync.h"
 #include "halo_region.h"
-#include "internal.h"
+#include "copy_batch_private.h"
 
 /* Contiguous bytes between a GPU's memory and host memory. */
 typedef struct crossing {

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "internal.h" /* gts__zero */
+#include "kernels_private.h"
 
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23 /* Linux 5.14; older kernels answer EINVAL */

@@ -5,7 +5,7 @@
 
 #include "gtstore/geometry.h"
 #include "gtstore/layout.h"
-#include "internal.h"
+#include "kernels_private.h"
 #include "strided_plan.h"
 
 #ifdef _OPENMP

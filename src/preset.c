@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "preset_private.h"
 
 #define NAMED(name, alignment, i, j, k, device) \
     {name, alignment, GTS_LAYOUT_NAMED, {i, j, k}, NULL, NULL, NULL, device, NULL}

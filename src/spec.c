@@ -6,7 +6,8 @@
 #include <string.h>
 
 #include "gtstore/storage.h"
-#include "internal.h"
+#include "preset_private.h"
+#include "spec_resolution.h"
 #include "tuple_text.h"
 
 /* Whether the last `nsub` of `ndim` extents are `sub_shape`. */

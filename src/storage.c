@@ -8,7 +8,8 @@
 #include "gtstore/device.h"
 #include "gtstore/kernels.h"
 #include "gtstore/sync.h"
-#include "internal.h"
+#include "spec_resolution.h"
+#include "storage_private.h"
 #include "tuple_text.h"
 
 /* ---- formatting for messages ---------------------------------------------- */

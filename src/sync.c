@@ -6,7 +6,7 @@
 #include <time.h>
 
 #include "buffer_private.h"
-#include "internal.h"
+#include "buffer_wrap.h"
 
 /* The word (buffer_private.h): the state, a flag for a sync copying, the
  * writes in flight, and above them the generation every mark raises. */

@@ -4,7 +4,7 @@
 #include "gtstore/wrap.h"
 
 #include "gtstore/geometry.h"
-#include "internal.h"
+#include "buffer_wrap.h"
 
 int gts_storage_wrap_memory(const gts_storage_spec *spec, const gts_device_ops *device,
                             void *element0, const int64_t *strides, bool readonly,
