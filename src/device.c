@@ -126,6 +126,11 @@ bool gts_device_id_equal(gts_device_id a, gts_device_id b)
     return a.type == b.type && a.id == b.id;
 }
 
+bool gts_device_memory_is(const gts_device_ops *device, int32_t type)
+{
+    return device && type != 0 && device->id.type == type;
+}
+
 /* The name of a DLPack device type, or NULL for a code DLPack does not
  * define. */
 static const char *type_name(int32_t type)

@@ -69,15 +69,34 @@ static int allocate(gts_halo_exchange *ex, gts_error *err)
     return 0;
 }
 
+#if (defined(OMPI_HAVE_MPI_EXT_CUDA) && OMPI_HAVE_MPI_EXT_CUDA) ||                             \
+    defined(GTS_HAVE_MPIX_GPU_QUERY_SUPPORT)
+/* The DLPack type of CUDA device memory as the devices describe themselves
+ * (GPU memory exported with the CUDA array interface); 0 where gtstore
+ * reaches no CUDA GPU, whose memory no field can then be in. */
+static int32_t cuda_memory_type(void)
+{
+    size_t n = gts_device_list(NULL, 0);
+    const gts_device_ops **devices = malloc(n * sizeof *devices);
+    int32_t type = 0;
+    n = devices ? gts_device_list(devices, n) : 0;
+    for (size_t i = 0; i < n && !type; ++i)
+        if (devices[i]->kind == GTS_MEMORY_GPU && devices[i]->cuda_array_interface)
+            type = devices[i]->id.type;
+    free(devices);
+    return type;
+}
+#endif
+
 int32_t gts_halo_exchange_mpi_reads(void)
 {
 #if defined(OMPI_HAVE_MPI_EXT_CUDA) && OMPI_HAVE_MPI_EXT_CUDA
     if (MPIX_Query_cuda_support()) /* Open MPI: built with CUDA and running with it */
-        return GTS_DL_CUDA;
+        return cuda_memory_type();
 #elif defined(GTS_HAVE_MPIX_GPU_QUERY_SUPPORT)
     int supported = 0; /* MPICH 4 */
     if (MPIX_GPU_query_support(MPIX_GPU_SUPPORT_CUDA, &supported) == MPI_SUCCESS && supported)
-        return GTS_DL_CUDA;
+        return cuda_memory_type();
 #endif
     return 0;
 }

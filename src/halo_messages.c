@@ -55,7 +55,7 @@ static int device_impossible(const gts_device_ops *const *gpus, int n, int32_t m
                              "messages in device memory need them on one device",
                              gpus[0]->name, gpus[1]->name);
     /* memory with a host alias (the emulated device's): MPI reads that */
-    if (gpus[0]->host_alias || gpus[0]->id.type == mpi_reads)
+    if (gpus[0]->host_alias || gts_device_memory_is(gpus[0], mpi_reads))
         return 0;
     return gts_error_set(err, GTS_EINVAL,
                          "device_aware: asked for, but this MPI cannot read %s memory (it did "
@@ -82,8 +82,8 @@ int gts_halo_memory_choose(const gts_halo_plan *plan, gts_halo_device_aware awar
     if (rc)
         return rc;
     if (aware == GTS_HALO_AWARE_AUTO) /* detection: never the emulated device */
-        aware = n == 1 && gpus[0]->id.type == mpi_reads && mpi_reads != 0 ? GTS_HALO_AWARE_YES
-                                                                          : GTS_HALO_AWARE_NO;
+        aware = n == 1 && gts_device_memory_is(gpus[0], mpi_reads) ? GTS_HALO_AWARE_YES
+                                                                   : GTS_HALO_AWARE_NO;
     if (aware == GTS_HALO_AWARE_YES && (rc = device_impossible(gpus, n, mpi_reads, err)))
         return rc;
     *out = aware == GTS_HALO_AWARE_YES ? GTS_HALO_MEMORY_DEVICE : GTS_HALO_MEMORY_PINNED;

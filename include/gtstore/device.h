@@ -262,6 +262,12 @@ void *gts_device_host_alias(const gts_device_ops *device, const void *address);
 /* Whether two ids name the same device. */
 bool gts_device_id_equal(gts_device_id a, gts_device_id b);
 
+/* Whether the memory of `device` is of DLPack device type `type`, as
+ * another component reports a kind of memory by its type (the memory an
+ * MPI reads, gts_halo_exchange_mpi_reads): false for a NULL device or type
+ * 0 (no memory). */
+bool gts_device_memory_is(const gts_device_ops *device, int32_t type);
+
 /* ---- other libraries' memory -------------------------------------------- */
 
 /* The device whose memory `address` is: for memory another library

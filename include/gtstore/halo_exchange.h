@@ -58,7 +58,7 @@ int gts_cube_halo_exchange_create(const gts_cube_partition *partition, MPI_Comm 
                                   gts_error *err);
 
 /* The type of device memory this MPI reads (GTS_DL_CUDA where it is
- * CUDA-aware), or 0: Open MPI's MPIX_Query_cuda_support (<mpi-ext.h>) or
+ * CUDA-aware and gtstore reaches a CUDA GPU), or 0: Open MPI's MPIX_Query_cuda_support (<mpi-ext.h>) or
  * MPICH's MPIX_GPU_query_support where the MPI has one, asked at run time;
  * 0 for an MPI with neither. */
 int32_t gts_halo_exchange_mpi_reads(void);

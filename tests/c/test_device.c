@@ -121,6 +121,10 @@ static void test_registry(void)
     CHECK(after.allocs == 0 && after.frees == 0 && after.live_blocks == before.live_blocks);
     CHECK(gts_device_id_equal(host->id, (gts_device_id){1, 0}));
     CHECK(!gts_device_id_equal(host->id, emu->id));
+    /* a kind of memory another component reports by its DLPack type */
+    CHECK(gts_device_memory_is(emu, GTS_DL_EXT_DEV) && gts_device_memory_is(host, GTS_DL_CPU));
+    CHECK(!gts_device_memory_is(emu, GTS_DL_CUDA) && !gts_device_memory_is(host, 0));
+    CHECK(!gts_device_memory_is(NULL, GTS_DL_CPU));
     /* DLPack's device struct and the id have one layout */
     CHECK(sizeof(gts_device_id) == sizeof(gts_dl_device));
 }
