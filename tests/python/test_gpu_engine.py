@@ -76,10 +76,12 @@ def test_alternating_views_of_one_buffer_are_not_mixed_up():
     for step in range(4):  # each call's views differ from the last one's in offset or shape
         np.add(a[1:, :], a[:-1, :], out=out[1:, :])
         expected[1:, :] = x[1:, :] + x[:-1, :]
+        np.testing.assert_array_equal(values(out), expected)
         np.add(a[:, ::2], step, out=out[:, ::2])
         expected[:, ::2] = x[:, ::2] + step
-        np.add(a.T, 0.5, out=out.T)
-        expected[...] = x + 0.5
+        np.testing.assert_array_equal(values(out), expected)
+        np.add(a.T, out.T, out=out.T)
+        expected += x
         np.testing.assert_array_equal(values(out), expected)
 
 
