@@ -68,6 +68,17 @@ def test_ufuncs_on_every_preset(preset):
     np.testing.assert_array_equal(values(a < b), x < y)
 
 
+def test_managed_and_device_only_storages_together():
+    x = np.arange(12.0)
+    m = device(x, managed="cuda")
+    d = device(2 * x)
+    assert type(m) is gtstore.CudaManagedGPUStorage
+    np.testing.assert_array_equal(values(m + d), 3 * x)
+    np.add(d, 1.0, out=m)
+    np.testing.assert_array_equal(np.asarray(m), 2 * x + 1)
+    assert m.sum() == (2 * x + 1).sum()
+
+
 def test_alternating_views_of_one_buffer_are_not_mixed_up():
     x = np.arange(60.0).reshape(6, 10)
     a = device(x)

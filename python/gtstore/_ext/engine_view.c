@@ -135,6 +135,12 @@ static EngineObject *engine_new(const gtpy_engine *e, const gts_buffer *buffer)
     block->base = gts_buffer_data(buffer);
     if (block->host) /* the host address behind emulated device memory */
         block->base = gts_device_host_alias(gts_buffer_device(buffer), block->base);
+    if (block->host && !block->base && gts_buffer_data(buffer)) { /* not a live block */
+        PyErr_Format(PyExc_RuntimeError, "the %s device's memory at %p has no host address",
+                     gts_buffer_device(buffer)->name, gts_buffer_data(buffer));
+        Py_DECREF(block);
+        return NULL;
+    }
     EngineObject *o = PyObject_New(EngineObject, &Engine_Type);
     if (!o) {
         Py_DECREF(block);
@@ -164,16 +170,10 @@ static EngineObject *engine_of(const gtpy_engine *e, PyObject *storage, const gt
 
 /* ---- arrays ----------------------------------------------------------------------------- */
 
-static PyObject *ssize_tuple(int n, const Py_ssize_t *values)
+/* A tuple of `n` sizes (Py_ssize_t is int64_t's size: storage_object.h). */
+static PyObject *sizes_tuple(int n, const Py_ssize_t *values)
 {
-    PyObject *tuple = PyTuple_New(n);
-    for (int i = 0; tuple && i < n; ++i) {
-        PyObject *item = PyLong_FromSsize_t(values[i]);
-        if (!item)
-            return Py_DECREF(tuple), NULL;
-        PyTuple_SET_ITEM(tuple, i, item);
-    }
-    return tuple;
+    return gtpy_int64_tuple(n, (const int64_t *)values);
 }
 
 /* numpy.ndarray(shape, dtype, buffer=block, offset=, strides=): NumPy's
@@ -182,9 +182,9 @@ static PyObject *numpy_constructed(BlockObject *block, const view_key *k, bool r
 {
     PyObject *dtype = gtpy_dtype_object(k->dtype);
     PyObject *kwargs =
-        dtype ? Py_BuildValue("{s:N,s:O,s:O,s:n,s:N}", "shape", ssize_tuple(k->ndim, k->shape),
+        dtype ? Py_BuildValue("{s:N,s:O,s:O,s:n,s:N}", "shape", sizes_tuple(k->ndim, k->shape),
                               "dtype", dtype, "buffer", (PyObject *)block, "offset", k->offset,
-                              "strides", ssize_tuple(k->ndim, k->strides))
+                              "strides", sizes_tuple(k->ndim, k->strides))
               : NULL;
     PyObject *empty = kwargs ? PyTuple_New(0) : NULL;
     PyObject *array = empty ? PyObject_Call(gtpy_numpy("ndarray"), empty, kwargs) : NULL;
@@ -226,8 +226,8 @@ static PyObject *cupy_view(const gtpy_engine *e, EngineObject *o, const view_key
         Py_XSETREF(o->pointer, pointer);
         o->pointer_offset = k->offset;
     }
-    PyObject *shape = ssize_tuple(k->ndim, k->shape);
-    PyObject *strides = shape ? ssize_tuple(k->ndim, k->strides) : NULL;
+    PyObject *shape = sizes_tuple(k->ndim, k->shape);
+    PyObject *strides = shape ? sizes_tuple(k->ndim, k->strides) : NULL;
     PyObject *dtype = strides ? gtpy_dtype_object(k->dtype) : NULL;
     PyObject *array = NULL;
     if (dtype) {
