@@ -10,10 +10,11 @@ static PyObject *import_numpy(void)
     return numpy ? numpy : (numpy = PyImport_ImportModule("numpy"));
 }
 
-/* cupy and the types engine_view.c constructs, imported once. */
+/* cupy, the types engine_view.c constructs and cupy.cuda.get_current_stream,
+ * imported once. */
 static int import_cupy(gtpy_engine *e)
 {
-    static PyObject *cupy, *ndarray, *memory_pointer, *unowned_memory;
+    static PyObject *cupy, *ndarray, *memory_pointer, *unowned_memory, *get_current_stream;
     if (!cupy) {
         PyObject *module = PyImport_ImportModule("cupy");
         if (!module && PyErr_ExceptionMatches(PyExc_ImportError)) {
@@ -29,10 +30,14 @@ static int import_cupy(gtpy_engine *e)
                                            : NULL;
         unowned_memory = memory_pointer ? PyObject_GetAttrString(memory, "UnownedMemory") : NULL;
         Py_XDECREF(memory);
-        if (!unowned_memory) {
+        PyObject *cuda = unowned_memory ? PyObject_GetAttrString(module, "cuda") : NULL;
+        get_current_stream = cuda ? PyObject_GetAttrString(cuda, "get_current_stream") : NULL;
+        Py_XDECREF(cuda);
+        if (!get_current_stream) {
             Py_XDECREF(module);
             Py_CLEAR(ndarray);
             Py_CLEAR(memory_pointer);
+            Py_CLEAR(unowned_memory);
             return -1;
         }
         cupy = module;
@@ -41,6 +46,7 @@ static int import_cupy(gtpy_engine *e)
     e->cupy.ndarray = ndarray;
     e->cupy.memory_pointer = memory_pointer;
     e->cupy.unowned_memory = unowned_memory;
+    e->cupy.get_current_stream = get_current_stream;
     return 0;
 }
 
@@ -50,6 +56,7 @@ int gtpy_engine_get(const gts_device_ops *gpu, gtpy_engine *out)
     out->cuda = gpu->engine == GTS_ENGINE_CUPY && gpu->kind == GTS_MEMORY_GPU;
     out->name = out->cuda ? "CuPy" : "NumPy";
     out->cupy.ndarray = out->cupy.memory_pointer = out->cupy.unowned_memory = NULL;
+    out->cupy.get_current_stream = NULL;
     if (!out->cuda && (gpu->engine != GTS_ENGINE_NUMPY ||
                        (gpu->kind != GTS_MEMORY_GPU && gpu->kind != GTS_MEMORY_HOST))) {
         PyErr_Format(PyExc_NotImplementedError, "computing on the %s device is not supported",
@@ -102,10 +109,18 @@ int gtpy_engine_to_host(const gtpy_engine *e, PyObject *host, PyObject *array)
 
 PyObject *gtpy_engine_function(const gtpy_engine *e, PyObject *numpy_function)
 {
+    static PyObject *found; /* NumPy's function -> CuPy's, once looked up */
     if (!e->cuda)
         return Py_NewRef(numpy_function);
+    if (!found && !(found = PyDict_New()))
+        return NULL;
+    PyObject *function = PyDict_GetItemWithError(found, numpy_function); /* borrowed */
+    if (function || PyErr_Occurred())
+        return Py_XNewRef(function);
     PyObject *name = PyObject_GetAttrString(numpy_function, "__name__");
-    PyObject *function = name ? PyObject_GetAttr(e->module, name) : NULL;
+    function = name ? PyObject_GetAttr(e->module, name) : NULL;
+    if (function && PyDict_SetItem(found, numpy_function, function) < 0)
+        Py_CLEAR(function);
     if (name && !function && PyErr_ExceptionMatches(PyExc_AttributeError)) {
         PyErr_Clear();
         PyErr_Format(PyExc_TypeError,
@@ -144,12 +159,10 @@ int gtpy_engine_finish(const gtpy_engine *e)
      * (Python code must not run with one pending: it would be lost). */
     PyObject *type, *value, *traceback;
     PyErr_Fetch(&type, &value, &traceback);
-    PyObject *cuda = PyObject_GetAttrString(e->module, "cuda");
-    PyObject *stream = cuda ? PyObject_CallMethod(cuda, "get_current_stream", NULL) : NULL;
+    PyObject *stream = PyObject_CallNoArgs(e->cupy.get_current_stream);
     PyObject *done = stream ? PyObject_CallMethod(stream, "synchronize", NULL) : NULL;
     Py_XDECREF(done);
     Py_XDECREF(stream);
-    Py_XDECREF(cuda);
     if (type) { /* the first failure is the one raised */
         PyErr_Clear();
         PyErr_Restore(type, value, traceback);

@@ -25,8 +25,8 @@ typedef struct gtpy_engine {
     const gts_device_ops *gpu; /* the device it computes on */
     PyObject *module;          /* numpy or cupy (borrowed: cached for the process) */
     bool cuda;
-    struct { /* CuPy's types (borrowed, cached; NULL for NumPy) */
-        PyObject *ndarray, *memory_pointer, *unowned_memory;
+    struct { /* CuPy's types and functions (borrowed, cached; NULL for NumPy) */
+        PyObject *ndarray, *memory_pointer, *unowned_memory, *get_current_stream;
     } cupy;
 } gtpy_engine;
 
