@@ -1,11 +1,13 @@
-/* The array library that computes on a GPU (engine.c).
+/* The array library that computes on a GPU (engine.c; its arrays over
+ * storages: engine_view.c).
  *
  * Seed 001 computes with storages through NumPy on the host and CuPy on a
  * GPU. On a CUDA GPU the engine is CuPy (imported on first use); on the
  * emulated device it is NumPy over the host memory behind the device's
- * addresses, reached through the same steps (an array interface, the
- * engine's functions by NumPy's names, copies to and from the host), so that
- * everything but CuPy itself is tested on every machine.
+ * addresses, reached through the same steps (arrays over an object per
+ * buffer that holds its block, the engine's functions by NumPy's names,
+ * copies to and from the host), so that everything but CuPy itself is
+ * tested on every machine.
  *
  * Every engine call has completed when the caller's operation returns
  * (gtpy_engine_finish): gtstore's sync rule and its other operations assume
