@@ -1,6 +1,6 @@
 """Run gtstore's benchmarks side by side with NumPy and GT4Py.
 
-    python bench/run.py [--quick] [alloc] [zeros] [from_array] [storage] [sync] [calls] [compute] [gpu]
+    python bench/run.py [--quick] [alloc] [zeros] [from_array] [storage] [sync] [calls] [compute] [gpu] [gpu_engine]
 
 Prints the machine, then one Markdown table per benchmark with its ratios
 and targets, and the load average before and after each. See bench/README.md.
@@ -18,6 +18,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_alloc  # noqa: E402
 import bench_calls  # noqa: E402
 import bench_compute  # noqa: E402
+import bench_gpu_engine  # noqa: E402
 import bench_from_array  # noqa: E402
 import bench_gpu  # noqa: E402
 import bench_storage  # noqa: E402
@@ -27,7 +28,8 @@ from _common import OtherLoad, load, machine, render  # noqa: E402
 
 BENCHMARKS = {"alloc": bench_alloc, "zeros": bench_zeros, "from_array": bench_from_array,
               "storage": bench_storage, "sync": bench_sync, "calls": bench_calls,
-              "compute": bench_compute, "gpu": bench_gpu}
+              "compute": bench_compute, "gpu": bench_gpu,
+              "gpu_engine": bench_gpu_engine}
 
 
 def main() -> int:

@@ -6,7 +6,8 @@
 #     test_device_cuda system, must not be skipped) and examples/gpu_sync on
 #     the GPU;
 #   - the whole Python suite (tests/python) on the real driver, and the CUDA
-#     tests (test_gpu_cuda.py) on their own, which must not skip;
+#     tests (test_gpu_cuda.py, and test_gpu_engine_cuda.py: the CuPy engine's
+#     views) on their own, which must not skip;
 #   - the CUDA MPI tests (tests/mpi/test_device_messages_cuda.py and
 #     test_device_messages.py) on 1, 2 and 4 ranks;
 #   - compute-sanitizer memcheck on examples/gpu_sync and the C device
@@ -261,7 +262,8 @@ python_suite() {
 
 cuda_python() {
     "$PY" -c 'import cupy' 2>/dev/null || skip "CuPy is not installed"
-    GTSTORE_REQUIRE_CUDA=1 "$PY" -m pytest -q --color=no -p no:cacheprovider -rfEs tests/python/test_gpu_cuda.py
+    GTSTORE_REQUIRE_CUDA=1 "$PY" -m pytest -q --color=no -p no:cacheprovider -rfEs \
+        tests/python/test_gpu_cuda.py tests/python/test_gpu_engine_cuda.py
 }
 
 mpi_cuda() {

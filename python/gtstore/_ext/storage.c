@@ -119,6 +119,7 @@ static void storage_dealloc(PyObject *self)
 typedef struct {
     PyObject_HEAD
     gts_buffer *buffer;
+    PyObject *engine; /* the engine's objects over the buffer (engine_view.c), or NULL */
 } SyncStateObject;
 
 PyObject *gtpy_storage_sync_state(PyObject *obj)
@@ -129,6 +130,7 @@ PyObject *gtpy_storage_sync_state(PyObject *obj)
         if (!state)
             return NULL;
         state->buffer = gts_buffer_retain(s->buffer);
+        state->engine = NULL;
         s->sync_state = (PyObject *)state;
     }
     return Py_NewRef(s->sync_state);
@@ -139,8 +141,20 @@ gts_buffer *gtpy_sync_state_buffer(PyObject *sync_state)
     return ((SyncStateObject *)sync_state)->buffer;
 }
 
+int gtpy_storage_engine_slot(PyObject *storage, PyObject ***slot)
+{
+    PyObject *sync = gtpy_storage_sync_state(storage);
+    if (!sync)
+        return -1;
+    Py_DECREF(sync); /* the storage holds it */
+    SyncStateObject *state = (SyncStateObject *)sync;
+    *slot = state->buffer == STORAGE(storage)->buffer ? &state->engine : NULL;
+    return 0;
+}
+
 static void sync_state_dealloc(PyObject *self)
 {
+    Py_XDECREF(((SyncStateObject *)self)->engine);
     gts_buffer_release(((SyncStateObject *)self)->buffer);
     Py_TYPE(self)->tp_free(self);
 }

@@ -25,6 +25,10 @@ PyObject *gtpy_storage_sync_state(PyObject *storage);
 /* The buffer whose state a SyncState reads (borrowed; the caller checked
  * the type). */
 gts_buffer *gtpy_sync_state_buffer(PyObject *sync_state);
+/* Where the engine keeps its objects over `storage`'s buffer (engine_view.c):
+ * a slot of the SyncState its views share, released with it, or NULL
+ * where that SyncState is another buffer's. -1 on failure. */
+int gtpy_storage_engine_slot(PyObject *storage, PyObject ***slot);
 
 /* A new Python storage that takes over `s`'s buffer reference (released on
  * failure too). `preset` and `sync_state` may be NULL. */

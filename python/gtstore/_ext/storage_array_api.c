@@ -227,7 +227,7 @@ PyObject *gtpy_storage_sort(PyObject *self, PyObject *const *args, Py_ssize_t na
     PyObject *array = NULL, *result = NULL;
     if (on_device) {
         if (gtpy_engine_get(gts_buffer_device(g.buffer), &engine) == 0)
-            array = gtpy_storage_to_ndarray(self, NULL);
+            array = gtpy_engine_storage_view(&engine, self, 0, NULL, NULL, true, false);
     } else {
         gtpy_holds_add(&holds, &g);
         if (gtpy_holds_begin(&holds, GTS_SIDE_HOST) == 0) {

@@ -226,32 +226,15 @@ static PyObject *operand_view(const call *c, int k)
     return Py_NewRef(c->objs[k]); /* a scalar */
 }
 
-/* An array of the engine `e` over `g`'s device side in place, of `shape`
- * and `strides`: synced there first and, for a `write`, marked written. */
-static PyObject *engine_view_of(const gtpy_engine *e, const gts_storage *g, int ndim,
-                                const Py_ssize_t *shape, const Py_ssize_t *strides, bool write,
-                                PyObject *owner)
-{
-    gts_error err;
-    void *data;
-    gts_access access = write && !g->readonly ? GTS_ACCESS_WRITE : GTS_ACCESS_READ;
-    if (gts_storage_access(g, GTS_SIDE_DEVICE, access, NULL, &data, &err) != 0)
-        return gtpy_raise_null(&err);
-    /* the address the engine uses (the host's behind emulated memory) */
-    const gts_device_ops *device = gts_buffer_device(g->buffer);
-    if (device->engine == GTS_ENGINE_NUMPY)
-        data = gts_device_host_alias(device, data);
-    return gtpy_engine_view(e, data, g->dtype, ndim, shape, strides, !write || g->readonly,
-                            owner);
-}
-
-/* The same with the result's shape, for operand k. */
+/* An array of the engine over operand k's device side in place, with the
+ * result's shape (gtpy_engine_storage_view: synced there first and, for a
+ * `write`, marked written). */
 static PyObject *device_storage_view(const call *c, int k, bool write)
 {
     Py_ssize_t shape[GTS_MAX_NDIM], strides[GTS_MAX_NDIM];
     result_strides(c, k, shape, strides);
-    return engine_view_of(&c->engine, &c->storages[k], c->result.ndim, shape, strides, write,
-                          c->objs[k]);
+    return gtpy_engine_storage_view(&c->engine, c->objs[k], c->result.ndim, shape, strides,
+                                    write, true);
 }
 
 /* Operand k as the engine computes on it: storages the engine reaches in
@@ -866,7 +849,7 @@ static PyObject *read_operand(PyObject *obj, const gtpy_engine *e)
     bool storage = gtpy_is_storage(obj);
     if (storage && e && gtpy_engine_reaches(e, gts_buffer_device(STORAGE(obj)->buffer)) &&
         !gts_buffer_mirrored(STORAGE(obj)->buffer))
-        return gtpy_storage_to_ndarray(obj, NULL);
+        return gtpy_engine_storage_view(e, obj, 0, NULL, NULL, false, false);
     if (storage && !e)
         return gtpy_has_host_side(STORAGE(obj)->buffer) ? gtpy_storage_ndarray(obj, false)
                                                          : gtpy_storage_host_values(obj);
@@ -1074,14 +1057,14 @@ static PyObject *reduced_storage(PyObject *function, const gts_storage *g,
  * where `r` assigns, NumPy's result assigned to it. */
 static PyObject *reduce_into_storage(const reduction *r, const gts_storage *g,
                                      const gts_broadcast *result, PyObject *function,
-                                     PyObject *view, PyObject *kw)
+                                     PyObject *view, PyObject *kw, const gtpy_engine *e)
 {
     PyObject *dtype = reduction_dtype(r, function, kw, g);
     PyObject *storage = dtype ? reduced_storage(function, g, result, dtype) : NULL;
     Py_XDECREF(dtype);
     PyObject *target = !storage                           ? NULL
                        : gtpy_has_host_side(g->buffer) ? gtpy_storage_ndarray(storage, true)
-                                                        : gtpy_storage_to_ndarray(storage, NULL);
+                       : gtpy_engine_storage_view(e, storage, 0, NULL, NULL, true, false);
     PyObject *args = target && (r->assigns || PyDict_SetItemString(kw, "out", target) == 0)
                          ? PyTuple_Pack(1, view)
                          : NULL;
@@ -1115,7 +1098,7 @@ static PyObject *reduction_out_view(PyObject *out, const gts_broadcast *result,
         strides[p] = (Py_ssize_t)along[p];
     }
     if (e && !gtpy_has_host_side(o.buffer))
-        return engine_view_of(e, &o, result->ndim, shape, strides, true, out);
+        return gtpy_engine_storage_view(e, out, result->ndim, shape, strides, true, false);
     if (gtpy_storage_host_access(&o, true) < 0)
         return NULL;
     return gtpy_numpy_capi_array(o.dtype, result->ndim, shape, strides, gts_storage_data(&o),
@@ -1195,7 +1178,7 @@ static PyObject *reduce_with(PyObject *self, PyObject *function, const reduction
     bool field = !r->indices;
     PyObject *value = NULL;
     if (view && !given && field && result.ndim > 0) {
-        value = reduce_into_storage(r, &g, &result, function, view, kw);
+        value = reduce_into_storage(r, &g, &result, function, view, kw, on_device);
     } else if (view) {
         gtpy_holds holds; /* an out= storage: written on the host */
         PyObject *args = PyTuple_Pack(1, view);
@@ -1363,7 +1346,7 @@ static PyObject *ufunc_at(PyObject *ufunc, PyObject *inputs)
     for (Py_ssize_t i = 0; ok && i < n; ++i) {
         PyObject *obj = PyTuple_GET_ITEM(inputs, i);
         items[i] = i > 0 || !gtpy_is_storage(obj) ? read_operand(obj, on_device)
-                   : on_device                    ? gtpy_storage_to_ndarray(obj, NULL)
+                   : on_device ? gtpy_engine_storage_view(on_device, obj, 0, NULL, NULL, true, false)
                                                   : gtpy_storage_ndarray(obj, true);
         ok = items[i] != NULL;
     }

@@ -1,0 +1,94 @@
+"""(h) The GPU engine's per-call overhead: ufuncs on device storages against
+the engine library's own call on the same memory.
+
+On a CUDA GPU the engine is CuPy: ``a + b`` and ``np.add(a, b, out=c)`` on
+device-only storages (``device="gpu", managed=None``) against the same CuPy
+call on ``to_cupy()`` views of the same memory. Every gtstore operation has
+completed when it returns (it synchronises CuPy's current stream), so each
+CuPy statement is followed by that synchronisation too. Without a CUDA GPU
+with CuPy, the same runs on the emulated device (``gtstore.use_gpu("emulated")``),
+whose engine is NumPy over the device memory's host alias, against NumPy on
+``to_ndarray()`` views: that measures the Python-side cost of building the
+engine's views, which is the same code on both.
+
+Shapes: 8^3 (the call's fixed cost) and 256 x 256 x 80 float64. Target on a
+CUDA GPU: at most 3 us per call over CuPy's. On the emulated device the
+numbers are shown, not judged.
+"""
+
+from __future__ import annotations
+
+from typing import List
+
+import numpy as np
+
+from _common import Table, fmt_ratio, fmt_time, time_interleaved, verdict
+
+import gtstore as gts
+
+SHAPES = [(8, 8, 8), (256, 256, 80)]
+
+
+def engine() -> tuple:
+    """(name, whether on CUDA, why CUDA was not used or None)."""
+    info = gts.gpu()
+    if info is None or info["dlpack"][0] != 2:
+        return "NumPy (emulated device)", False, f"no CUDA GPU (gtstore.gpu() is {info})"
+    try:
+        import cupy  # noqa: F401
+    except ImportError as error:
+        return "NumPy (emulated device)", False, f"CuPy is not installed ({error})"
+    return "CuPy", True, None
+
+
+def _namespace(shape, cuda: bool) -> dict:
+    rng = np.random.default_rng(0)
+    make = dict(device="gpu", managed=None)
+    a, b, c = (gts.storage(rng.random(shape), **make) for _ in range(3))
+    ns = {"np": np, "a": a, "b": b, "c": c}
+    if cuda:
+        import cupy
+        ns.update(ea=a.to_cupy(), eb=b.to_cupy(), ec=c.to_cupy(),
+                  sync=cupy.cuda.get_current_stream().synchronize)
+    else:
+        ns.update(ea=a.to_ndarray(), eb=b.to_ndarray(), ec=c.to_ndarray(), sync=lambda: None)
+    return ns
+
+
+def overhead(quick: bool) -> Table:
+    name, cuda, why = engine()
+    if not cuda:
+        gts.use_gpu("emulated")
+    try:
+        rows, worst = [], 0.0
+        for shape in SHAPES:
+            ns = _namespace(shape, cuda)
+            xp = __import__("cupy") if cuda else np
+            assert bool(xp.array_equal((ns["a"] + ns["b"]).to_ndarray(), ns["ea"] + ns["eb"]))
+            cases = {"gts new": "a + b", "engine new": "ea + eb; sync()",
+                     "gts out": "np.add(a, b, out=c)", "engine out": "np.add(ea, eb, out=ec); sync()"}
+            small = shape == SHAPES[0]
+            t = time_interleaved(cases, ns, repeat=7 if quick else 31,
+                                 batch_seconds=(0.01 if quick else 0.05) * (1 if small else 4))
+            for kind, label in (("new", "a + b"), ("out", "np.add(a, b, out=c)")):
+                mine, theirs = t[f"gts {kind}"].median, t[f"engine {kind}"].median
+                worst = max(worst, mine - theirs)
+                rows.append([f"{label}, {shape}", fmt_time(mine, "us"), fmt_time(theirs, "us"),
+                             f"{(mine - theirs) * 1e6:.2f}", fmt_ratio(mine / theirs)])
+    finally:
+        if not cuda:
+            gts.use_gpu(None)  # back to GTSTORE_GPU, else CUDA device 0
+    table = Table(f"(h) per-call overhead of ufuncs on device storages over {name}'s own call "
+                  "on the same memory (us per call, medians)",
+                  ["call", "gtstore us", f"{name} us", "overhead us", "ratio"], rows)
+    if cuda:
+        table.notes.append(f"target overhead <= 3 us per call: {verdict(worst <= 3e-6)} "
+                           f"(worst {worst * 1e6:.2f} us)")
+    else:
+        table.notes.append(f"not judged: {why}; the emulated device's engine is NumPy, so this "
+                           "is the cost of building the engine's views and the sync bookkeeping")
+    return table
+
+
+def run(quick: bool) -> List[Table]:
+    return [overhead(quick)]

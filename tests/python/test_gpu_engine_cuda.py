@@ -1,0 +1,120 @@
+"""The engine's views of storages in CUDA memory, with real CuPy
+(engine_view.c): cupy.ndarray over a MemoryPointer into an UnownedMemory
+made once per buffer. The emulated device runs the same steps with NumPy
+(test_gpu_engine.py); this file checks what only CuPy shows: the arrays'
+device pointers are the storages' own, the memory outlives the storage
+where an array or a result does, and every device block is released.
+
+Skipped, with the reason, where test_gpu_cuda.py is (no CUDA GPU, no CuPy,
+or the fake driver); ./dev gpu-check runs it with GTSTORE_REQUIRE_CUDA=1,
+under which it must not skip.
+"""
+
+import gc
+
+import numpy as np
+import pytest
+
+import gtstore
+from test_gpu_cuda import REASON
+
+pytestmark = pytest.mark.skipif(REASON is not None, reason=REASON or "")
+
+SHAPE = (6, 5, 4)
+
+
+@pytest.fixture(autouse=True)
+def cuda_gpu():
+    gtstore.use_gpu("cuda")
+    yield
+    gtstore.use_gpu(None)
+
+
+def device(values, **kwargs):
+    kwargs.setdefault("managed", None)
+    return gtstore.storage(np.asarray(values), device="gpu", **kwargs)
+
+
+def values(s):
+    import cupy
+
+    return cupy.asnumpy(s.to_cupy())
+
+
+@pytest.mark.parametrize("managed", [None, "gt4py", "cuda"])
+def test_ufuncs_out_and_where(managed):
+    rng = np.random.default_rng(3)
+    x, y = rng.random(SHAPE), rng.random(SHAPE)
+    a, b = device(x, managed=managed), device(y, managed=managed)
+    c = device(np.zeros(SHAPE), managed=managed)
+    np.testing.assert_array_equal(values(a + b), x + y)
+    for _ in range(3):  # the cached views, reused
+        np.add(a, b, out=c)
+        np.testing.assert_array_equal(values(c), x + y)
+    np.multiply(c, 2.0, out=c)
+    np.testing.assert_array_equal(values(c), 2 * (x + y))
+    mask = x > 0.5
+    np.subtract(a, b, out=c, where=device(mask))
+    np.testing.assert_array_equal(values(c), np.where(mask, x - y, 2 * (x + y)))
+
+
+def test_alternating_views_of_one_buffer():
+    x = np.arange(60.0).reshape(6, 10)
+    a, out = device(x), device(np.zeros((6, 10)))
+    expected = np.zeros((6, 10))
+    for step in range(3):
+        np.add(a[1:, :], a[:-1, :], out=out[1:, :])
+        expected[1:, :] = x[1:, :] + x[:-1, :]
+        np.testing.assert_array_equal(values(out), expected)
+        np.add(a[:, ::2], step, out=out[:, ::2])
+        expected[:, ::2] = x[:, ::2] + step
+        np.testing.assert_array_equal(values(out), expected)
+
+
+def test_reductions_at_and_sort():
+    x = np.random.default_rng(4).random(SHAPE)
+    a = device(x)
+    assert float(a.sum()) == pytest.approx(x.sum())
+    np.testing.assert_allclose(values(a.sum(axis=2)), x.sum(axis=2))
+    out = device(np.zeros(SHAPE[:2]))
+    a.max(axis=2, out=out)
+    np.testing.assert_array_equal(values(out), x.max(axis=2))
+    v = device(np.array([3.0, 1.0, 2.0]))
+    np.add.at(v, [0, 0, 2], 1.0)
+    v.sort()
+    np.testing.assert_array_equal(values(v), [1.0, 3.0, 5.0])
+
+
+def test_views_are_the_storages_memory():
+    import cupy
+
+    x = np.arange(48.0).reshape(4, 3, 4)
+    a = device(x)
+    inner = a[1:-1]
+    r = np.positive(inner)  # computed from a view of a's own memory
+    np.testing.assert_array_equal(values(r), x[1:-1])
+    assert inner.to_cupy().data.ptr == a.to_cupy().data.ptr + a.strides[0]
+    assert isinstance(a.to_cupy(), cupy.ndarray)
+
+
+def test_lifetimes_and_freed_blocks():
+    import cupy
+
+    def live():
+        gc.collect()
+        cupy.cuda.get_current_stream().synchronize()
+        stats = gtstore.memory_stats()
+        return stats["live_buffers"], stats["live_bytes"]
+
+    x = np.arange(24.0).reshape(2, 3, 4)
+    before = live()
+    a, b = device(x), device(2 * x)
+    r = a + b
+    v = b[1:]
+    del a, b
+    gc.collect()
+    filler = [device(np.full(x.shape, 9.0)) for _ in range(4)]  # reuse freed memory, if any
+    np.testing.assert_array_equal(values(r), 3 * x)
+    np.testing.assert_array_equal(values(v + 1.0), 2 * x[1:] + 1)
+    del filler, r, v
+    assert live() == before  # the engine's cached objects hold no buffer beyond its storages
