@@ -1022,6 +1022,18 @@ static CUresult EventSynchronize(CUevent e)
     return OK;
 }
 
+/* Completes at once, as every call here does; counted, and the handles
+ * checked. */
+static CUresult StreamWaitEvent(CUstream s, CUevent e, unsigned int flags)
+{
+    if (!e || e->magic != EVENT_MAGIC || check_stream(s))
+        return fail(INVALID_HANDLE);
+    if (flags != 0)
+        return fail(INVALID_VALUE);
+    count(&stats.stream_event_waits);
+    return OK;
+}
+
 static CUresult EventDestroy(CUevent e)
 {
     if (!e || e->magic != EVENT_MAGIC)
@@ -1175,6 +1187,7 @@ static const struct {
     FN("cuEventQuery", EventQuery),
     FN("cuEventSynchronize", EventSynchronize),
     FN("cuEventDestroy", EventDestroy),
+    FN("cuStreamWaitEvent", StreamWaitEvent),
     FN("cuMemHostRegister", MemHostRegister),
     FN("cuMemHostUnregister", MemHostUnregister),
     FN("cuPointerGetAttributes", PointerGetAttributes),
@@ -1257,7 +1270,7 @@ long long fake_cuda_stat(const char *name)
         STAT(async_calls), STAT(live_streams), STAT(errors), STAT(modules),
         STAT(kernel_arrays), STAT(serial_launches), STAT(pinned_copies), STAT(pools),
         STAT(pool_allocs), STAT(pool_reuses), STAT(pool_frees), STAT(events),
-        STAT(live_events), STAT(event_waits), STAT(pointer_queries),
+        STAT(live_events), STAT(event_waits), STAT(pointer_queries), STAT(stream_event_waits),
     };
 #undef STAT
     fake_cuda_stats now;

@@ -146,10 +146,19 @@ static void test_streams(void)
         CHECK_OK(gts_device_copy_to_device(emu, block, "abcdefg", 8, stream, ERR));
         CHECK_OK(gts_device_synchronize(emu, stream, ERR));
         CHECK_OK(gts_device_copy_to_host(emu, bytes, block, 8, stream, ERR));
+        CHECK_OK(gts_device_synchronize(emu, stream, ERR)); /* queued until then */
         CHECK_STR_EQ(bytes, "abcdefg");
         uint64_t foreign = 0;
         CHECK_FAILS(gts_device_synchronize(emu, (gts_stream)&foreign, ERR), GTS_EINVAL,
                     "not a live stream of the emulated device");
+        /* events too are looked up; the host's trivial event is not the
+           emulated device's */
+        CHECK_FAILS(gts_device_event_synchronize(emu, (gts_event)&foreign, ERR), GTS_EINVAL,
+                    "not a live event of the emulated device");
+        gts_event trivial;
+        if (CHECK_OK(gts_device_event_create(host, &trivial, ERR)))
+            CHECK_FAILS(gts_device_event_record(emu, trivial, stream, ERR), GTS_EINVAL,
+                        "trivial event");
         CHECK_FAILS(gts_device_fill(emu, block, 1, (const int64_t[]){8}, (const int64_t[]){1}, 1,
                                     "x", (gts_stream)&foreign, ERR),
                     GTS_EINVAL, "stream");
