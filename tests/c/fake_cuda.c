@@ -993,11 +993,14 @@ static CUresult EventCreate(CUevent *out, unsigned int flags)
     return OK;
 }
 
+/* Under the lock: threads record and wait for one event (a buffer's). */
 static CUresult EventRecord(CUevent e, CUstream s)
 {
     if (!e || e->magic != EVENT_MAGIC || check_stream(s))
         return fail(INVALID_HANDLE);
+    pthread_mutex_lock(&lock);
     e->pending = config.event_pending;
+    pthread_mutex_unlock(&lock);
     return OK;
 }
 
@@ -1005,20 +1008,23 @@ static CUresult EventQuery(CUevent e)
 {
     if (!e || e->magic != EVENT_MAGIC)
         return fail(INVALID_HANDLE);
-    if (e->pending > 0) {
+    pthread_mutex_lock(&lock);
+    bool pending = e->pending > 0;
+    if (pending)
         --e->pending;
-        return NOT_READY;
-    }
-    return OK;
+    pthread_mutex_unlock(&lock);
+    return pending ? NOT_READY : OK;
 }
 
 static CUresult EventSynchronize(CUevent e)
 {
     if (!e || e->magic != EVENT_MAGIC)
         return fail(INVALID_HANDLE);
+    pthread_mutex_lock(&lock);
     if (e->pending > 0)
-        count(&stats.event_waits);
+        ++stats.event_waits;
     e->pending = 0;
+    pthread_mutex_unlock(&lock);
     return OK;
 }
 

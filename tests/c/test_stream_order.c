@@ -171,18 +171,24 @@ static int64_t compare(const double *got, const field *f, int64_t first, int64_t
 /* Rows [first, first + count) of side `side` read (the device side back
  * on stream `s`, then synchronised: what a kernel on `s` would read) and
  * compared with the model: the wrong elements, or -1 with `err` on failure.
- * No CHECK: threads call it. */
-static int64_t read_side(const gts_device_ops *dev, field *f, gts_side side, int64_t first,
-                         int64_t count, gts_stream s, gts_error *err)
+ * Only those rows are touched. `access` is GTS_ACCESS_READ, or for threads
+ * GTS_ACCESS_WRITE_HELD: a read is not held, and a sync by another thread
+ * may rewrite the bytes it reads meanwhile (with the same values, but a
+ * data race all the same, which ThreadSanitizer reports); a held access
+ * makes the syncs wait. No CHECK: threads call it. */
+static int64_t read_side(const gts_device_ops *dev, field *f, gts_side side, gts_access access,
+                         int64_t first, int64_t count, gts_stream s, gts_error *err)
 {
     double got[ROWS * COLS];
-    void *data;
-    if (gts_storage_access(&f->whole, side, GTS_ACCESS_READ, s, &data, err))
+    char *data;
+    if (gts_storage_access(&f->whole, side, access, s, (void **)&data, err))
         return -1;
+    size_t offset = (size_t)(first * COLS) * sizeof *got, bytes = (size_t)(count * COLS) * sizeof *got;
     int rc = side == GTS_SIDE_HOST
-                 ? (memcpy(got, data, sizeof got), GTS_OK)
-                 : gts_device_copy_to_host(dev, got, data, sizeof got, s, err);
-    if (gts_storage_access_end(&f->whole, side, GTS_ACCESS_READ, s, rc ? NULL : err) && !rc)
+                 ? (memcpy((char *)got + offset, data + offset, bytes), GTS_OK)
+                 : gts_device_copy_to_host(dev, (char *)got + offset, data + offset,
+                                           (int64_t)bytes, s, err);
+    if (gts_storage_access_end(&f->whole, side, access, s, rc ? NULL : err) && !rc)
         rc = err->code;
     if (!rc && side == GTS_SIDE_DEVICE)
         rc = gts_device_synchronize(dev, s, err);
@@ -191,7 +197,7 @@ static int64_t read_side(const gts_device_ops *dev, field *f, gts_side side, int
 
 static int64_t host_read(field *f, int64_t first, int64_t count, gts_stream s)
 {
-    int64_t wrong = read_side(NULL, f, GTS_SIDE_HOST, first, count, s, ERR);
+    int64_t wrong = read_side(NULL, f, GTS_SIDE_HOST, GTS_ACCESS_READ, first, count, s, ERR);
     CHECK_OK(wrong < 0 ? check_error.code : GTS_OK);
     return wrong < 0 ? 0 : wrong;
 }
@@ -199,7 +205,7 @@ static int64_t host_read(field *f, int64_t first, int64_t count, gts_stream s)
 static int64_t device_read(const gts_device_ops *dev, field *f, int64_t first, int64_t count,
                            gts_stream s)
 {
-    int64_t wrong = read_side(dev, f, GTS_SIDE_DEVICE, first, count, s, ERR);
+    int64_t wrong = read_side(dev, f, GTS_SIDE_DEVICE, GTS_ACCESS_READ, first, count, s, ERR);
     CHECK_OK(wrong < 0 ? check_error.code : GTS_OK);
     return wrong < 0 ? 0 : wrong;
 }
@@ -375,7 +381,8 @@ static void *thread_steps(void *arg)
             break;
         default: { /* its rows read on either side */
             gts_side side = worker_random(w, 2) ? GTS_SIDE_HOST : GTS_SIDE_DEVICE;
-            int64_t wrong = ok ? read_side(dev, f, side, first, ROWS_EACH, s, &err) : 0;
+            int64_t wrong =
+                ok ? read_side(dev, f, side, GTS_ACCESS_WRITE_HELD, first, ROWS_EACH, s, &err) : 0;
             ok = wrong >= 0;
             w->wrong += ok ? wrong : 0;
             break;
