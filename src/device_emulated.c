@@ -29,6 +29,7 @@
 #include "device_emulated.h"
 #include "device_host.h"
 #include "device_pool.h"
+#include "halo_region.h"
 #include "internal.h"
 
 #if UINTPTR_MAX > 0xffffffffu
@@ -377,6 +378,21 @@ static void emu_stream_destroy(const gts_device_ops *dev, gts_stream s)
     free(found);
 }
 
+/* A negation of packed values (a turned vector component in a message in
+ * its memory): the host's on its own memory, as a GPU runs its kernel. */
+static int emu_negate(const gts_device_ops *dev, void *data, int64_t bytes, gts_dtype dtype,
+                      gts_stream s, gts_error *err)
+{
+    (void)dev;
+    char *host;
+    int rc = check_stream(s, err);
+    if (!rc)
+        rc = translate("data", data, 0, bytes, &host, err);
+    if (!rc && bytes > 0)
+        gts__halo_negate(host, bytes, dtype);
+    return rc;
+}
+
 static void *emu_host_alias(const gts_device_ops *dev, const void *address)
 {
     (void)dev;
@@ -401,6 +417,7 @@ const gts_device_ops gts__device_emulated = {
     .kind = GTS_MEMORY_GPU,
     .engine = GTS_ENGINE_NUMPY,
     .host_alias = emu_host_alias,
+    .negate = emu_negate,
 };
 
 /* ---- counts and inspection -------------------------------------------------------- */
