@@ -117,6 +117,20 @@ def test_same_bits_on_every_layout(comm):
     all_ranks(comm, same, "presets give different bits")
 
 
+def test_shared_memory_and_mpi_messages_same_bits(comm, monkeypatch):
+    """Scalars and turned vectors through shared memory (the default on one
+    node) and through MPI's messages: both the reference, bit for bit."""
+    results = []
+    for shared in ("1", "0"):
+        monkeypatch.setenv("GTSTORE_HALO_SHARED_MEMORY", shared)
+        ok, got, _, _ = run(comm, "gt:cpu_kfirst")
+        results.append((ok, got))
+    same = all(ok for ok, _ in results) and all(
+        np.array_equal(a.view(np.int64), b.view(np.int64))
+        for a, b in zip(results[0][1], results[1][1]))
+    all_ranks(comm, same, "shared memory and MPI messages differ")
+
+
 @pytest.mark.parametrize("device_aware", [True, False])
 def test_device_fields_same_bits_as_host(comm, device_aware):
     """Fields in (emulated) device memory only give the host's bits, the
