@@ -236,7 +236,7 @@ def cubed_sphere(args):
         results = timed(comm, methods, reps, batches)
         grown = {name: allocated(comm, run, reps) for name, run in methods.items()}
         rows.append((mode, count, results, grown, same, len(ours.neighbors),
-                     ours.plan.recv_bytes))
+                     ours.plan.recv_bytes, ours.shared_memory))
         ours.close()
     part.close()
     if comm.rank != 0:
@@ -248,7 +248,7 @@ def cubed_sphere(args):
     print("| fields | method | ms per exchange | pace / gtstore | bytes allocated per "
           "exchange (Python) |")
     print("| --- | --- | ---: | ---: | ---: |")
-    for mode, count, results, grown, same, messages, recv_bytes in rows:
+    for mode, count, results, grown, same, messages, recv_bytes, shared in rows:
         base = results["gtstore (HaloExchange)"]
         what = (f"{count} scalars" if mode == "scalar" else f"{count // 2} vector pairs")
         for name, seconds in results.items():
@@ -256,7 +256,8 @@ def cubed_sphere(args):
             print(f"| {what} | {name} | {seconds * 1e3:.2f} | {speedup:.2f}x | "
                   f"{grown[name] / reps:.0f} |")
         print(f"| {what} | halos equal: {same}; gtstore: {messages} messages, "
-              f"{recv_bytes} bytes received per rank | | | |")
+              f"{recv_bytes} bytes received per rank, through shared memory: {shared} "
+              f"| | | |")
 
 
 def main():

@@ -345,6 +345,26 @@ int gts_device_synchronize(const gts_device_ops *dev, gts_stream stream, gts_err
     return rc ? rc : dev->synchronize(dev, stream, err);
 }
 
+int gts_device_negate(const gts_device_ops *dev, void *data, int64_t bytes, gts_dtype dtype,
+                      gts_stream stream, gts_error *err)
+{
+    int rc = check_transfer(dev, data, data, bytes, stream, err);
+    if (rc)
+        return rc;
+    if (!dev->negate)
+        return gts_error_set(err, GTS_ENOTSUP, "device: %s has no kernel that negates",
+                             dev->name);
+    gts_dtype valid;
+    if ((rc = gts_dtype_make(dtype.kind, dtype.itemsize, &valid, err)))
+        return rc;
+    if (dtype.kind == GTS_KIND_BOOL)
+        return gts_error_set(err, GTS_EINVAL, "dtype: a boolean has no sign to negate");
+    if (bytes % dtype.itemsize)
+        return gts_error_set(err, GTS_EINVAL, "bytes: %lld is not a multiple of the itemsize %d",
+                             (long long)bytes, (int)dtype.itemsize);
+    return dev->negate(dev, data, bytes, dtype, stream, err);
+}
+
 int gts_device_stream_create(const gts_device_ops *dev, gts_stream *out, gts_error *err)
 {
     int rc = gts__device_check(dev, NULL, err);

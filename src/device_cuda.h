@@ -298,7 +298,7 @@ typedef struct cuda_device {
     _Atomic(CUcontext) context; /* the retained primary context; NULL until first use */
     char names[3][NAME_SIZE];   /* of its memory, managed and (device 0) pinned devices */
     _Atomic(bool) loaded;       /* the kernels below are loaded in the context */
-    CUfunction copy, fill, batch;
+    CUfunction copy, fill, batch, negate;
     /* Freed device memory: the driver's stream-ordered pool where the device
      * has them (`pools`; the pool is made on first use), else `blocks`. */
     atomic_bool pools;

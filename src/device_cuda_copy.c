@@ -136,7 +136,8 @@ static int load_kernels(cuda_device *d, gts_error *err)
             const char *name;
         } kernels[] = {{&d->copy, "gts_copy_kernel"},
                        {&d->fill, "gts_fill_kernel"},
-                       {&d->batch, "gts_copy_batch_kernel"}};
+                       {&d->batch, "gts_copy_batch_kernel"},
+                       {&d->negate, "gts_negate_kernel"}};
         for (size_t k = 0; !rc && k < sizeof kernels / sizeof kernels[0]; ++k)
             rc = check(d, kernels[k].name,
                        api.ModuleGetFunction(kernels[k].out, module, kernels[k].name), err);
@@ -500,9 +501,36 @@ static int memory_batch_run(const gts_device_ops *dev, void *state, gts_stream s
     return rc;
 }
 
-/* In the device's context: the default streams (CU_STREAM_LEGACY and
- * CU_STREAM_PER_THREAD, which gts_device_wait_stream passes on) are the
- * current context's. */
+/* ---- negation ------------------------------------------------------------------------------ */
+
+/* Packed values negated in place (gts_device_negate): one launch, checked
+ * by the caller. Complex values are two floats each. */
+static int memory_negate(const gts_device_ops *dev, void *data, int64_t bytes, gts_dtype dtype,
+                         gts_stream s, gts_error *err)
+{
+    cuda_device *d = device_of(dev);
+    if (bytes == 0)
+        return GTS_OK;
+    bool complex = dtype.kind == GTS_KIND_COMPLEX;
+    gts_kernel_negate n = {.data = dptr(data),
+                           .size = complex ? dtype.itemsize / 2 : dtype.itemsize,
+                           .twos_complement = dtype.kind == GTS_KIND_INT ||
+                                              dtype.kind == GTS_KIND_UINT};
+    n.count = bytes / n.size;
+    int rc = gts__cuda_enter(d, err);
+    if (rc)
+        return rc;
+    rc = load_kernels(d, err);
+    void *params[] = {&n};
+    if (!rc)
+        rc = launch(d, d->negate, "cuLaunchKernel (gts_negate_kernel)",
+                    gts__kernel_blocks(n.count), 1, params, s, err);
+    if (!rc)
+        rc = finish(d, s, err);
+    leave();
+    return rc;
+}
+
 /* ---- host-accessible memory: pinned and managed ------------------------------------------ */
 
 static int pinned_move(const gts_device_ops *dev, void *dst, const void *src, int64_t bytes,
@@ -566,6 +594,7 @@ void gts__cuda_copy_ops(gts_device_ops *memory, gts_device_ops *managed, gts_dev
         memory->batch_prepare = memory_batch_prepare;
         memory->batch_run = memory_batch_run;
         memory->batch_release = memory_batch_release;
+        memory->negate = memory_negate;
     }
     if (managed) {
         managed->copy_to_device = managed_transfer;

@@ -35,6 +35,7 @@
 #include "device_emulated_streams.h"
 #include "device_host.h"
 #include "device_pool.h"
+#include "halo_region.h"
 #include "kernels_private.h"
 #include "strided_range.h"
 
@@ -439,6 +440,45 @@ static int emu_copy(const gts_device_ops *dev, void *dst, const int64_t *dst_str
     return rc;
 }
 
+/* A negation of packed values (a turned vector component in a message in
+ * its memory): the host's on its own memory, as a GPU runs its kernel,
+ * queued on a stream as the other work. */
+typedef struct negate_work {
+    gts__emu_work base;
+    char *data;
+    int64_t bytes;
+    gts_dtype dtype;
+} negate_work;
+
+static void run_negate(gts__emu_work *work)
+{
+    negate_work *n = (negate_work *)work;
+    gts__halo_negate(n->data, n->bytes, n->dtype);
+    free(n);
+}
+
+static int emu_negate(const gts_device_ops *dev, void *data, int64_t bytes, gts_dtype dtype,
+                      gts_stream s, gts_error *err)
+{
+    (void)dev;
+    char *host;
+    int rc = check_stream(s, err);
+    if (!rc)
+        rc = translate("data", data, 0, bytes, &host, err);
+    if (rc || bytes <= 0)
+        return rc;
+    if (!s) {
+        gts__halo_negate(host, bytes, dtype);
+        return GTS_OK;
+    }
+    negate_work *n = malloc(sizeof *n);
+    if (!n)
+        return gts_error_set(err, GTS_ENOMEM, "out of memory: cannot queue a negation");
+    *n = (negate_work){{NULL, run_negate}, host, bytes, dtype};
+    gts__emu_submit(s, &n->base);
+    return GTS_OK;
+}
+
 static void *emu_host_alias(const gts_device_ops *dev, const void *address)
 {
     (void)dev;
@@ -469,6 +509,7 @@ const gts_device_ops gts__device_emulated = {
     .stream_wait_event = gts__emu_stream_wait_event,
     .event_synchronize = gts__emu_event_synchronize,
     .event_query = gts__emu_event_query,
+    .negate = emu_negate,
 };
 
 /* ---- counts and inspection -------------------------------------------------------- */

@@ -36,3 +36,10 @@ gts_copy_batch_kernel(const gts_kernel_array *arrays, unsigned int first)
     gts_kernel_array a = arrays[first + blockIdx.y];
     gts_kernel_copy_thread(&a, this_thread());
 }
+
+/* Packed values negated in place. */
+extern "C" __global__ void __launch_bounds__(GTS_KERNEL_THREADS)
+gts_negate_kernel(const gts_kernel_negate n)
+{
+    gts_kernel_negate_thread(&n, this_thread());
+}

@@ -4,7 +4,8 @@
  * is tested:
  * - device_kernels.cu, the CUDA C source, compiled to PTX (device_kernels.ptx)
  *   and loaded through the driver by device_cuda.c;
- * - kernel_args.c, which turns a strided fill or copy into these arguments;
+ * - kernel_args.c, which turns a strided fill or copy into these arguments
+ *   (device_cuda_copy.c fills a negation's itself);
  * - the tests' fake CUDA driver (tests/c/fake_cuda.c), which runs a launch by
  *   calling the per-thread functions below for every block and thread of
  *   the grid, over its own memory.
@@ -147,6 +148,40 @@ GTS_KERNEL_FN void gts_kernel_fill_thread(const gts_kernel_fill *f, gts_kernel_t
         long long d, s;
         gts_kernel_offsets(a, (long long)i, &d, &s);
         gts_kernel_store(dst + d, a->unit, gts_kernel_item_word(f, (long long)i));
+    }
+}
+
+/* A negation in place of `count` packed values of `size` bytes each (a
+ * vector component that a cube edge turns, negated in a message buffer in
+ * device memory: halo_negate.c is the same on the host). Floats flip their
+ * sign bit (complex values are two floats each); integers take the two's
+ * complement, wrapping. Byte by byte, so that a value need not be aligned
+ * (a message packs fields of several dtypes one after the other), and in
+ * little-endian order, the GPU's: the sign bit is in the value's last byte,
+ * the carry runs from its first. */
+typedef struct gts_kernel_negate {
+    unsigned long long data; /* device address of value 0 */
+    long long count;         /* values */
+    int size;                /* bytes per value: 1, 2, 4 or 8 */
+    int twos_complement;     /* integers; else the sign bit (floats) */
+} gts_kernel_negate;
+
+/* One thread of a negation: its values, striding over the grid. */
+GTS_KERNEL_FN void gts_kernel_negate_thread(const gts_kernel_negate *n, gts_kernel_thread t)
+{
+    unsigned char *data = (unsigned char *)GTS_KERNEL_ADDRESS(n->data);
+    for (unsigned long long i = t.first; i < (unsigned long long)n->count; i += t.stride) {
+        unsigned char *value = data + i * (unsigned long long)n->size;
+        if (!n->twos_complement) {
+            value[n->size - 1] ^= 0x80;
+            continue;
+        }
+        unsigned int carry = 1; /* -x = ~x + 1 */
+        for (int b = 0; b < n->size; ++b) {
+            unsigned int sum = (unsigned int)(unsigned char)~value[b] + carry;
+            value[b] = (unsigned char)sum;
+            carry = sum >> 8;
+        }
     }
 }
 

@@ -612,6 +612,16 @@ static int transfer_field(const gts_halo_plan *plan, const region *r,
     return rc ? rc : gts_device_synchronize(across, NULL, err); /* completed on return */
 }
 
+int gts__halo_negate_on(const gts_device_ops *gpu, void *data, int64_t bytes, gts_dtype dtype,
+                        gts_error *err)
+{
+    if (!gpu) {
+        gts__halo_negate(data, bytes, dtype);
+        return GTS_OK;
+    }
+    return gts_device_negate(gpu, data, bytes, dtype, NULL, err);
+}
+
 /* Copies between the fields and the message: pack (`send`) or unpack. */
 static int transfer(const gts_halo_plan *plan, int index, const gts_device_ops *message_gpu,
                     char *message, bool send, gts_error *err)
@@ -621,16 +631,12 @@ static int transfer(const gts_halo_plan *plan, int index, const gts_device_ops *
         const region *r = gts__halo_plan_region(plan, send, index, k);
         if (r->bytes == 0)
             continue;
-        if (send && r->negate && message_gpu) /* no device kernel negates yet */
-            return gts_error_set(err, GTS_EINVAL,
-                                 "device: a turned vector component is negated in host memory; "
-                                 "messages in %s memory cannot hold it",
-                                 message_gpu->name);
         int rc = transfer_field(plan, r, message_gpu, message, send, err);
+        if (!rc && send && r->negate)
+            rc = gts__halo_negate_on(message_gpu, message, r->bytes,
+                                     plan->fields[r->field].dtype, err);
         if (rc)
             return rc;
-        if (send && r->negate)
-            gts__halo_negate(message, r->bytes, plan->fields[r->field].dtype);
         message += r->bytes;
     }
     return 0;

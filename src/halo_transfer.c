@@ -43,8 +43,10 @@ typedef struct group {
     char *staging;
 } group;
 
-/* Packed values to negate, in host memory. */
+/* Packed values to negate, in the messages' memory: host memory (gpu
+ * NULL), or a GPU's, by its kernel. */
 typedef struct negation {
+    const gts_device_ops *gpu;
     char *data;
     int64_t bytes;
     gts_dtype dtype;
@@ -216,17 +218,26 @@ static int add_local(gts__halo_transfer *t, int k, int i, int j, gts_error *err)
 }
 
 /* A region whose values travel negated, negated in the message block
- * once packed: host memory only (no device kernel negates yet). A local
- * copy never turns (a rank is its own neighbour only on a Cartesian
- * grid). */
+ * once packed: on the host, or by the messages' GPU where they are in its
+ * memory (no byte crosses for it). Merged into the last negation where it
+ * continues it. A local copy never turns (a rank is its own neighbour only
+ * on a Cartesian grid). */
 static int add_negation(gts__halo_transfer *t, const gts__halo_region *r, char *packed,
-                        bool on_device, gts_error *err)
+                        const gts_device_ops *message_gpu, gts_error *err)
 {
-    if (on_device)
-        return gts_error_set(err, GTS_EINVAL,
-                             "device: a turned vector component is negated in host memory; "
-                             "messages in device memory cannot hold it");
-    negation n = {packed, r->bytes, gts__halo_plan_field(t->plan, r->field)->dtype};
+    if (message_gpu && !message_gpu->negate)
+        return gts_error_set(err, GTS_ENOTSUP,
+                             "device: a turned vector component is negated where the message "
+                             "is, but %s has no kernel that negates",
+                             message_gpu->name);
+    negation n = {message_gpu, packed, r->bytes,
+                  gts__halo_plan_field(t->plan, r->field)->dtype};
+    negation *last = t->nnegations ? &t->negations[t->nnegations - 1] : NULL;
+    if (last && last->gpu == n.gpu && gts_dtype_equal(last->dtype, n.dtype) &&
+        last->data + last->bytes == n.data) {
+        last->bytes += n.bytes;
+        return GTS_OK;
+    }
     int rc = reserve((void **)&t->negations, &t->negation_capacity, t->nnegations, sizeof n,
                      err);
     if (!rc)
@@ -248,7 +259,7 @@ static int add_neighbor(gts__halo_transfer *t, int i, const int *pair,
         int rc = local ? add_local(t, k, i, pair[i], err)
                        : add_region(t, r, offset, message_gpu, block, err);
         if (!rc && !local && t->send && r->negate)
-            rc = add_negation(t, r, block + offset, message_gpu != NULL, err);
+            rc = add_negation(t, r, block + offset, message_gpu, err);
         if (rc)
             return rc;
         offset += r->bytes;
@@ -448,8 +459,8 @@ int gts__halo_transfer_run(const gts__halo_transfer *t, gts_error *err)
         if (!(rc = run_host(t, err)) && !(rc = run_devices(t, err)))
             rc = run_crossings(t, err);
         for (int k = 0; !rc && k < t->nnegations; ++k)
-            gts__halo_negate(t->negations[k].data, t->negations[k].bytes,
-                             t->negations[k].dtype);
+            rc = gts__halo_negate_on(t->negations[k].gpu, t->negations[k].data,
+                                     t->negations[k].bytes, t->negations[k].dtype, err);
     } else if (!rc) { /* messages -> (staging) -> fields */
         if (!(rc = run_crossings(t, err)) && !(rc = run_devices(t, err)))
             rc = run_host(t, err);

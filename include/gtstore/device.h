@@ -60,6 +60,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gtstore/dtype.h"
 #include "gtstore/error.h"
 
 #ifdef __cplusplus
@@ -216,6 +217,11 @@ struct gts_device_ops {
                              gts_error *err);
     int (*event_synchronize)(const gts_device_ops *dev, gts_event event, gts_error *err);
     int (*event_query)(const gts_device_ops *dev, gts_event event, bool *done, gts_error *err);
+    /* ---- kernels (ABI 5) ---- */
+    /* Optional (NULL: the device has no such kernel): negates `bytes` of
+     * packed values of `dtype` at `data` in place (gts_device_negate). */
+    int (*negate)(const gts_device_ops *dev, void *data, int64_t bytes, gts_dtype dtype,
+                  gts_stream stream, gts_error *err);
 };
 
 /* ---- the registry -------------------------------------------------------- */
@@ -351,6 +357,16 @@ int gts_device_copy(const gts_device_ops *dev, void *dst, const int64_t *dst_str
                     const void *src, const int64_t *src_strides, int ndim, const int64_t *shape,
                     int64_t itemsize, gts_stream stream, gts_error *err);
 int gts_device_synchronize(const gts_device_ops *dev, gts_stream stream, gts_error *err);
+/* Negates `bytes` of packed values of `dtype` at `data` (device memory)
+ * in place, as a halo exchange does to a vector component that a cube edge
+ * turns (gtstore/cube_halo.h) where the message is in device memory: the
+ * sign bit of floats (exact; complex values: of both parts), the two's
+ * complement of integers (wrapping, as NumPy's negative). GTS_ENOTSUP on a
+ * device without the kernel (host memory: the caller negates it itself);
+ * GTS_EINVAL for a boolean dtype (no sign) or `bytes` not a multiple of its
+ * itemsize. */
+int gts_device_negate(const gts_device_ops *dev, void *data, int64_t bytes, gts_dtype dtype,
+                      gts_stream stream, gts_error *err);
 /* GTS_ENOTSUP on a device without streams. */
 int gts_device_stream_create(const gts_device_ops *dev, gts_stream *out, gts_error *err);
 void gts_device_stream_destroy(const gts_device_ops *dev, gts_stream stream); /* NULL ignored */

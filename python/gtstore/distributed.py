@@ -578,9 +578,14 @@ class HaloExchange:
         self._started = False
         self._sends, self._recvs = [], []
         self._send_requests, self._recv_requests = [], []
+        travel = [i for i in range(len(plan.neighbors)) if not messages.local(i)]
+        self._shared = None  # receive buffers in shared memory (gtstore/_halo_shared.py)
+        if not messages.at_once and self._memory == "host":
+            from ._halo_shared import SharedMessages
+            self._shared = SharedMessages.make(MPI, self._comm, plan, travel)
         for index, (rank, _, send_tag, recv_tag, send_bytes, recv_bytes) in enumerate(
                 plan.neighbors):
-            if messages.local(index):  # this rank itself: pack_all fills those halos
+            if index not in travel or self._shared:  # pack_local / the shared buffers
                 continue
             if recv_bytes:
                 self._recvs.append(index)
@@ -618,6 +623,17 @@ class HaloExchange:
         """Whether MPI is handed device memory."""
         return self._memory == "device"
 
+    @property
+    def shared_memory(self):
+        """Whether the messages go through shared memory: each packed
+        straight into its receiver's buffer, an MPI-3 shared window, with
+        MPI carrying only empty messages that order the buffers' use (one
+        copy fewer per byte). Chosen for fields with a host side where every
+        rank's neighbours share its node, unless the environment variable
+        ``GTSTORE_HALO_SHARED_MEMORY`` is ``"0"`` (collectively: on every
+        rank or none)."""
+        return self._shared is not None
+
     def start(self):
         """Posts the receives, then packs and posts the sends: for fields in
         device memory only every message at once (one launch per GPU), then
@@ -645,6 +661,11 @@ class HaloExchange:
             messages.pack_local()
         except Exception as e:  # noqa: BLE001 (raised below, once every send is posted)
             error = e
+        if self._shared:
+            self._shared.start()
+            if error is not None:
+                raise error
+            return
         for index, request in zip(self._sends, self._send_requests):
             try:
                 messages.pack(index)
@@ -663,6 +684,9 @@ class HaloExchange:
         self._started = False
         Request = self._MPI.Request
         messages = self._messages
+        if self._shared:
+            self._shared.wait()
+            return
         try:
             if messages.at_once:
                 Request.Waitall(self._recv_requests)
@@ -688,7 +712,10 @@ class HaloExchange:
             self.wait()
         self._free()
 
-    def _free(self):
+    def _free(self, collective=True):
+        if self._shared:
+            self._shared.free(collective)
+            self._shared = None
         for request in self._send_requests + self._recv_requests:
             request.Free()
         self._send_requests, self._recv_requests = [], []
@@ -713,7 +740,9 @@ class HaloExchange:
             Request = self._MPI.Request
             Request.Waitall(self._recv_requests)
             Request.Waitall(self._send_requests)
-        self._free()
+            if self._shared:
+                self._shared.wait(unpack=False)
+        self._free(collective=False)
 
     def __enter__(self):
         """The exchange itself: ``with HaloExchange(...) as ex:`` closes it at the end."""

@@ -5,6 +5,7 @@
 #ifndef GTSTORE_TESTS_DEVICE_CONTRACT_H
 #define GTSTORE_TESTS_DEVICE_CONTRACT_H
 
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,6 +85,104 @@ static void test_event_contract(const gts_device_ops *dev)
     gts_device_stream_destroy(dev, s2);
     gts_device_event_destroy(dev, e);
     gts_device_event_destroy(dev, NULL); /* ignored */
+}
+
+/* ---- negation (gts_device_negate) ------------------------------------------------------ */
+
+/* `count` values of `dtype` negated on the device at an odd offset (values
+ * in a message need not be aligned) must read back as `expected`, and the
+ * bytes around them untouched. */
+static void check_negation(const gts_device_ops *dev, char *block, gts_dtype dtype,
+                           const void *values, const void *expected, int count)
+{
+    enum { AT = 3, SIZE = 256 };
+    unsigned char image[SIZE], back[SIZE];
+    int64_t bytes = (int64_t)count * dtype.itemsize;
+    for (int i = 0; i < SIZE; ++i)
+        image[i] = (unsigned char)(0xa5 ^ i);
+    memcpy(image + AT, values, (size_t)bytes);
+    CHECK_OK(gts_device_copy_to_device(dev, block, image, SIZE, NULL, ERR));
+    if (!CHECK_OK(gts_device_negate(dev, block + AT, bytes, dtype, NULL, ERR)))
+        return;
+    read_back(dev, block, SIZE, back);
+    memcpy(image + AT, expected, (size_t)bytes);
+    if (!CHECK(memcmp(back, image, SIZE) == 0))
+        fprintf(stderr, "negation of %c%d on %s\n", dtype.kind, (int)dtype.itemsize, dev->name);
+}
+
+/* The negation of every dtype a vector component may have, against C's own
+ * arithmetic: floats (-0.0 for 0.0, infinities), complex values (both
+ * parts), integers wrapping (the most negative stays). The host device has
+ * no such kernel: its memory is negated by the caller. */
+static void test_negate(const gts_device_ops *dev)
+{
+    char *block = NULL;
+    if (!CHECK_OK(gts_device_alloc(dev, 256, 0, (void **)&block, ERR)))
+        return;
+    if (!dev->negate) {
+        CHECK_FAILS(gts_device_negate(dev, block, 8, (gts_dtype){GTS_KIND_FLOAT, 8}, NULL, ERR),
+                    GTS_ENOTSUP, "negates");
+        gts_device_free(dev, block, 256);
+        return;
+    }
+    double f8[] = {1.5, -2.25, 0.0, -0.0, 1e300, -HUGE_VAL}, nf8[6];
+    float f4[] = {3.5f, -0.0f, 0.0f, HUGE_VALF, -1e-30f}, nf4[5];
+    for (int i = 0; i < 6; ++i)
+        nf8[i] = -f8[i];
+    for (int i = 0; i < 5; ++i)
+        nf4[i] = -f4[i];
+    uint16_t f2[] = {0x3c00, 0x8000, 0x0000, 0x7c00}, nf2[4]; /* 1, -0, 0, inf in half */
+    for (int i = 0; i < 4; ++i)
+        nf2[i] = (uint16_t)(f2[i] ^ 0x8000);
+    double c16[] = {1.0, -2.0, 0.0, 5.5}, nc16[4];
+    for (int i = 0; i < 4; ++i)
+        nc16[i] = -c16[i];
+    int8_t i1[] = {0, 1, -128, 127, -5}, ni1[5];
+    for (int i = 0; i < 5; ++i)
+        ni1[i] = (int8_t)(uint8_t)(0u - (uint8_t)i1[i]);
+    uint16_t u2[] = {0, 1, 65535, 40000}, nu2[4];
+    for (int i = 0; i < 4; ++i)
+        nu2[i] = (uint16_t)(0u - u2[i]);
+    int32_t i4[] = {0, 7, INT32_MIN, INT32_MAX, -256}, ni4[5];
+    for (int i = 0; i < 5; ++i)
+        ni4[i] = (int32_t)(0u - (uint32_t)i4[i]);
+    int64_t i8[] = {0, -1, INT64_MIN, INT64_MAX, 1LL << 40}, ni8[5];
+    for (int i = 0; i < 5; ++i)
+        ni8[i] = (int64_t)(0u - (uint64_t)i8[i]);
+    check_negation(dev, block, (gts_dtype){GTS_KIND_FLOAT, 8}, f8, nf8, 6);
+    check_negation(dev, block, (gts_dtype){GTS_KIND_FLOAT, 4}, f4, nf4, 5);
+    check_negation(dev, block, (gts_dtype){GTS_KIND_FLOAT, 2}, f2, nf2, 4);
+    check_negation(dev, block, (gts_dtype){GTS_KIND_COMPLEX, 16}, c16, nc16, 2);
+    check_negation(dev, block, (gts_dtype){GTS_KIND_COMPLEX, 8}, f4, nf4, 2);
+    check_negation(dev, block, (gts_dtype){GTS_KIND_INT, 1}, i1, ni1, 5);
+    check_negation(dev, block, (gts_dtype){GTS_KIND_UINT, 2}, u2, nu2, 4);
+    check_negation(dev, block, (gts_dtype){GTS_KIND_INT, 4}, i4, ni4, 5);
+    check_negation(dev, block, (gts_dtype){GTS_KIND_INT, 8}, i8, ni8, 5);
+    /* nothing to do, and what has no sign or does not divide */
+    CHECK_OK(gts_device_negate(dev, NULL, 0, (gts_dtype){GTS_KIND_INT, 4}, NULL, ERR));
+    CHECK_FAILS(gts_device_negate(dev, block, 8, (gts_dtype){GTS_KIND_BOOL, 1}, NULL, ERR),
+                GTS_EINVAL, "boolean");
+    CHECK_FAILS(gts_device_negate(dev, block, 12, (gts_dtype){GTS_KIND_FLOAT, 8}, NULL, ERR),
+                GTS_EINVAL, "bytes: 12");
+    CHECK_FAILS(gts_device_negate(dev, block, 8, (gts_dtype){GTS_KIND_FLOAT, 3}, NULL, ERR),
+                GTS_ETYPE, "itemsize 3");
+    CHECK_FAILS(gts_device_negate(dev, block, -8, (gts_dtype){GTS_KIND_FLOAT, 8}, NULL, ERR),
+                GTS_EINVAL, "bytes: -8");
+    CHECK_FAILS(gts_device_negate(NULL, block, 8, (gts_dtype){GTS_KIND_FLOAT, 8}, NULL, ERR),
+                GTS_EINVAL, "device");
+    /* on a stream, in its order: after the copy in, before the copy out */
+    gts_stream s = NULL;
+    if (dev->stream_create && CHECK_OK(gts_device_stream_create(dev, &s, ERR))) {
+        double back[6];
+        CHECK_OK(gts_device_copy_to_device(dev, block, f8, sizeof f8, s, ERR));
+        CHECK_OK(gts_device_negate(dev, block, sizeof f8, (gts_dtype){GTS_KIND_FLOAT, 8}, s,
+                                   ERR));
+        CHECK_OK(gts_device_copy_to_host(dev, back, block, sizeof back, s, ERR));
+        CHECK_OK(gts_device_synchronize(dev, s, ERR));
+        CHECK(memcmp(back, nf8, sizeof back) == 0);
+        gts_device_stream_destroy(dev, s);
+    }
+    gts_device_free(dev, block, 256);
 }
 
 static void test_contract(const gts_device_ops *dev)
@@ -171,6 +270,7 @@ static void test_contract(const gts_device_ops *dev)
         CHECK(back[0] == 0 && back[N - 1] == 0);
         gts_device_free(dev, large, large_size);
     }
+    test_negate(dev);
 done:
     gts_device_free(dev, a, N);
     gts_device_free(dev, b, N);

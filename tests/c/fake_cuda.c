@@ -621,9 +621,9 @@ struct fake_module {
 static struct fake_module modules[MAX_FAKE_DEVICES];
 
 /* The functions of gtstore's kernels; a handle is one of these. */
-enum { COPY_KERNEL, FILL_KERNEL, BATCH_KERNEL, KERNELS };
+enum { COPY_KERNEL, FILL_KERNEL, BATCH_KERNEL, NEGATE_KERNEL, KERNELS };
 static const char *const kernel_names[KERNELS] = {"gts_copy_kernel", "gts_fill_kernel",
-                                                   "gts_copy_batch_kernel"};
+                                                   "gts_copy_batch_kernel", "gts_negate_kernel"};
 struct fake_function {
     int kernel;
     int device;
@@ -748,6 +748,8 @@ static void run_threads(int kernel, const void *args, unsigned blocks_x, unsigne
             t.first = b * threads + x;
             if (kernel == FILL_KERNEL)
                 gts_kernel_fill_thread(args, t);
+            else if (kernel == NEGATE_KERNEL)
+                gts_kernel_negate_thread(args, t);
             else
                 gts_kernel_copy_thread(args, t);
         }
@@ -771,6 +773,16 @@ static CUresult launch_batch(void **params, unsigned gx, unsigned gy)
     return OK;
 }
 
+/* A negation the kernel may run: a value size it knows, and every value
+ * in one live block. */
+static bool valid_negation(const gts_kernel_negate *n)
+{
+    long long bytes;
+    return (n->size == 1 || n->size == 2 || n->size == 4 || n->size == 8) && n->count >= 0 &&
+           !__builtin_mul_overflow(n->count, (long long)n->size, &bytes) &&
+           (bytes == 0 || find((uintptr_t)n->data, (size_t)bytes, NULL));
+}
+
 static CUresult LaunchKernel(struct fake_function *f, unsigned gx, unsigned gy, unsigned gz,
                              unsigned bx, unsigned by, unsigned bz, unsigned shared, CUstream s,
                              void **params, void **extra)
@@ -790,6 +802,10 @@ static CUresult LaunchKernel(struct fake_function *f, unsigned gx, unsigned gy, 
     CUresult rc = OK;
     if (f->kernel == BATCH_KERNEL) {
         rc = launch_batch(params, gx, gy);
+    } else if (f->kernel == NEGATE_KERNEL) {
+        if (!valid_negation(params[0]))
+            return fail(700); /* CUDA_ERROR_ILLEGAL_ADDRESS */
+        run_threads(f->kernel, params[0], gx, bx);
     } else {
         const gts_kernel_fill *fill = params[0];
         const gts_kernel_array *a = f->kernel == FILL_KERNEL ? &fill->array : params[0];

@@ -7,7 +7,8 @@
  * the cube's corners what they held. Layouts 1x1, 2x2, 3x3, 2x3 and an
  * uneven one; C and Fortran orders; scalars and vector pairs; the plan's
  * own packing, the message buffers one by one and all at once; host and
- * (emulated) device memory. */
+ * (emulated) device memory, the messages in pinned or device memory (where
+ * the device negates turned vector components: no byte crosses). */
 #include <stdlib.h>
 
 #include "check.h"
@@ -24,7 +25,8 @@ typedef struct scenario {
     int rows, columns;
     int64_t halo, k;
     bool fortran;
-    int device; /* 0 host memory, 1 (emulated) device memory only */
+    int device; /* 0 host memory, 1 (emulated) device memory only, 2 the same
+                   with the messages in device memory too */
     int nfields;
     gts_cube_component components[MAX_FIELDS];
     int stagger[MAX_FIELDS][2]; /* per field: on the cells' faces along x, y */
@@ -146,9 +148,24 @@ static int find_receiver(gts_halo_plan *const *plans, int to, int from)
 
 enum { OWN_BUFFERS, ONE_BY_ONE, AT_ONCE };
 
+/* Neighbour i's message of rank r to rank n->rank's neighbour j, through
+ * a buffer of the caller's in memory of `device` (NULL: host memory). */
+static void deliver_own(gts_halo_plan *const *plans, const gts_device_ops *device, int r, int i,
+                        int j)
+{
+    const gts_halo_neighbor *n = gts_halo_plan_neighbor(plans[r], i);
+    const gts_device_ops *memory = device ? device : gts_device_host();
+    void *message = NULL;
+    if (!CHECK_OK(gts_device_alloc(memory, n->send_bytes, 0, &message, ERR)))
+        return;
+    CHECK_OK(gts_halo_plan_pack_on(plans[r], i, device, message, n->send_bytes, ERR));
+    CHECK_OK(gts_halo_plan_unpack_on(plans[n->rank], j, device, message, n->send_bytes, ERR));
+    gts_device_free(memory, message, n->send_bytes);
+}
+
 /* Every message of every rank: packed, copied as MPI would, unpacked. */
 static void deliver_all(gts_halo_plan *const *plans, gts_halo_messages *const *messages,
-                        int nranks, int how)
+                        int nranks, int how, const gts_device_ops *device)
 {
     for (int r = 0; r < nranks && how == AT_ONCE; ++r)
         CHECK_OK(gts_halo_messages_pack_all(messages[r], ERR));
@@ -161,10 +178,7 @@ static void deliver_all(gts_halo_plan *const *plans, gts_halo_messages *const *m
             CHECK_INT_EQ(gts_halo_plan_neighbor(plans[n->rank], j)->recv_bytes, n->send_bytes);
             CHECK(n->send_tag == 0 && n->recv_tag == 0);
             if (how == OWN_BUFFERS) {
-                char *message = malloc((size_t)n->send_bytes);
-                CHECK_OK(gts_halo_plan_pack(plans[r], i, message, n->send_bytes, ERR));
-                CHECK_OK(gts_halo_plan_unpack(plans[n->rank], j, message, n->send_bytes, ERR));
-                free(message);
+                deliver_own(plans, device, r, i, j);
                 continue;
             }
             if (how == ONE_BY_ONE)
@@ -193,14 +207,21 @@ static void run_exchange(const scenario *sc, int how)
                 visit(sc, &p, r, f, &fields[r][f], false);
         CHECK_OK(gts_cube_halo_plan_create(&p, r, sc->nfields, fields[r], sc->components,
                                            &plans[r], ERR));
-        gts_halo_memory memory = sc->device ? GTS_HALO_MEMORY_PINNED : GTS_HALO_MEMORY_HOST;
+        gts_halo_memory memory = sc->device == 2 ? GTS_HALO_MEMORY_DEVICE
+                                 : sc->device ? GTS_HALO_MEMORY_PINNED : GTS_HALO_MEMORY_HOST;
         if (how != OWN_BUFFERS)
             CHECK_OK(gts_halo_messages_create(plans[r], memory, &messages[r], ERR));
     }
     for (int r = 0; r < nranks; ++r)
         CHECK(gts_halo_plan_signature(plans[r]) == gts_halo_plan_signature(plans[0]));
+    const gts_device_ops *device = sc->device == 2 ? gts_device_emulated() : NULL;
+    gts_transfer_counts before, after;
+    gts_device_emulated_counts(&before);
     for (int round = 0; round < 2; ++round) /* the same again over the same plan */
-        deliver_all(plans, messages, nranks, how);
+        deliver_all(plans, messages, nranks, how, device);
+    gts_device_emulated_counts(&after);
+    if (device) /* packed, negated and unpacked on the device: nothing crosses */
+        CHECK(after.to_host == before.to_host && after.to_device == before.to_device);
     int bad = 0;
     for (int r = 0; r < nranks; ++r)
         for (int f = 0; f < sc->nfields; ++f)
@@ -231,6 +252,8 @@ static const scenario scenarios[] = {
     {"2x3 uneven", 7, 2, 3, 2, 1, true, 0, 2, {GTS_CUBE_U, GTS_CUBE_V}, {{0}}},
     {"2x2 device memory", 6, 2, 2, 2, 2, false, 1, 3,
      {GTS_CUBE_U, GTS_CUBE_V, GTS_CUBE_SCALAR}, {{0}}},
+    {"1x1 vectors, device messages", 6, 1, 1, 2, 2, true, 2, 3,
+     {GTS_CUBE_U, GTS_CUBE_SCALAR, GTS_CUBE_V}, {{0}}},
     /* staggered: a D grid's wind (u on y faces, v on x faces), a C grid's,
        and a scalar on the cells' corners */
     {"1x1 D grid", 6, 1, 1, 2, 2, false, 0, 2, {GTS_CUBE_U, GTS_CUBE_V}, {{0, 1}, {1, 0}}},
@@ -240,6 +263,8 @@ static const scenario scenarios[] = {
      {GTS_CUBE_SCALAR, GTS_CUBE_U, GTS_CUBE_V}, {{1, 1}, {0, 1}, {1, 0}}},
     {"2x2 D grid, device memory", 8, 2, 2, 2, 1, false, 1, 2, {GTS_CUBE_U, GTS_CUBE_V},
      {{0, 1}, {1, 0}}},
+    {"2x3 C grid, device messages", 12, 2, 3, 2, 1, false, 2, 3,
+     {GTS_CUBE_V, GTS_CUBE_SCALAR, GTS_CUBE_U}, {{0, 1}, {0, 0}, {1, 0}}},
 };
 
 static void test_exchanges(void)
@@ -354,7 +379,7 @@ static void test_negation_dtypes(void)
             CHECK_OK(gts_cube_halo_plan_create(&p, r, 2, fields[r], components, &plans[r],
                                                ERR));
         }
-        deliver_all(plans, NULL, 6, OWN_BUFFERS);
+        deliver_all(plans, NULL, 6, OWN_BUFFERS, NULL);
         int64_t west[2] = {0, 1}; /* cell (-1, 0) */
         const unsigned char *u = (const unsigned char *)address(&fields[0][0], west);
         const unsigned char *v = (const unsigned char *)address(&fields[0][1], west);

@@ -8,6 +8,7 @@ bad input that fails on every rank. Skipped on other rank counts."""
 import numpy as np
 import pytest
 
+import gtstore as gts
 from gtstore import distributed as gd
 
 from conftest import MPI, all_ranks
@@ -76,29 +77,34 @@ def local_expected(part, full):
     return full[x0:x0 + nx + 2 * h, y0:y0 + ny + 2 * h]
 
 
-def run(comm, preset, n=6, h=2, nz=3):
+def run(comm, preset, n=6, h=2, nz=3, device_aware=None):
+    """One exchange of q, u, v (twice) on fields of `preset`; "gpu": in the
+    GPU's memory only (no host side), with `device_aware` messages."""
     part = gd.CubedSpherePartitioner(comm, n, LAYOUT, halo=h, nz=nz)
     rng = np.random.default_rng(7)
     G = [rng.standard_normal(part.global_shape) for _ in range(3)]  # q, u, v
-    fields = [part.full(np.nan, "f8", defaults=preset) for _ in range(3)]
+    gpu = dict(defaults="gt:gpu", managed=None) if preset == "gpu" else dict(defaults=preset)
+    fields = [part.full(np.nan, "f8", **gpu) for _ in range(3)]
     for g, f in zip(G, fields):
         part.scatter(g if part.rank == 0 else None, f)
-    ex = part.halo_exchange(fields, components=["scalar", "u", "v"])
+    ex = part.halo_exchange(fields, components=["scalar", "u", "v"], device_aware=device_aware)
+    gts.reset_transfer_counts()
     ex.exchange()
     ex.exchange()  # again: the same
-    got = [np.array(f) for f in fields]
+    counts = gts.transfer_counts()
+    got = [f.to_ndarray() if preset == "gpu" else np.array(f) for f in fields]
     expected = [local_expected(part, e) for e in
                 extended(G[:1], part.tile, h) + extended(G[1:], part.tile, h, vector=True)]
     ok = all(np.array_equal(a, b, equal_nan=True) for a, b in zip(got, expected))
     neighbors = ex.neighbors
     ex.close()
     part.close()
-    return ok, got, neighbors
+    return ok, got, neighbors, counts
 
 
 @pytest.mark.parametrize("preset", PRESETS)
 def test_against_the_six_tiles(comm, preset):
-    ok, _, _ = run(comm, preset)
+    ok = run(comm, preset)[0]
     all_ranks(comm, ok, f"{preset}: halos differ from the reference")
 
 
@@ -111,8 +117,43 @@ def test_same_bits_on_every_layout(comm):
     all_ranks(comm, same, "presets give different bits")
 
 
+def test_shared_memory_and_mpi_messages_same_bits(comm, monkeypatch):
+    """Scalars and turned vectors through shared memory (the default on one
+    node) and through MPI's messages: both the reference, bit for bit."""
+    results = []
+    for shared in ("1", "0"):
+        monkeypatch.setenv("GTSTORE_HALO_SHARED_MEMORY", shared)
+        ok, got, _, _ = run(comm, "gt:cpu_kfirst")
+        results.append((ok, got))
+    same = all(ok for ok, _ in results) and all(
+        np.array_equal(a.view(np.int64), b.view(np.int64))
+        for a, b in zip(results[0][1], results[1][1]))
+    all_ranks(comm, same, "shared memory and MPI messages differ")
+
+
+@pytest.mark.parametrize("device_aware", [True, False])
+def test_device_fields_same_bits_as_host(comm, device_aware):
+    """Fields in (emulated) device memory only give the host's bits, the
+    turned vector components negated by the device: with device messages
+    (device_aware=True) no byte crosses between device and host; through
+    pinned messages the packed bytes do, negated on the host."""
+    host = run(comm, "gt:cpu_ifirst")[1]
+    gts.use_gpu("emulated")
+    try:
+        ok, got, neighbors, counts = run(comm, "gpu", device_aware=device_aware)
+    finally:
+        gts.use_gpu(None)
+    same = ok and all(np.array_equal(a.view(np.int64), b.view(np.int64))
+                      for a, b in zip(got, host))
+    moved = (2 * sum(n[4] for n in neighbors), 2 * sum(n[5] for n in neighbors))  # 2 exchanges
+    crossed = (counts["to_host_bytes"], counts["to_device_bytes"])
+    all_ranks(comm, same and crossed == ((0, 0) if device_aware else moved),
+              f"device fields (device_aware={device_aware}): bits differ from the host's "
+              f"({ok}, {same}) or bytes crossed {crossed}")
+
+
 def test_one_message_per_neighbour(comm):
-    _, _, neighbors = run(comm, "C", n=6, h=2, nz=3)
+    neighbors = run(comm, "C", n=6, h=2, nz=3)[2]
     ranks = [nb[0] for nb in neighbors]
     ok = len(set(ranks)) == len(ranks) and all(tag == 0 for nb in neighbors for tag in nb[2:4])
     if LAYOUT == (1, 1):  # four edges, no corner neighbour; 3 fields of 2 x 6 x 3 each way

@@ -79,6 +79,53 @@ def test_several_fields_with_own_halos_dtypes_and_data_dims(comm):
     all_ranks(comm, ok, "three fields in one exchange")
 
 
+@pytest.mark.parametrize("shared", ["1", "0"])
+def test_messages_through_shared_memory_or_mpi(comm, monkeypatch, shared):
+    """Every rank of these runs shares one node: the messages go through
+    shared memory (packed into the receiver's buffer) unless
+    GTSTORE_HALO_SHARED_MEMORY is "0"; the halos are the same either way,
+    exchange after exchange."""
+    monkeypatch.setenv("GTSTORE_HALO_SHARED_MEMORY", shared)
+    shape = (13, 11, 4)
+    part = gd.CartesianPartitioner(comm, shape, halo=2, periodic=(True, False))
+    halos = [((2, 2), (2, 2), (0, 0)), ((1, 2), (2, 0), (0, 0))]
+    G = [global_field(shape, 30), global_field(shape, 31, "f4")]
+    fields = [part.full(np.nan, "f8", halo=halos[0], defaults="gt:cpu_kfirst"),
+              part.full(np.nan, "f4", halo=halos[1], defaults="gt:cpu_ifirst")]
+    with part.halo_exchange(fields) as ex:
+        used = ex.shared_memory
+        for _ in range(3):  # the buffers reused: each waits for its receiver's unpacking
+            for g, f in zip(G, fields):
+                part.scatter(g if part.rank == 0 else None, f)
+            ex.start()
+            ex.wait()
+    ok = used == (shared == "1") and all(
+        np.array_equal(np.asarray(f), expected_after_exchange(part, h, g, np.nan),
+                       equal_nan=True) for f, h, g in zip(fields, halos, G))
+    part.close()
+    all_ranks(comm, ok, f"GTSTORE_HALO_SHARED_MEMORY={shared}: shared memory {used}")
+
+
+def test_shared_memory_is_chosen_by_every_rank_or_none(comm, monkeypatch):
+    """One rank that opts out takes every rank's messages through MPI."""
+    if comm.Get_rank() == comm.size - 1:
+        monkeypatch.setenv("GTSTORE_HALO_SHARED_MEMORY", "0")
+    else:
+        monkeypatch.delenv("GTSTORE_HALO_SHARED_MEMORY", raising=False)
+    shape = (9, 8, 2)
+    part = gd.CartesianPartitioner(comm, shape, halo=1, periodic=(True, True))
+    G = global_field(shape, 32)
+    u = part.full(np.nan, "f8")
+    part.scatter(G if part.rank == 0 else None, u)
+    with part.halo_exchange([u]) as ex:
+        used = ex.shared_memory
+        ex.exchange()
+    ok = not used and np.array_equal(
+        np.asarray(u), expected_after_exchange(part, part.halo, G, np.nan), equal_nan=True)
+    part.close()
+    all_ranks(comm, ok, f"one rank opted out, shared memory {used}")
+
+
 def test_scatter_gather_round_trip(comm):
     shape = (9, 7, 5)
     part = gd.CartesianPartitioner(comm, shape, halo=1)
