@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "halo_region.h"
+#include "halo_layout.h"
 #include "halo_transfer.h"
 
 /* One direction's buffers: a block cut into one buffer per neighbour. */
@@ -22,7 +22,7 @@ struct gts_halo_messages {
     const gts_device_ops *gpu;    /* DEVICE: the plan's GPU, which packing is told; else NULL */
     int n;                        /* neighbours */
     direction send, recv;
-    int *pair;                    /* per neighbour: see pair_local */
+    int *pair;                    /* per neighbour: see gts__halo_pair_local */
     gts__halo_transfer *pack_all, *pack_local, *unpack_all;
 };
 
@@ -146,11 +146,9 @@ void gts_halo_messages_destroy(gts_halo_messages *m)
     free(m);
 }
 
-/* One direction's block, cut into the neighbours' buffers: those that
- * travel first, in neighbour order, so that their bytes are one run (one
- * transfer across the bus where they are packed on a GPU), then the local
- * ones (used only by gts_halo_messages_pack/unpack of their index).
- * offset[i]: where neighbour i's buffer starts. */
+/* One direction's block, cut into the neighbours' buffers as
+ * gts__halo_layout places them (halo_layout.h: the travelling ones first,
+ * then the local ones). offset[i]: where neighbour i's buffer starts. */
 static int allocate(gts_halo_messages *m, direction *dir, bool send, int64_t *offset,
                     gts_error *err)
 {
@@ -165,72 +163,14 @@ static int allocate(gts_halo_messages *m, direction *dir, bool send, int64_t *of
      * device's) there, other device memory where it is */
     char *data = dir->block;
     char *mpi = m->device->host_alias ? gts_device_host_alias(m->device, data) : data;
-    int64_t next = 0; /* within the block: the plan's totals are the sums */
-    for (int local = 0; local < 2; ++local)
-        for (int i = 0; i < m->n; ++i) {
-            if (gts_halo_messages_local(m, i) != (local == 1))
-                continue;
-            const gts_halo_neighbor *nb = gts_halo_plan_neighbor(m->plan, i);
-            int64_t bytes = send ? nb->send_bytes : nb->recv_bytes;
-            dir->messages[i] = (gts_halo_message){data + next, mpi + next, bytes};
-            offset[i] = next;
-            next += bytes;
-        }
-    return 0;
-}
-
-/* Whether neighbour i's send regions and neighbour j's receive regions
- * have the same shapes, field by field. */
-static bool same_regions(const gts_halo_plan *plan, int i, int j)
-{
-    int count = gts__halo_plan_region_count(plan, true, i);
-    if (count != gts__halo_plan_region_count(plan, false, j))
-        return false;
-    for (int k = 0; k < count; ++k) {
-        const gts__halo_region *a = gts__halo_plan_region(plan, true, i, k);
-        const gts__halo_region *b = gts__halo_plan_region(plan, false, j, k);
-        int ndim = gts__halo_plan_field(plan, a->field)->ndim;
-        if (a->field != b->field || a->negate || a->bytes != b->bytes ||
-            a->packed_offset != b->packed_offset ||
-            memcmp(a->shape, b->shape, (size_t)ndim * sizeof *a->shape) != 0 ||
-            memcmp(a->packed_strides, b->packed_strides, (size_t)ndim * sizeof *a->shape) != 0)
-            return false; /* a turned region is no straight copy */
-    }
-    return true;
-}
-
-/* The neighbours that are this rank itself: pair[i] = j where neighbour
- * i's send message would be neighbour j's receive message on this rank
- * (the tag that a receive expects is the send's), so the regions are
- * copied straight from the domain into the halo and no message travels;
- * -1 elsewhere. All or nothing: if any of this rank's own messages has no
- * match, none is paired, and every message travels. */
-static void pair_local(gts_halo_messages *m)
-{
-    int rank = gts_halo_plan_rank(m->plan);
-    bool all = true;
-    for (int i = 0; i < m->n; ++i)
-        m->pair[i] = -1;
+    int64_t travel_bytes;
+    gts__halo_layout(m->plan, m->pair, send, offset, &travel_bytes);
     for (int i = 0; i < m->n; ++i) {
-        const gts_halo_neighbor *a = gts_halo_plan_neighbor(m->plan, i);
-        if (a->rank != rank || a->send_bytes == 0)
-            continue;
-        for (int j = 0; j < m->n && m->pair[i] < 0; ++j) {
-            const gts_halo_neighbor *b = gts_halo_plan_neighbor(m->plan, j);
-            if (b->rank == rank && b->recv_tag == a->send_tag && same_regions(m->plan, i, j))
-                m->pair[i] = j;
-        }
-        all = all && m->pair[i] >= 0;
+        const gts_halo_neighbor *nb = gts_halo_plan_neighbor(m->plan, i);
+        dir->messages[i] = (gts_halo_message){data + offset[i], mpi + offset[i],
+                                              send ? nb->send_bytes : nb->recv_bytes};
     }
-    for (int j = 0; j < m->n && all; ++j) { /* every receive from this rank is a target */
-        const gts_halo_neighbor *b = gts_halo_plan_neighbor(m->plan, j);
-        bool target = b->rank != rank || b->recv_bytes == 0;
-        for (int i = 0; i < m->n && !target; ++i)
-            target = m->pair[i] == j;
-        all = all && target;
-    }
-    for (int i = 0; i < m->n && !all; ++i)
-        m->pair[i] = -1;
+    return 0;
 }
 
 int gts_halo_messages_create(const gts_halo_plan *plan, gts_halo_memory memory,
@@ -255,7 +195,7 @@ int gts_halo_messages_create(const gts_halo_plan *plan, gts_halo_memory memory,
     rc = m->pair && offsets ? GTS_OK
                             : gts_error_set(err, GTS_ENOMEM, "out of memory for halo messages");
     if (!rc)
-        pair_local(m);
+        gts__halo_pair_local(plan, m->pair);
     int64_t *send_at = offsets, *recv_at = offsets + m->n;
     if (!rc && !(rc = allocate(m, &m->send, true, send_at, err)))
         rc = allocate(m, &m->recv, false, recv_at, err);
@@ -317,14 +257,7 @@ int gts_halo_messages_unpack(const gts_halo_messages *m, int index, gts_error *e
 
 bool gts_halo_messages_local(const gts_halo_messages *m, int index)
 {
-    if (index < 0 || index >= m->n)
-        return false;
-    if (m->pair[index] >= 0)
-        return true;
-    for (int i = 0; i < m->n; ++i)
-        if (m->pair[i] == index)
-            return true;
-    return false;
+    return gts__halo_is_local(m->pair, m->n, index);
 }
 
 bool gts_halo_messages_at_once(const gts_halo_messages *m)

@@ -127,6 +127,20 @@ int gts_halo_messages_pack_local(const gts_halo_messages *messages, gts_error *e
  * none is local and all travel.) false for an index out of range. */
 bool gts_halo_messages_local(const gts_halo_messages *messages, int index);
 
+/* The layout of one direction's block (send: true for the sends, false for
+ * the receives), as gts_halo_messages_create cuts its blocks, for callers
+ * that place the messages in memory of their own (e.g. the receive buffers
+ * in an MPI-3 shared window, which senders pack into): the messages that
+ * travel first, in neighbour order, so that their bytes are one run, then
+ * the local ones (gts_halo_messages_local, the same rule). offsets[i]:
+ * where neighbour i's message starts (its bytes: the neighbour's
+ * send_bytes or recv_bytes); *travel_bytes: the bytes of the travelling
+ * messages, the size of a block that holds only those. `n` must be the
+ * plan's neighbour count. GTS_EINVAL for a NULL pointer or another `n`;
+ * GTS_ENOMEM. */
+int gts_halo_plan_message_layout(const gts_halo_plan *plan, bool send, int64_t *offsets, int n,
+                                 int64_t *travel_bytes, gts_error *err);
+
 /* How an exchange should move the messages: true where the plan has
  * fields in device memory only, whose packing and unpacking are a launch
  * each: pack_all, then send all; wait for all, then unpack_all. false for
