@@ -41,7 +41,7 @@ class SharedMessages:
         ``travel`` are the indices of the plan's neighbours whose messages
         travel (not this rank itself)."""
         node = comm.Split_type(MPI.COMM_TYPE_SHARED)
-        ranks = [plan.neighbors[i][0] for i in travel]
+        ranks = [plan.neighbors[i].rank for i in travel]
         on_node = MPI.Group.Translate_ranks(comm.Get_group(), ranks, node.Get_group())
         fits = _wanted() and all(r != MPI.UNDEFINED for r in on_node)
         if not comm.allreduce(fits, op=MPI.LAND):
@@ -52,37 +52,39 @@ class SharedMessages:
     def __init__(self, MPI, comm, node, plan, travel, on_node):
         self._MPI, self.plan, self._node = MPI, plan, node
         neighbors = plan.neighbors
-        offsets, size = {}, 0  # my window: the receive buffers in neighbour order
-        for i in travel:
-            offsets[i] = size
-            size += neighbors[i][5]
+        # my window: the receive block's travelling part, laid out by
+        # libgtstore (the travelling messages first, in neighbour order)
+        places, size = plan.message_layout("recv")
         self._window = MPI.Win.Allocate_shared(max(size, 1), 1, comm=node)
         self._window.Lock_all()  # a passive epoch for Sync, the whole exchange's life
         mine = self._memory(node.Get_rank())
-        self._recvs = [i for i in travel if neighbors[i][5]]
-        self._sends = [i for i in travel if neighbors[i][4]]
-        self._recv_views = [mine[offsets[i]:offsets[i] + neighbors[i][5]] for i in self._recvs]
+        self._recvs = [i for i in travel if neighbors[i].recv_bytes]
+        self._sends = [i for i in travel if neighbors[i].send_bytes]
+        self._recv_views = [mine[places[i]] for i in self._recvs]
         # each receiver tells its sender where in its window the message
-        # goes, matched as the messages would be (rank and tag)
-        told = [comm.isend(offsets[i], dest=neighbors[i][0], tag=neighbors[i][3])
+        # goes (its slice), matched as the messages would be (rank and tag)
+        told = [comm.isend(places[i], dest=neighbors[i].rank, tag=neighbors[i].recv_tag)
                 for i in self._recvs]
         self._send_views = []
         for i in self._sends:
-            rank, _, send_tag, _, send_bytes, _ = neighbors[i]
-            at = comm.recv(source=rank, tag=send_tag)
+            place = comm.recv(source=neighbors[i].rank, tag=neighbors[i].send_tag)
             owner = on_node[travel.index(i)]
-            self._send_views.append(self._memory(owner)[at:at + send_bytes])
+            self._send_views.append(self._memory(owner)[place])
         MPI.Request.Waitall(told)
         self._ready_comm, self._free_comm = comm.Dup(), comm.Dup()
         empty = [None, 0, MPI.BYTE]
-        self._ready_send = [self._ready_comm.Send_init(empty, dest=neighbors[i][0],
-                                                       tag=neighbors[i][2]) for i in self._sends]
-        self._ready_recv = [self._ready_comm.Recv_init(empty, source=neighbors[i][0],
-                                                       tag=neighbors[i][3]) for i in self._recvs]
-        self._free_send = [self._free_comm.Send_init(empty, dest=neighbors[i][0],
-                                                     tag=neighbors[i][3]) for i in self._recvs]
-        self._free_recv = [self._free_comm.Recv_init(empty, source=neighbors[i][0],
-                                                     tag=neighbors[i][2]) for i in self._sends]
+        self._ready_send = [self._ready_comm.Send_init(empty, dest=neighbors[i].rank,
+                                                       tag=neighbors[i].send_tag)
+                            for i in self._sends]
+        self._ready_recv = [self._ready_comm.Recv_init(empty, source=neighbors[i].rank,
+                                                       tag=neighbors[i].recv_tag)
+                            for i in self._recvs]
+        self._free_send = [self._free_comm.Send_init(empty, dest=neighbors[i].rank,
+                                                     tag=neighbors[i].recv_tag)
+                           for i in self._recvs]
+        self._free_recv = [self._free_comm.Recv_init(empty, source=neighbors[i].rank,
+                                                     tag=neighbors[i].send_tag)
+                           for i in self._sends]
         self._free_posted = False  # whether the free messages of a last exchange are awaited
 
     def _memory(self, node_rank):

@@ -30,10 +30,11 @@ from . import _gtstore
 Partition = _gtstore.Partition
 HaloPlan = _gtstore.HaloPlan
 HaloMessages = _gtstore.HaloMessages
+HaloNeighbor = _gtstore.HaloNeighbor
 CubePartition = _gtstore.CubePartition
 
 __all__ = ["CartesianPartitioner", "CubePartition", "CubedSpherePartitioner", "HaloExchange",
-           "HaloMessages", "HaloPlan", "Partition", "mpi_reads_device"]
+           "HaloMessages", "HaloNeighbor", "HaloPlan", "Partition", "mpi_reads_device"]
 
 # Whatever a rank raises before a collective step is caught, shared with the
 # other ranks and raised on every rank: an exception escaping on one rank

@@ -158,6 +158,54 @@ def test_plan_messages_and_corners():
     assert [n[1] for n in corner.neighbors] == [(0, 1), (1, 0), (1, 1)]
 
 
+def test_neighbors_have_names():
+    """A neighbour is a tuple (HaloNeighbor) whose fields also have names."""
+    from gtstore.distributed import HaloNeighbor
+
+    p = Partition((9, 9), 9)
+    s = gts.zeros((3 + 3, 3 + 3, 4), halo=((2, 1), (1, 2), (0, 0)), dims="IJK")
+    first = HaloPlan(p, 4, [s]).neighbors[0]
+    assert isinstance(first, HaloNeighbor) and isinstance(first, tuple)
+    assert first == (0, (-1, -1), 0, 8, 1 * 2 * 4 * 8, 2 * 1 * 4 * 8)
+    assert (first.rank, first.offset, first.send_tag, first.recv_tag) == (0, (-1, -1), 0, 8)
+    assert (first.send_bytes, first.recv_bytes) == (1 * 2 * 4 * 8, 2 * 1 * 4 * 8)
+
+
+def test_message_layout():
+    """Rank 0 of 2 in I, periodic in J only (its own neighbour there): rank
+    1's messages travel and come first, in neighbour order, then its own
+    two; the places are those of HaloMessages' blocks (libgtstore's one
+    layout)."""
+    from gtstore.distributed import HaloMessages
+
+    p = Partition((4, 3), 2, process_grid=(2, 1), periodic=(False, True))
+    s = gts.zeros((2 + 2, 3 + 3), halo=((1, 1), (1, 2)), dims="IJ")
+    plan = HaloPlan(p, 0, [s])
+    assert [(n.rank, n.offset) for n in plan.neighbors] == [
+        (0, (0, -1)), (0, (0, 1)), (1, (1, -1)), (1, (1, 0)), (1, (1, 1))]
+    assert [n.recv_bytes for n in plan.neighbors] == [16, 32, 8, 24, 16]
+    assert [n.send_bytes for n in plan.neighbors] == [32, 16, 16, 24, 8]
+    slices, travel_bytes = plan.message_layout("recv")
+    assert travel_bytes == 8 + 24 + 16
+    assert slices == (slice(48, 64), slice(64, 96), slice(0, 8), slice(8, 32), slice(32, 48))
+    slices, travel_bytes = plan.message_layout(direction="send")
+    assert travel_bytes == 16 + 24 + 8
+    assert slices == (slice(48, 80), slice(80, 96), slice(0, 16), slice(16, 40), slice(40, 48))
+    messages = HaloMessages(plan, device_aware=False, mpi_reads=0)
+    assert [messages.local(i) for i in range(5)] == [True, True, False, False, False]
+    for direction, buffer in (("send", messages.send_buffer), ("recv", messages.recv_buffer)):
+        starts = [np.frombuffer(buffer(i), np.uint8).ctypes.data for i in range(5)]
+        block = starts[2]  # the first travelling message: the block's start
+        assert [a - block for a in starts] == [
+            place.start for place in plan.message_layout(direction)[0]]
+    with pytest.raises(ValueError, match="direction: expected \"send\" or \"recv\", got 'up'"):
+        plan.message_layout("up")
+    with pytest.raises(TypeError, match="direction: expected \"send\" or \"recv\", got True"):
+        plan.message_layout(True)
+    with pytest.raises(TypeError, match="direction"):
+        plan.message_layout()
+
+
 def test_plan_bad_input():
     p = Partition((8, 6), 4, process_grid=(4, 1), periodic=(False, True))
     ok = gts.zeros((2 + 2, 6 + 2), halo=((1, 1), (1, 1)), dims="IJ")

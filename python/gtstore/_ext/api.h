@@ -22,6 +22,9 @@ extern PyTypeObject gtpy_CubePartition_Type;
 const gts_cube_partition *gtpy_cube_partition_of(PyObject *partition);
 /* The plan of a HaloPlan (the caller checked the type). */
 const gts_halo_plan *gtpy_halo_plan_of(PyObject *plan);
+/* Readies HaloNeighbor, the struct sequence of HaloPlan.neighbors, and adds
+ * it to `module`. */
+int gtpy_halo_neighbor_init(PyObject *module);
 
 /* Binds the Storage type's tables to its core and readies it, before the
  * kinds of storage (storage_type.c). */

@@ -386,14 +386,48 @@ typedef struct {
     PyObject *neighbors; /* tuple of tuples, made once */
 } HaloPlan;
 
+/* gtstore.distributed.HaloNeighbor: a plan's neighbour, a tuple whose
+ * fields also have names (plain tuples before; unpacking still works). */
+static PyTypeObject neighbor_type;
+static PyStructSequence_Field neighbor_fields[] = {
+    {"rank", "the neighbour's rank"},
+    {"offset", "where it lies: -1, 0 or 1 per split dimension"},
+    {"send_tag", "the tag of the message sent to it"},
+    {"recv_tag", "the tag of the message received from it"},
+    {"send_bytes", "bytes sent to it per exchange (0: no message that way)"},
+    {"recv_bytes", "bytes received from it per exchange (0: no message that way)"},
+    {NULL, NULL},
+};
+static PyStructSequence_Desc neighbor_desc = {
+    "gtstore.distributed.HaloNeighbor",
+    "A neighbour of a HaloPlan (libgtstore's gts_halo_neighbor): (rank, offset, send_tag, "
+    "recv_tag, send_bytes, recv_bytes).",
+    neighbor_fields, 6};
+
+int gtpy_halo_neighbor_init(PyObject *module)
+{
+    if (PyStructSequence_InitType2(&neighbor_type, &neighbor_desc) < 0)
+        return -1;
+    return PyModule_AddObjectRef(module, "HaloNeighbor", (PyObject *)&neighbor_type);
+}
+
 static PyObject *neighbor_tuple(const gts_halo_neighbor *n, int ndim)
 {
-    PyObject *offset = int_tuple(ndim, n->offset);
-    if (!offset)
+    PyObject *item = PyStructSequence_New(&neighbor_type);
+    if (!item)
         return NULL;
-    PyObject *result = Py_BuildValue("(iNiiLL)", n->rank, offset, n->send_tag, n->recv_tag,
-                                     (long long)n->send_bytes, (long long)n->recv_bytes);
-    return result;
+    PyObject *values[6] = {PyLong_FromLong(n->rank), int_tuple(ndim, n->offset),
+                           PyLong_FromLong(n->send_tag), PyLong_FromLong(n->recv_tag),
+                           PyLong_FromLongLong((long long)n->send_bytes),
+                           PyLong_FromLongLong((long long)n->recv_bytes)};
+    bool ok = true;
+    for (int i = 0; i < 6; ++i) {
+        ok &= values[i] != NULL;
+        PyStructSequence_SetItem(item, i, values[i] ? values[i] : Py_NewRef(Py_None));
+    }
+    if (!ok)
+        Py_CLEAR(item);
+    return item;
 }
 
 static PyObject *neighbors_tuple(const gts_halo_plan *plan, int ndim)
@@ -592,6 +626,54 @@ static PyObject *halo_plan_unpack(PyObject *self, PyObject *const *args, Py_ssiz
     return halo_plan_transfer(self, args, nargs, false);
 }
 
+/* message_layout(direction): libgtstore's layout of one direction's block
+ * (gts_halo_plan_message_layout) as a slice per neighbour, and the bytes
+ * of the travelling messages. */
+static PyObject *halo_plan_message_layout(PyObject *self, PyObject *const *args,
+                                          Py_ssize_t nargs, PyObject *kwnames)
+{
+    static const char *const names[] = {"direction"};
+    static gtpy_signature sig = GTPY_SIGNATURE("message_layout", names, 1, 1, 0);
+    PyObject *direction;
+    if (gtpy_parse_args(&sig, args, nargs, kwnames, &direction) < 0)
+        return NULL;
+    const char *text = PyUnicode_Check(direction) ? PyUnicode_AsUTF8(direction) : NULL;
+    if (!text || (strcmp(text, "send") != 0 && strcmp(text, "recv") != 0)) {
+        if (!PyErr_Occurred())
+            PyErr_Format(text ? PyExc_ValueError : PyExc_TypeError,
+                         "direction: expected \"send\" or \"recv\", got %R", direction);
+        return NULL;
+    }
+    bool send = text[0] == 's';
+    const gts_halo_plan *plan = ((HaloPlan *)self)->plan;
+    int n = gts_halo_plan_neighbor_count(plan);
+    int64_t *offsets = PyMem_Calloc((size_t)(n ? n : 1), sizeof *offsets), travel_bytes;
+    if (!offsets)
+        return PyErr_NoMemory();
+    gts_error err;
+    if (gts_halo_plan_message_layout(plan, send, offsets, n, &travel_bytes, &err)) {
+        PyMem_Free(offsets);
+        return gtpy_raise_null(&err);
+    }
+    PyObject *slices = PyTuple_New(n);
+    for (int i = 0; slices && i < n; ++i) {
+        /* a slice is how Python names a range: [offset, offset + the message's bytes) */
+        const gts_halo_neighbor *nb = gts_halo_plan_neighbor(plan, i);
+        int64_t bytes = send ? nb->send_bytes : nb->recv_bytes;
+        PyObject *start = PyLong_FromLongLong((long long)offsets[i]);
+        PyObject *stop = PyLong_FromLongLong((long long)(offsets[i] + bytes));
+        PyObject *item = start && stop ? PySlice_New(start, stop, NULL) : NULL;
+        Py_XDECREF(start);
+        Py_XDECREF(stop);
+        if (!item)
+            Py_CLEAR(slices);
+        else
+            PyTuple_SET_ITEM(slices, i, item);
+    }
+    PyMem_Free(offsets);
+    return slices ? Py_BuildValue("(NL)", slices, (long long)travel_bytes) : NULL;
+}
+
 static PyMethodDef halo_plan_methods[] = {
     {"pack", (PyCFunction)(void (*)(void))halo_plan_pack, METH_FASTCALL,
      "pack($self, index, buffer, /)\n--\n\nWrites the message for neighbour `index` into `buffer` (writable, "
@@ -599,6 +681,14 @@ static PyMethodDef halo_plan_methods[] = {
     {"unpack", (PyCFunction)(void (*)(void))halo_plan_unpack, METH_FASTCALL,
      "unpack($self, index, buffer, /)\n--\n\nWrites the message received from neighbour `index` (exactly its "
      "recv_bytes) into the fields' halos."},
+    {"message_layout", (PyCFunction)(void (*)(void))halo_plan_message_layout,
+     METH_FASTCALL | METH_KEYWORDS,
+     "message_layout($self, direction)\n--\n\nWhere each neighbour's message of `direction` "
+     "(\"send\" or \"recv\") sits in one block of that direction, as libgtstore lays out "
+     "HaloMessages' blocks (gts_halo_plan_message_layout): (slices, travel_bytes), a slice of "
+     "the block per neighbour, and the bytes of the messages that travel (not this rank's own, "
+     "HaloMessages.local), which come first, in neighbour order: a block of travel_bytes holds "
+     "them all."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -634,8 +724,8 @@ static PyObject *halo_plan_recv_bytes(PyObject *self, void *unused)
 
 static PyGetSetDef halo_plan_getset[] = {
     {"neighbors", halo_plan_neighbors, NULL,
-     "Per neighbour with a message either way: (rank, offset, send_tag, recv_tag, send_bytes, "
-     "recv_bytes).",
+     "Per neighbour with a message either way, a HaloNeighbor: (rank, offset, send_tag, "
+     "recv_tag, send_bytes, recv_bytes), also by name.",
      NULL},
     {"fields", halo_plan_fields, NULL, "The storages, as a tuple.", NULL},
     {"signature", halo_plan_signature, NULL,

@@ -60,7 +60,7 @@ static int add_types(PyObject *module)
         if (PyType_Ready(types[i].type) < 0 ||
             PyModule_AddObjectRef(module, types[i].name, (PyObject *)types[i].type) < 0)
             return -1;
-    return 0;
+    return gtpy_halo_neighbor_init(module);
 }
 
 /* SyncState.SYNC_CLEAN, ... as class attributes. */
