@@ -603,7 +603,8 @@ class HaloExchange:
 
     @property
     def neighbors(self):
-        """(rank, offset, send_tag, recv_tag, send_bytes, recv_bytes) each."""
+        """A HaloNeighbor each: (rank, offset, send_tag, recv_tag, send_bytes,
+        recv_bytes), also by name."""
         return self.plan.neighbors
 
     @property
