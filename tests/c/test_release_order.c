@@ -45,7 +45,7 @@ typedef struct gate {
     gts__emu_work base;
     pthread_mutex_t lock;
     pthread_cond_t changed;
-    bool open, forced, done;
+    bool open, forced, done, ended;
     pthread_t watchdog;
 } gate;
 
@@ -97,9 +97,12 @@ static void gate_close(gate *g, gts_stream s)
     gts__emu_submit(s, &g->base);
 }
 
-/* The stream drained (the gate open), the watchdog gone. */
+/* The stream drained (the gate open), the watchdog gone; once. */
 static void gate_end(gate *g, gts_stream s)
 {
+    if (g->ended)
+        return;
+    g->ended = true;
     gate_open(g, false);
     CHECK_OK(gts_device_synchronize(gts_device_emulated(), s, ERR));
     pthread_mutex_lock(&g->lock);
