@@ -20,29 +20,21 @@ int64_t gts__release_parked(void)
     return atomic_load_explicit(&parked_count, memory_order_relaxed);
 }
 
-/* Takes `p` out of the list; `prev` is the one before it (NULL: the head).
- * Caller holds the lock. */
-static void unlink_parked(gts__parked *prev, gts__parked *p)
-{
-    if (prev)
-        prev->next = p->next;
-    else
-        head = p->next;
-    if (tail == p)
-        tail = prev;
-    p->next = NULL;
-    parked_bytes -= p->bytes;
-    atomic_fetch_sub_explicit(&parked_count, 1, memory_order_relaxed);
-}
-
 /* A list of owners taken out of the parked list, being built. */
 typedef struct taken {
     gts__parked *first, **end;
 } taken;
 
-static void take(taken *t, gts__parked *prev, gts__parked *p)
+/* Moves the oldest parked owner to the end of `t`. Caller holds the lock. */
+static void take_head(taken *t)
 {
-    unlink_parked(prev, p);
+    gts__parked *p = head;
+    head = p->next;
+    if (!head)
+        tail = NULL;
+    p->next = NULL;
+    parked_bytes -= p->bytes;
+    atomic_fetch_sub_explicit(&parked_count, 1, memory_order_relaxed);
     *t->end = p;
     t->end = &p->next;
 }
@@ -66,7 +58,7 @@ static void take_oldest(taken *t, int64_t bytes, int64_t count)
 {
     while (head && (parked_bytes > bytes ||
                     atomic_load_explicit(&parked_count, memory_order_relaxed) > count))
-        take(t, NULL, head);
+        take_head(t);
 }
 
 /* gts_cache_clear and gts_cache_set_limit (device_pool.h) */
@@ -83,7 +75,8 @@ static void parked_trim(int64_t keep)
 
 bool gts__release_park(gts__parked *p)
 {
-    if (!gts__order_pending(p->device, p->order))
+    /* no query here: the sweep that follows the release asks the oldest */
+    if (!gts__order_unfinished(p->device, p->order))
         return false;
     gts__caches_set_parked_trim(parked_trim);
     p->next = NULL;
@@ -108,16 +101,14 @@ void gts__release_sweep(bool wait)
         return;
     taken t = {NULL, &t.first};
     pthread_mutex_lock(&lock);
-    gts__parked *prev = NULL, *p = head;
-    while (p) {
-        gts__parked *next = p->next;
-        /* queried under the lock: a device's query does not call back here */
-        if (wait || !gts__order_pending(p->device, p->order))
-            take(&t, prev, p);
-        else
-            prev = p;
-        p = next;
-    }
+    /* Oldest first, up to the first whose work is pending: a sweep costs one
+     * query where nothing completed, however many are parked (work on one
+     * stream completes in order; a buffer of another stream that completed
+     * sooner waits for the next sweep past the older ones, which is late,
+     * never early). Queried under the lock: a device's query does not call
+     * back here. */
+    while (head && (wait || !gts__order_pending(head->device, head->order)))
+        take_head(&t);
     pthread_mutex_unlock(&lock);
     free_taken(t.first);
 }

@@ -10,7 +10,10 @@
  * such a buffer is parked instead: the host goes on at once, and the
  * buffer is freed (its device block, its host side, its owner's release
  * callback) only once its event is seen complete, by a sweep that queries
- * the events of the parked buffers without waiting. Sweeps run at every
+ * the events of the parked buffers, oldest first, without waiting, and
+ * stops at the first still pending (so that it costs one query where
+ * nothing completed, as in a loop that frees temporaries faster than the
+ * device computes them). Sweeps run at every
  * release and allocation of a buffer and at gts_memory_stats_get; the
  * memory thus returns to its pool ordered after the work, and no block is
  * handed out again while work that uses it may still run.
@@ -44,11 +47,13 @@ struct gts__parked {
     void (*destroy)(gts__parked *parked); /* frees the owner: its work is complete */
 };
 
-/* Parks `parked` if its device work is pending, and says so; false:
- * nothing pending, the caller frees it now. */
+/* Parks `parked` if its device work may be pending (recorded, and not yet
+ * seen complete: not queried here), and says so; false: nothing pending,
+ * the caller frees it now. */
 bool gts__release_park(gts__parked *parked);
-/* Frees the parked owners whose device work has completed; with `wait`,
- * every one, waiting for its work on the host. */
+/* Frees the parked owners whose device work has completed, oldest first,
+ * up to the first still pending; with `wait`, every one, waiting for its
+ * work on the host. */
 void gts__release_sweep(bool wait);
 /* How many are parked now (for tests). */
 int64_t gts__release_parked(void);

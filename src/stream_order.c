@@ -115,6 +115,16 @@ int gts__order_record(const gts_device_ops *dev, gts__order *o, gts_stream strea
     return rc;
 }
 
+bool gts__order_unfinished(const gts_device_ops *dev, gts__order *o)
+{
+    if (!ordered(dev))
+        return false;
+    lock(o);
+    bool pending = o->pending;
+    unlock(o);
+    return pending;
+}
+
 bool gts__order_pending(const gts_device_ops *dev, gts__order *o)
 {
     if (!ordered(dev))

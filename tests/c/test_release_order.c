@@ -19,7 +19,9 @@
  *   pending for a few queries; the release neither waits for the event
  *   (cuEventSynchronize) nor frees the block (cuMemFreeAsync) until a query
  *   says the work is done, and an allocation meanwhile gets another block.
- *   The rounds above run on CUDA too where a CUDA device is present. */
+ *   Beyond GTS__PARKED_COUNT parked buffers, a release waits for the
+ *   oldest; gts_cache_clear waits for them all. The rounds above run on
+ *   CUDA too where a CUDA device is present. */
 #define _POSIX_C_SOURCE 200809L
 #include <dlfcn.h>
 #include <errno.h>
@@ -287,10 +289,11 @@ static void test_rounds(const gts_device_ops *dev, int rounds)
     for (int i = 0; i < STREAMS; ++i)
         gts_device_stream_destroy(dev, streams[i]);
     /* the work done, sweeps free what is parked (the fake driver's events
-     * read as pending for a few queries more) */
+     * read as pending for a few queries more, and a sweep queries the
+     * oldest parked buffers only) */
     gts_memory_stats stats;
     CHECK_OK(gts_device_synchronize(dev, NULL, ERR));
-    for (int i = 0; i < 10 && gts__release_parked() > 0; ++i)
+    for (int i = 0; i < 100000 && gts__release_parked() > 0; ++i)
         gts_memory_stats_get(&stats);
     CHECK_INT_EQ(gts__release_parked(), 0);
 }
@@ -342,6 +345,31 @@ static void test_fake_cuda(const gts_device_ops *cuda, stat_fn stat)
     gts_device_stream_destroy(cuda, s);
 }
 
+/* Parking is bounded: beyond GTS__PARKED_COUNT buffers the oldest are
+ * waited for (cuEventSynchronize); gts_cache_clear waits for them all. */
+static void test_fake_bound(const gts_device_ops *cuda, stat_fn stat)
+{
+    gts_stream s;
+    if (!CHECK_OK(gts_device_stream_create(cuda, &s, ERR)))
+        return;
+    long long waits = stat("event_waits");
+    int64_t most = 0;
+    for (int i = 0; i < 3 * GTS__PARKED_COUNT; ++i) {
+        gts_storage a;
+        if (!make(cuda, 8, 0, &a))
+            break;
+        fill_on(&a, (double)i, s);
+        gts_storage_release(&a);
+        if (gts__release_parked() > most)
+            most = gts__release_parked();
+    }
+    CHECK_INT_EQ(most, GTS__PARKED_COUNT);
+    CHECK(stat("event_waits") > waits);
+    gts_cache_clear();
+    CHECK_INT_EQ(gts__release_parked(), 0);
+    gts_device_stream_destroy(cuda, s);
+}
+
 int main(void)
 {
     /* a fake driver's events stay pending for a few queries (read when it
@@ -355,8 +383,10 @@ int main(void)
     if (gts_device_get((gts_device_id){GTS_DL_CUDA, 0}, &cuda, NULL) == GTS_OK) {
         printf("and on %s\n", cuda->name);
         stat_fn stat = fake_stat();
-        if (stat)
+        if (stat) {
             test_fake_cuda(cuda, stat);
+            test_fake_bound(cuda, stat);
+        }
         test_rounds(cuda, 100);
     }
     return check_summary("release_order");
