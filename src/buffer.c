@@ -5,6 +5,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,6 +39,7 @@ static void read_environment(void)
 
 void gts_memory_stats_get(gts_memory_stats *stats)
 {
+    gts__release_sweep(false); /* what completed is no longer held */
     stats->live_buffers = atomic_load_explicit(&live_buffers, memory_order_relaxed);
     stats->live_bytes = atomic_load_explicit(&live_bytes, memory_order_relaxed);
     gts__host_cache_stats(stats);
@@ -159,6 +161,7 @@ int gts_buffer_alloc(const gts_device_ops *device, int64_t size, unsigned flags,
         return gts_buffer_alloc_host(size, flags, out, err);
     if (!device || !out)
         return gts_error_set(err, GTS_EINVAL, "%s: NULL", !device ? "device" : "out");
+    gts__release_sweep(false); /* blocks whose work completed go back to their pools */
     gts_buffer *buffer = malloc(sizeof *buffer);
     if (!buffer)
         return gts__host_out_of_memory(err, (int64_t)sizeof *buffer);
@@ -262,11 +265,10 @@ gts_buffer *gts_buffer_retain(gts_buffer *buffer)
     return buffer;
 }
 
-void gts_buffer_release(gts_buffer *buffer)
+/* Frees a buffer without references: its device work has completed (or is
+ * waited for here). */
+static void destroy(gts_buffer *buffer)
 {
-    if (!buffer || atomic_fetch_sub_explicit(&buffer->refs, 1, memory_order_acq_rel) != 1)
-        return;
-    /* no device work may run on memory that is freed */
     gts__order_release(buffer->device, &buffer->order);
     switch (buffer->kind) {
     case MEMORY_HEAP:
@@ -292,6 +294,27 @@ void gts_buffer_release(gts_buffer *buffer)
         break;
     }
     free(buffer);
+}
+
+static void destroy_parked(gts__parked *parked)
+{
+    destroy((gts_buffer *)((char *)parked - offsetof(gts_buffer, parked)));
+}
+
+void gts_buffer_release(gts_buffer *buffer)
+{
+    if (!buffer || atomic_fetch_sub_explicit(&buffer->refs, 1, memory_order_acq_rel) != 1)
+        return;
+    /* No device work may run on memory that is freed: a buffer whose work
+     * is pending is parked, and freed once it completes
+     * (deferred_release.h); the host does not wait. */
+    buffer->parked = (gts__parked){
+        .device = buffer->device, .order = &buffer->order, .destroy = destroy_parked,
+        .bytes = buffer->kind == MEMORY_WRAPPED ? 0 : buffer->mirror ? 2 * buffer->size
+                                                                     : buffer->size};
+    if (!gts__release_park(&buffer->parked))
+        destroy(buffer);
+    gts__release_sweep(false);
 }
 
 gts_device gts_buffer_device_kind(const gts_buffer *buffer)

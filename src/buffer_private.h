@@ -8,6 +8,7 @@
 
 #include "gtstore/buffer.h"
 #include "gtstore/device.h"
+#include "deferred_release.h"
 #include "stream_order.h"
 
 typedef enum memory_kind {
@@ -37,6 +38,7 @@ struct gts_buffer {
     gts_release_fn release;
     void *ctx;
     gts__order order; /* the last device work on it (stream_order.h) */
+    gts__parked parked; /* while its work runs after its release (deferred_release.h) */
 };
 
 #endif

@@ -115,6 +115,36 @@ int gts__order_record(const gts_device_ops *dev, gts__order *o, gts_stream strea
     return rc;
 }
 
+bool gts__order_unfinished(const gts_device_ops *dev, gts__order *o)
+{
+    if (!ordered(dev))
+        return false;
+    lock(o);
+    bool pending = o->pending;
+    unlock(o);
+    return pending;
+}
+
+bool gts__order_pending(const gts_device_ops *dev, gts__order *o)
+{
+    if (!ordered(dev))
+        return false;
+    lock(o);
+    bool pending = o->pending;
+    gts_event event = o->event;
+    uint64_t records = o->records;
+    unlock(o);
+    bool done = false;
+    if (pending && gts_device_event_query(dev, event, &done, NULL) == GTS_OK && done) {
+        lock(o);
+        if (o->records == records)
+            o->pending = false;
+        pending = o->pending;
+        unlock(o);
+    }
+    return pending;
+}
+
 void gts__order_release(const gts_device_ops *dev, gts__order *o)
 {
     if (!o->event)

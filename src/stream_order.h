@@ -49,7 +49,15 @@ int gts__order_device(const gts_device_ops *dev, gts__order *order, gts_stream s
  * only if that fails too. */
 int gts__order_record(const gts_device_ops *dev, gts__order *order, gts_stream stream,
                       gts_error *err);
-/* The buffer is freed: the host waits for its device work, the event goes. */
+/* Whether device work on the buffer may still run: its event is recorded
+ * and not seen complete (queried, without waiting). Where the query fails
+ * the work counts as pending. */
+bool gts__order_pending(const gts_device_ops *dev, gts__order *order);
+/* Whether work may be pending, from what the order knows (no query): a
+ * record not yet seen complete. */
+bool gts__order_unfinished(const gts_device_ops *dev, gts__order *order);
+/* The buffer is freed: the host waits for its device work (none is left
+ * where gts__order_pending said so), the event goes. */
 void gts__order_release(const gts_device_ops *dev, gts__order *order);
 
 /* For the test that proves the asynchronous emulated device detects a

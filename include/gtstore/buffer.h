@@ -100,7 +100,12 @@ int gts_buffer_alloc_geometry(const gts_geometry *geometry, unsigned flags, gts_
 
 gts_buffer *gts_buffer_retain(gts_buffer *buffer);
 /* Drops one reference; the last one frees or uncaches the block, or calls
- * the release callback of wrapped memory. NULL is ignored. */
+ * the release callback of wrapped memory. NULL is ignored. It never waits
+ * for device work: where work recorded on the buffer (its stream order,
+ * gtstore/access.h) may still run, the buffer is kept until that work has
+ * completed and freed then (at a later release or allocation of a buffer,
+ * gts_memory_stats_get, or gts_cache_clear, which waits for it), so that
+ * no block is handed out again while work on it may run. */
 void gts_buffer_release(gts_buffer *buffer);
 
 /* The device the buffer's memory lives on. */
@@ -121,7 +126,10 @@ bool gts_buffer_owns_memory(const gts_buffer *buffer);
 /* The caches: the host's large blocks, and each device and pinned memory
  * cache. The limit applies to each cache; setting it evicts down to it, 0
  * (or a negative value) disables them. gts_cache_clear releases what every
- * cache holds (device memory once the GPU is done with it). */
+ * cache holds (device memory once the GPU is done with it), after freeing
+ * the released buffers whose device work was still running (waiting for
+ * it); setting the limit frees them until at most that many bytes are
+ * kept. */
 int64_t gts_cache_limit(void);
 void gts_cache_set_limit(int64_t bytes);
 void gts_cache_clear(void);

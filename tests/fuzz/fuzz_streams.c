@@ -3,7 +3,9 @@
  * the input says), then up to 64 operations the input picks, each on the
  * default stream or one of two streams: device fills and copies of ranges
  * through the access verb, host writes, host reads, reads of the device
- * side back on a stream, syncs of either side.
+ * side back on a stream, syncs of either side, and the release of a field
+ * with its work still queued and a new one made at once (which must read
+ * as zeros: a block is not reused while queued work may touch it).
  *
  * Checks against a model of the values: every read, on either side and any
  * stream, gives the last value written (no write lost, no stale read), and
@@ -114,9 +116,18 @@ static void check_side(field *f, gts_side side, gts_stream s)
     FUZZ_CHECK(memcmp(got, f->model, sizeof got) == 0);
 }
 
+/* The field released, its work perhaps still queued (the buffer is then
+ * parked until it completes), and a new one made at once. */
+static void replace(field *f)
+{
+    bool mirrored = f->mirrored;
+    gts_storage_release(&f->whole);
+    make_field(mirrored, f);
+}
+
 static void one_step(fuzz_input *in, field *fields, double *next)
 {
-    int op = (int)fuzz_range(in, 0, 5);
+    int op = (int)fuzz_range(in, 0, 6);
     field *f = &fields[fuzz_range(in, 0, 1)];
     gts_stream s = streams[fuzz_range(in, 0, 2)];
     int64_t first = fuzz_range(in, 0, N - 1), count = fuzz_range(in, 1, N - first);
@@ -142,10 +153,13 @@ static void one_step(fuzz_input *in, field *fields, double *next)
     case 4:
         check_side(f, GTS_SIDE_DEVICE, s);
         break;
-    default:
+    case 5:
         FUZZ_CHECK(gts_buffer_sync(f->whole.buffer, fuzz_bool(in) ? GTS_SIDE_HOST
                                                                   : GTS_SIDE_DEVICE,
                                    false, s, NULL) == GTS_OK);
+        break;
+    default:
+        replace(f);
         break;
     }
 }

@@ -1,0 +1,393 @@
+/* Releases in stream order (src/deferred_release.h): a buffer released
+ * while device work on it is still queued does not block the host, and its
+ * memory is handed out again only once that work has completed.
+ *
+ * - On the asynchronous emulated device, with a gate (a unit of work that
+ *   holds a stream until the test opens it): a storage filled behind the
+ *   gate is released; the release returns with the fill still queued (a
+ *   watchdog opens the gate after seconds, and the test fails, where the
+ *   release waits); an allocation at once gets another block, which the
+ *   fill, once run, does not touch; after the fill the block returns to
+ *   the device's cache and is reused.
+ * - The same for a mirrored buffer's pinned host side, with a copy to it
+ *   queued: a pinned block allocated at once is not disturbed.
+ * - Many rounds without a gate, with the device's random delays: allocate,
+ *   fill on a stream, release, allocate again at once and write: the write
+ *   survives the fill. (Freeing the block at the release, without waiting
+ *   or parking, fails this at once.)
+ * - With the fake CUDA driver (the c-fake-cuda suite): its events read as
+ *   pending for a few queries; the release neither waits for the event
+ *   (cuEventSynchronize) nor frees the block (cuMemFreeAsync) until a query
+ *   says the work is done, and an allocation meanwhile gets another block.
+ *   Beyond GTS__PARKED_COUNT parked buffers, a release waits for the
+ *   oldest; gts_cache_clear waits for them all. The rounds above run on
+ *   CUDA too where a CUDA device is present. */
+#define _POSIX_C_SOURCE 200809L
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "check.h"
+#include "gtstore/access.h"
+#include "gtstore/storage.h"
+#include "gtstore/sync.h"
+#include "deferred_release.h"
+#include "device_emulated_streams.h" /* the gate: a unit of work of the test's own */
+
+static const gts_dtype F8 = {GTS_KIND_FLOAT, 8};
+
+/* ---- the gate ------------------------------------------------------------------------ */
+
+typedef struct gate {
+    gts__emu_work base;
+    pthread_mutex_t lock;
+    pthread_cond_t changed;
+    bool open, forced, done, ended;
+    pthread_t watchdog;
+} gate;
+
+/* The stream's worker runs this: it waits until the gate opens. */
+static void run_gate(gts__emu_work *work)
+{
+    gate *g = (gate *)work;
+    pthread_mutex_lock(&g->lock);
+    while (!g->open)
+        pthread_cond_wait(&g->changed, &g->lock);
+    pthread_mutex_unlock(&g->lock);
+}
+
+static void gate_open(gate *g, bool forced)
+{
+    pthread_mutex_lock(&g->lock);
+    if (!g->open)
+        g->forced = forced;
+    g->open = true;
+    pthread_cond_broadcast(&g->changed);
+    pthread_mutex_unlock(&g->lock);
+}
+
+/* Opens the gate after 10 s if the test has not: a release that waits for
+ * the gated work would otherwise hang. */
+static void *watchdog(void *arg)
+{
+    gate *g = arg;
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 10;
+    pthread_mutex_lock(&g->lock);
+    while (!g->open && !g->done &&
+           pthread_cond_timedwait(&g->changed, &g->lock, &until) != ETIMEDOUT)
+        ;
+    pthread_mutex_unlock(&g->lock);
+    gate_open(g, true);
+    return NULL;
+}
+
+/* Queues a closed gate on `s`. */
+static void gate_close(gate *g, gts_stream s)
+{
+    memset(g, 0, sizeof *g);
+    g->base.run = run_gate;
+    pthread_mutex_init(&g->lock, NULL);
+    pthread_cond_init(&g->changed, NULL);
+    pthread_create(&g->watchdog, NULL, watchdog, g);
+    gts__emu_submit(s, &g->base);
+}
+
+/* The stream drained (the gate open), the watchdog gone; once. */
+static void gate_end(gate *g, gts_stream s)
+{
+    if (g->ended)
+        return;
+    g->ended = true;
+    gate_open(g, false);
+    CHECK_OK(gts_device_synchronize(gts_device_emulated(), s, ERR));
+    pthread_mutex_lock(&g->lock);
+    g->done = true;
+    pthread_cond_broadcast(&g->changed);
+    pthread_mutex_unlock(&g->lock);
+    pthread_join(g->watchdog, NULL);
+    pthread_cond_destroy(&g->changed);
+    pthread_mutex_destroy(&g->lock);
+}
+
+/* ---- helpers ---------------------------------------------------------------------------- */
+
+static bool make(const gts_device_ops *dev, int64_t n, unsigned flags, gts_storage *out)
+{
+    gts_storage_spec spec;
+    return CHECK_OK(gts_storage_spec_init(&spec, 1, &n, F8, ERR)) &&
+           CHECK_OK(gts_storage_create_on(dev, &spec, flags, out, ERR));
+}
+
+/* The device address of element 0. */
+static void *device_data(const gts_storage *st)
+{
+    return (char *)gts_buffer_data(st->buffer) + st->offset;
+}
+
+/* Fills the device side of `st` with `value` on `s`, in its stream order. */
+static void fill_on(gts_storage *st, double value, gts_stream s)
+{
+    void *data;
+    const gts_device_ops *dev = gts_buffer_device(st->buffer);
+    if (CHECK_OK(gts_storage_access(st, GTS_SIDE_DEVICE, GTS_ACCESS_WRITE_HELD, s, &data, ERR))) {
+        CHECK_OK(gts_device_fill(dev, data, st->ndim, st->shape, st->strides, 8, &value, s, ERR));
+        CHECK_OK(gts_storage_access_end(st, GTS_SIDE_DEVICE, GTS_ACCESS_WRITE_HELD, s, ERR));
+    }
+}
+
+/* Writes values[i] = base + i to the device side (the default stream). */
+static void write_pattern(gts_storage *st, int64_t n, double base)
+{
+    double *values = malloc((size_t)n * sizeof *values);
+    for (int64_t i = 0; i < n; ++i)
+        values[i] = base + (double)i;
+    CHECK_OK(gts_device_copy_to_device(gts_buffer_device(st->buffer), device_data(st), values,
+                                       n * 8, NULL, ERR));
+    free(values);
+}
+
+/* Whether the device side reads base + i (after the device's work). */
+static bool reads_pattern(gts_storage *st, int64_t n, double base)
+{
+    const gts_device_ops *dev = gts_buffer_device(st->buffer);
+    double *values = malloc((size_t)n * sizeof *values);
+    bool same = CHECK_OK(gts_device_synchronize(dev, NULL, ERR)) &&
+                CHECK_OK(gts_device_copy_to_host(dev, values, device_data(st), n * 8, NULL, ERR));
+    for (int64_t i = 0; same && i < n; ++i)
+        same = values[i] == base + (double)i;
+    free(values);
+    return same;
+}
+
+/* ---- on the emulated device, with a gate ---------------------------------------------------- */
+
+static void test_gated_device_block(void)
+{
+    const gts_device_ops *emu = gts_device_emulated();
+    const int64_t n = 1237; /* a size of this test's own: the device's cache is exact */
+    gts_stream s;
+    gts_storage a, b, c;
+    if (!CHECK_OK(gts_device_stream_create(emu, &s, ERR)))
+        return;
+    gate g;
+    gate_close(&g, s);
+    if (make(emu, n, GTS_ALLOC_ZERO, &a)) {
+        fill_on(&a, 7.0, s);
+        void *block = device_data(&a);
+        int64_t parked = gts__release_parked();
+        gts_transfer_counts before, after;
+        gts_device_emulated_counts(&before);
+        gts_storage_release(&a); /* returns with the fill queued */
+        gts_device_emulated_counts(&after);
+        CHECK_INT_EQ(gts__release_parked(), parked + 1);
+        CHECK_INT_EQ(after.frees, before.frees); /* the block is not freed yet */
+        if (make(emu, n, 0, &b)) {
+            CHECK(device_data(&b) != block);
+            write_pattern(&b, n, 100.0);
+            gate_end(&g, s); /* the fill runs */
+            CHECK(!g.forced); /* the release did not wait for it */
+            CHECK(reads_pattern(&b, n, 100.0));
+            gts_memory_stats stats;
+            gts_memory_stats_get(&stats); /* a sweep: the fill is done */
+            CHECK_INT_EQ(gts__release_parked(), parked);
+            gts_device_emulated_counts(&after);
+            CHECK_INT_EQ(after.frees, before.frees + 1);
+            if (make(emu, n, 0, &c)) { /* the block is back in the cache */
+                CHECK(device_data(&c) == block);
+                gts_storage_release(&c);
+            }
+            gts_storage_release(&b);
+        }
+    }
+    gate_end(&g, s);
+    gts_device_stream_destroy(emu, s);
+}
+
+/* A mirrored buffer's host side, with a copy to it queued behind a gate. */
+static void test_gated_host_side(void)
+{
+    const gts_device_ops *emu = gts_device_emulated(), *pinned;
+    const int64_t n = 2053;
+    gts_stream s;
+    gts_storage m;
+    if (!CHECK_OK(gts_device_pinned(emu, &pinned, ERR)) ||
+        !CHECK_OK(gts_device_stream_create(emu, &s, ERR)))
+        return;
+    bool pinned_sides = gts_pinned_host_sides();
+    gts_set_pinned_host_sides(true);
+    gate g;
+    gate_close(&g, s);
+    if (make(emu, n, GTS_ALLOC_ZERO | GTS_ALLOC_MIRRORED, &m)) {
+        gts_buffer *buffer = m.buffer;
+        void *host = gts_buffer_host(buffer);
+        int64_t size = gts_buffer_size(buffer);
+        /* a copy device -> host side, queued, in the buffer's order */
+        CHECK_OK(gts_device_copy_to_host(emu, host, gts_buffer_data(buffer), size, s, ERR));
+        CHECK_OK(gts_buffer_order_record(buffer, s, ERR));
+        int64_t parked = gts__release_parked();
+        gts_pinned_counts before, after;
+        gts_device_emulated_pinned_counts(&before);
+        gts_storage_release(&m);
+        gts_device_emulated_pinned_counts(&after);
+        CHECK_INT_EQ(gts__release_parked(), parked + 1);
+        CHECK_INT_EQ(after.frees, before.frees); /* the host side is held */
+        void *other;
+        if (CHECK_OK(gts_device_alloc(pinned, size, 0, &other, ERR))) {
+            CHECK(other != host);
+            memset(other, 0x55, (size_t)size);
+            gate_end(&g, s); /* the copy runs */
+            CHECK(!g.forced);
+            bool intact = true;
+            for (int64_t i = 0; i < size; ++i)
+                intact = intact && ((unsigned char *)other)[i] == 0x55;
+            CHECK(intact);
+            gts_memory_stats stats;
+            gts_memory_stats_get(&stats);
+            CHECK_INT_EQ(gts__release_parked(), parked);
+            gts_device_emulated_pinned_counts(&after);
+            CHECK_INT_EQ(after.frees, before.frees + 1);
+            gts_device_free(pinned, other, size);
+        }
+    }
+    gate_end(&g, s);
+    gts_set_pinned_host_sides(pinned_sides);
+    gts_device_stream_destroy(emu, s);
+}
+
+/* ---- many rounds, with the device's own delays -------------------------------------------- */
+
+static void test_rounds(const gts_device_ops *dev, int rounds)
+{
+    enum { STREAMS = 2 };
+    gts_stream streams[STREAMS];
+    for (int i = 0; i < STREAMS; ++i)
+        if (!CHECK_OK(gts_device_stream_create(dev, &streams[i], ERR)))
+            return;
+    const int64_t n = 4099;
+    int64_t wrong = 0;
+    for (int r = 0; r < rounds; ++r) {
+        gts_storage a, b;
+        if (!make(dev, n, 0, &a))
+            break;
+        fill_on(&a, -1.0, streams[r % STREAMS]);
+        fill_on(&a, -2.0, streams[(r + 1) % STREAMS]);
+        gts_storage_release(&a);
+        if (!make(dev, n, 0, &b))
+            break;
+        write_pattern(&b, n, (double)r);
+        wrong += !reads_pattern(&b, n, (double)r);
+        gts_storage_release(&b);
+    }
+    CHECK_INT_EQ(wrong, 0);
+    for (int i = 0; i < STREAMS; ++i)
+        gts_device_stream_destroy(dev, streams[i]);
+    /* the work done, sweeps free what is parked (the fake driver's events
+     * read as pending for a few queries more, and a sweep queries the
+     * oldest parked buffers only) */
+    gts_memory_stats stats;
+    CHECK_OK(gts_device_synchronize(dev, NULL, ERR));
+    for (int i = 0; i < 100000 && gts__release_parked() > 0; ++i)
+        gts_memory_stats_get(&stats);
+    CHECK_INT_EQ(gts__release_parked(), 0);
+}
+
+/* ---- the fake CUDA driver ------------------------------------------------------------------ */
+
+typedef long long (*stat_fn)(const char *name);
+
+/* The fake driver's counters, where it is the CUDA driver; else NULL. */
+static stat_fn fake_stat(void)
+{
+    const char *path = getenv("GTSTORE_LIBCUDA");
+    void *lib = path ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : NULL;
+    stat_fn fn = NULL;
+    if (lib) {
+        void *symbol = dlsym(lib, "fake_cuda_stat");
+        memcpy(&fn, &symbol, sizeof fn);
+        dlclose(lib);
+    }
+    return fn;
+}
+
+static void test_fake_cuda(const gts_device_ops *cuda, stat_fn stat)
+{
+    const int64_t n = 3001;
+    gts_stream s;
+    gts_storage a, b;
+    if (!CHECK_OK(gts_device_stream_create(cuda, &s, ERR)))
+        return;
+    if (make(cuda, n, GTS_ALLOC_ZERO, &a)) {
+        fill_on(&a, 7.0, s); /* its event reads as pending for 6 queries */
+        void *block = device_data(&a);
+        int64_t parked = gts__release_parked();
+        long long waits = stat("event_waits"), frees = stat("pool_frees");
+        gts_storage_release(&a);
+        CHECK_INT_EQ(gts__release_parked(), parked + 1);
+        if (make(cuda, n, 0, &b)) {
+            CHECK(device_data(&b) != block); /* not reused: the work may still run */
+            CHECK_INT_EQ(stat("pool_frees"), frees);
+            gts_memory_stats stats;
+            for (int i = 0; i < 10 && gts__release_parked() > parked; ++i)
+                gts_memory_stats_get(&stats); /* sweeps: each queries the event */
+            CHECK_INT_EQ(gts__release_parked(), parked);
+            CHECK_INT_EQ(stat("pool_frees"), frees + 1); /* freed once it completed */
+            CHECK_INT_EQ(stat("event_waits"), waits);    /* and nobody waited for it */
+            gts_storage_release(&b);
+        }
+    }
+    gts_device_stream_destroy(cuda, s);
+}
+
+/* Parking is bounded: beyond GTS__PARKED_COUNT buffers the oldest are
+ * waited for (cuEventSynchronize); gts_cache_clear waits for them all. */
+static void test_fake_bound(const gts_device_ops *cuda, stat_fn stat)
+{
+    gts_stream s;
+    if (!CHECK_OK(gts_device_stream_create(cuda, &s, ERR)))
+        return;
+    long long waits = stat("event_waits");
+    int64_t most = 0;
+    for (int i = 0; i < 3 * GTS__PARKED_COUNT; ++i) {
+        gts_storage a;
+        if (!make(cuda, 8, 0, &a))
+            break;
+        fill_on(&a, (double)i, s);
+        gts_storage_release(&a);
+        if (gts__release_parked() > most)
+            most = gts__release_parked();
+    }
+    CHECK_INT_EQ(most, GTS__PARKED_COUNT);
+    CHECK(stat("event_waits") > waits);
+    gts_cache_clear();
+    CHECK_INT_EQ(gts__release_parked(), 0);
+    gts_device_stream_destroy(cuda, s);
+}
+
+int main(void)
+{
+    /* a fake driver's events stay pending for a few queries (read when it
+     * loads, at the first CUDA call below) */
+    if (!getenv("FAKE_CUDA"))
+        setenv("FAKE_CUDA", "eventpending=6", 1);
+    test_gated_device_block();
+    test_gated_host_side();
+    test_rounds(gts_device_emulated(), 300);
+    const gts_device_ops *cuda;
+    if (gts_device_get((gts_device_id){GTS_DL_CUDA, 0}, &cuda, NULL) == GTS_OK) {
+        printf("and on %s\n", cuda->name);
+        stat_fn stat = fake_stat();
+        if (stat) {
+            test_fake_cuda(cuda, stat);
+            test_fake_bound(cuda, stat);
+        }
+        test_rounds(cuda, 100);
+    }
+    return check_summary("release_order");
+}
