@@ -21,7 +21,11 @@
  *   are not host addresses (dereferencing one faults), every address it is
  *   given is checked to lie in one of its live blocks, and it counts its
  *   transfers (gts_device_emulated_counts). Its freed blocks are cached,
- *   as a GPU's are (gtstore/buffer.h); a cached block is not live.
+ *   as a GPU's are (gtstore/buffer.h); a cached block is not live. Its
+ *   streams are asynchronous: work queued on one runs later on a thread of
+ *   its own, after a random delay of up to GTSTORE_EMULATED_DELAY_US
+ *   microseconds (default 50), so that a missing wait gives a wrong value
+ *   here as on a GPU; its events have CUDA's semantics.
  * - the emulated device's managed memory (GTS_DL_EXT_DEV, 1): host memory
  *   with the host's operations under a device id that is not the CPU's,
  *   playing CUDA managed memory for tests (gts_device_managed).
@@ -46,7 +50,9 @@
  * Device addresses are `void *` that only the device's own operations may
  * dereference (for the host device they are host addresses). Streams are
  * opaque handles; NULL is the device's default stream, on which every
- * operation has completed when it returns. */
+ * operation has completed when it returns. Work on other streams is
+ * ordered with events (gts_device_event_*); buffers keep their own order
+ * (gtstore/access.h, the stream order). */
 #ifndef GTSTORE_DEVICE_H
 #define GTSTORE_DEVICE_H
 
