@@ -381,7 +381,6 @@ static int emu_fill(const gts_device_ops *dev, void *data, int ndim, const int64
                     const int64_t *strides, int64_t itemsize, const void *item, gts_stream s,
                     gts_error *err)
 {
-    (void)dev;
     bool valid;
     int64_t low, high;
     char *host = data; /* untranslated only where the kernel refuses or touches nothing */
@@ -413,8 +412,7 @@ static int emu_copy(const gts_device_ops *dev, void *dst, const int64_t *dst_str
                     const void *src, const int64_t *src_strides, int ndim, const int64_t *shape,
                     int64_t itemsize, gts_stream s, gts_error *err)
 {
-    (void)dev;
-    bool valid;
+    bool valid = false;
     int64_t low, high;
     char *host_dst = dst; /* untranslated only where the kernel refuses or touches nothing */
     const char *host_src = src;
@@ -423,10 +421,11 @@ static int emu_copy(const gts_device_ops *dev, void *dst, const int64_t *dst_str
         rc = gts__strided_range(ndim, shape, dst_strides, itemsize, &valid, &low, &high, err);
     if (!rc && valid && dst)
         rc = translate("dst", dst, low, high, &host_dst, err);
+    bool dst_valid = valid;
     if (!rc)
         rc = gts__strided_range(ndim, shape, src_strides, itemsize, &valid, &low, &high, err);
     char *translated;
-    bool queue = valid && dst && src && distinct_elements(ndim, shape, dst_strides);
+    bool queue = dst_valid && valid && dst && src && distinct_elements(ndim, shape, dst_strides);
     if (!rc && valid && src && !(rc = translate("src", src, low, high, &translated, err)))
         host_src = translated;
     if (!rc && s && queueable(ndim, itemsize, queue))

@@ -183,7 +183,8 @@ static int64_t read_side(const gts_device_ops *dev, field *f, gts_side side, gts
     char *data;
     if (gts_storage_access(&f->whole, side, access, s, (void **)&data, err))
         return -1;
-    size_t offset = (size_t)(first * COLS) * sizeof *got, bytes = (size_t)(count * COLS) * sizeof *got;
+    size_t offset = (size_t)(first * COLS) * sizeof *got;
+    size_t bytes = (size_t)(count * COLS) * sizeof *got;
     int rc = side == GTS_SIDE_HOST
                  ? (memcpy((char *)got + offset, data + offset, bytes), GTS_OK)
                  : gts_device_copy_to_host(dev, (char *)got + offset, data + offset,
@@ -410,7 +411,8 @@ static void test_threads(const gts_device_ops *dev)
     if (run_open(&r, dev)) {
         int started = 0;
         for (int t = 0; t < THREADS; ++t) {
-            workers[t] = (worker){&r, t, r.streams[1 + t % STREAMS], 0x1234567u * (t + 1), 1e6 * (t + 1), 0};
+            workers[t] = (worker){&r, t, r.streams[1 + t % STREAMS], 0x1234567u * (t + 1),
+                                  1e6 * (t + 1), 0};
             if (t >= STREAMS && !CHECK_OK(gts_device_stream_create(dev, &workers[t].stream, ERR)))
                 break;
             if (!CHECK(pthread_create(&threads[t], NULL, thread_steps, &workers[t]) == 0))
