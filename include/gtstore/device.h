@@ -313,8 +313,10 @@ int gts_device_check_usable(const gts_device_ops *device, gts_error *err);
  * default stream, larger values a CUDA stream handle, which only CUDA
  * memory can have (GTS_EINVAL elsewhere); 0 is forbidden by both protocols
  * and negative values are not streams (GTS_EINVAL; the caller handles the
- * protocols' "no synchronization", None). On the host and the emulated
- * device every operation has completed already. */
+ * protocols' "no synchronization", None). On the host every operation
+ * has completed already; the emulated device waits for all its streams
+ * (its default stream's work has completed, and 1 and 2 stand for the
+ * whole device there). */
 int gts_device_wait_stream(const gts_device_ops *device, int64_t stream, gts_error *err);
 
 /* ---- operations, checked ------------------------------------------------- */
