@@ -39,10 +39,21 @@ static int apply_sync_rule(gts_buffer *buffer, gts_side side, gts_access access,
 /* Work on side `side` is ordered after the device work on the buffer
  * (stream_order.h): the host waits for it; a stream waits for it on the
  * device. */
-static int order_side(gts_buffer *buffer, gts_side side, gts_stream stream, gts_error *err)
+int gts_buffer_order_wait(gts_buffer *buffer, gts_side side, gts_stream stream, gts_error *err)
 {
+    if (!buffer)
+        return gts_error_set(err, GTS_EINVAL, "buffer: NULL");
+    if (side != GTS_SIDE_HOST && side != GTS_SIDE_DEVICE)
+        return gts_error_set(err, GTS_EINVAL, "side: %d is no gts_side", (int)side);
     return side == GTS_SIDE_HOST ? gts__order_host(buffer->device, &buffer->order, err)
                                  : gts__order_device(buffer->device, &buffer->order, stream, err);
+}
+
+int gts_buffer_order_record(gts_buffer *buffer, gts_stream stream, gts_error *err)
+{
+    if (!buffer)
+        return gts_error_set(err, GTS_EINVAL, "buffer: NULL");
+    return gts__order_record(buffer->device, &buffer->order, stream, err);
 }
 
 /* Ends what the access holds: a write in flight. */
@@ -69,7 +80,7 @@ int gts_storage_access(const gts_storage *storage, gts_side side, gts_access acc
         return rc;
     /* Memory the host shares with a GPU: the host reads and writes it only
      * once the work queued there is done. */
-    if ((rc = order_side(buffer, side, stream, err)) ||
+    if ((rc = gts_buffer_order_wait(buffer, side, stream, err)) ||
         (side == GTS_SIDE_HOST && device->kind != GTS_MEMORY_HOST && device->host_accessible &&
          (rc = gts_device_synchronize(device, stream, err)))) {
         end_held(buffer, access);
@@ -87,9 +98,7 @@ int gts_storage_access_end(const gts_storage *storage, gts_side side, gts_access
     gts_buffer *buffer = storage->buffer;
     /* recorded before the write ends, so that a sync that waited for the
      * write waits for its device work too */
-    int rc = side == GTS_SIDE_DEVICE
-                 ? gts__order_record(buffer->device, &buffer->order, stream, err)
-                 : GTS_OK;
+    int rc = side == GTS_SIDE_DEVICE ? gts_buffer_order_record(buffer, stream, err) : GTS_OK;
     end_held(buffer, access);
     return rc;
 }

@@ -65,6 +65,18 @@ int gts_storage_access(const gts_storage *storage, gts_side side, gts_access acc
 int gts_storage_access_end(const gts_storage *storage, gts_side side, gts_access access,
                            gts_stream stream, gts_error *err);
 
+/* The stream order of one buffer, for callers that hold buffers rather
+ * than storages (writes held on several buffers with
+ * gts_buffer_write_begin, which orders its side as gts_storage_access
+ * does): gts_buffer_order_wait orders work on side `side` (the device side
+ * on `stream`) after the buffer's device work, as gts_storage_access does;
+ * gts_buffer_order_record says that device work on the buffer was queued on
+ * `stream` (NULL: nothing to do), as gts_storage_access_end does: call it
+ * before gts_buffer_write_end. GTS_EINVAL for a NULL buffer or an unknown
+ * side; the device's errors. */
+int gts_buffer_order_wait(gts_buffer *buffer, gts_side side, gts_stream stream, gts_error *err);
+int gts_buffer_order_record(gts_buffer *buffer, gts_stream stream, gts_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -12,6 +12,9 @@
  *   (gts__order_skip_waits_for_testing): it must see a wrong value, which
  *   proves that the sequence detects a missing wait (argument "detector";
  *   its data races are intended, so the ThreadSanitizer run leaves it out).
+ * - Writes held on the buffer (gts_buffer_write_begin, the work,
+ *   gts_buffer_order_record, gts_buffer_write_end), seen by the host and
+ *   other streams.
  * - Threads, each with its own stream and rows of one shared mirrored
  *   field, writing on both sides and syncing the whole field: none loses
  *   another's write.
@@ -434,6 +437,41 @@ static void test_threads(const gts_device_ops *dev)
     run_close(&r);
 }
 
+/* Writes held on the buffer (as the Python extension holds its outputs):
+ * gts_buffer_write_begin, work on a stream, gts_buffer_order_record, then
+ * gts_buffer_write_end; the host and other streams then see the work. */
+static void test_buffer_level(const gts_device_ops *dev)
+{
+    run r;
+    if (run_open(&r, dev)) {
+        field *f = &r.fields[0];
+        gts_buffer *b = f->whole.buffer;
+        for (int round = 0; round < 40; ++round) {
+            gts_stream s = r.streams[1 + round % STREAMS];
+            double value = round + 1;
+            if (!CHECK_OK(gts_buffer_write_begin(b, GTS_SIDE_DEVICE, s, ERR)))
+                break;
+            CHECK_OK(gts_device_fill(dev, gts_buffer_data(b), 2, f->whole.shape,
+                                     f->whole.strides, 8, &value, s, ERR));
+            CHECK_OK(gts_buffer_order_record(b, s, ERR));
+            CHECK_OK(gts_buffer_write_end(b, ERR));
+            for (int k = 0; k < ROWS * COLS; ++k)
+                f->model[k] = value;
+            if (round % 2)
+                CHECK_INT_EQ(device_read(dev, f, 0, ROWS, r.streams[1 + (round + 1) % STREAMS]),
+                             0);
+            else
+                CHECK_INT_EQ(host_read(f, 0, ROWS, NULL), 0);
+        }
+        CHECK_OK(gts_buffer_order_wait(b, GTS_SIDE_HOST, NULL, ERR));
+        CHECK_OK(gts_buffer_order_record(b, NULL, ERR)); /* the default stream: nothing */
+        CHECK_FAILS(gts_buffer_order_wait(NULL, GTS_SIDE_HOST, NULL, ERR), GTS_EINVAL, "buffer");
+        CHECK_FAILS(gts_buffer_order_wait(b, (gts_side)7, NULL, ERR), GTS_EINVAL, "side: 7");
+        CHECK_FAILS(gts_buffer_order_record(NULL, r.streams[1], ERR), GTS_EINVAL, "buffer");
+    }
+    run_close(&r);
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "detector") == 0) {
@@ -442,12 +480,14 @@ int main(int argc, char **argv)
     }
     const gts_device_ops *emulated = gts_device_emulated();
     test_random_sequence(emulated, 400);
+    test_buffer_level(emulated);
     for (int round = 0; round < 3; ++round)
         test_threads(emulated);
     const gts_device_ops *cuda;
     if (gts_device_get((gts_device_id){GTS_DL_CUDA, 0}, &cuda, NULL) == GTS_OK) {
         printf("and on %s\n", cuda->name);
         test_random_sequence(cuda, 200);
+        test_buffer_level(cuda);
         test_threads(cuda);
     }
     return check_summary("stream_order");
