@@ -2,6 +2,7 @@
 #include "gtstore/access.h"
 
 #include "gtstore/buffer.h"
+#include "buffer_private.h"
 
 static int check_arguments(const gts_storage *storage, gts_side side, gts_access access,
                            void **element0, gts_error *err)
@@ -35,6 +36,33 @@ static int apply_sync_rule(gts_buffer *buffer, gts_side side, gts_access access,
     }
 }
 
+/* Work on side `side` is ordered after the device work on the buffer
+ * (stream_order.h): the host waits for it; a stream waits for it on the
+ * device. */
+int gts_buffer_order_wait(gts_buffer *buffer, gts_side side, gts_stream stream, gts_error *err)
+{
+    if (!buffer)
+        return gts_error_set(err, GTS_EINVAL, "buffer: NULL");
+    if (side != GTS_SIDE_HOST && side != GTS_SIDE_DEVICE)
+        return gts_error_set(err, GTS_EINVAL, "side: %d is no gts_side", (int)side);
+    return side == GTS_SIDE_HOST ? gts__order_host(buffer->device, &buffer->order, err)
+                                 : gts__order_device(buffer->device, &buffer->order, stream, err);
+}
+
+int gts_buffer_order_record(gts_buffer *buffer, gts_stream stream, gts_error *err)
+{
+    if (!buffer)
+        return gts_error_set(err, GTS_EINVAL, "buffer: NULL");
+    return gts__order_record(buffer->device, &buffer->order, stream, err);
+}
+
+/* Ends what the access holds: a write in flight. */
+static void end_held(gts_buffer *buffer, gts_access access)
+{
+    if (access == GTS_ACCESS_WRITE_HELD)
+        gts_buffer_write_end(buffer, NULL);
+}
+
 int gts_storage_access(const gts_storage *storage, gts_side side, gts_access access,
                        gts_stream stream, void **element0, gts_error *err)
 {
@@ -52,17 +80,25 @@ int gts_storage_access(const gts_storage *storage, gts_side side, gts_access acc
         return rc;
     /* Memory the host shares with a GPU: the host reads and writes it only
      * once the work queued there is done. */
-    if (side == GTS_SIDE_HOST && device->kind != GTS_MEMORY_HOST && device->host_accessible &&
-        (rc = gts_device_synchronize(device, stream, err))) {
-        gts_storage_access_end(storage, access);
+    if ((rc = gts_buffer_order_wait(buffer, side, stream, err)) ||
+        (side == GTS_SIDE_HOST && device->kind != GTS_MEMORY_HOST && device->host_accessible &&
+         (rc = gts_device_synchronize(device, stream, err)))) {
+        end_held(buffer, access);
         return rc;
     }
     *element0 = base ? base + storage->offset : NULL;
     return GTS_OK;
 }
 
-void gts_storage_access_end(const gts_storage *storage, gts_access access)
+int gts_storage_access_end(const gts_storage *storage, gts_side side, gts_access access,
+                           gts_stream stream, gts_error *err)
 {
-    if (storage && access == GTS_ACCESS_WRITE_HELD)
-        gts_buffer_write_end(storage->buffer, NULL);
+    if (!storage || !storage->buffer)
+        return GTS_OK; /* nothing was accessed */
+    gts_buffer *buffer = storage->buffer;
+    /* recorded before the write ends, so that a sync that waited for the
+     * write waits for its device work too */
+    int rc = side == GTS_SIDE_DEVICE ? gts_buffer_order_record(buffer, stream, err) : GTS_OK;
+    end_held(buffer, access);
+    return rc;
 }

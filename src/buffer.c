@@ -86,6 +86,7 @@ static gts_buffer *buffer_init(gts_buffer *buffer, const gts_device_ops *device,
     buffer->mapped_size = 0;
     buffer->release = NULL;
     buffer->ctx = NULL;
+    gts__order_init(&buffer->order);
     count_live(1, kind == MEMORY_WRAPPED ? 0 : size); /* wrapped bytes are not ours */
     return buffer;
 }
@@ -265,6 +266,8 @@ void gts_buffer_release(gts_buffer *buffer)
 {
     if (!buffer || atomic_fetch_sub_explicit(&buffer->refs, 1, memory_order_acq_rel) != 1)
         return;
+    /* no device work may run on memory that is freed */
+    gts__order_release(buffer->device, &buffer->order);
     switch (buffer->kind) {
     case MEMORY_HEAP:
         count_live(-1, -buffer->size);

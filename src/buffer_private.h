@@ -8,6 +8,7 @@
 
 #include "gtstore/buffer.h"
 #include "gtstore/device.h"
+#include "stream_order.h"
 
 typedef enum memory_kind {
     MEMORY_HEAP,    /* header and data in one malloc block */
@@ -35,6 +36,7 @@ struct gts_buffer {
     int64_t mapped_size; /* MEMORY_MAPPED: length of the mapping */
     gts_release_fn release;
     void *ctx;
+    gts__order order; /* the last device work on it (stream_order.h) */
 };
 
 #endif

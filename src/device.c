@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "device_check.h"
 #include "device_cuda_registry.h"
 #include "device_emulated.h"
 #include "device_host.h"
@@ -253,7 +254,7 @@ int gts_device_wait_stream(const gts_device_ops *device, int64_t stream, gts_err
 
 /* ---- checked operations ---------------------------------------------------------- */
 
-static int check_device(const gts_device_ops *dev, gts_stream stream, gts_error *err)
+int gts__device_check(const gts_device_ops *dev, gts_stream stream, gts_error *err)
 {
     if (!dev)
         return gts_error_set(err, GTS_EINVAL, "device: NULL");
@@ -267,7 +268,7 @@ static int check_device(const gts_device_ops *dev, gts_stream stream, gts_error 
 static int check_transfer(const gts_device_ops *dev, void *dst, const void *src, int64_t bytes,
                           gts_stream stream, gts_error *err)
 {
-    int rc = check_device(dev, stream, err);
+    int rc = gts__device_check(dev, stream, err);
     if (rc)
         return rc;
     if (bytes < 0)
@@ -281,7 +282,7 @@ static int check_transfer(const gts_device_ops *dev, void *dst, const void *src,
 int gts_device_alloc(const gts_device_ops *dev, int64_t size, unsigned flags, void **out,
                      gts_error *err)
 {
-    int rc = check_device(dev, NULL, err);
+    int rc = gts__device_check(dev, NULL, err);
     if (rc)
         return rc;
     if (!out)
@@ -324,7 +325,7 @@ int gts_device_fill(const gts_device_ops *dev, void *data, int ndim, const int64
                     const int64_t *strides, int64_t itemsize, const void *item,
                     gts_stream stream, gts_error *err)
 {
-    int rc = check_device(dev, stream, err);
+    int rc = gts__device_check(dev, stream, err);
     return rc ? rc : dev->fill(dev, data, ndim, shape, strides, itemsize, item, stream, err);
 }
 
@@ -332,7 +333,7 @@ int gts_device_copy(const gts_device_ops *dev, void *dst, const int64_t *dst_str
                     const void *src, const int64_t *src_strides, int ndim, const int64_t *shape,
                     int64_t itemsize, gts_stream stream, gts_error *err)
 {
-    int rc = check_device(dev, stream, err);
+    int rc = gts__device_check(dev, stream, err);
     return rc ? rc
               : dev->copy(dev, dst, dst_strides, src, src_strides, ndim, shape, itemsize, stream,
                           err);
@@ -340,13 +341,13 @@ int gts_device_copy(const gts_device_ops *dev, void *dst, const int64_t *dst_str
 
 int gts_device_synchronize(const gts_device_ops *dev, gts_stream stream, gts_error *err)
 {
-    int rc = check_device(dev, stream, err);
+    int rc = gts__device_check(dev, stream, err);
     return rc ? rc : dev->synchronize(dev, stream, err);
 }
 
 int gts_device_stream_create(const gts_device_ops *dev, gts_stream *out, gts_error *err)
 {
-    int rc = check_device(dev, NULL, err);
+    int rc = gts__device_check(dev, NULL, err);
     if (rc)
         return rc;
     if (!out)

@@ -49,7 +49,9 @@
  * so memory and streams are shared with them without further ado.
  *
  * Streams are CUDA streams (cuStreamCreate with CU_STREAM_NON_BLOCKING) of
- * the device's primary context; gts_stream NULL is the legacy default
+ * the device's primary context, events CUDA events (cuEventCreate with
+ * CU_EVENT_DISABLE_TIMING; a stream waits on one with cuStreamWaitEvent,
+ * the default stream by cuEventSynchronize); gts_stream NULL is the legacy default
  * stream. An operation on stream NULL has completed when it returns (the
  * contract of device.h): the synchronous driver calls are followed by
  * cuStreamSynchronize(0) where the driver may return early (host to device,
@@ -208,6 +210,7 @@ typedef struct cuda_api {
     CUresult (*EventQuery)(CUevent event);
     CUresult (*EventSynchronize)(CUevent event);
     CUresult (*EventDestroy)(CUevent event);
+    CUresult (*StreamWaitEvent)(CUstream stream, CUevent event, unsigned int flags);
     CUresult (*MemHostRegister)(void *block, size_t bytes, unsigned int flags);
     CUresult (*MemHostUnregister)(void *block);
     CUresult (*PointerGetAttributes)(unsigned int count, int *attributes, void **data,
@@ -270,6 +273,7 @@ static const struct entry {
     ENTRY("cuEventQuery", EventQuery),
     ENTRY("cuEventSynchronize", EventSynchronize),
     ENTRY("cuEventDestroy", EventDestroy),
+    ENTRY("cuStreamWaitEvent", StreamWaitEvent),
     ENTRY("cuMemHostRegister", MemHostRegister),
     ENTRY("cuMemHostUnregister", MemHostUnregister),
     ENTRY("cuPointerGetAttributes", PointerGetAttributes),

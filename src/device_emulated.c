@@ -14,7 +14,12 @@
  * Freed blocks go to a pool (device_pool.h), as a GPU's do, and are reused
  * for allocations of exactly their size. A cached block is not live: it
  * leaves the list of live blocks, so an address in it is refused as one
- * in a freed block is, and a reused block reads as garbage again. */
+ * in a freed block is, and a reused block reads as garbage again.
+ *
+ * Its streams are asynchronous (device_emulated_streams.h): work queued on
+ * one runs later on a thread of its own, after a random delay, so that a
+ * missing wait gives wrong values here as it would on a GPU. Its default
+ * stream runs every operation before returning. */
 #define _POSIX_C_SOURCE 200809L /* posix_memalign */
 #include "gtstore/device.h"
 
@@ -27,6 +32,7 @@
 #include "gtstore/geometry.h"
 #include "gtstore/kernels.h"
 #include "device_emulated.h"
+#include "device_emulated_streams.h"
 #include "device_host.h"
 #include "device_pool.h"
 #include "kernels_private.h"
@@ -47,16 +53,8 @@ typedef struct block {
     int64_t size; /* usable bytes */
 } block;
 
-/* A stream is known by its address in the registry of live streams: a
- * stream given to an operation is looked up there, never dereferenced, so
- * that garbage or a destroyed stream is an error, not a crash. */
-typedef struct stream {
-    struct stream *next;
-} stream;
-
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static block *blocks;   /* live blocks, newest first */
-static stream *streams; /* live streams, newest first */
 static int64_t live_blocks, live_bytes;
 
 static atomic_llong to_device, to_device_bytes, to_host, to_host_bytes, within, within_bytes;
@@ -128,29 +126,113 @@ static int check_host(const char *name, const void *address, int64_t bytes, gts_
     return GTS_OK;
 }
 
-/* The link that points at live stream `s` (compared by address), or NULL.
- * Caller holds the lock. */
-static stream **find_stream(gts_stream s)
-{
-    for (stream **link = &streams; *link; link = &(*link)->next)
-        if ((void *)*link == s)
-            return link;
-    return NULL;
-}
-
 static int check_stream(gts_stream s, gts_error *err)
 {
-    if (!s)
+    return gts__emu_stream_check(s, err);
+}
+
+/* ---- work on a stream ---------------------------------------------------------------
+ * On a stream of its own (device_emulated_streams.h) the work is queued,
+ * with its host addresses translated and its arrays copied, and runs later
+ * on the stream's worker; on the default stream it runs now. */
+
+typedef struct move_work {
+    gts__emu_work base;
+    void *dst;
+    const void *src;
+    int64_t bytes;
+} move_work;
+
+static void run_move(gts__emu_work *work)
+{
+    move_work *m = (move_work *)work;
+    memmove(m->dst, m->src, (size_t)m->bytes);
+    free(m);
+}
+
+/* A strided fill (src NULL) or copy of `ndim` dimensions. */
+typedef struct strided_work {
+    gts__emu_work base;
+    char *dst;
+    const char *src;
+    int ndim;
+    int64_t itemsize;
+    int64_t shape[GTS_MAX_NDIM], dst_strides[GTS_MAX_NDIM], src_strides[GTS_MAX_NDIM];
+    unsigned char item[16];
+} strided_work;
+
+/* A kernel queued was checked before: failing now is a bug here. */
+static void kernel_failed(const char *what, const gts_error *e)
+{
+    fprintf(stderr, "gtstore: the emulated device's %s failed on a stream: %s\n", what,
+            e->message);
+    abort();
+}
+
+static void run_strided(gts__emu_work *work)
+{
+    strided_work *w = (strided_work *)work;
+    gts_error e;
+    if (!w->src && gts_fill(w->dst, w->ndim, w->shape, w->dst_strides, w->itemsize, w->item, &e))
+        kernel_failed("fill", &e);
+    if (w->src && gts_copy(w->dst, w->dst_strides, w->src, w->src_strides, w->ndim, w->shape,
+                           w->itemsize, &e))
+        kernel_failed("copy", &e);
+    free(w);
+}
+
+/* Contiguous bytes, host addresses: now, or queued on `s`. */
+static int move(gts_stream s, void *dst, const void *src, int64_t bytes, gts_error *err)
+{
+    if (bytes <= 0)
         return GTS_OK;
-    pthread_mutex_lock(&lock);
-    bool live = find_stream(s) != NULL;
-    pthread_mutex_unlock(&lock);
-    if (!live)
-        return gts_error_set(err, GTS_EINVAL,
-                             "stream: %p is not a live stream of the emulated device", s);
+    if (!s) {
+        memmove(dst, src, (size_t)bytes);
+        return GTS_OK;
+    }
+    move_work *m = malloc(sizeof *m);
+    if (!m)
+        return gts_error_set(err, GTS_ENOMEM, "out of memory: cannot queue a copy");
+    *m = (move_work){{NULL, run_move}, dst, src, bytes};
+    gts__emu_submit(s, &m->base);
     return GTS_OK;
 }
 
+/* Whether the kernels accept the array as it is (so that it can be queued
+ * and run later): ndim, itemsize and strides as gts_fill and gts_copy check
+ * them, and at least one element (`valid` from gts__strided_range). An
+ * array that is not runs on the caller's thread after the stream drains,
+ * so that the kernel's own error is returned. */
+static bool queueable(int ndim, int64_t itemsize, bool valid)
+{
+    return valid && ndim >= 0 && ndim <= GTS_MAX_NDIM &&
+           (itemsize == 1 || itemsize == 2 || itemsize == 4 || itemsize == 8 || itemsize == 16);
+}
+
+static int queue_strided(gts_stream s, char *dst, const int64_t *dst_strides, const char *src,
+                         const int64_t *src_strides, int ndim, const int64_t *shape,
+                         int64_t itemsize, const void *item, gts_error *err)
+{
+    strided_work *w = malloc(sizeof *w);
+    if (!w)
+        return gts_error_set(err, GTS_ENOMEM, "out of memory: cannot queue a kernel");
+    w->base.run = run_strided;
+    w->dst = dst;
+    w->src = src;
+    w->ndim = ndim;
+    w->itemsize = itemsize;
+    size_t dims = (size_t)ndim * sizeof *shape;
+    if (dims) {
+        memcpy(w->shape, shape, dims);
+        memcpy(w->dst_strides, dst_strides, dims);
+        if (src)
+            memcpy(w->src_strides, src_strides, dims);
+    }
+    if (item)
+        memcpy(w->item, item, (size_t)itemsize);
+    gts__emu_submit(s, &w->base);
+    return GTS_OK;
+}
 
 /* ---- the operations ----------------------------------------------------------- */
 
@@ -254,8 +336,8 @@ static int emu_copy_to_device(const gts_device_ops *dev, void *dst, const void *
         rc = translate("dst", dst, 0, bytes, &host, err);
     if (rc)
         return rc;
-    if (bytes > 0)
-        memcpy(host, src, (size_t)bytes);
+    if ((rc = move(s, host, src, bytes, err)))
+        return rc;
     count(&to_device, &to_device_bytes, bytes);
     return GTS_OK;
 }
@@ -272,8 +354,8 @@ static int emu_copy_to_host(const gts_device_ops *dev, void *dst, const void *sr
         rc = translate("src", src, 0, bytes, &host, err);
     if (rc)
         return rc;
-    if (bytes > 0)
-        memcpy(dst, host, (size_t)bytes);
+    if ((rc = move(s, dst, host, bytes, err)))
+        return rc;
     count(&to_host, &to_host_bytes, bytes);
     return GTS_OK;
 }
@@ -290,8 +372,8 @@ static int emu_copy_within(const gts_device_ops *dev, void *dst, const void *src
         rc = translate("src", src, 0, bytes, &host_src, err);
     if (rc)
         return rc;
-    if (bytes > 0)
-        memmove(host_dst, host_src, (size_t)bytes);
+    if ((rc = move(s, host_dst, host_src, bytes, err)))
+        return rc;
     count(&within, &within_bytes, bytes);
     return GTS_OK;
 }
@@ -300,7 +382,6 @@ static int emu_fill(const gts_device_ops *dev, void *data, int ndim, const int64
                     const int64_t *strides, int64_t itemsize, const void *item, gts_stream s,
                     gts_error *err)
 {
-    (void)dev;
     bool valid;
     int64_t low, high;
     char *host = data; /* untranslated only where the kernel refuses or touches nothing */
@@ -309,19 +390,30 @@ static int emu_fill(const gts_device_ops *dev, void *data, int ndim, const int64
         rc = gts__strided_range(ndim, shape, strides, itemsize, &valid, &low, &high, err);
     if (!rc && valid && data)
         rc = translate("data", data, low, high, &host, err);
-    if (!rc)
+    if (!rc && s && queueable(ndim, itemsize, valid && data && item))
+        rc = queue_strided(s, host, strides, NULL, NULL, ndim, shape, itemsize, item, err);
+    else if (!rc && !(s && (rc = gts__emu_synchronize(dev, s, err))))
         rc = gts_fill(host, ndim, shape, strides, itemsize, item, err);
     if (!rc)
         count(&fills, NULL, 0);
     return rc;
 }
 
+/* No destination element written twice (gts_copy refuses a stride 0
+ * over more than one index). */
+static bool distinct_elements(int ndim, const int64_t *shape, const int64_t *strides)
+{
+    for (int d = 0; d < ndim; ++d)
+        if (shape[d] > 1 && strides[d] == 0)
+            return false;
+    return true;
+}
+
 static int emu_copy(const gts_device_ops *dev, void *dst, const int64_t *dst_strides,
                     const void *src, const int64_t *src_strides, int ndim, const int64_t *shape,
                     int64_t itemsize, gts_stream s, gts_error *err)
 {
-    (void)dev;
-    bool valid;
+    bool valid = false;
     int64_t low, high;
     char *host_dst = dst; /* untranslated only where the kernel refuses or touches nothing */
     const char *host_src = src;
@@ -330,52 +422,21 @@ static int emu_copy(const gts_device_ops *dev, void *dst, const int64_t *dst_str
         rc = gts__strided_range(ndim, shape, dst_strides, itemsize, &valid, &low, &high, err);
     if (!rc && valid && dst)
         rc = translate("dst", dst, low, high, &host_dst, err);
+    bool dst_valid = valid;
     if (!rc)
         rc = gts__strided_range(ndim, shape, src_strides, itemsize, &valid, &low, &high, err);
     char *translated;
+    bool queue = dst_valid && valid && dst && src && distinct_elements(ndim, shape, dst_strides);
     if (!rc && valid && src && !(rc = translate("src", src, low, high, &translated, err)))
         host_src = translated;
-    if (!rc)
+    if (!rc && s && queueable(ndim, itemsize, queue))
+        rc = queue_strided(s, host_dst, dst_strides, host_src, src_strides, ndim, shape,
+                           itemsize, NULL, err);
+    else if (!rc && !(s && (rc = gts__emu_synchronize(dev, s, err))))
         rc = gts_copy(host_dst, dst_strides, host_src, src_strides, ndim, shape, itemsize, err);
     if (!rc)
         count(&copies, NULL, 0);
     return rc;
-}
-
-static int emu_synchronize(const gts_device_ops *dev, gts_stream s, gts_error *err)
-{
-    (void)dev;
-    return check_stream(s, err); /* every operation completed when it returned */
-}
-
-static int emu_stream_create(const gts_device_ops *dev, gts_stream *out, gts_error *err)
-{
-    (void)dev;
-    stream *s = malloc(sizeof *s);
-    if (!s)
-        return gts_error_set(err, GTS_ENOMEM, "out of memory: cannot create a stream");
-    pthread_mutex_lock(&lock);
-    s->next = streams;
-    streams = s;
-    pthread_mutex_unlock(&lock);
-    *out = s;
-    return GTS_OK;
-}
-
-static void emu_stream_destroy(const gts_device_ops *dev, gts_stream s)
-{
-    (void)dev;
-    pthread_mutex_lock(&lock);
-    stream **link = find_stream(s), *found = link ? *link : NULL;
-    if (found)
-        *link = found->next;
-    pthread_mutex_unlock(&lock);
-    if (!found) { /* no error channel: a caller's bug, stopped where it is */
-        fprintf(stderr, "gtstore: the emulated device was asked to destroy %p, which is not one "
-                        "of its live streams\n", s);
-        abort();
-    }
-    free(found);
 }
 
 static void *emu_host_alias(const gts_device_ops *dev, const void *address)
@@ -396,12 +457,18 @@ const gts_device_ops gts__device_emulated = {
     .copy_within = emu_copy_within,
     .fill = emu_fill,
     .copy = emu_copy,
-    .synchronize = emu_synchronize,
-    .stream_create = emu_stream_create,
-    .stream_destroy = emu_stream_destroy,
+    .synchronize = gts__emu_synchronize,
+    .stream_create = gts__emu_stream_create,
+    .stream_destroy = gts__emu_stream_destroy,
     .kind = GTS_MEMORY_GPU,
     .engine = GTS_ENGINE_NUMPY,
     .host_alias = emu_host_alias,
+    .event_create = gts__emu_event_create,
+    .event_destroy = gts__emu_event_destroy,
+    .event_record = gts__emu_event_record,
+    .stream_wait_event = gts__emu_stream_wait_event,
+    .event_synchronize = gts__emu_event_synchronize,
+    .event_query = gts__emu_event_query,
 };
 
 /* ---- counts and inspection -------------------------------------------------------- */

@@ -550,7 +550,7 @@ static int copy_on_host(const gts_storage *g, const region *r, char *packed, boo
     else
         rc = gts_copy(field, g->strides, packed, r->packed_strides, g->ndim, r->shape,
                       g->dtype.itemsize, err);
-    gts_storage_access_end(g, access);
+    gts_storage_access_end(g, GTS_SIDE_HOST, access, NULL, NULL);
     return rc;
 }
 

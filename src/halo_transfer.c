@@ -399,7 +399,7 @@ static int begin_host_access(const gts__halo_transfer *t, int *begun, gts_error 
 static void end_writes(const gts__halo_transfer *t, int begun)
 {
     while (begun > 0)
-        gts_storage_access_end(t->held[--begun], GTS_ACCESS_WRITE_HELD);
+        gts_storage_access_end(t->held[--begun], GTS_SIDE_HOST, GTS_ACCESS_WRITE_HELD, NULL, NULL);
 }
 
 static int run_host(const gts__halo_transfer *t, gts_error *err)

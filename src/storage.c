@@ -837,8 +837,8 @@ int gts_storage_assign(const gts_storage *dst, const gts_storage *src, gts_error
                       dst->dtype.itemsize, NULL, err);
     else
         rc = assign_across(dst, to, src, from, err);
-    gts_storage_access_end(dst, GTS_ACCESS_WRITE_HELD);
-    return rc;
+    int ended = gts_storage_access_end(dst, GTS_SIDE_DEVICE, GTS_ACCESS_WRITE_HELD, NULL, err);
+    return rc ? rc : ended;
 }
 
 int gts_storage_fill(const gts_storage *storage, gts_scalar value, gts_error *err)
@@ -857,8 +857,9 @@ int gts_storage_fill_item(const gts_storage *storage, const void *item, gts_erro
     const gts_device_ops *device = gts_buffer_device(storage->buffer);
     rc = device->fill(device, data, storage->ndim, storage->shape, storage->strides,
                       storage->dtype.itemsize, item, NULL, err);
-    gts_storage_access_end(storage, GTS_ACCESS_WRITE_HELD);
-    return rc;
+    int ended =
+        gts_storage_access_end(storage, GTS_SIDE_DEVICE, GTS_ACCESS_WRITE_HELD, NULL, err);
+    return rc ? rc : ended;
 }
 
 /* ---- properties ---------------------------------------------------------------- */

@@ -142,14 +142,27 @@ static gts_sync_state stale(gts_side to)
     return to == GTS_SIDE_HOST ? GTS_SYNC_DEVICE_DIRTY : GTS_SYNC_HOST_DIRTY;
 }
 
-/* The whole allocation from the other side to `to`, completed on return. */
+/* The whole allocation from the other side to `to`, in the buffer's
+ * stream order (stream_order.h): after the device work on it, and recorded
+ * as its last (on the default stream: completed on return). */
 static int copy_whole(gts_buffer *b, gts_side to, gts_stream stream, gts_error *err)
 {
     const gts_device_ops *dev = b->device;
-    int rc = to == GTS_SIDE_DEVICE
-                 ? gts_device_copy_to_device(dev, b->data, b->mirror, b->size, stream, err)
-                 : gts_device_copy_to_host(dev, b->mirror, b->data, b->size, stream, err);
-    return rc || !stream ? rc : gts_device_synchronize(dev, stream, err);
+    int rc = gts__order_device(dev, &b->order, stream, err);
+    if (rc)
+        return rc;
+    rc = to == GTS_SIDE_DEVICE
+             ? gts_device_copy_to_device(dev, b->data, b->mirror, b->size, stream, err)
+             : gts_device_copy_to_host(dev, b->mirror, b->data, b->size, stream, err);
+    return rc ? rc : gts__order_record(dev, &b->order, stream, err);
+}
+
+/* Side `side` is ready for work: the host's after the device work on the
+ * buffer, a stream's ordered after it (stream_order.h). */
+static int order_side(gts_buffer *b, gts_side side, gts_stream stream, gts_error *err)
+{
+    return side == GTS_SIDE_HOST ? gts__order_host(b->device, &b->order, err)
+                                 : gts__order_device(b->device, &b->order, stream, err);
 }
 
 /* Ends the copy that began at `begun`: the sides are equal, unless the copy
@@ -199,12 +212,12 @@ int gts_buffer_sync(gts_buffer *buffer, gts_side to, bool force, gts_stream stre
     if (!buffer->mirror)
         return GTS_OK;
     uint64_t word = atomic_load_explicit(&buffer->sync, memory_order_acquire);
-    if (!force && state_of(word) != stale(to))
-        return GTS_OK; /* current: the fast path */
+    if (!force && state_of(word) != stale(to)) /* current: the fast path */
+        return order_side(buffer, to, stream, err);
     waiter w = {0, NULL, NULL};
     int rc = sync_waiting(buffer, to, force, stream, &w, err);
     done_waiting(&w);
-    return rc;
+    return rc ? rc : order_side(buffer, to, stream, err);
 }
 
 /* ---- writes ----------------------------------------------------------------------------- */
@@ -249,11 +262,16 @@ int gts_buffer_write_begin(gts_buffer *buffer, gts_side side, gts_stream stream,
     if (!buffer->mirror)
         return GTS_OK;
     uint64_t word = atomic_load_explicit(&buffer->sync, memory_order_acquire);
-    if (try_begin(buffer, side, &word))
-        return GTS_OK; /* the fast path */
-    waiter w = {0, NULL, NULL};
-    int rc = begin_waiting(buffer, side, stream, &w, err);
-    done_waiting(&w);
+    int rc = GTS_OK;
+    if (!try_begin(buffer, side, &word)) { /* else the fast path */
+        waiter w = {0, NULL, NULL};
+        rc = begin_waiting(buffer, side, stream, &w, err);
+        done_waiting(&w);
+        if (rc)
+            return rc;
+    }
+    if ((rc = order_side(buffer, side, stream, err)))
+        gts_buffer_write_end(buffer, NULL);
     return rc;
 }
 

@@ -6,7 +6,8 @@
  * is read or written the rules of gtstore/sync.h apply (bring the side up
  * to date; mark a write), a read-only storage is never written, and
  * memory that the host and a GPU share (managed or pinned memory) is read
- * by the host only once the work queued on the GPU is done.
+ * by the host only once the work queued on the GPU is done, and work on a
+ * buffer follows its stream order (below).
  * gts_storage_access applies all of them and gives the address of element
  * 0 on that side, so that no caller assembles them itself. */
 #ifndef GTSTORE_ACCESS_H
@@ -30,23 +31,51 @@ typedef enum gts_access {
 } gts_access;
 
 /* Gives side `side` of `storage` for `access`: brings it up to date (a
- * mirrored buffer's copy goes on `stream`, NULL the default stream, and
- * has completed on return), marks a write, and, for the host side of
- * host-accessible device memory, waits for the device's queued work. On
- * success *element0 is the address of element 0 on that side (NULL for an
- * empty storage over no memory). The device side of host memory is the
- * host memory itself.
+ * mirrored buffer's copy goes on `stream`, NULL the default stream), marks
+ * a write, and orders the access after the device work queued on the
+ * buffer (the stream order, below). On success *element0 is the address of
+ * element 0 on that side (NULL for an empty storage over no memory). The
+ * device side of host memory is the host memory itself.
+ *
+ * The stream order: each buffer remembers an event recorded after the last
+ * device work queued on it on a stream (by gts_storage_access_end, and by
+ * the syncs of gtstore/sync.h).
+ * - The host side (any stream): the host waits for that work before this
+ *   returns (and, for memory the host shares with a GPU, for the work queued
+ *   on the device).
+ * - The device side on `stream`: work queued on `stream` from now on waits
+ *   for it on the device (nothing waits on the host); on the default stream
+ *   (NULL) the host waits, and everything has completed on return, as
+ *   before streams.
  *
  * Errors: GTS_EINVAL for a NULL storage or out, an unknown side or access;
  * GTS_EREADONLY for a write to a read-only storage; GTS_ENOTSUP for the
- * host side of device memory without a host side; a sync's errors. No write
- * is held on failure. */
+ * host side of device memory without a host side; a sync's or a wait's
+ * errors. No write is held on failure. */
 int gts_storage_access(const gts_storage *storage, gts_side side, gts_access access,
                        gts_stream stream, void **element0, gts_error *err);
 
-/* Ends an access: a GTS_ACCESS_WRITE_HELD one ends its write in flight;
- * the others hold nothing (nothing to do). */
-void gts_storage_access_end(const gts_storage *storage, gts_access access);
+/* Ends an access made with the same side, access and stream, once its work
+ * is queued: for the device side on a stream, records the buffer's event
+ * there, so that later accesses wait for that work (on the default stream
+ * the work has completed: nothing to record); then a GTS_ACCESS_WRITE_HELD
+ * access ends its write in flight. Where no event can be recorded the
+ * stream is synchronised instead; the error is returned only if that fails
+ * too (the write ends all the same). A NULL storage is ignored. */
+int gts_storage_access_end(const gts_storage *storage, gts_side side, gts_access access,
+                           gts_stream stream, gts_error *err);
+
+/* The stream order of one buffer, for callers that hold buffers rather
+ * than storages (writes held on several buffers with
+ * gts_buffer_write_begin, which orders its side as gts_storage_access
+ * does): gts_buffer_order_wait orders work on side `side` (the device side
+ * on `stream`) after the buffer's device work, as gts_storage_access does;
+ * gts_buffer_order_record says that device work on the buffer was queued on
+ * `stream` (NULL: nothing to do), as gts_storage_access_end does: call it
+ * before gts_buffer_write_end. GTS_EINVAL for a NULL buffer or an unknown
+ * side; the device's errors. */
+int gts_buffer_order_wait(gts_buffer *buffer, gts_side side, gts_stream stream, gts_error *err);
+int gts_buffer_order_record(gts_buffer *buffer, gts_stream stream, gts_error *err);
 
 #ifdef __cplusplus
 }

@@ -21,7 +21,11 @@
  *   are not host addresses (dereferencing one faults), every address it is
  *   given is checked to lie in one of its live blocks, and it counts its
  *   transfers (gts_device_emulated_counts). Its freed blocks are cached,
- *   as a GPU's are (gtstore/buffer.h); a cached block is not live.
+ *   as a GPU's are (gtstore/buffer.h); a cached block is not live. Its
+ *   streams are asynchronous: work queued on one runs later on a thread of
+ *   its own, after a random delay of up to GTSTORE_EMULATED_DELAY_US
+ *   microseconds (default 50), so that a missing wait gives a wrong value
+ *   here as on a GPU; its events have CUDA's semantics.
  * - the emulated device's managed memory (GTS_DL_EXT_DEV, 1): host memory
  *   with the host's operations under a device id that is not the CPU's,
  *   playing CUDA managed memory for tests (gts_device_managed).
@@ -46,7 +50,9 @@
  * Device addresses are `void *` that only the device's own operations may
  * dereference (for the host device they are host addresses). Streams are
  * opaque handles; NULL is the device's default stream, on which every
- * operation has completed when it returns. */
+ * operation has completed when it returns. Work on other streams is
+ * ordered with events (gts_device_event_*); buffers keep their own order
+ * (gtstore/access.h, the stream order). */
 #ifndef GTSTORE_DEVICE_H
 #define GTSTORE_DEVICE_H
 
@@ -110,6 +116,11 @@ typedef enum gts_engine_kind {
 
 /* A stream (queue of device work); NULL: the default stream. */
 typedef void *gts_stream;
+
+/* An event of a device: a point in one of its streams (where it was last
+ * recorded) that the host or another stream can wait for. Opaque; made by
+ * gts_device_event_create. */
+typedef void *gts_event;
 
 typedef struct gts_device_ops gts_device_ops;
 
@@ -185,6 +196,26 @@ struct gts_device_ops {
     /* Optional (NULL: no host alias): the host address that reaches the
      * memory at `address` (gts_device_host_alias). */
     void *(*host_alias)(const gts_device_ops *dev, const void *address);
+    /* ---- events (ABI 5; after the capabilities) ----
+     * Optional, all or none (NULL: every operation of the device has
+     * completed when it returns, as on the host, so that there is nothing
+     * to wait for; the gts_device_event_* functions then give a trivial
+     * event, always complete). The semantics are CUDA's: record marks the
+     * work queued on `stream` so far (NULL: the default stream, whose work
+     * has completed); stream_wait_event makes the work queued on `stream`
+     * afterwards wait until the event's work as recorded at the time of the
+     * call has completed (NULL stream: the host waits, as the default
+     * stream's next operation completes on return); synchronize waits on
+     * the host; query says whether it has completed. An event never
+     * recorded is complete. */
+    int (*event_create)(const gts_device_ops *dev, gts_event *out, gts_error *err);
+    void (*event_destroy)(const gts_device_ops *dev, gts_event event);
+    int (*event_record)(const gts_device_ops *dev, gts_event event, gts_stream stream,
+                        gts_error *err);
+    int (*stream_wait_event)(const gts_device_ops *dev, gts_stream stream, gts_event event,
+                             gts_error *err);
+    int (*event_synchronize)(const gts_device_ops *dev, gts_event event, gts_error *err);
+    int (*event_query)(const gts_device_ops *dev, gts_event event, bool *done, gts_error *err);
 };
 
 /* ---- the registry -------------------------------------------------------- */
@@ -293,8 +324,10 @@ int gts_device_check_usable(const gts_device_ops *device, gts_error *err);
  * default stream, larger values a CUDA stream handle, which only CUDA
  * memory can have (GTS_EINVAL elsewhere); 0 is forbidden by both protocols
  * and negative values are not streams (GTS_EINVAL; the caller handles the
- * protocols' "no synchronization", None). On the host and the emulated
- * device every operation has completed already. */
+ * protocols' "no synchronization", None). On the host every operation
+ * has completed already; the emulated device waits for all its streams
+ * (its default stream's work has completed, and 1 and 2 stand for the
+ * whole device there). */
 int gts_device_wait_stream(const gts_device_ops *device, int64_t stream, gts_error *err);
 
 /* ---- operations, checked ------------------------------------------------- */
@@ -321,6 +354,25 @@ int gts_device_synchronize(const gts_device_ops *dev, gts_stream stream, gts_err
 /* GTS_ENOTSUP on a device without streams. */
 int gts_device_stream_create(const gts_device_ops *dev, gts_stream *out, gts_error *err);
 void gts_device_stream_destroy(const gts_device_ops *dev, gts_stream stream); /* NULL ignored */
+
+/* Events (the contract of the event entries of gts_device_ops). A device
+ * without events gives one shared trivial event, always complete, and
+ * makes the rest no-ops; so callers need not ask. GTS_EINVAL for a NULL
+ * device, out or event, and a stream on a device without streams. */
+int gts_device_event_create(const gts_device_ops *dev, gts_event *out, gts_error *err);
+void gts_device_event_destroy(const gts_device_ops *dev, gts_event event); /* NULL ignored */
+/* Marks the work queued on `stream` so far. */
+int gts_device_event_record(const gts_device_ops *dev, gts_event event, gts_stream stream,
+                            gts_error *err);
+/* Work queued on `stream` from now on waits for the event as recorded now
+ * (stream NULL: the host waits). */
+int gts_device_event_wait(const gts_device_ops *dev, gts_stream stream, gts_event event,
+                          gts_error *err);
+/* The host waits until the event's work has completed. */
+int gts_device_event_synchronize(const gts_device_ops *dev, gts_event event, gts_error *err);
+/* *done: whether the event's work has completed, without waiting. */
+int gts_device_event_query(const gts_device_ops *dev, gts_event event, bool *done,
+                           gts_error *err);
 
 /* ---- the emulated device ------------------------------------------------- */
 

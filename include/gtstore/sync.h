@@ -61,9 +61,13 @@ int gts_buffer_set_sync_state(gts_buffer *buffer, gts_sync_state state, gts_erro
 
 /* Brings side `to` up to date: if the other side holds writes it lacks (or
  * always, with `force`), copies the whole allocation over, and the state
- * becomes clean. A side already current costs one atomic load. The copy
- * goes on `stream` (NULL: the default stream) and has completed when this
- * returns. */
+ * becomes clean. A side already current costs one atomic load and a check
+ * of the stream order. The copy goes on `stream` in the buffer's stream
+ * order (gtstore/access.h): after its device work, and recorded as its
+ * last. Then side `to` is ordered as by gts_storage_access: the host side
+ * after the host waited for the buffer's device work (the copy included);
+ * the device side on `stream` after `stream` waited for it (on NULL, the
+ * default stream, everything has completed on return). */
 int gts_buffer_sync(gts_buffer *buffer, gts_side to, bool force, gts_stream stream,
                     gts_error *err);
 
@@ -77,9 +81,11 @@ int gts_buffer_prepare_write(gts_buffer *buffer, gts_side side, gts_stream strea
 
 /* gts_buffer_prepare_write, and the write is in flight until
  * gts_buffer_write_end: syncs of the buffer (to either side) wait for it.
- * The fast path (the side current, no copy running) is one atomic load and
- * one compare-and-swap. Work queued on a stream is part of the write: end
- * it once that work is complete. */
+ * The side is ordered as by gts_buffer_sync. The fast path (the side
+ * current, no copy running) is one atomic load and one compare-and-swap.
+ * Work queued on a stream is part of the write: end it once that work is
+ * complete, or through gts_storage_access_end, which records the buffer's
+ * event first so that the syncs wait for the work on the device. */
 int gts_buffer_write_begin(gts_buffer *buffer, gts_side side, gts_stream stream,
                            gts_error *err);
 

@@ -22,8 +22,73 @@ static bool read_back(const gts_device_ops *dev, const void *block, int64_t size
     return CHECK_OK(gts_device_copy_to_host(dev, out, block, size, NULL, ERR));
 }
 
+/* Events (gtstore/device.h): a device without them has a trivial event;
+ * with streams, work on one stream ordered after another's by an event
+ * gives the values in order. */
+static void test_event_contract(const gts_device_ops *dev)
+{
+    gts_event e = NULL;
+    bool done = false;
+    CHECK_FAILS(gts_device_event_create(NULL, &e, ERR), GTS_EINVAL, "device");
+    CHECK_FAILS(gts_device_event_create(dev, NULL, ERR), GTS_EINVAL, "out");
+    if (!CHECK_OK(gts_device_event_create(dev, &e, ERR)))
+        return;
+    CHECK(e != NULL);
+    /* never recorded, or recorded on the default stream: complete */
+    CHECK_OK(gts_device_event_query(dev, e, &done, ERR));
+    CHECK(done);
+    CHECK_OK(gts_device_event_record(dev, e, NULL, ERR));
+    CHECK_OK(gts_device_event_synchronize(dev, e, ERR));
+    CHECK_OK(gts_device_event_wait(dev, NULL, e, ERR));
+    CHECK_FAILS(gts_device_event_record(dev, NULL, NULL, ERR), GTS_EINVAL, "event: NULL");
+    CHECK_FAILS(gts_device_event_wait(dev, NULL, NULL, ERR), GTS_EINVAL, "event: NULL");
+    CHECK_FAILS(gts_device_event_synchronize(NULL, e, ERR), GTS_EINVAL, "device");
+    CHECK_FAILS(gts_device_event_query(dev, e, NULL, ERR), GTS_EINVAL, "done");
+    gts_stream s1 = NULL, s2 = NULL;
+    if (!dev->stream_create) {
+        uintptr_t fake = 64;
+        CHECK_FAILS(gts_device_event_record(dev, e, (gts_stream)fake, ERR), GTS_EINVAL,
+                    "default stream only");
+    } else if (CHECK_OK(gts_device_stream_create(dev, &s1, ERR)) &&
+               CHECK_OK(gts_device_stream_create(dev, &s2, ERR))) {
+        enum { N = 1 << 16 };
+        unsigned char *host = malloc(N), *back = malloc(N);
+        char *a = NULL, *b = NULL;
+        if (CHECK(host && back) && CHECK_OK(gts_device_alloc(dev, N, 0, (void **)&a, ERR)) &&
+            CHECK_OK(gts_device_alloc(dev, N, 0, (void **)&b, ERR))) {
+            bool in_order = true;
+            for (int round = 0; round < 20; ++round) {
+                memset(host, round + 1, N);
+                /* s1 writes a, s2 copies a to b after waiting, the host
+                   reads b back after waiting for s2 */
+                CHECK_OK(gts_device_copy_to_device(dev, a, host, N, s1, ERR));
+                CHECK_OK(gts_device_event_record(dev, e, s1, ERR));
+                CHECK_OK(gts_device_event_wait(dev, s2, e, ERR));
+                CHECK_OK(gts_device_copy_within(dev, b, a, N, s2, ERR));
+                CHECK_OK(gts_device_event_record(dev, e, s2, ERR));
+                CHECK_OK(gts_device_event_synchronize(dev, e, ERR));
+                CHECK_OK(gts_device_event_query(dev, e, &done, ERR));
+                CHECK(done);
+                CHECK_OK(gts_device_copy_to_host(dev, back, b, N, NULL, ERR));
+                in_order = in_order && back[0] == round + 1 && back[N - 1] == round + 1;
+            }
+            CHECK(in_order);
+        }
+        CHECK_OK(gts_device_synchronize(dev, NULL, ERR));
+        gts_device_free(dev, a, N);
+        gts_device_free(dev, b, N);
+        free(host);
+        free(back);
+    }
+    gts_device_stream_destroy(dev, s1);
+    gts_device_stream_destroy(dev, s2);
+    gts_device_event_destroy(dev, e);
+    gts_device_event_destroy(dev, NULL); /* ignored */
+}
+
 static void test_contract(const gts_device_ops *dev)
 {
+    test_event_contract(dev);
     enum { N = 4096 };
     unsigned char *host = malloc(N), *back = malloc(N), *expected = malloc(N);
     char *a = NULL, *b = NULL;

@@ -993,11 +993,14 @@ static CUresult EventCreate(CUevent *out, unsigned int flags)
     return OK;
 }
 
+/* Under the lock: threads record and wait for one event (a buffer's). */
 static CUresult EventRecord(CUevent e, CUstream s)
 {
     if (!e || e->magic != EVENT_MAGIC || check_stream(s))
         return fail(INVALID_HANDLE);
+    pthread_mutex_lock(&lock);
     e->pending = config.event_pending;
+    pthread_mutex_unlock(&lock);
     return OK;
 }
 
@@ -1005,20 +1008,35 @@ static CUresult EventQuery(CUevent e)
 {
     if (!e || e->magic != EVENT_MAGIC)
         return fail(INVALID_HANDLE);
-    if (e->pending > 0) {
+    pthread_mutex_lock(&lock);
+    bool pending = e->pending > 0;
+    if (pending)
         --e->pending;
-        return NOT_READY;
-    }
-    return OK;
+    pthread_mutex_unlock(&lock);
+    return pending ? NOT_READY : OK;
 }
 
 static CUresult EventSynchronize(CUevent e)
 {
     if (!e || e->magic != EVENT_MAGIC)
         return fail(INVALID_HANDLE);
+    pthread_mutex_lock(&lock);
     if (e->pending > 0)
-        count(&stats.event_waits);
+        ++stats.event_waits;
     e->pending = 0;
+    pthread_mutex_unlock(&lock);
+    return OK;
+}
+
+/* Completes at once, as every call here does; counted, and the handles
+ * checked. */
+static CUresult StreamWaitEvent(CUstream s, CUevent e, unsigned int flags)
+{
+    if (!e || e->magic != EVENT_MAGIC || check_stream(s))
+        return fail(INVALID_HANDLE);
+    if (flags != 0)
+        return fail(INVALID_VALUE);
+    count(&stats.stream_event_waits);
     return OK;
 }
 
@@ -1175,6 +1193,7 @@ static const struct {
     FN("cuEventQuery", EventQuery),
     FN("cuEventSynchronize", EventSynchronize),
     FN("cuEventDestroy", EventDestroy),
+    FN("cuStreamWaitEvent", StreamWaitEvent),
     FN("cuMemHostRegister", MemHostRegister),
     FN("cuMemHostUnregister", MemHostUnregister),
     FN("cuPointerGetAttributes", PointerGetAttributes),
@@ -1257,7 +1276,7 @@ long long fake_cuda_stat(const char *name)
         STAT(async_calls), STAT(live_streams), STAT(errors), STAT(modules),
         STAT(kernel_arrays), STAT(serial_launches), STAT(pinned_copies), STAT(pools),
         STAT(pool_allocs), STAT(pool_reuses), STAT(pool_frees), STAT(events),
-        STAT(live_events), STAT(event_waits), STAT(pointer_queries),
+        STAT(live_events), STAT(event_waits), STAT(pointer_queries), STAT(stream_event_waits),
     };
 #undef STAT
     fake_cuda_stats now;

@@ -25,6 +25,7 @@ typedef struct fake_cuda_stats {
     long long pools, pool_allocs, pool_reuses, pool_frees; /* stream-ordered pools */
     long long events, live_events, event_waits; /* created, alive; syncs that waited */
     long long pointer_queries; /* cuPointerGetAttributes */
+    long long stream_event_waits; /* cuStreamWaitEvent */
 } fake_cuda_stats;
 
 FAKE_CUDA_EXPORT void fake_cuda_stats_get(fake_cuda_stats *out);

@@ -92,14 +92,14 @@ static void test_mirrored(void)
     CHECK_INT_EQ(gts_buffer_writes_in_flight(v.buffer), 1);
     CHECK_INT_EQ(gts_buffer_sync_state(v.buffer), GTS_SYNC_DEVICE_DIRTY);
     *(double *)gts_device_host_alias(gts_device_emulated(), device) = 7.0;
-    gts_storage_access_end(&v, GTS_ACCESS_WRITE_HELD);
+    CHECK_OK(gts_storage_access_end(&v, GTS_SIDE_DEVICE, GTS_ACCESS_WRITE_HELD, NULL, ERR));
     CHECK_INT_EQ(gts_buffer_writes_in_flight(v.buffer), 0);
     CHECK_OK(gts_storage_access(&v, GTS_SIDE_HOST, GTS_ACCESS_READ, NULL, &host, ERR));
     CHECK_INT_EQ(transfers(), 2);
     CHECK(*(double *)host == 7.0);
     /* ending a read or an unheld write holds nothing */
-    gts_storage_access_end(&v, GTS_ACCESS_READ);
-    gts_storage_access_end(&v, GTS_ACCESS_WRITE);
+    CHECK_OK(gts_storage_access_end(&v, GTS_SIDE_HOST, GTS_ACCESS_READ, NULL, ERR));
+    CHECK_OK(gts_storage_access_end(&v, GTS_SIDE_HOST, GTS_ACCESS_WRITE, NULL, ERR));
     CHECK_INT_EQ(gts_buffer_writes_in_flight(v.buffer), 0);
     /* read-only: refused before anything is marked */
     CHECK_OK(gts_storage_access(&v, GTS_SIDE_HOST, GTS_ACCESS_WRITE, NULL, &host, ERR));
@@ -161,7 +161,7 @@ static void test_arguments(void)
                 GTS_EINVAL, "side: 2");
     CHECK_FAILS(gts_storage_access(&s, GTS_SIDE_HOST, (gts_access)-1, NULL, &data, ERR),
                 GTS_EINVAL, "access: -1");
-    gts_storage_access_end(NULL, GTS_ACCESS_WRITE_HELD); /* ignored */
+    CHECK_OK(gts_storage_access_end(NULL, GTS_SIDE_HOST, GTS_ACCESS_WRITE_HELD, NULL, ERR)); /* ignored */
     gts_storage_release(&s);
 }
 

@@ -150,10 +150,19 @@ static void test_streams(void)
         CHECK_OK(gts_device_copy_to_device(emu, block, "abcdefg", 8, stream, ERR));
         CHECK_OK(gts_device_synchronize(emu, stream, ERR));
         CHECK_OK(gts_device_copy_to_host(emu, bytes, block, 8, stream, ERR));
+        CHECK_OK(gts_device_synchronize(emu, stream, ERR)); /* queued until then */
         CHECK_STR_EQ(bytes, "abcdefg");
         uint64_t foreign = 0;
         CHECK_FAILS(gts_device_synchronize(emu, (gts_stream)&foreign, ERR), GTS_EINVAL,
                     "not a live stream of the emulated device");
+        /* events too are looked up; the host's trivial event is not the
+           emulated device's */
+        CHECK_FAILS(gts_device_event_synchronize(emu, (gts_event)&foreign, ERR), GTS_EINVAL,
+                    "not a live event of the emulated device");
+        gts_event trivial;
+        if (CHECK_OK(gts_device_event_create(host, &trivial, ERR)))
+            CHECK_FAILS(gts_device_event_record(emu, trivial, stream, ERR), GTS_EINVAL,
+                        "trivial event");
         CHECK_FAILS(gts_device_fill(emu, block, 1, (const int64_t[]){8}, (const int64_t[]){1}, 1,
                                     "x", (gts_stream)&foreign, ERR),
                     GTS_EINVAL, "stream");
@@ -168,6 +177,29 @@ static void test_streams(void)
                         GTS_EINVAL, "not a live stream");
         }
         CHECK_OK(gts_device_synchronize(emu, stream, ERR)); /* the other one lives on */
+        /* on a stream too, the kernels' checks fail at once, and what they
+           refuse is never queued */
+        const int64_t shape[1] = {8}, unit[1] = {1}, zero[1] = {0};
+        CHECK_FAILS(gts_device_fill(emu, block, 1, shape, NULL, 1, "x", stream, ERR), GTS_EINVAL,
+                    "strides");
+        CHECK_FAILS(gts_device_fill(emu, block, 1, (const int64_t[]){2}, unit, 3, "xyz", stream,
+                                    ERR),
+                    GTS_EINVAL, "itemsize: 3");
+        CHECK_FAILS(gts_device_fill(emu, block, 1, shape, unit, 1, NULL, stream, ERR), GTS_EINVAL,
+                    "item");
+        CHECK_FAILS(gts_device_copy(emu, block, NULL, block, unit, 1, shape, 1, stream, ERR),
+                    GTS_EINVAL, "dst");
+        CHECK_FAILS(gts_device_copy(emu, block, zero, block, unit, 1, shape, 1, stream, ERR),
+                    GTS_EINVAL, "dst_strides");
+        CHECK_OK(gts_device_fill(emu, block, 1, (const int64_t[]){0}, NULL, 1, "x", stream, ERR));
+        /* and work queued runs in order, after its delay: a fill, then a
+           copy of the filled bytes, read back once synchronised */
+        CHECK_OK(gts_device_fill(emu, block, 1, (const int64_t[]){4}, unit, 1, "q", stream, ERR));
+        CHECK_OK(gts_device_copy(emu, block + 4, unit, block, unit, 1, (const int64_t[]){4}, 1,
+                                 stream, ERR));
+        CHECK_OK(gts_device_copy_to_host(emu, bytes, block, 8, stream, ERR));
+        CHECK_OK(gts_device_synchronize(emu, stream, ERR));
+        CHECK(memcmp(bytes, "qqqqqqqq", 8) == 0);
         gts_device_free(emu, block, 8);
     }
     gts_device_stream_destroy(emu, stream);

@@ -861,6 +861,7 @@ static void check_fake_totals(int max_version, bool v2)
     CHECK(v2 ? s.v2_calls > 0 && s.v1_calls == 0 : s.v1_calls > 0 && s.v2_calls == 0);
     CHECK(s.memsets[0] > 0 && s.memsets[1] > 0 && s.memsets[2] > 0);
     CHECK(s.async_calls > 0 && s.generic > 0 && s.context_syncs > 0);
+    CHECK(s.stream_event_waits > 0); /* the events of the contract (device_contract.h) */
 }
 
 static const char *find_toolkit_stub(void)

@@ -91,7 +91,8 @@ static void one_access(fuzz_input *in, gts_storage *s, model *m, double *next)
             m->value[!side] = *next;
         *next += 1.0;
     }
-    gts_storage_access_end(s, (gts_access)access);
+    FUZZ_CHECK(gts_storage_access_end(s, (gts_side)side, (gts_access)access, NULL, &err) ==
+               GTS_OK);
     FUZZ_CHECK(gts_buffer_writes_in_flight(s->buffer) == 0);
 }
 

@@ -380,11 +380,41 @@ def access():
     return seeds
 
 
+def streams():
+    """fuzz_streams: the second field mirrored or not, then steps (op, field,
+    stream, first, count, and a copy's source field and start or a sync's
+    side) that write on one stream and read on another, on both sides."""
+    def step(seed, op, field, stream, first, count, *extra):
+        seed.range(0, 5, op).range(0, 1, field).range(0, 2, stream)
+        seed.range(0, 15, first).range(1, 16 - first, count)
+        if op == 1:
+            seed.range(0, 1, extra[0]).range(0, 16 - count, extra[1])
+        if op == 5:
+            seed.bool(extra[0])
+        return seed
+
+    seeds = {}
+    for name, mirrored in (("mirrored", True), ("device_only", False)):
+        seed = Input().bool(mirrored)
+        step(seed, 0, 0, 1, 0, 16)         # fill field 0 on stream 1
+        step(seed, 1, 1, 2, 4, 8, 0, 2)    # copy into field 1 on stream 2
+        step(seed, 4, 1, 1, 0, 1)          # read field 1's device side on stream 1
+        step(seed, 2, 0, 0, 3, 5)          # a host write of field 0
+        step(seed, 0, 0, 2, 6, 4)          # a fill over it on stream 2
+        step(seed, 3, 0, 1, 0, 1)          # read field 0 on the host
+        step(seed, 5, 0, 1, 0, 1, True)    # sync it to the host on stream 1
+        step(seed, 1, 0, 1, 0, 4, 1, 4)    # copy from field 1 on stream 1
+        step(seed, 4, 0, 0, 0, 1)          # read its device side on the default stream
+        seeds[name] = seed
+    return seeds
+
+
 def main():
     import sys
     makers = {"dtype": dtype, "dims_layout": dims_layout, "geometry": geometry, "buffer": buffer,
               "dlpack_import": dlpack_import, "views": views, "access": access, "kernels": kernels, "spec": spec,
-              "broadcast": broadcast, "halo_plan": halo_plan, "binding": binding}
+              "broadcast": broadcast, "halo_plan": halo_plan, "binding": binding,
+              "streams": streams}
     for target in sys.argv[1:] or makers:  # the targets named, else all
         make = makers[target]
         folder = HERE / "corpus" / target

@@ -1,0 +1,11 @@
+/* The checks every checked device operation shares (device.c), for the
+ * files that add operations (event.c); not installed. */
+#ifndef GTSTORE_DEVICE_CHECK_H
+#define GTSTORE_DEVICE_CHECK_H
+
+#include "gtstore/device.h"
+
+/* GTS_EINVAL for a NULL device, or a stream on a device without streams. */
+int gts__device_check(const gts_device_ops *dev, gts_stream stream, gts_error *err);
+
+#endif

@@ -1,0 +1,60 @@
+/* The stream order of a buffer (stream_order.c); not installed.
+ *
+ * Each buffer remembers an event of its device recorded after the last
+ * device work queued on its memory on a stream (a gts__order): work on the
+ * default stream (NULL) has completed when it returns and needs none. The
+ * access verb (gtstore/access.h) and the syncs of mirrored buffers
+ * (gtstore/sync.h) order their work by it:
+ * - before the host touches the memory (either side): the host waits for
+ *   the event (gts__order_host);
+ * - before device work on a stream: that stream waits for the event,
+ *   unless the event is on that very stream (streams run in order); on the
+ *   default stream the host waits (gts__order_device);
+ * - after device work queued on a stream: the event is recorded there
+ *   (gts__order_record), after that stream waited for the event's previous
+ *   point if it was on another stream. So one event always covers every
+ *   stream's work on the buffer: a record never drops work that another
+ *   stream queued, whatever threads do meanwhile.
+ * Devices without events (the host and host memory) complete everything on
+ * return: there is nothing to order. */
+#ifndef GTSTORE_STREAM_ORDER_H
+#define GTSTORE_STREAM_ORDER_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "gtstore/device.h"
+
+typedef struct gts__order {
+    atomic_bool busy;   /* a spin lock over the fields below (held for a few calls) */
+    gts_event event;    /* NULL until the first record */
+    gts_stream stream;  /* where the event was last recorded */
+    uint64_t records;   /* how many times it was recorded */
+    bool pending;       /* recorded, and not yet seen complete */
+} gts__order;
+
+/* A new buffer: no device work pending (all zeros will do too). */
+void gts__order_init(gts__order *order);
+
+/* The host waits for the device work on the buffer. */
+int gts__order_host(const gts_device_ops *dev, gts__order *order, gts_error *err);
+/* Device work on `stream` (NULL: the default stream) is ordered after the
+ * device work on the buffer. */
+int gts__order_device(const gts_device_ops *dev, gts__order *order, gts_stream stream,
+                      gts_error *err);
+/* Device work was queued on `stream` (NULL: it has completed; nothing to
+ * do). Where no event can be recorded the stream is synchronised instead
+ * (the work is then complete, and needs no order); the error is returned
+ * only if that fails too. */
+int gts__order_record(const gts_device_ops *dev, gts__order *order, gts_stream stream,
+                      gts_error *err);
+/* The buffer is freed: the host waits for its device work, the event goes. */
+void gts__order_release(const gts_device_ops *dev, gts__order *order);
+
+/* For the test that proves the asynchronous emulated device detects a
+ * missing wait (tests/c/test_stream_order.c): while set, gts__order_host
+ * and gts__order_device wait for nothing. Never set outside that test. */
+void gts__order_skip_waits_for_testing(bool skip);
+
+#endif

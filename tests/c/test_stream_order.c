@@ -1,0 +1,494 @@
+/* The stream order of buffers (gtstore/access.h, gtstore/sync.h) on the
+ * asynchronous emulated device, whose streams run their work later on
+ * threads of their own, after a random delay: a missing wait gives a wrong
+ * value here.
+ *
+ * - A random sequence over several fields (mirrored and device-only) and
+ *   views of them, on several streams and the default one: device fills
+ *   and copies through the access verb, host writes and reads, syncs of
+ *   either side, reads of the device side back on a stream. Every read is
+ *   checked against a model: no write is lost and no read is stale.
+ * - The same sequence with the waits of the stream order skipped
+ *   (gts__order_skip_waits_for_testing): it must see a wrong value, which
+ *   proves that the sequence detects a missing wait (argument "detector";
+ *   its data races are intended, so the ThreadSanitizer run leaves it out).
+ * - Writes held on the buffer (gts_buffer_write_begin, the work,
+ *   gts_buffer_order_record, gts_buffer_write_end), seen by the host and
+ *   other streams.
+ * - Threads, each with its own stream and rows of one shared mirrored
+ *   field, writing on both sides and syncing the whole field: none loses
+ *   another's write.
+ * - Where a CUDA device is present (the fake driver in the c-fake-cuda
+ *   suite), the sequence on it too: its events and stream waits. */
+#define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "random.h"
+#include "gtstore/access.h"
+#include "gtstore/storage.h"
+#include "gtstore/sync.h"
+#include "stream_order.h" /* the test-only hook */
+
+#define ROWS 8
+#define COLS 16
+#define FIELDS 4
+#define STREAMS 3
+
+static const gts_dtype F8 = {GTS_KIND_FLOAT, 8};
+
+typedef struct field {
+    gts_storage whole;
+    bool mirrored;
+    double model[ROWS * COLS];
+} field;
+
+/* A run of the sequence: its device, streams (0: the default) and fields. */
+typedef struct run {
+    const gts_device_ops *dev;
+    gts_stream streams[STREAMS + 1];
+    field fields[FIELDS];
+    double next; /* the value the next write writes */
+    int64_t wrong;  /* elements read with another value than the model's */
+} run;
+
+/* A view: rows r0, r0 + rs, ... (nr of them) and columns alike. */
+typedef struct view {
+    int64_t r0, rs, nr, c0, cs, nc;
+} view;
+
+static bool make_field(const gts_device_ops *dev, bool mirrored, field *f)
+{
+    gts_storage_spec spec;
+    int64_t shape[2] = {ROWS, COLS};
+    if (!CHECK_OK(gts_storage_spec_init(&spec, 2, shape, F8, ERR)))
+        return false;
+    f->mirrored = mirrored;
+    memset(f->model, 0, sizeof f->model);
+    unsigned flags = GTS_ALLOC_ZERO | (mirrored ? GTS_ALLOC_MIRRORED : 0);
+    return CHECK_OK(gts_storage_create_on(dev, &spec, flags, &f->whole, ERR)) &&
+           CHECK(gts_buffer_mirrored(f->whole.buffer) == mirrored);
+}
+
+static view random_view(int64_t row_first, int64_t row_count)
+{
+    view v;
+    v.rs = 1 + rnd(2);
+    v.r0 = row_first + rnd(row_count);
+    v.nr = 1 + rnd((row_first + row_count - 1 - v.r0) / v.rs + 1);
+    v.cs = 1 + rnd(3);
+    v.c0 = rnd(COLS);
+    v.nc = 1 + rnd((COLS - 1 - v.c0) / v.cs + 1);
+    return v;
+}
+
+static bool make_view(const field *f, view v, gts_storage *out)
+{
+    gts_storage_view(&f->whole, out);
+    return CHECK_OK(gts_storage_slice(out, 0, v.r0, v.rs, v.nr, ERR)) &&
+           CHECK_OK(gts_storage_slice(out, 1, v.c0, v.cs, v.nc, ERR));
+}
+
+static double *model_at(field *f, view v, int64_t i, int64_t j)
+{
+    return &f->model[(v.r0 + i * v.rs) * COLS + v.c0 + j * v.cs];
+}
+
+/* ---- the operations, each through the access verb ---------------------------------- */
+
+static void device_fill(run *r, field *f, view v, gts_stream s)
+{
+    gts_storage st;
+    void *data;
+    if (!make_view(f, v, &st))
+        return;
+    double value = r->next++;
+    if (CHECK_OK(gts_storage_access(&st, GTS_SIDE_DEVICE, GTS_ACCESS_WRITE_HELD, s, &data, ERR))) {
+        CHECK_OK(gts_device_fill(r->dev, data, 2, st.shape, st.strides, 8, &value, s, ERR));
+        CHECK_OK(gts_storage_access_end(&st, GTS_SIDE_DEVICE, GTS_ACCESS_WRITE_HELD, s, ERR));
+        for (int64_t i = 0; i < v.nr; ++i)
+            for (int64_t j = 0; j < v.nc; ++j)
+                *model_at(f, v, i, j) = value;
+    }
+    gts_storage_release(&st);
+}
+
+/* dst's view = src's view of the same shape, on the device. */
+static void device_copy(run *r, field *dst, view dv, field *src, view sv, gts_stream s)
+{
+    gts_storage d, c;
+    void *to, *from;
+    if (!make_view(dst, dv, &d) || !make_view(src, sv, &c)) {
+        gts_storage_release(&d);
+        return;
+    }
+    if (CHECK_OK(gts_storage_access(&c, GTS_SIDE_DEVICE, GTS_ACCESS_READ, s, &from, ERR))) {
+        if (CHECK_OK(gts_storage_access(&d, GTS_SIDE_DEVICE, GTS_ACCESS_WRITE_HELD, s, &to,
+                                        ERR))) {
+            CHECK_OK(gts_device_copy(r->dev, to, d.strides, from, c.strides, 2, d.shape, 8, s,
+                                     ERR));
+            CHECK_OK(gts_storage_access_end(&d, GTS_SIDE_DEVICE, GTS_ACCESS_WRITE_HELD, s, ERR));
+            for (int64_t i = 0; i < dv.nr; ++i)
+                for (int64_t j = 0; j < dv.nc; ++j)
+                    *model_at(dst, dv, i, j) = *model_at(src, sv, i, j);
+        }
+        CHECK_OK(gts_storage_access_end(&c, GTS_SIDE_DEVICE, GTS_ACCESS_READ, s, ERR));
+    }
+    gts_storage_release(&d);
+    gts_storage_release(&c);
+}
+
+static double *element(void *element0, const gts_storage *st, int64_t i, int64_t j)
+{
+    return (double *)((char *)element0 + i * st->strides[0] + j * st->strides[1]);
+}
+
+static void host_write(run *r, field *f, view v)
+{
+    gts_storage st;
+    void *data;
+    if (!make_view(f, v, &st))
+        return;
+    if (CHECK_OK(gts_storage_access(&st, GTS_SIDE_HOST, GTS_ACCESS_WRITE_HELD, NULL, &data, ERR))) {
+        for (int64_t i = 0; i < v.nr; ++i)
+            for (int64_t j = 0; j < v.nc; ++j)
+                *element(data, &st, i, j) = *model_at(f, v, i, j) = r->next++;
+        CHECK_OK(gts_storage_access_end(&st, GTS_SIDE_HOST, GTS_ACCESS_WRITE_HELD, NULL, ERR));
+    }
+    gts_storage_release(&st);
+}
+
+/* Counts the elements of rows [first, first + count) that differ. */
+static int64_t compare(const double *got, const field *f, int64_t first, int64_t count)
+{
+    int64_t wrong = 0;
+    for (int64_t k = first * COLS; k < (first + count) * COLS; ++k)
+        wrong += got[k] != f->model[k];
+    return wrong;
+}
+
+/* Rows [first, first + count) of side `side` read (the device side back
+ * on stream `s`, then synchronised: what a kernel on `s` would read) and
+ * compared with the model: the wrong elements, or -1 with `err` on failure.
+ * Only those rows are touched. `access` is GTS_ACCESS_READ, or for threads
+ * GTS_ACCESS_WRITE_HELD: a read is not held, and a sync by another thread
+ * may rewrite the bytes it reads meanwhile (with the same values, but a
+ * data race all the same, which ThreadSanitizer reports); a held access
+ * makes the syncs wait. No CHECK: threads call it. */
+static int64_t read_side(const gts_device_ops *dev, field *f, gts_side side, gts_access access,
+                         int64_t first, int64_t count, gts_stream s, gts_error *err)
+{
+    double got[ROWS * COLS];
+    char *data;
+    if (gts_storage_access(&f->whole, side, access, s, (void **)&data, err))
+        return -1;
+    size_t offset = (size_t)(first * COLS) * sizeof *got;
+    size_t bytes = (size_t)(count * COLS) * sizeof *got;
+    int rc = side == GTS_SIDE_HOST
+                 ? (memcpy((char *)got + offset, data + offset, bytes), GTS_OK)
+                 : gts_device_copy_to_host(dev, (char *)got + offset, data + offset,
+                                           (int64_t)bytes, s, err);
+    if (gts_storage_access_end(&f->whole, side, access, s, rc ? NULL : err) && !rc)
+        rc = err->code;
+    if (!rc && side == GTS_SIDE_DEVICE)
+        rc = gts_device_synchronize(dev, s, err);
+    return rc ? -1 : compare(got, f, first, count);
+}
+
+static int64_t host_read(field *f, int64_t first, int64_t count, gts_stream s)
+{
+    int64_t wrong = read_side(NULL, f, GTS_SIDE_HOST, GTS_ACCESS_READ, first, count, s, ERR);
+    CHECK_OK(wrong < 0 ? check_error.code : GTS_OK);
+    return wrong < 0 ? 0 : wrong;
+}
+
+static int64_t device_read(const gts_device_ops *dev, field *f, int64_t first, int64_t count,
+                           gts_stream s)
+{
+    int64_t wrong = read_side(dev, f, GTS_SIDE_DEVICE, GTS_ACCESS_READ, first, count, s, ERR);
+    CHECK_OK(wrong < 0 ? check_error.code : GTS_OK);
+    return wrong < 0 ? 0 : wrong;
+}
+
+/* ---- the random sequence ------------------------------------------------------------- */
+
+static bool run_open(run *r, const gts_device_ops *dev)
+{
+    memset(r, 0, sizeof *r);
+    r->dev = dev;
+    r->next = 1;
+    for (int k = 1; k <= STREAMS; ++k)
+        if (!CHECK_OK(gts_device_stream_create(dev, &r->streams[k], ERR)))
+            return false;
+    for (int k = 0; k < FIELDS; ++k)
+        if (!make_field(dev, k != FIELDS - 1, &r->fields[k])) /* the last: device only */
+            return false;
+    return true;
+}
+
+static void run_close(run *r)
+{
+    for (int k = 0; k < FIELDS; ++k)
+        gts_storage_release(&r->fields[k].whole);
+    for (int k = 1; k <= STREAMS; ++k)
+        gts_device_stream_destroy(r->dev, r->streams[k]);
+}
+
+static void step(run *r)
+{
+    field *f = &r->fields[rnd(FIELDS)];
+    gts_stream s = r->streams[rnd(STREAMS + 1)];
+    view v = random_view(0, ROWS);
+    switch (rnd(6)) {
+    case 0:
+        device_fill(r, f, v, s);
+        break;
+    case 1: { /* from another field, the same shape elsewhere */
+        field *src = &r->fields[(f - r->fields + 1 + rnd(FIELDS - 1)) % FIELDS];
+        view sv = v;
+        sv.r0 = rnd(ROWS - (v.nr - 1) * v.rs);
+        sv.c0 = rnd(COLS - (v.nc - 1) * v.cs);
+        device_copy(r, f, v, src, sv, s);
+        break;
+    }
+    case 2:
+        if (f->mirrored)
+            host_write(r, f, v);
+        break;
+    case 3:
+        if (f->mirrored)
+            r->wrong += host_read(f, 0, ROWS, s);
+        break;
+    case 4:
+        r->wrong += device_read(r->dev, f, 0, ROWS, s);
+        break;
+    default:
+        /* forced only where both sides agree: a forced sync overwrites
+           the other side's writes, as it says */
+        CHECK_OK(gts_buffer_sync(f->whole.buffer, rnd(2) ? GTS_SIDE_HOST : GTS_SIDE_DEVICE,
+                                 rnd(4) == 0 && gts_buffer_sync_state(f->whole.buffer) ==
+                                                    GTS_SYNC_CLEAN,
+                                 s, ERR));
+        break;
+    }
+}
+
+/* `steps` random operations, then every field read on both sides; returns
+ * the wrong elements seen. */
+static int64_t random_sequence(const gts_device_ops *dev, int steps)
+{
+    run r;
+    if (run_open(&r, dev)) {
+        for (int i = 0; i < steps; ++i)
+            step(&r);
+        for (int k = 0; k < FIELDS; ++k) {
+            field *f = &r.fields[k];
+            if (f->mirrored)
+                r.wrong += host_read(f, 0, ROWS, NULL);
+            r.wrong += device_read(dev, f, 0, ROWS, NULL);
+        }
+    }
+    run_close(&r);
+    return r.wrong;
+}
+
+static void test_random_sequence(const gts_device_ops *dev, int steps)
+{
+    for (int round = 0; round < 4; ++round)
+        CHECK_INT_EQ(random_sequence(dev, steps), 0);
+}
+
+/* Without the waits the same sequence must go wrong (at least once in a
+ * few tries: the delays are random). */
+static void test_detector(void)
+{
+    gts__order_skip_waits_for_testing(true);
+    int64_t wrong = 0;
+    for (int round = 0; round < 20 && wrong == 0; ++round)
+        wrong += random_sequence(gts_device_emulated(), 300);
+    gts__order_skip_waits_for_testing(false);
+    printf("without the waits: %lld wrong elements\n", (long long)wrong);
+    CHECK(wrong > 0);
+    /* and with them again, right */
+    CHECK_INT_EQ(random_sequence(gts_device_emulated(), 300), 0);
+}
+
+/* ---- threads: rows of one mirrored field each, a stream each ---------------------------- */
+
+#define THREADS 4
+#define ROWS_EACH (ROWS / THREADS)
+
+typedef struct worker {
+    run *shared;
+    int index;
+    gts_stream stream;
+    uint64_t seed;
+    double next;
+    int64_t wrong;
+} worker;
+
+static uint64_t worker_random(worker *w, uint64_t n)
+{
+    w->seed ^= w->seed << 13;
+    w->seed ^= w->seed >> 7;
+    w->seed ^= w->seed << 17;
+    return w->seed % n;
+}
+
+static void *thread_steps(void *arg)
+{
+    worker *w = arg;
+    field *f = &w->shared->fields[0];
+    const gts_device_ops *dev = w->shared->dev;
+    int64_t first = w->index * ROWS_EACH;
+    gts_error err;
+    for (int i = 0; i < 150; ++i) {
+        gts_stream s = worker_random(w, 4) ? w->stream : NULL;
+        view v = {first + (int64_t)worker_random(w, ROWS_EACH), 1, 1,
+                  (int64_t)worker_random(w, COLS), 1, 1};
+        v.nc = 1 + (int64_t)worker_random(w, (uint64_t)(COLS - v.c0));
+        gts_storage st;
+        gts_storage_view(&f->whole, &st);
+        void *data;
+        bool ok = gts_storage_slice(&st, 0, v.r0, 1, 1, &err) == GTS_OK &&
+                  gts_storage_slice(&st, 1, v.c0, 1, v.nc, &err) == GTS_OK;
+        double value = w->next;
+        w->next += 1;
+        bool wrote = false;
+        switch (worker_random(w, 4)) {
+        case 0: /* a device write of its own elements */
+            ok = ok && gts_storage_access(&st, GTS_SIDE_DEVICE, GTS_ACCESS_WRITE_HELD, s, &data,
+                                          &err) == GTS_OK;
+            ok = ok && gts_device_fill(dev, data, 2, st.shape, st.strides, 8, &value, s, &err) ==
+                           GTS_OK;
+            ok = ok && gts_storage_access_end(&st, GTS_SIDE_DEVICE, GTS_ACCESS_WRITE_HELD, s,
+                                              &err) == GTS_OK;
+            wrote = true;
+            break;
+        case 1: /* a host write */
+            ok = ok && gts_storage_access(&st, GTS_SIDE_HOST, GTS_ACCESS_WRITE_HELD, NULL, &data,
+                                          &err) == GTS_OK;
+            for (int64_t j = 0; ok && j < v.nc; ++j)
+                *element(data, &st, 0, j) = value;
+            ok = ok && gts_storage_access_end(&st, GTS_SIDE_HOST, GTS_ACCESS_WRITE_HELD, NULL,
+                                              &err) == GTS_OK;
+            wrote = true;
+            break;
+        case 2: /* the whole field synced, on its stream */
+            ok = ok && gts_buffer_sync(f->whole.buffer, worker_random(w, 2) ? GTS_SIDE_HOST
+                                                                            : GTS_SIDE_DEVICE,
+                                       false, s, &err) == GTS_OK;
+            break;
+        default: { /* its rows read on either side */
+            gts_side side = worker_random(w, 2) ? GTS_SIDE_HOST : GTS_SIDE_DEVICE;
+            int64_t wrong =
+                ok ? read_side(dev, f, side, GTS_ACCESS_WRITE_HELD, first, ROWS_EACH, s, &err) : 0;
+            ok = wrong >= 0;
+            w->wrong += ok ? wrong : 0;
+            break;
+        }
+        }
+        if (ok && wrote) /* its own elements: no other thread reads this part of the model */
+            for (int64_t j = 0; j < v.nc; ++j)
+                f->model[v.r0 * COLS + v.c0 + j] = value;
+        if (!ok)
+            fprintf(stderr, "thread %d: %s\n", w->index, err.message);
+        w->wrong += !ok;
+        gts_storage_release(&st);
+    }
+    return NULL;
+}
+
+/* Each thread's rows of field 0, on its own stream (and the default one);
+ * every thread syncs the whole field, so each sync moves the others'
+ * writes too. */
+static void test_threads(const gts_device_ops *dev)
+{
+    run r;
+    pthread_t threads[THREADS];
+    worker workers[THREADS];
+    if (run_open(&r, dev)) {
+        int started = 0;
+        for (int t = 0; t < THREADS; ++t) {
+            workers[t] = (worker){&r, t, r.streams[1 + t % STREAMS], 0x1234567u * (t + 1),
+                                  1e6 * (t + 1), 0};
+            if (t >= STREAMS && !CHECK_OK(gts_device_stream_create(dev, &workers[t].stream, ERR)))
+                break;
+            if (!CHECK(pthread_create(&threads[t], NULL, thread_steps, &workers[t]) == 0))
+                break;
+            ++started;
+        }
+        int64_t wrong = 0;
+        for (int t = 0; t < started; ++t) {
+            pthread_join(threads[t], NULL);
+            wrong += workers[t].wrong;
+        }
+        CHECK_INT_EQ(wrong, 0);
+        /* and at the end, every row on both sides */
+        CHECK_INT_EQ(host_read(&r.fields[0], 0, ROWS, NULL), 0);
+        CHECK_INT_EQ(device_read(dev, &r.fields[0], 0, ROWS, NULL), 0);
+        for (int t = STREAMS; t < started; ++t)
+            gts_device_stream_destroy(dev, workers[t].stream);
+    }
+    run_close(&r);
+}
+
+/* Writes held on the buffer (as the Python extension holds its outputs):
+ * gts_buffer_write_begin, work on a stream, gts_buffer_order_record, then
+ * gts_buffer_write_end; the host and other streams then see the work. */
+static void test_buffer_level(const gts_device_ops *dev)
+{
+    run r;
+    if (run_open(&r, dev)) {
+        field *f = &r.fields[0];
+        gts_buffer *b = f->whole.buffer;
+        for (int round = 0; round < 40; ++round) {
+            gts_stream s = r.streams[1 + round % STREAMS];
+            double value = round + 1;
+            if (!CHECK_OK(gts_buffer_write_begin(b, GTS_SIDE_DEVICE, s, ERR)))
+                break;
+            CHECK_OK(gts_device_fill(dev, gts_buffer_data(b), 2, f->whole.shape,
+                                     f->whole.strides, 8, &value, s, ERR));
+            CHECK_OK(gts_buffer_order_record(b, s, ERR));
+            CHECK_OK(gts_buffer_write_end(b, ERR));
+            for (int k = 0; k < ROWS * COLS; ++k)
+                f->model[k] = value;
+            if (round % 2)
+                CHECK_INT_EQ(device_read(dev, f, 0, ROWS, r.streams[1 + (round + 1) % STREAMS]),
+                             0);
+            else
+                CHECK_INT_EQ(host_read(f, 0, ROWS, NULL), 0);
+        }
+        CHECK_OK(gts_buffer_order_wait(b, GTS_SIDE_HOST, NULL, ERR));
+        CHECK_OK(gts_buffer_order_record(b, NULL, ERR)); /* the default stream: nothing */
+        CHECK_FAILS(gts_buffer_order_wait(NULL, GTS_SIDE_HOST, NULL, ERR), GTS_EINVAL, "buffer");
+        CHECK_FAILS(gts_buffer_order_wait(b, (gts_side)7, NULL, ERR), GTS_EINVAL, "side: 7");
+        CHECK_FAILS(gts_buffer_order_record(NULL, r.streams[1], ERR), GTS_EINVAL, "buffer");
+    }
+    run_close(&r);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "detector") == 0) {
+        test_detector();
+        return check_summary("stream_order detector");
+    }
+    const gts_device_ops *emulated = gts_device_emulated();
+    test_random_sequence(emulated, 400);
+    test_buffer_level(emulated);
+    for (int round = 0; round < 3; ++round)
+        test_threads(emulated);
+    const gts_device_ops *cuda;
+    if (gts_device_get((gts_device_id){GTS_DL_CUDA, 0}, &cuda, NULL) == GTS_OK) {
+        printf("and on %s\n", cuda->name);
+        test_random_sequence(cuda, 200);
+        test_buffer_level(cuda);
+        test_threads(cuda);
+    }
+    return check_summary("stream_order");
+}
