@@ -9,6 +9,7 @@
 #include "errors.h"
 #include "numpy.h"
 #include "storage.h"
+#include "stream.h"
 #include "storage_array_api.h"
 #include "storage_object.h"
 #include "ufunc.h"
@@ -126,14 +127,9 @@ static PyObject *storage_copy(PyObject *self, PyObject *unused)
 {
     (void)unused;
     gts_storage g, copy;
-    gts_error err;
-    int rc;
     gtpy_storage_load(self, &g);
-    Py_BEGIN_ALLOW_THREADS
-    rc = gts_storage_copy(&g, &copy, &err);
-    Py_END_ALLOW_THREADS
-    if (rc != 0)
-        return gtpy_raise_null(&err);
+    if (gtpy_stream_copy(&g, &copy) < 0)
+        return NULL;
     return gtpy_storage_new(&copy, STORAGE(self)->preset, NULL);
 }
 
