@@ -117,8 +117,9 @@ static int prepare_export(const gts_storage *g, gts_dlpack_serve kind, int copy,
     }
     void *data;
     gts_access access = g->readonly ? GTS_ACCESS_READ : GTS_ACCESS_WRITE;
+    /* no access_end: what follows on `stream` is the consumer's work, which
+     * gtstore does not see (docs/storage.md, writing behind its back) */
     if (gts_storage_access(g, GTS_SIDE_DEVICE, access, stream, &data, &err) != 0 ||
-        gts_storage_access_end(g, GTS_SIDE_DEVICE, access, stream, &err) != 0 ||
         (copy > 0 && gts_storage_copy_on(g, stream, out, &err) != 0))
         return gtpy_raise(&err);
     if (copy <= 0)

@@ -18,7 +18,8 @@ static const gts_device_ops *device_of(PyObject *self)
 
 /* The device side exported, the consumer being free to write it: on
  * `stream` (NULL: the host waits for the buffer's device work; else the
- * stream waits on the device, and the buffer's event is recorded there). */
+ * stream waits on the device). Nothing is recorded: the work that follows
+ * on the stream is the consumer's, which gtstore does not see. */
 static int device_write_access(PyObject *self, gts_stream stream)
 {
     gts_storage g;
@@ -26,8 +27,7 @@ static int device_write_access(PyObject *self, gts_stream stream)
     void *data;
     gtpy_storage_load(self, &g);
     gts_access access = g.readonly ? GTS_ACCESS_READ : GTS_ACCESS_WRITE;
-    if (gts_storage_access(&g, GTS_SIDE_DEVICE, access, stream, &data, &err) != 0 ||
-        gts_storage_access_end(&g, GTS_SIDE_DEVICE, access, stream, &err) != 0)
+    if (gts_storage_access(&g, GTS_SIDE_DEVICE, access, stream, &data, &err) != 0)
         return gtpy_raise(&err);
     return 0;
 }

@@ -20,6 +20,42 @@ typedef struct {
 
 static PyObject *current; /* the context variable gtstore.current_stream() reads */
 
+/* The handles of the live streams that Stream made on devices other than
+ * CUDA (the emulated device): a number given for one (Stream(ptr=),
+ * __dlpack__(stream=)) must be one of them. CUDA's handles are the driver's
+ * and other libraries': they are taken as given. */
+static PyObject *live_handles;
+
+static bool checks_handles(const gts_device_ops *device)
+{
+    return !device->cuda_array_interface;
+}
+
+static int check_live(const gts_device_ops *device, gts_stream handle, const char *what)
+{
+    if (!handle || !checks_handles(device))
+        return 0;
+    PyObject *key = PyLong_FromVoidPtr(handle);
+    int live = key && live_handles ? PySet_Contains(live_handles, key) : 0;
+    Py_XDECREF(key);
+    if (live < 0 || !key)
+        return -1;
+    if (!live)
+        PyErr_Format(PyExc_ValueError, "%s: %p is not a live stream of the %s device", what,
+                     handle, device->name);
+    return live ? 0 : -1;
+}
+
+static int set_live(gts_stream handle, bool live)
+{
+    if (!live_handles && !(live_handles = PySet_New(NULL)))
+        return -1;
+    PyObject *key = PyLong_FromVoidPtr(handle);
+    int rc = !key ? -1 : live ? PySet_Add(live_handles, key) : PySet_Discard(live_handles, key);
+    Py_XDECREF(key);
+    return rc < 0 ? -1 : 0;
+}
+
 static PyObject *current_var(void)
 {
     return current ? current : (current = PyContextVar_New("gtstore.current_stream", NULL));
@@ -97,7 +133,7 @@ int gtpy_stream_number(const gts_device_ops *device, PyObject *number, const cha
          * managed memory is ordered by the host: the host waits */
         bool host_waits = cuda && (value <= 2 || device->kind != GTS_MEMORY_GPU);
         *out = host_waits ? NULL : (gts_stream)(uintptr_t)value;
-        return 0;
+        return check_live(device, *out, what);
     }
     PyErr_Format(PyExc_ValueError,
                  cuda      ? "%s: %.200R is not valid (0 is forbidden by the protocol)"
@@ -224,13 +260,18 @@ static PyObject *stream_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
         Py_DECREF(s);
         return NULL;
     }
-    if (!v[0] || v[0] == Py_None) {
-        if (gts_device_stream_create(s->device, &s->handle, &err) != GTS_OK) {
-            Py_DECREF(s);
-            return gtpy_raise_null(&err);
-        }
-        s->owned = true;
+    if (v[0] && v[0] != Py_None) {
+        if (check_live(s->device, s->handle, "ptr") < 0)
+            Py_CLEAR(s);
+        return (PyObject *)s;
     }
+    if (gts_device_stream_create(s->device, &s->handle, &err) != GTS_OK) {
+        Py_DECREF(s);
+        return gtpy_raise_null(&err);
+    }
+    s->owned = true;
+    if (checks_handles(s->device) && set_live(s->handle, true) < 0)
+        Py_CLEAR(s);
     return (PyObject *)s;
 }
 
@@ -238,6 +279,11 @@ static void stream_dealloc(PyObject *self)
 {
     StreamObject *s = (StreamObject *)self;
     if (s->owned) {
+        PyObject *type, *value, *traceback;
+        PyErr_Fetch(&type, &value, &traceback);
+        if (checks_handles(s->device) && set_live(s->handle, false) < 0)
+            PyErr_WriteUnraisable(self);
+        PyErr_Restore(type, value, traceback);
         /* Its work first: buffers remember the stream their last work was
          * on by its handle, which a new stream may get again. */
         Py_BEGIN_ALLOW_THREADS
