@@ -183,7 +183,10 @@ int gtpy_engine_finish(gtpy_engine *e)
         gts_buffer_release(e->buffers[i]);
     }
     e->nbuffers = 0;
-    if (rc == GTS_OK && e->overflow && e->stream) /* not recorded: their work completes here */
+    /* Where nothing records the work, it completes here: buffers beyond the
+     * list, and CuPy's work on the legacy default stream (its ptr 0, which
+     * is gtstore's default stream, whose work has completed on return). */
+    if (rc == GTS_OK && e->cuda && (e->overflow || !e->stream))
         rc = gts_device_synchronize(e->gpu, e->stream, &err);
     e->overflow = false;
     if (PyErr_Occurred())
