@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 import gtstore
-from conftest import run_python
+from conftest import device_address, run_python
 from gtstore._gtstore import _skip_stream_waits_for_testing as skip_waits
 
 SHAPE = (6, 5, 4)
@@ -194,19 +194,40 @@ def host_values(x, rng):
     return np.array(gtstore.storage(x, device="cpu"))
 
 
+class Interface:
+    """Another library's array over a field's memory, described by the CUDA
+    array interface with the stream its producer's work is on (the address
+    was read once, when the field was made)."""
+
+    def __init__(self, field, address, stream):
+        self.__cuda_array_interface__ = {
+            "shape": field.shape,
+            "typestr": "<f8",
+            "data": (address, False),
+            "strides": field.strides,
+            "version": 3,
+            "stream": stream,
+        }
+
+
 class Sequence:
     """Storages and their model; each step one random operation."""
 
     def __init__(self, seed, streams):
         self.rng = random.Random(seed)
         self.streams = streams + [None]  # None: the default stream
-        self.fields, self.model = [], []
+        self.fields, self.model, self.addresses = [], [], []
         for _ in range(3):
             managed = self.rng.choice(["gt4py", None])
             self.fields.append(gtstore.zeros(SHAPE, device="gpu", managed=managed))
             self.model.append(np.zeros(SHAPE))
+            self.addresses.append(device_address(self.fields[-1]))
         self.wrong = 0
         self.values = iter(range(1, 1 << 30))
+
+    def replace(self, k, field, model):
+        self.fields[k], self.model[k] = field, model
+        self.addresses[k] = device_address(field)
 
     def check(self, got, want):
         if not np.array_equal(got, want):
@@ -225,7 +246,7 @@ class Sequence:
         key = random_slice(rng)
         stream = rng.choice(self.streams)
         value = float(next(self.values))
-        op = rng.randrange(11)
+        op = self.op = rng.randrange(12)
         if op == 0:  # a fill, of a view
             self.on(stream, lambda: x.__setitem__(key, value))
             self.model[i][key] = value
@@ -236,8 +257,7 @@ class Sequence:
             self.on(stream, lambda: np.add(x[key], y[key], out=z[key]))
             self.model[k][key] = self.model[i][key] + self.model[j][key]
         elif op == 3:  # a copy replaces a field
-            self.fields[k] = self.on(stream, x.copy)
-            self.model[k] = self.model[i].copy()
+            self.replace(k, self.on(stream, x.copy), self.model[i].copy())
         elif op == 4:  # a reduction
             total = self.on(stream, lambda: float(x[key].sum()))
             self.check(total, self.model[i][key].sum())
@@ -257,8 +277,15 @@ class Sequence:
             self.check(np.asarray(gtstore.storage(consume_on(x, consumer), device="cpu")),
                        self.model[i])
         elif op == 9:  # a ufunc making a new field
-            self.fields[k] = self.on(stream, lambda: x + y)
-            self.model[k] = self.model[i] + self.model[j]
+            self.replace(k, self.on(stream, lambda: x + y), self.model[i] + self.model[j])
+        elif op == 10 and type(x) is gtstore.GPUStorage:
+            # an import of the CUDA array interface, with its producer's stream (of the
+            # device side as it is: a mirrored field's producer would sync it first)
+            self.on(stream, lambda: x.__setitem__(key, value))  # the producer's work
+            self.model[i][key] = value
+            # the emulated device names its streams 1 (waits for them all)
+            imported = gtstore.as_storage(Interface(x, self.addresses[i], 1))
+            self.check(np.array(gtstore.storage(imported, device="cpu")), self.model[i])
         else:  # a sync method
             x.synchronize()
 
