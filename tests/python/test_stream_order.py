@@ -182,9 +182,12 @@ def random_slice(rng):
     return tuple(key)
 
 
-def host_values(x, rng):
-    """The host's view of x, by one of the host accesses."""
+def host_values(x, rng, cuda):
+    """The host's view of x, by one of the host accesses (to_ndarray is
+    CuPy's on CUDA)."""
     how = rng.randrange(4)
+    if how == 2 and cuda:
+        how = 3
     if how == 0 and type(x) is gtstore.SoftwareManagedGPUStorage:
         return np.array(np.asarray(x))
     if how == 1:
@@ -213,8 +216,9 @@ class Interface:
 class Sequence:
     """Storages and their model; each step one random operation."""
 
-    def __init__(self, seed, streams):
+    def __init__(self, seed, streams, cuda=False):
         self.rng = random.Random(seed)
+        self.cuda = cuda  # a CUDA GPU (the fake driver here): no engine without CuPy
         self.streams = streams + [None]  # None: the default stream
         self.fields, self.model, self.addresses = [], [], []
         for _ in range(3):
@@ -247,6 +251,8 @@ class Sequence:
         stream = rng.choice(self.streams)
         value = float(next(self.values))
         op = self.op = rng.randrange(12)
+        if self.cuda and op in (2, 4, 7, 9):  # CuPy's: a fill instead
+            op = 0
         if op == 0:  # a fill, of a view
             self.on(stream, lambda: x.__setitem__(key, value))
             self.model[i][key] = value
@@ -262,7 +268,7 @@ class Sequence:
             total = self.on(stream, lambda: float(x[key].sum()))
             self.check(total, self.model[i][key].sum())
         elif op == 5:  # a host read
-            self.check(host_values(x, rng), self.model[i])
+            self.check(host_values(x, rng, self.cuda), self.model[i])
         elif op == 6:  # a host write
             if type(x) is gtstore.SoftwareManagedGPUStorage:
                 np.asarray(x)[key] = value
@@ -284,7 +290,8 @@ class Sequence:
             self.on(stream, lambda: x.__setitem__(key, value))  # the producer's work
             self.model[i][key] = value
             # the emulated device names its streams 1 (waits for them all)
-            imported = gtstore.as_storage(Interface(x, self.addresses[i], 1))
+            producer = (stream or self.streams[0]).ptr if self.cuda else 1
+            imported = gtstore.as_storage(Interface(x, self.addresses[i], producer))
             self.check(np.array(gtstore.storage(imported, device="cpu")), self.model[i])
         else:  # a sync method
             x.synchronize()
@@ -295,11 +302,11 @@ class Sequence:
         return self.wrong
 
 
-def run_sequences(seeds, steps):
+def run_sequences(seeds, steps, cuda=False):
     streams = [gtstore.Stream(), gtstore.Stream()]
     wrong = 0
     for seed in seeds:
-        sequence = Sequence(seed, streams)
+        sequence = Sequence(seed, streams, cuda)
         for _ in range(steps):
             sequence.step()
         wrong += sequence.finish()
@@ -392,6 +399,14 @@ def cuda_gpu():
     gtstore.use_gpu(None)
     gpu = gtstore.gpu()
     return gpu is not None and gpu["cuda_array_interface"]
+
+
+def test_random_sequences_on_cuda():
+    """The sequences on a CUDA GPU (the fake driver in CI): its streams,
+    events and stream waits, without the engine's operations (CuPy's)."""
+    if not cuda_gpu():
+        pytest.skip("no CUDA GPU (nor the fake driver)")
+    assert run_sequences(range(4), 60, cuda=True) == 0
 
 
 def test_cuda_array_interface_exports_the_current_stream():
