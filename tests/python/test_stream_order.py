@@ -425,3 +425,53 @@ def test_cuda_array_interface_exports_the_current_stream():
         b[...] = gtstore.from_dlpack(a)
     s.synchronize()
     assert (np.asarray(gtstore.storage(b, device="cpu")) == 5.0).all()
+
+
+def test_cupys_current_stream_is_the_default_on_cuda():
+    """On CUDA, where CuPy is imported, its current stream is gtstore's
+    default current stream, and `with stream:` makes the stream CuPy's
+    current one too. A stand-in for CuPy's stream API (cupy.cuda's
+    get_current_stream and ExternalStream) in a child interpreter, so that
+    the fake driver's streams play CuPy's."""
+    if not cuda_gpu():
+        pytest.skip("no CUDA GPU (nor the fake driver)")
+    code = textwrap.dedent(
+        """
+        import sys, types
+        import numpy as np
+        import gtstore
+
+        gtstore.use_gpu(None)
+        cupys = gtstore.Stream()  # the stream CuPy computes on
+        entered = []
+
+        class ExternalStream:
+            def __init__(self, ptr):
+                self.ptr = ptr
+            def __enter__(self):
+                entered.append(self.ptr)
+            def __exit__(self, *exc):
+                entered.append(-self.ptr)
+
+        cuda = types.ModuleType("cupy.cuda")
+        cuda.get_current_stream = lambda: types.SimpleNamespace(ptr=cupys.ptr)
+        cuda.ExternalStream = ExternalStream
+        cupy = types.ModuleType("cupy")
+        cupy.cuda = cuda
+        sys.modules.update({"cupy": cupy, "cupy.cuda": cuda})
+
+        a = gtstore.zeros((32, 32, 4), device="gpu")
+        a[...] = 3.0  # queued on CuPy's current stream
+        print("default", a.__cuda_array_interface__["stream"] == cupys.ptr)
+        mine = gtstore.Stream()
+        with mine:
+            a[...] = 4.0
+            print("current", a.__cuda_array_interface__["stream"] == mine.ptr)
+        print("entered", entered == [mine.ptr, -mine.ptr])
+        print("values", float(np.asarray(a).min()), float(np.asarray(a).max()))
+        """
+    )
+    result = run_python(code, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["default", "True", "current", "True", "entered", "True",
+                                     "values", "4.0", "4.0"], result.stdout

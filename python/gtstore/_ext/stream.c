@@ -228,8 +228,8 @@ static int read_device(PyObject *device, const gts_device_ops **out)
     if (!device || device == Py_None) {
         if (gts_device_gpu(out, &err) == GTS_OK)
             return 0;
-        PyErr_Format(PyExc_NotImplementedError, "device: None names the GPU, and there is none (%s)",
-                     err.message);
+        PyErr_Format(PyExc_NotImplementedError,
+                     "device: None names the GPU, and there is none (%s)", err.message);
         return -1;
     }
     const char *name = PyUnicode_Check(device) ? gtpy_text(device, "device") : NULL;
