@@ -68,6 +68,16 @@ static bool is_cuda_gpu(const gts_device_ops *device)
     return device->cuda_array_interface && device->kind == GTS_MEMORY_GPU;
 }
 
+/* cupy.cuda where CuPy is imported (a new reference), else NULL: never
+ * imported here. */
+static PyObject *imported_cupy_cuda(void)
+{
+    static PyObject *name;
+    if (!name && !(name = PyUnicode_InternFromString("cupy.cuda")))
+        return NULL;
+    return PyImport_GetModule(name);
+}
+
 int gtpy_cupy_stream(const gts_device_ops *device, gts_stream *out)
 {
     static PyObject *get_current_stream; /* cupy.cuda.get_current_stream, once CuPy is in */
@@ -75,9 +85,7 @@ int gtpy_cupy_stream(const gts_device_ops *device, gts_stream *out)
     if (!is_cuda_gpu(device))
         return 0;
     if (!get_current_stream) {
-        PyObject *name = PyUnicode_FromString("cupy.cuda");
-        PyObject *cuda = name ? PyImport_GetModule(name) : NULL; /* not imported: NULL */
-        Py_XDECREF(name);
+        PyObject *cuda = imported_cupy_cuda();
         if (!cuda)
             return PyErr_Occurred() ? -1 : 0;
         get_current_stream = PyObject_GetAttrString(cuda, "get_current_stream");
@@ -315,9 +323,7 @@ static PyObject *stream_synchronize(PyObject *self, PyObject *unused)
  * otherwise; a new reference). */
 static PyObject *enter_cupy(StreamObject *s)
 {
-    PyObject *name = is_cuda_gpu(s->device) ? PyUnicode_FromString("cupy.cuda") : NULL;
-    PyObject *cuda = name ? PyImport_GetModule(name) : NULL;
-    Py_XDECREF(name);
+    PyObject *cuda = is_cuda_gpu(s->device) ? imported_cupy_cuda() : NULL;
     if (!cuda)
         return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
     PyObject *stream = s->owner ? Py_NewRef(s->owner)
