@@ -475,3 +475,24 @@ def test_cupys_current_stream_is_the_default_on_cuda():
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["default", "True", "current", "True", "entered", "True",
                                      "values", "4.0", "4.0"], result.stdout
+
+
+@pytest.mark.parametrize(
+    "managed, method",
+    [(None, "synchronize"), (None, "host_to_device"), (None, "device_to_host"),
+     ("gt4py", "synchronize"), ("gt4py", "host_to_device")],  # the device side made current
+)
+def test_sync_methods_wait_for_the_device_work(managed, method):
+    """The sync methods wait for the storage's device work on any stream,
+    also where it has one side (a GPUStorage): what a GPU stencil's acquire
+    and a reader of the device memory behind gtstore's back rely on."""
+    s1 = gtstore.Stream()
+    a = gtstore.zeros((128, 128, 16), device="gpu", managed=managed)
+    behind = a.to_ndarray()  # the device memory, read later behind gtstore's back
+    for value in range(1, 4):
+        with s1:
+            for n in range(6):
+                a[...] = float(-n)
+            a[...] = float(value)
+        getattr(a, method)()
+        assert (behind == value).all()
