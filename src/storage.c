@@ -701,13 +701,9 @@ int gts_storage_set_halo(gts_storage *storage, const gts_halo *halo, gts_error *
 
 /* ---- data ------------------------------------------------------------------ */
 
-int gts_storage_copy(const gts_storage *src, gts_storage *out, gts_error *err)
-{
-    return gts_storage_copy_to(NULL, src, out, err);
-}
-
-int gts_storage_copy_to(const gts_device_ops *device, const gts_storage *src, gts_storage *out,
-                        gts_error *err)
+/* gts_storage_copy_to with the copy on `stream` (gts_storage_assign_on). */
+static int copy_to_on(const gts_device_ops *device, const gts_storage *src, gts_stream stream,
+                      gts_storage *out, gts_error *err)
 {
     gts_storage_spec spec;
     gts_template like; /* everything the copy keeps */
@@ -723,12 +719,29 @@ int gts_storage_copy_to(const gts_device_ops *device, const gts_storage *src, gt
     gts_storage copy;
     if ((rc = gts_storage_create_on(device, &spec, flags, &copy, err)))
         return rc;
-    if ((rc = gts_storage_assign(&copy, src, err))) {
+    if ((rc = gts_storage_assign_on(&copy, src, stream, err))) {
         gts_storage_release(&copy);
         return rc;
     }
     gts_storage_move(out, &copy);
     return GTS_OK;
+}
+
+int gts_storage_copy(const gts_storage *src, gts_storage *out, gts_error *err)
+{
+    return gts_storage_copy_to(NULL, src, out, err);
+}
+
+int gts_storage_copy_on(const gts_storage *src, gts_stream stream, gts_storage *out,
+                        gts_error *err)
+{
+    return copy_to_on(NULL, src, stream, out, err);
+}
+
+int gts_storage_copy_to(const gts_device_ops *device, const gts_storage *src, gts_storage *out,
+                        gts_error *err)
+{
+    return copy_to_on(device, src, NULL, out, err);
 }
 
 static int check_writable(const gts_storage *s, gts_error *err)
@@ -811,6 +824,12 @@ static int assign_across(const gts_storage *dst, const gts_device_ops *to,
 
 int gts_storage_assign(const gts_storage *dst, const gts_storage *src, gts_error *err)
 {
+    return gts_storage_assign_on(dst, src, NULL, err);
+}
+
+int gts_storage_assign_on(const gts_storage *dst, const gts_storage *src, gts_stream stream,
+                          gts_error *err)
+{
     int rc = check_writable(dst, err);
     if (rc)
         return rc;
@@ -824,21 +843,28 @@ int gts_storage_assign(const gts_storage *dst, const gts_storage *src, gts_error
         return gts_error_set(err, GTS_ETYPE, "src: dtype %s does not match the destination's %s",
                              gts_dtype_name(src->dtype), gts_dtype_name(dst->dtype));
     /* Both read and write the device side (gtstore/access.h): the write
-     * in flight while it runs, so that no write is lost. */
-    void *from_data, *to_data;
-    if ((rc = gts_storage_access(src, GTS_SIDE_DEVICE, GTS_ACCESS_READ, NULL, &from_data, err)) ||
-        (rc = gts_storage_access(dst, GTS_SIDE_DEVICE, GTS_ACCESS_WRITE_HELD, NULL, &to_data,
-                                 err)))
-        return rc;
+     * in flight while it runs, so that no write is lost. Only a copy
+     * within one device runs on the stream: one through the host runs on
+     * the default stream, for which the host waits. */
     const gts_device_ops *to = gts_buffer_device(dst->buffer);
     const gts_device_ops *from = gts_buffer_device(src->buffer);
-    if (to == from || (to->host_accessible && from->host_accessible))
+    bool within = to == from;
+    gts_stream on = within ? stream : NULL;
+    void *from_data, *to_data;
+    if ((rc = gts_storage_access(src, GTS_SIDE_DEVICE, GTS_ACCESS_READ, on, &from_data, err)))
+        return rc;
+    if ((rc = gts_storage_access(dst, GTS_SIDE_DEVICE, GTS_ACCESS_WRITE_HELD, on, &to_data,
+                                 err)))
+        return rc;
+    if (within || (to->host_accessible && from->host_accessible))
         rc = to->copy(to, to_data, dst->strides, from_data, src->strides, dst->ndim, dst->shape,
-                      dst->dtype.itemsize, NULL, err);
+                      dst->dtype.itemsize, on, err);
     else
         rc = assign_across(dst, to, src, from, err);
-    int ended = gts_storage_access_end(dst, GTS_SIDE_DEVICE, GTS_ACCESS_WRITE_HELD, NULL, err);
-    return rc ? rc : ended;
+    /* the source's buffer records the read too: a later write waits for it */
+    int read = gts_storage_access_end(src, GTS_SIDE_DEVICE, GTS_ACCESS_READ, on, err);
+    int ended = gts_storage_access_end(dst, GTS_SIDE_DEVICE, GTS_ACCESS_WRITE_HELD, on, err);
+    return rc ? rc : read ? read : ended;
 }
 
 int gts_storage_fill(const gts_storage *storage, gts_scalar value, gts_error *err)
@@ -850,15 +876,22 @@ int gts_storage_fill(const gts_storage *storage, gts_scalar value, gts_error *er
 
 int gts_storage_fill_item(const gts_storage *storage, const void *item, gts_error *err)
 {
+    return gts_storage_fill_item_on(storage, item, NULL, err);
+}
+
+int gts_storage_fill_item_on(const gts_storage *storage, const void *item, gts_stream stream,
+                             gts_error *err)
+{
     void *data;
-    int rc = gts_storage_access(storage, GTS_SIDE_DEVICE, GTS_ACCESS_WRITE_HELD, NULL, &data, err);
+    int rc = gts_storage_access(storage, GTS_SIDE_DEVICE, GTS_ACCESS_WRITE_HELD, stream, &data,
+                                err);
     if (rc)
         return rc;
     const gts_device_ops *device = gts_buffer_device(storage->buffer);
     rc = device->fill(device, data, storage->ndim, storage->shape, storage->strides,
-                      storage->dtype.itemsize, item, NULL, err);
+                      storage->dtype.itemsize, item, stream, err);
     int ended =
-        gts_storage_access_end(storage, GTS_SIDE_DEVICE, GTS_ACCESS_WRITE_HELD, NULL, err);
+        gts_storage_access_end(storage, GTS_SIDE_DEVICE, GTS_ACCESS_WRITE_HELD, stream, err);
     return rc ? rc : ended;
 }
 

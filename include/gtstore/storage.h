@@ -171,6 +171,10 @@ int gts_storage_copy(const gts_storage *src, gts_storage *out, gts_error *err);
  * memory; mirrored only on the source's own device. */
 int gts_storage_copy_to(const gts_device_ops *device, const gts_storage *src, gts_storage *out,
                         gts_error *err);
+/* gts_storage_copy with the copy queued on `stream` of the source's device
+ * (gts_storage_assign_on): it may still run when this returns. */
+int gts_storage_copy_on(const gts_storage *src, gts_stream stream, gts_storage *out,
+                        gts_error *err);
 
 /* Copies the values of `src` into `dst`: same shape and dtype, `dst`
  * writable (GTS_EREADONLY otherwise). Overlapping storages are fine. On one
@@ -178,12 +182,24 @@ int gts_storage_copy_to(const gts_device_ops *device, const gts_storage *src, gt
  * it; between devices the values go through host memory in C order, in one
  * transfer each way (see docs/design.md, "Devices"). */
 int gts_storage_assign(const gts_storage *dst, const gts_storage *src, gts_error *err);
+/* The same with the copy queued on `stream` of the storages' device (NULL:
+ * the default stream, as gts_storage_assign), in the stream order of
+ * gtstore/access.h: it waits for the device work on both buffers and is
+ * recorded as the last work of both, and may still run when this returns.
+ * A copy between two devices goes through the host on the default
+ * streams, whatever `stream`. */
+int gts_storage_assign_on(const gts_storage *dst, const gts_storage *src, gts_stream stream,
+                          gts_error *err);
 
 /* Stores `value` (see gts_scalar_store) into every element, with the fill
  * of the storage's device. */
 int gts_storage_fill(const gts_storage *storage, gts_scalar value, gts_error *err);
 /* The same with the element already in the storage's dtype (itemsize bytes). */
 int gts_storage_fill_item(const gts_storage *storage, const void *item, gts_error *err);
+/* The same queued on `stream` of the storage's device, in the stream order
+ * of gtstore/access.h (NULL: the default stream). */
+int gts_storage_fill_item_on(const gts_storage *storage, const void *item, gts_stream stream,
+                             gts_error *err);
 
 /* ---- properties ----------------------------------------------------------- */
 

@@ -6,6 +6,7 @@
 #include "request.h"
 #include "source.h"
 #include "storage.h"
+#include "stream.h"
 
 /* The preset name a new storage records: the one given, else its data's. */
 PyObject *gtpy_preset_name(const gtpy_request *r, const gtpy_source *src)
@@ -58,7 +59,7 @@ static int copy_into(PyObject *storage, const gts_storage *s, gtpy_source *src)
     if (src->storage && gts_dtype_equal(src->dtype, s->dtype)) { /* from any device */
         gts_storage from;
         gtpy_storage_load(src->storage, &from);
-        return gts_storage_assign(s, &from, &err) ? gtpy_raise(&err) : 0;
+        return gtpy_stream_assign(s, &from);
     }
     if (src->storage) { /* another dtype */
         gts_storage from;
@@ -77,8 +78,8 @@ static int copy_into(PyObject *storage, const gts_storage *s, gtpy_source *src)
         return -1;
     int rc = gtpy_copy_source(staging, gts_storage_data(&host), host.strides, host.ndim,
                               host.shape, host.dtype, src);
-    if (rc == 0 && gts_storage_assign(s, &host, &err) != 0)
-        rc = gtpy_raise(&err);
+    if (rc == 0)
+        rc = gtpy_stream_assign(s, &host);
     Py_DECREF(staging);
     return rc;
 }
@@ -94,9 +95,9 @@ PyObject *gtpy_storage_allocate(const gtpy_request *r, gtpy_source *src, gtpy_re
     if (gts_storage_create_in_place(gtpy_spec(resolved),
                                     r->fill == FILL_ZEROS ? GTS_ALLOC_ZERO : 0, s, &err) != 0)
         return gtpy_raise_null(&err);
-    if (fill && gts_storage_fill_item(s, item, &err) != 0) {
+    if (fill && gtpy_stream_fill_item(s, item) < 0) {
         gts_storage_release(s);
-        return gtpy_raise_null(&err);
+        return NULL;
     }
     gts_buffer *buffer = s->buffer;
     PyObject *storage = gtpy_storage_new(s, gtpy_preset_name(r, src), NULL);

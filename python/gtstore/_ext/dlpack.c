@@ -7,9 +7,11 @@
 #include "convert.h"
 #include "errors.h"
 #include "storage.h"
+#include "stream.h"
 
 #include <limits.h>
 
+#include "gtstore/access.h"
 #include "gtstore/dlpack.h"
 #include "gtstore/sync.h"
 
@@ -91,33 +93,14 @@ static int read_device(PyObject *obj, const gts_buffer *buffer, int copy, gts_dl
     return -1;
 }
 
-/* stream: the consumer's stream, which may use the data at once: every
- * gtstore operation has completed when it returns. CUDA takes any stream
- * but 0 (forbidden by the protocol); other memory None or -1 ("no
- * synchronization"). */
-static int check_stream(PyObject *stream, const gts_device_ops *own)
-{
-    long value = 0;
-    if (!stream || stream == Py_None)
-        return 0;
-    bool cuda = own->cuda_array_interface; /* CUDA memory takes CUDA streams */
-    bool is_int = saturated_long(stream, &value) == 0;
-    PyErr_Clear();
-    bool pointer = value != 0 && value != LONG_MAX && value != LONG_MIN; /* not saturated */
-    if (is_int && (value == -1 || (cuda && pointer)))
-        return 0;
-    PyErr_Format(PyExc_ValueError,
-                 cuda ? "stream: %.200R is not valid (0 is forbidden by the DLPack protocol)"
-                      : "stream: %.200R is not valid for this memory (only None or -1 are)",
-                 stream);
-    return -1;
-}
-
 /* Brings the memory an export gives up to date, the consumer being free to
  * write it, and describes it in `out`: `g` itself, a host copy (a new
- * reference in `*keep`, which `out` borrows) or a copy on the device. */
-static int prepare_export(const gts_storage *g, gts_dlpack_serve kind, int copy, gts_storage *out,
-                          PyObject **keep)
+ * reference in `*keep`, which `out` borrows) or a copy on the device. The
+ * device side is ordered on the consumer's `stream` (the protocol's): that
+ * stream waits for the buffer's device work, and a copy runs on it; on the
+ * default stream (NULL) the host waits. */
+static int prepare_export(const gts_storage *g, gts_dlpack_serve kind, int copy, gts_stream stream,
+                          gts_storage *out, PyObject **keep)
 {
     gts_error err;
     *keep = NULL;
@@ -134,8 +117,10 @@ static int prepare_export(const gts_storage *g, gts_dlpack_serve kind, int copy,
     }
     void *data;
     gts_access access = g->readonly ? GTS_ACCESS_READ : GTS_ACCESS_WRITE;
-    if (gts_storage_access(g, GTS_SIDE_DEVICE, access, NULL, &data, &err) != 0 ||
-        (copy > 0 && gts_storage_copy(g, out, &err) != 0))
+    /* no access_end: what follows on `stream` is the consumer's work, which
+     * gtstore does not see (docs/storage.md, writing behind its back) */
+    if (gts_storage_access(g, GTS_SIDE_DEVICE, access, stream, &data, &err) != 0 ||
+        (copy > 0 && gts_storage_copy_on(g, stream, out, &err) != 0))
         return gtpy_raise(&err);
     if (copy <= 0)
         return 0;
@@ -160,10 +145,12 @@ PyObject *gtpy_storage_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t 
         read_version(values[1], &major) < 0)
         return NULL;
     int copy = values[3] && values[3] != Py_None ? PyObject_IsTrue(values[3]) : -1;
+    gts_stream stream;
     if ((values[3] && values[3] != Py_None && copy < 0) ||
         read_device(values[2], g.buffer, copy, &kind) < 0 ||
-        check_stream(values[0], kind == GTS_DLPACK_SERVE_OWN ? gts_buffer_device(g.buffer)
-                                                   : gts_device_host()) < 0)
+        gtpy_stream_number(kind == GTS_DLPACK_SERVE_OWN ? gts_buffer_device(g.buffer)
+                                                        : gts_device_host(),
+                           values[0], "stream", &stream) < 0)
         return NULL;
     if (kind == GTS_DLPACK_SERVE_HOST_SIDE && major < 1) {
         PyErr_SetString(PyExc_BufferError,
@@ -171,7 +158,7 @@ PyObject *gtpy_storage_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t 
                         "1.0 or later only");
         return NULL;
     }
-    if (prepare_export(&g, kind, copy, &source, &keep) < 0)
+    if (prepare_export(&g, kind, copy, stream, &source, &keep) < 0)
         return NULL;
     bool copied = keep != NULL;
     PyObject *capsule = NULL;
@@ -197,20 +184,26 @@ PyObject *gtpy_storage_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t 
 
 /* ---- consumer ------------------------------------------------------------------ */
 
-/* The device type __dlpack_device__ names (0 where it names none). */
-static long producer_device_type(PyObject *producer)
+/* The device __dlpack_device__ names (type 0 where it names none). */
+static gts_device_id producer_device(PyObject *producer)
 {
     static PyObject *interned;
     PyObject *method = gtpy_optional_attr(producer, "__dlpack_device__", &interned);
     PyObject *device = method ? PyObject_CallNoArgs(method) : NULL;
-    long type = 0;
+    long type = 0, id = 0;
     if (device && PyTuple_Check(device) && PyTuple_GET_SIZE(device) == 2 &&
-        saturated_long(PyTuple_GET_ITEM(device, 0), &type) < 0)
+        (saturated_long(PyTuple_GET_ITEM(device, 0), &type) < 0 ||
+         saturated_long(PyTuple_GET_ITEM(device, 1), &id) < 0 || id < 0 || id > INT_MAX))
         type = 0;
     Py_XDECREF(device);
     Py_XDECREF(method);
     PyErr_Clear();
-    return type;
+    return (gts_device_id){(int)(type > 0 && type <= INT_MAX ? type : 0), (int)id};
+}
+
+static long producer_device_type(PyObject *producer)
+{
+    return producer_device(producer).type;
 }
 
 /* Whether __dlpack_device__ says CUDA (or CUDA managed) memory. */
@@ -226,9 +219,26 @@ bool gtpy_dlpack_on_device(PyObject *obj)
     return type != 0 && type != GTS_DL_CPU && type != GTS_DL_CUDA_HOST;
 }
 
-/* producer.__dlpack__(max_version=...), or the legacy call for producers
- * that predate the keyword. */
-static PyObject *export_capsule(PyObject *producer, const char *param)
+/* The stream a CUDA producer orders its export on: the current stream of
+ * its GPU (stream.h), or NULL: the legacy default stream (1), for which
+ * the host waits. *device: that GPU (NULL for other producers). */
+static int consumer_stream(PyObject *producer, const gts_device_ops **device, gts_stream *out)
+{
+    gts_device_id id = producer_device(producer);
+    gts_error err;
+    *device = NULL;
+    *out = NULL;
+    if (id.type != GTS_DL_CUDA || gts_device_get(id, device, &err) != GTS_OK) {
+        *device = NULL;
+        return 0;
+    }
+    return gtpy_current_stream(*device, out);
+}
+
+/* producer.__dlpack__(max_version=..., stream=...) (on `stream`; stream=1,
+ * the legacy default stream, where it is NULL, for CUDA producers), or the
+ * legacy call for producers that predate the keyword. */
+static PyObject *export_capsule(PyObject *producer, const char *param, gts_stream stream)
 {
     PyObject *method = PyObject_GetAttrString(producer, "__dlpack__");
     if (!method) {
@@ -237,11 +247,14 @@ static PyObject *export_capsule(PyObject *producer, const char *param)
                      (PyObject *)Py_TYPE(producer));
         return NULL;
     }
-    /* CUDA memory: the producer orders its work before the legacy default
-     * stream (1), on which gtstore's CUDA operations run and complete. */
+    /* CUDA memory: the producer orders its work before the consumer's
+     * stream: gtstore's current stream, or the legacy default stream (1),
+     * on which gtstore's CUDA operations complete on return. */
     PyObject *kwargs = cuda_producer(producer)
-                           ? Py_BuildValue("{s:(ii),s:i}", "max_version", GTS_DLPACK_MAJOR,
-                                           GTS_DLPACK_MINOR, "stream", 1)
+                           ? Py_BuildValue("{s:(ii),s:N}", "max_version", GTS_DLPACK_MAJOR,
+                                           GTS_DLPACK_MINOR, "stream",
+                                           stream ? PyLong_FromVoidPtr(stream)
+                                                  : PyLong_FromLong(1))
                            : Py_BuildValue("{s:(ii)}", "max_version", GTS_DLPACK_MAJOR,
                                            GTS_DLPACK_MINOR);
     PyObject *empty = PyTuple_New(0);
@@ -293,10 +306,26 @@ static PyObject *import_capsule(PyObject *capsule, const char *param)
 
 PyObject *gtpy_storage_from_dlpack(PyObject *producer, const char *param)
 {
-    PyObject *capsule = export_capsule(producer, param);
+    const gts_device_ops *device;
+    gts_stream stream;
+    if (consumer_stream(producer, &device, &stream) < 0)
+        return NULL;
+    PyObject *capsule = export_capsule(producer, param, stream);
     if (!capsule)
         return NULL;
     PyObject *storage = import_capsule(capsule, param);
     Py_DECREF(capsule);
+    /* the producer's work is ordered before `stream`: so is the buffer's,
+     * for accesses on other streams and the host */
+    gts_storage g;
+    gts_error err;
+    if (storage && stream) {
+        gtpy_storage_load(storage, &g);
+        if (gts_buffer_device(g.buffer) == device &&
+            gts_buffer_order_record(g.buffer, stream, &err) != GTS_OK) {
+            Py_CLEAR(storage);
+            gtpy_raise(&err);
+        }
+    }
     return storage;
 }

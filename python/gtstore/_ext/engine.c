@@ -3,7 +3,11 @@
 #include "engine.h"
 #include "convert.h"
 #include "numpy.h"
+#include "errors.h"
 #include "storage.h"
+#include "stream.h"
+
+#include "gtstore/access.h"
 
 
 static PyObject *import_numpy(void)
@@ -59,6 +63,9 @@ int gtpy_engine_get(const gts_device_ops *gpu, gtpy_engine *out)
     out->name = out->cuda ? "CuPy" : "NumPy";
     out->cupy.ndarray = out->cupy.memory_pointer = out->cupy.unowned_memory = NULL;
     out->cupy.get_current_stream = NULL;
+    out->stream = NULL;
+    out->nbuffers = 0;
+    out->overflow = false;
     if (!out->cuda && (gpu->engine != GTS_ENGINE_NUMPY ||
                        (gpu->kind != GTS_MEMORY_GPU && gpu->kind != GTS_MEMORY_HOST))) {
         PyErr_Format(PyExc_NotImplementedError, "computing on the %s device is not supported",
@@ -66,7 +73,7 @@ int gtpy_engine_get(const gts_device_ops *gpu, gtpy_engine *out)
         return -1;
     }
     if (out->cuda)
-        return import_cupy(out);
+        return import_cupy(out) < 0 ? -1 : gtpy_cupy_stream(gpu, &out->stream);
     out->module = import_numpy();
     return out->module ? 0 : -1;
 }
@@ -153,24 +160,38 @@ int gtpy_engine_check_keywords(const gtpy_engine *e, PyObject *ufunc, PyObject *
     return 0;
 }
 
-int gtpy_engine_finish(const gtpy_engine *e)
+void gtpy_engine_add_buffer(gtpy_engine *e, gts_buffer *buffer)
 {
-    if (!e->cuda)
-        return 0;
-    /* Also after a failure, whose exception must survive the calls below
-     * (Python code must not run with one pending: it would be lost). */
-    PyObject *type, *value, *traceback;
-    PyErr_Fetch(&type, &value, &traceback);
-    PyObject *stream = PyObject_CallNoArgs(e->cupy.get_current_stream);
-    PyObject *done = stream ? PyObject_CallMethod(stream, "synchronize", NULL) : NULL;
-    Py_XDECREF(done);
-    Py_XDECREF(stream);
-    if (type) { /* the first failure is the one raised */
-        PyErr_Clear();
-        PyErr_Restore(type, value, traceback);
-        return -1;
+    for (int i = 0; i < e->nbuffers; ++i)
+        if (e->buffers[i] == buffer)
+            return;
+    if (e->nbuffers < GTPY_ENGINE_MAX_BUFFERS)
+        e->buffers[e->nbuffers++] = gts_buffer_retain(buffer);
+    else
+        e->overflow = true;
+}
+
+int gtpy_engine_finish(gtpy_engine *e)
+{
+    /* Also after a failure (whose work may be queued in part): its
+     * exception is the one raised. */
+    gts_error err;
+    int rc = GTS_OK;
+    for (int i = 0; i < e->nbuffers; ++i) {
+        if (rc == GTS_OK)
+            rc = gts_buffer_order_record(e->buffers[i], e->stream, &err);
+        gts_buffer_release(e->buffers[i]);
     }
-    return done ? 0 : -1;
+    e->nbuffers = 0;
+    /* Where nothing records the work, it completes here: buffers beyond the
+     * list, and CuPy's work on the legacy default stream (its ptr 0, which
+     * is gtstore's default stream, whose work has completed on return). */
+    if (rc == GTS_OK && e->cuda && (e->overflow || !e->stream))
+        rc = gts_device_synchronize(e->gpu, e->stream, &err);
+    e->overflow = false;
+    if (PyErr_Occurred())
+        return -1;
+    return rc == GTS_OK ? 0 : gtpy_raise(&err);
 }
 
 bool gtpy_is_cuda_array(PyObject *obj)

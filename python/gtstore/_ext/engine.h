@@ -9,9 +9,13 @@
  * copies to and from the host), so that everything but CuPy itself is
  * tested on every machine.
  *
- * Every engine call has completed when the caller's operation returns
- * (gtpy_engine_finish): gtstore's sync rule and its other operations assume
- * it, whatever stream CuPy computes on.
+ * The engine's work follows the stream order (gtstore/access.h,
+ * docs/storage.md "Stream order"): CuPy computes on its current stream, so
+ * the storages' device sides are accessed on that stream (which waits for
+ * their buffers' device work on the device), and gtpy_engine_finish records
+ * each buffer's event there instead of synchronising. NumPy over the
+ * emulated device computes on the host: its accesses are on the default
+ * stream, for which the host waits.
  *
  * CuPy computes on its current device, which gtstore does not query (that
  * would cost a call per operation): where it is not the storages' GPU,
@@ -22,19 +26,28 @@
 
 #include "ext.h"
 
+#define GTPY_ENGINE_MAX_BUFFERS 16
 typedef struct gtpy_engine {
     const char *name;          /* "NumPy" or "CuPy", for messages */
     const gts_device_ops *gpu; /* the device it computes on */
     PyObject *module;          /* numpy or cupy (borrowed: cached for the process) */
     bool cuda;
+    gts_stream stream; /* where it computes: CuPy's current stream; NULL for NumPy */
+    /* the buffers whose device sides one call's views access (their own
+     * references), recorded on `stream` by gtpy_engine_finish; where more
+     * than fit, the stream is synchronised instead */
+    int nbuffers;
+    bool overflow;
+    gts_buffer *buffers[GTPY_ENGINE_MAX_BUFFERS];
     struct { /* CuPy's types and functions (borrowed, cached; NULL for NumPy) */
         PyObject *ndarray, *memory_pointer, *unowned_memory, *get_current_stream;
     } cupy;
 } gtpy_engine;
 
 /* The engine of `gpu` (the emulated device or a CUDA device; the host's is
- * NumPy too, for the steps the host path borrows). CUDA needs CuPy: else
- * an error that says so. Cached: no call into Python once imported. */
+ * NumPy too, for the steps the host path borrows), for one call, which ends
+ * with gtpy_engine_finish. CUDA needs CuPy: else an error that says so.
+ * Cached: no call into Python once imported but CuPy's current stream. */
 int gtpy_engine_get(const gts_device_ops *gpu, gtpy_engine *out);
 
 /* Whether the engine reads and writes memory of `device` in place: the
@@ -50,8 +63,9 @@ bool gtpy_engine_reaches(const gtpy_engine *e, const gts_device_ops *device);
  * within the caller's operation, never handed out) is the same array as
  * the last one of its buffer with the same shape, strides, offset and
  * writability, if there is one. The array keeps the buffer's memory alive,
- * not the storage. */
-PyObject *gtpy_engine_storage_view(const gtpy_engine *e, PyObject *storage, int ndim,
+ * not the storage. The access is on the engine's stream: the buffer is
+ * recorded there by gtpy_engine_finish. */
+PyObject *gtpy_engine_storage_view(gtpy_engine *e, PyObject *storage, int ndim,
                                    const Py_ssize_t *shape, const Py_ssize_t *strides, bool write,
                                    bool operand);
 
@@ -74,10 +88,15 @@ PyObject *gtpy_engine_function(const gtpy_engine *e, PyObject *numpy_function);
  * TypeError naming the first other one. */
 int gtpy_engine_check_keywords(const gtpy_engine *e, PyObject *ufunc, PyObject *kwargs);
 
-/* Waits for the work queued by the engine (CuPy's current stream). May be
- * called with an exception pending (after a failure): it is kept and -1
- * returned. */
-int gtpy_engine_finish(const gtpy_engine *e);
+/* Ends the call: the work the engine queued on its stream is recorded as
+ * the last device work of each buffer its views accessed (no wait; the
+ * host waits only where it touches them later), and their references go.
+ * CuPy's work on the default stream is waited for, as gtstore's own.
+ * Every call that made views of storages ends with it, also after a
+ * failure: the pending exception is kept and -1 returned. */
+int gtpy_engine_finish(gtpy_engine *e);
+/* Adds `buffer` to those gtpy_engine_finish records (engine_view.c). */
+void gtpy_engine_add_buffer(gtpy_engine *e, gts_buffer *buffer);
 
 /* Whether `obj` is an array in CUDA memory of another library (it has
  * __cuda_array_interface__ and is not a storage): a GPU array for seed

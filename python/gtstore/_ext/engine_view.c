@@ -266,7 +266,7 @@ static PyObject *view_of(const gtpy_engine *e, EngineObject *o, const view_key *
     return array;
 }
 
-PyObject *gtpy_engine_storage_view(const gtpy_engine *e, PyObject *storage, int ndim,
+PyObject *gtpy_engine_storage_view(gtpy_engine *e, PyObject *storage, int ndim,
                                    const Py_ssize_t *shape, const Py_ssize_t *strides, bool write,
                                    bool operand)
 {
@@ -275,9 +275,14 @@ PyObject *gtpy_engine_storage_view(const gtpy_engine *e, PyObject *storage, int 
     void *data;
     gtpy_storage_load(storage, &g);
     bool readonly = !write || g.readonly;
+    /* on the engine's stream where it is the buffer's device's (else the
+     * default stream: the host waits) */
+    gts_stream stream = gts_buffer_device(g.buffer) == e->gpu ? e->stream : NULL;
     if (gts_storage_access(&g, GTS_SIDE_DEVICE, readonly ? GTS_ACCESS_READ : GTS_ACCESS_WRITE,
-                           NULL, &data, &err) != 0)
+                           stream, &data, &err) != 0)
         return gtpy_raise_null(&err);
+    if (stream)
+        gtpy_engine_add_buffer(e, g.buffer);
     view_key k;
     memset(&k, 0, sizeof k); /* compared as bytes */
     k.dtype = g.dtype;

@@ -4,6 +4,7 @@
 #include "binding_object.h"
 #include "errors.h"
 #include "storage.h"
+#include "stream.h"
 #include "write_hold.h"
 
 #include <stdio.h>
@@ -55,6 +56,7 @@ static int add_types(PyObject *module)
         {"CubePartition", &gtpy_CubePartition_Type},
         {"HaloMessages", &gtpy_HaloMessages_Type},
         {"HaloMessage", &gtpy_HaloMessage_Type},
+        {"Stream", &gtpy_Stream_Type},
     };
     for (size_t i = 0; i < sizeof types / sizeof types[0]; ++i)
         if (PyType_Ready(types[i].type) < 0 ||
@@ -167,6 +169,7 @@ PyMODINIT_FUNC PyInit__gtstore(void)
         PyModule_AddFunctions(module, gtpy_presets_methods) < 0 ||
         PyModule_AddFunctions(module, gtpy_memory_methods) < 0 ||
         PyModule_AddFunctions(module, gtpy_devices_methods) < 0 ||
+        PyModule_AddFunctions(module, gtpy_stream_methods) < 0 ||
         PyModule_AddFunctions(module, gtpy_storage_api_methods) < 0)
         goto fail;
     if (PyModule_AddStringConstant(module, "__version__", GTS_VERSION_STRING) < 0 ||

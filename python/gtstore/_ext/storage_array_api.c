@@ -225,12 +225,12 @@ PyObject *gtpy_storage_sort(PyObject *self, PyObject *const *args, Py_ssize_t na
     gtpy_holds holds;
     gtpy_holds_init(&holds);
     PyObject *array = NULL, *result = NULL;
-    if (on_device) {
-        if (gtpy_engine_get(gts_buffer_device(g.buffer), &engine) == 0)
-            array = gtpy_engine_storage_view(&engine, self, 0, NULL, NULL, true, false);
-    } else {
+    bool engine_got = on_device && gtpy_engine_get(gts_buffer_device(g.buffer), &engine) == 0;
+    if (engine_got) {
+        array = gtpy_engine_storage_view(&engine, self, 0, NULL, NULL, true, false);
+    } else if (!on_device) {
         gtpy_holds_add(&holds, &g);
-        if (gtpy_holds_begin(&holds, GTS_SIDE_HOST) == 0) {
+        if (gtpy_holds_begin(&holds, GTS_SIDE_HOST, NULL) == 0) {
             array = gtpy_storage_ndarray(self, true);
             if (!array)
                 gtpy_holds_end(&holds);
@@ -239,7 +239,7 @@ PyObject *gtpy_storage_sort(PyObject *self, PyObject *const *args, Py_ssize_t na
     PyObject *method = array ? PyObject_GetAttrString(array, "sort") : NULL;
     PyObject *empty = method ? PyTuple_New(0) : NULL;
     result = empty ? PyObject_Call(method, empty, kw) : NULL;
-    if (on_device && array && gtpy_engine_finish(&engine) < 0)
+    if (engine_got && gtpy_engine_finish(&engine) < 0)
         Py_CLEAR(result);
     if (!on_device && array)
         gtpy_holds_end(&holds);

@@ -6,6 +6,7 @@
 #include "dlpack.h"
 #include "errors.h"
 #include "storage.h"
+#include "stream.h"
 #include "storage_object.h"
 
 #include "gtstore/sync.h"
@@ -15,14 +16,18 @@ static const gts_device_ops *device_of(PyObject *self)
     return gts_buffer_device(STORAGE(self)->buffer);
 }
 
-static int device_write_access(PyObject *self)
+/* The device side exported, the consumer being free to write it: on
+ * `stream` (NULL: the host waits for the buffer's device work; else the
+ * stream waits on the device). Nothing is recorded: the work that follows
+ * on the stream is the consumer's, which gtstore does not see. */
+static int device_write_access(PyObject *self, gts_stream stream)
 {
     gts_storage g;
     gts_error err;
     void *data;
     gtpy_storage_load(self, &g);
     gts_access access = g.readonly ? GTS_ACCESS_READ : GTS_ACCESS_WRITE;
-    if (gts_storage_access(&g, GTS_SIDE_DEVICE, access, NULL, &data, &err) != 0)
+    if (gts_storage_access(&g, GTS_SIDE_DEVICE, access, stream, &data, &err) != 0)
         return gtpy_raise(&err);
     return 0;
 }
@@ -44,7 +49,7 @@ static PyObject *emulated_ndarray(PyObject *self)
     void *host = gts_device_host_alias(gts_buffer_device(g.buffer), device_base);
     gts_buffer *wrapped;
     gts_error err;
-    if (device_write_access(self) < 0)
+    if (device_write_access(self, NULL) < 0) /* the host reads and writes it */
         return NULL;
     if (gts_buffer_wrap_host(host, gts_buffer_size(g.buffer), release_buffer,
                              gts_buffer_retain(g.buffer), &wrapped, &err) != 0) {
@@ -83,9 +88,9 @@ PyObject *gtpy_storage_to_cupy(PyObject *self, PyObject *unused)
         }
         return NULL;
     }
-    PyObject *array = device_write_access(self) < 0
-                          ? NULL
-                          : PyObject_CallMethod(cupy, "asarray", "O", self);
+    /* CuPy reads __cuda_array_interface__, which orders the export on
+     * the current stream */
+    PyObject *array = PyObject_CallMethod(cupy, "asarray", "O", self);
     Py_DECREF(cupy);
     return array;
 }
@@ -130,9 +135,11 @@ PyObject *gtpy_storage_dlpack_device(PyObject *self, PyObject *unused)
 
 /* __cuda_array_interface__ (version 3), for storages in CUDA memory only:
  * elsewhere the attribute does not exist, so that no consumer takes the
- * emulated device's or the host's addresses for GPU memory. Every gtstore
- * operation has completed when it returns, so the consumer has nothing to
- * wait for: "stream" is None (never 0, which the protocol forbids). */
+ * emulated device's or the host's addresses for GPU memory. "stream" is the
+ * protocol's: the current stream (stream.h), which was made to wait for the
+ * buffer's device work and which the consumer synchronises or queues on;
+ * None where that is the default stream, for which the host waited (never
+ * 0, which the protocol forbids). */
 PyObject *gtpy_storage_cuda_array_interface(PyObject *self, void *closure)
 {
     (void)closure;
@@ -146,7 +153,9 @@ PyObject *gtpy_storage_cuda_info(PyObject *self, bool access)
                         "__cuda_array_interface__: this storage is not in CUDA memory");
         return NULL;
     }
-    if (access && device_write_access(self) < 0)
+    gts_stream stream = NULL;
+    if (access && (gtpy_current_stream(device_of(self), &stream) < 0 ||
+                   device_write_access(self, stream) < 0))
         return NULL;
     gts_storage g;
     gtpy_storage_load(self, &g);
@@ -156,9 +165,10 @@ PyObject *gtpy_storage_cuda_info(PyObject *self, bool access)
     PyObject *strides = gts_storage_contiguous(&g, 'C')
                             ? Py_NewRef(Py_None)
                             : gtpy_storage_get(self, (void *)(intptr_t)GET_STRIDES);
-    return Py_BuildValue("{s:N,s:s,s:(NO),s:N,s:i,s:O}", "shape",
+    return Py_BuildValue("{s:N,s:s,s:(NO),s:N,s:i,s:N}", "shape",
                          gtpy_storage_get(self, (void *)(intptr_t)GET_SHAPE), "typestr", typestr,
                          "data", PyLong_FromVoidPtr(base ? base + g.offset : NULL),
                          g.readonly ? Py_True : Py_False, "strides", strides, "version", 3,
-                         "stream", Py_None);
+                         "stream",
+                         stream ? PyLong_FromVoidPtr(stream) : Py_NewRef(Py_None));
 }

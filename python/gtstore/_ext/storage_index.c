@@ -6,6 +6,7 @@
 #include "errors.h"
 #include "source.h"
 #include "storage.h"
+#include "stream.h"
 #include "storage_object.h"
 #include "ufunc.h"
 #include "write_hold.h"
@@ -173,7 +174,6 @@ static bool value_on_device(PyObject *value)
 static int assign_on_device(PyObject *self, PyObject *key, PyObject *value)
 {
     gts_storage view;
-    gts_error err;
     gts_scalar number;
     bool is_storage = gtpy_is_storage(value);
     if (!is_storage && gtpy_scalar(value, "value", &number) < 0) {
@@ -196,12 +196,12 @@ static int assign_on_device(PyObject *self, PyObject *key, PyObject *value)
             gts_storage_release(&view);
             return 0; /* broadcasting and casting are NumPy's */
         }
-        rc = gts_storage_assign(&view, &source, &err);
+        rc = gtpy_stream_assign(&view, &source);
     } else {
-        rc = gts_storage_fill(&view, number, &err);
+        rc = gtpy_stream_fill(&view, number);
     }
     gts_storage_release(&view);
-    return rc ? gtpy_raise(&err) : 1;
+    return rc ? -1 : 1;
 }
 
 /* Into memory without a host side, a value only NumPy can convert (an
@@ -212,7 +212,6 @@ static int assign_on_device(PyObject *self, PyObject *key, PyObject *value)
 static int assign_through_host(PyObject *self, PyObject *key, PyObject *value)
 {
     gts_storage view, host;
-    gts_error err;
     key_result kind = apply_key(self, key, &view);
     if (kind == KEY_ERROR)
         return -1;
@@ -224,12 +223,12 @@ static int assign_through_host(PyObject *self, PyObject *key, PyObject *value)
     }
     PyObject *staging = gtpy_storage_host_staging(&view, &host);
     int rc = staging ? 0 : -1;
-    if (rc == 0 && advanced && gts_storage_assign(&host, &view, &err) != 0)
-        rc = gtpy_raise(&err);
+    if (rc == 0 && advanced)
+        rc = gtpy_stream_assign(&host, &view);
     if (rc == 0)
         rc = PyObject_SetItem(staging, advanced ? key : Py_Ellipsis, value);
-    if (rc == 0 && gts_storage_assign(&view, &host, &err) != 0)
-        rc = gtpy_raise(&err);
+    if (rc == 0)
+        rc = gtpy_stream_assign(&view, &host);
     Py_XDECREF(staging);
     gts_storage_release(&view);
     return rc;
@@ -283,7 +282,6 @@ static int assign_imported(PyObject *self, PyObject *key, PyObject *value)
     if (!found || !imported)
         return found ? -1 : 0;
     gts_storage view, source;
-    gts_error err;
     int rc = 0;
     key_result kind = apply_key(self, key, &view);
     if (kind == KEY_ERROR) {
@@ -292,7 +290,7 @@ static int assign_imported(PyObject *self, PyObject *key, PyObject *value)
         gtpy_storage_load(imported, &source);
         if (source.ndim == view.ndim && gts_dtype_equal(source.dtype, view.dtype) &&
             memcmp(source.shape, view.shape, (size_t)view.ndim * sizeof *view.shape) == 0)
-            rc = gts_storage_assign(&view, &source, &err) ? gtpy_raise(&err) : 1;
+            rc = gtpy_stream_assign(&view, &source) ? -1 : 1;
         gts_storage_release(&view);
     }
     Py_DECREF(imported);
@@ -329,7 +327,7 @@ static int storage_setitem(PyObject *self, PyObject *key, PyObject *value)
     PyObject *host_value = gtpy_is_storage(value) ? gtpy_storage_host_values(value)
                                                   : Py_NewRef(value);
     PyObject *array = host_value ? gtpy_storage_ndarray(self, true) : NULL;
-    int rc = array && gtpy_holds_begin(&holds, GTS_SIDE_HOST) == 0 ? 0 : -1;
+    int rc = array && gtpy_holds_begin(&holds, GTS_SIDE_HOST, NULL) == 0 ? 0 : -1;
     if (rc == 0) {
         rc = PyObject_SetItem(array, key, host_value); /* NumPy's broadcasting and casting */
         gtpy_holds_end(&holds);

@@ -9,6 +9,7 @@
 #include "errors.h"
 #include "numpy.h"
 #include "storage.h"
+#include "stream.h"
 #include "storage_array_api.h"
 #include "storage_object.h"
 #include "ufunc.h"
@@ -126,14 +127,9 @@ static PyObject *storage_copy(PyObject *self, PyObject *unused)
 {
     (void)unused;
     gts_storage g, copy;
-    gts_error err;
-    int rc;
     gtpy_storage_load(self, &g);
-    Py_BEGIN_ALLOW_THREADS
-    rc = gts_storage_copy(&g, &copy, &err);
-    Py_END_ALLOW_THREADS
-    if (rc != 0)
-        return gtpy_raise_null(&err);
+    if (gtpy_stream_copy(&g, &copy) < 0)
+        return NULL;
     return gtpy_storage_new(&copy, STORAGE(self)->preset, NULL);
 }
 
@@ -158,7 +154,11 @@ static PyObject *sync_with_force(PyObject *self, gtpy_signature *sig, gts_side t
     if (gtpy_parse_args(sig, args, nargs, kwnames, values) < 0 ||
         (values[0] && (force = PyObject_IsTrue(values[0])) < 0))
         return NULL;
-    if (gts_buffer_sync(STORAGE(self)->buffer, to, force, NULL, &err) != 0)
+    /* and the host waits for the device work, also on a buffer with one
+     * side (which has nothing to sync): a GPU stencil's acquire, or a
+     * reader behind gtstore's back, relies on it */
+    if (gts_buffer_sync(STORAGE(self)->buffer, to, force, NULL, &err) != 0 ||
+        gts_buffer_order_wait(STORAGE(self)->buffer, to, NULL, &err) != 0)
         return gtpy_raise_null(&err);
     Py_RETURN_NONE;
 }
@@ -203,14 +203,16 @@ static PyObject *storage_set_synchronized(PyObject *self, PyObject *unused)
     return storage_mark(self, GTS_SYNC_CLEAN);
 }
 
-/* Whichever side is stale is brought up to date: one copy at most. */
+/* Whichever side is stale is brought up to date: one copy at most; and
+ * the host waits for the device work (as sync_with_force). */
 static PyObject *storage_synchronize(PyObject *self, PyObject *unused)
 {
     (void)unused;
     gts_buffer *buffer = STORAGE(self)->buffer;
     gts_error err;
     if (gts_buffer_sync(buffer, GTS_SIDE_HOST, false, NULL, &err) != 0 ||
-        gts_buffer_sync(buffer, GTS_SIDE_DEVICE, false, NULL, &err) != 0)
+        gts_buffer_sync(buffer, GTS_SIDE_DEVICE, false, NULL, &err) != 0 ||
+        gts_buffer_order_wait(buffer, GTS_SIDE_DEVICE, NULL, &err) != 0)
         return gtpy_raise_null(&err);
     Py_RETURN_NONE;
 }

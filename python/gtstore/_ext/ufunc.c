@@ -229,7 +229,7 @@ static PyObject *operand_view(const call *c, int k)
 /* An array of the engine over operand k's device side in place, with the
  * result's shape (gtpy_engine_storage_view: synced there first and, for a
  * `write`, marked written). */
-static PyObject *device_storage_view(const call *c, int k, bool write)
+static PyObject *device_storage_view(call *c, int k, bool write)
 {
     Py_ssize_t shape[GTS_MAX_NDIM], strides[GTS_MAX_NDIM];
     result_strides(c, k, shape, strides);
@@ -702,13 +702,13 @@ static int copy_overlapping_inputs(call *c)
 
 /* The output storages on `side` (those the engine reaches, on the device)
  * held as writes in flight (gtstore/sync.h). */
-static int hold_outputs(call *c, gtpy_holds *holds, gts_side side)
+static int hold_outputs(call *c, gtpy_holds *holds, gts_side side, gts_stream stream)
 {
     gtpy_holds_init(holds);
     for (int k = c->nops; k < c->nops + c->nout; ++k)
         if (c->operands[k].storage && !c->host_outs[k])
             gtpy_holds_add(holds, &c->storages[k]);
-    return gtpy_holds_begin(holds, side);
+    return gtpy_holds_begin(holds, side, stream);
 }
 
 /* where= on the device: each output computed whole into a new array, then
@@ -760,7 +760,7 @@ static int run_on_host(call *c, bool assign)
     bool around = c->has_where && !assign && masked_comparison_crashes(c);
     if ((c->has_where && !assign && copy_overlapping_inputs(c) < 0) ||
         (around && gtpy_engine_get(gts_device_host(), &c->engine) < 0) ||
-        hold_outputs(c, &holds, GTS_SIDE_HOST) < 0)
+        hold_outputs(c, &holds, GTS_SIDE_HOST, NULL) < 0)
         return -1;
     int rc = around ? invoke_where(c, c->ufunc) : invoke(c, c->ufunc, c->has_where, assign);
     gtpy_holds_end(&holds);
@@ -774,20 +774,20 @@ static int run_on_device(call *c, bool assign)
     gtpy_holds holds;
     for (int k = 0; k < c->nops + c->nout; ++k)
         if (device_operand_view(c, k) < 0)
-            return -1;
+            return gtpy_engine_finish(&c->engine), -1;
     PyObject *function = gtpy_engine_function(&c->engine, c->ufunc);
     int rc = function && (assign || gtpy_engine_check_keywords(&c->engine, c->ufunc,
                                                                c->kwargs) == 0)
                  ? 0
                  : -1;
-    bool held = rc == 0 && hold_outputs(c, &holds, GTS_SIDE_DEVICE) == 0;
+    bool held = rc == 0 && hold_outputs(c, &holds, GTS_SIDE_DEVICE, c->engine.stream) == 0;
     rc = !held                ? -1
          : c->has_where ? invoke_where(c, function)
                         : invoke(c, function, false, assign);
     Py_XDECREF(function);
     if (gtpy_engine_finish(&c->engine) < 0)
         rc = -1;
-    if (held) /* the writes end once the device is done */
+    if (held) /* the writes end once their work is recorded (gtstore/sync.h) */
         gtpy_holds_end(&holds);
     for (int k = c->nops; rc == 0 && k < c->nops + c->nout; ++k)
         if (c->host_outs[k])
@@ -844,7 +844,7 @@ static PyObject *ufunc_call(PyObject *ufunc, PyObject *inputs, PyObject *kwargs)
  * without an engine, as host values (a host copy of memory without a
  * host side); another array-like moved to a CUDA engine's device; anything
  * else (indices, scalars) as it is. */
-static PyObject *read_operand(PyObject *obj, const gtpy_engine *e)
+static PyObject *read_operand(PyObject *obj, gtpy_engine *e)
 {
     bool storage = gtpy_is_storage(obj);
     if (storage && e && gtpy_engine_reaches(e, gts_buffer_device(STORAGE(obj)->buffer)) &&
@@ -875,7 +875,7 @@ static int hold_host_writes(gtpy_holds *holds, PyObject *objs)
             gtpy_holds_add(holds, &g);
         }
     }
-    return gtpy_holds_begin(holds, GTS_SIDE_HOST);
+    return gtpy_holds_begin(holds, GTS_SIDE_HOST, NULL);
 }
 
 /* ---- reductions ------------------------------------------------------------------------ */
@@ -1057,7 +1057,7 @@ static PyObject *reduced_storage(PyObject *function, const gts_storage *g,
  * where `r` assigns, NumPy's result assigned to it. */
 static PyObject *reduce_into_storage(const reduction *r, const gts_storage *g,
                                      const gts_broadcast *result, PyObject *function,
-                                     PyObject *view, PyObject *kw, const gtpy_engine *e)
+                                     PyObject *view, PyObject *kw, gtpy_engine *e)
 {
     PyObject *dtype = reduction_dtype(r, function, kw, g);
     PyObject *storage = dtype ? reduced_storage(function, g, result, dtype) : NULL;
@@ -1084,7 +1084,7 @@ static PyObject *reduce_into_storage(const reduction *r, const gts_storage *g,
  * (a GPUStorage's) on the device; it must have exactly those dims and
  * extents. */
 static PyObject *reduction_out_view(PyObject *out, const gts_broadcast *result,
-                                    const gtpy_engine *e)
+                                    gtpy_engine *e)
 {
     gts_storage o;
     gts_error err;
@@ -1189,8 +1189,8 @@ static PyObject *reduce_with(PyObject *self, PyObject *function, const reduction
         Py_XDECREF(args);
     }
     Py_XDECREF(view);
-    /* device memory: CuPy's reduction has finished when this returns */
-    if (value && on_device && gtpy_engine_finish(on_device) < 0)
+    /* device memory: the reduction's work is recorded on the engine's stream */
+    if (on_device && gtpy_engine_finish(on_device) < 0)
         Py_CLEAR(value);
     if (value && given) { /* the storage or array given, not NumPy's view of it */
         Py_DECREF(value);
@@ -1357,10 +1357,10 @@ static PyObject *ufunc_at(PyObject *ufunc, PyObject *inputs)
     if (function && hold_host_writes(&holds, a) == 0) {
         result = PyObject_CallMethod(function, "at", n == 2 ? "OO" : "OOO", items[0], items[1],
                                      items[2]);
-        if (on_device && gtpy_engine_finish(on_device) < 0)
-            Py_CLEAR(result);
         gtpy_holds_end(&holds);
     }
+    if (on_device && gtpy_engine_finish(on_device) < 0)
+        Py_CLEAR(result);
     Py_XDECREF(function);
     for (Py_ssize_t i = 0; i < n; ++i)
         Py_XDECREF(items[i]);

@@ -57,12 +57,12 @@ static void sort_by_address(gtpy_holds *h)
         }
 }
 
-int gtpy_holds_begin(gtpy_holds *h, gts_side side)
+int gtpy_holds_begin(gtpy_holds *h, gts_side side, gts_stream stream)
 {
     gts_error err;
     sort_by_address(h);
     for (; h->begun < h->n; ++h->begun)
-        if (gts_buffer_write_begin(h->buffers[h->begun], side, NULL, &err) != 0) {
+        if (gts_buffer_write_begin(h->buffers[h->begun], side, stream, &err) != 0) {
             gtpy_holds_end(h);
             return gtpy_raise(&err);
         }

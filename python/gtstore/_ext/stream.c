@@ -1,0 +1,474 @@
+/* gtstore.Stream and the current stream (stream.h). */
+#include "stream.h"
+#include "args.h"
+#include "convert.h"
+#include "errors.h"
+
+/* The test switch of the stream order (src/stream_order.h, linked in from
+ * the static libgtstore): while set, no access waits for a buffer's device
+ * work, so that a test can show that its checks see the missing waits. */
+void gts__order_skip_waits_for_testing(bool skip);
+
+typedef struct {
+    PyObject_HEAD
+    const gts_device_ops *device;
+    gts_stream handle; /* NULL: the device's default stream */
+    bool owned;        /* made by gts_device_stream_create: destroyed with the object */
+    PyObject *owner;   /* the object `ptr` came from (a CuPy stream), kept alive; or NULL */
+    PyObject *entered; /* a list of (context variable token, CuPy's stream or None) per `with` */
+} StreamObject;
+
+static PyObject *current; /* the context variable gtstore.current_stream() reads */
+
+/* The handles of the live streams that Stream made on devices other than
+ * CUDA (the emulated device): a number given for one (Stream(ptr=),
+ * __dlpack__(stream=)) must be one of them. CUDA's handles are the driver's
+ * and other libraries': they are taken as given. */
+static PyObject *live_handles;
+
+static bool checks_handles(const gts_device_ops *device)
+{
+    return !device->cuda_array_interface;
+}
+
+static int check_live(const gts_device_ops *device, gts_stream handle, const char *what)
+{
+    if (!handle || !checks_handles(device))
+        return 0;
+    PyObject *key = PyLong_FromVoidPtr(handle);
+    int live = key && live_handles ? PySet_Contains(live_handles, key) : 0;
+    Py_XDECREF(key);
+    if (live < 0 || !key)
+        return -1;
+    if (!live)
+        PyErr_Format(PyExc_ValueError, "%s: %p is not a live stream of the %s device", what,
+                     handle, device->name);
+    return live ? 0 : -1;
+}
+
+static int set_live(gts_stream handle, bool live)
+{
+    if (!live_handles && !(live_handles = PySet_New(NULL)))
+        return -1;
+    PyObject *key = PyLong_FromVoidPtr(handle);
+    int rc = !key ? -1 : live ? PySet_Add(live_handles, key) : PySet_Discard(live_handles, key);
+    Py_XDECREF(key);
+    return rc < 0 ? -1 : 0;
+}
+
+static PyObject *current_var(void)
+{
+    return current ? current : (current = PyContextVar_New("gtstore.current_stream", NULL));
+}
+
+/* ---- the current stream ------------------------------------------------------------------ */
+
+static bool is_cuda_gpu(const gts_device_ops *device)
+{
+    return device->cuda_array_interface && device->kind == GTS_MEMORY_GPU;
+}
+
+/* cupy.cuda where CuPy is imported (a new reference), else NULL: never
+ * imported here. */
+static PyObject *imported_cupy_cuda(void)
+{
+    static PyObject *name;
+    if (!name && !(name = PyUnicode_InternFromString("cupy.cuda")))
+        return NULL;
+    return PyImport_GetModule(name);
+}
+
+int gtpy_cupy_stream(const gts_device_ops *device, gts_stream *out)
+{
+    static PyObject *get_current_stream; /* cupy.cuda.get_current_stream, once CuPy is in */
+    *out = NULL;
+    if (!is_cuda_gpu(device))
+        return 0;
+    if (!get_current_stream) {
+        PyObject *cuda = imported_cupy_cuda();
+        if (!cuda)
+            return PyErr_Occurred() ? -1 : 0;
+        get_current_stream = PyObject_GetAttrString(cuda, "get_current_stream");
+        Py_DECREF(cuda);
+        if (!get_current_stream)
+            return -1;
+    }
+    PyObject *stream = PyObject_CallNoArgs(get_current_stream);
+    PyObject *ptr = stream ? PyObject_GetAttrString(stream, "ptr") : NULL;
+    Py_XDECREF(stream);
+    void *handle = ptr ? PyLong_AsVoidPtr(ptr) : NULL;
+    Py_XDECREF(ptr);
+    if (PyErr_Occurred())
+        return -1;
+    *out = handle;
+    return 0;
+}
+
+int gtpy_current_stream(const gts_device_ops *device, gts_stream *out)
+{
+    PyObject *var = current_var(), *value = NULL;
+    if (!var || PyContextVar_Get(var, NULL, &value) < 0)
+        return -1;
+    if (value) {
+        StreamObject *s = (StreamObject *)value;
+        bool mine = s->device == device;
+        gts_stream handle = s->handle;
+        Py_DECREF(value);
+        if (mine) {
+            *out = handle;
+            return 0;
+        }
+    }
+    return gtpy_cupy_stream(device, out);
+}
+
+int gtpy_stream_number(const gts_device_ops *device, PyObject *number, const char *what,
+                       gts_stream *out)
+{
+    *out = NULL;
+    if (!number || number == Py_None)
+        return 0;
+    int overflow = 0;
+    long long value = PyLong_Check(number) ? PyLong_AsLongLongAndOverflow(number, &overflow) : 0;
+    if (PyErr_Occurred())
+        return -1;
+    bool cuda = device->cuda_array_interface;
+    bool streams = device->kind == GTS_MEMORY_GPU && device->stream_create; /* its own streams */
+    if (PyLong_Check(number) && !overflow && value == -1)
+        return 0; /* the consumer asks for no ordering: the default stream's order holds */
+    if (PyLong_Check(number) && !overflow && value > 0 && (cuda || streams)) {
+        /* 1 and 2 are CUDA's legacy and per-thread default streams, and
+         * managed memory is ordered by the host: the host waits */
+        bool host_waits = cuda && (value <= 2 || device->kind != GTS_MEMORY_GPU);
+        *out = host_waits ? NULL : (gts_stream)(uintptr_t)value;
+        return check_live(device, *out, what);
+    }
+    PyErr_Format(PyExc_ValueError,
+                 cuda      ? "%s: %.200R is not valid (0 is forbidden by the protocol)"
+                 : streams ? "%s: %.200R is not valid for this memory (None, -1 or a stream "
+                             "handle of its device, gtstore.Stream.ptr)"
+                           : "%s: %.200R is not valid for this memory (only None or -1 are)",
+                 what, number);
+    return -1;
+}
+
+/* ---- libgtstore's operations on the current stream ------------------------------------------ */
+
+static int stream_of(const gts_storage *g, gts_stream *out)
+{
+    return gtpy_current_stream(gts_buffer_device(g->buffer), out);
+}
+
+int gtpy_stream_assign(const gts_storage *dst, const gts_storage *src)
+{
+    gts_stream stream;
+    gts_error err;
+    if (stream_of(dst, &stream) < 0)
+        return -1;
+    return gts_storage_assign_on(dst, src, stream, &err) == GTS_OK ? 0 : gtpy_raise(&err);
+}
+
+int gtpy_stream_fill_item(const gts_storage *dst, const void *item)
+{
+    gts_stream stream;
+    gts_error err;
+    if (stream_of(dst, &stream) < 0)
+        return -1;
+    return gts_storage_fill_item_on(dst, item, stream, &err) == GTS_OK ? 0 : gtpy_raise(&err);
+}
+
+int gtpy_stream_fill(const gts_storage *dst, gts_scalar value)
+{
+    unsigned char item[16];
+    gts_error err;
+    if (gts_scalar_store(value, dst->dtype, item, &err) != GTS_OK)
+        return gtpy_raise(&err);
+    return gtpy_stream_fill_item(dst, item);
+}
+
+int gtpy_stream_copy(const gts_storage *src, gts_storage *out)
+{
+    gts_stream stream;
+    gts_error err;
+    int rc;
+    if (stream_of(src, &stream) < 0)
+        return -1;
+    Py_BEGIN_ALLOW_THREADS
+    rc = gts_storage_copy_on(src, stream, out, &err);
+    Py_END_ALLOW_THREADS
+    return rc == GTS_OK ? 0 : gtpy_raise(&err);
+}
+
+/* ---- the Stream type ---------------------------------------------------------------------- */
+
+/* ptr=: None, an int handle or an object with an int `ptr` (CuPy's streams). */
+static int read_ptr(PyObject *ptr, StreamObject *s)
+{
+    PyObject *number = PyLong_Check(ptr) ? Py_NewRef(ptr) : PyObject_GetAttrString(ptr, "ptr");
+    if (!number || !PyLong_Check(number)) {
+        PyErr_Clear();
+        Py_XDECREF(number);
+        PyErr_Format(PyExc_TypeError,
+                     "ptr: expected None, a stream handle (int) or an object with one in `ptr` "
+                     "(a CuPy stream), got %.200R",
+                     ptr);
+        return -1;
+    }
+    int overflow = 0;
+    long long value = PyLong_AsLongLongAndOverflow(number, &overflow);
+    Py_DECREF(number);
+    if (PyErr_Occurred())
+        return -1;
+    if (overflow || value < 0 || (uint64_t)value > (uint64_t)UINTPTR_MAX) {
+        PyErr_Format(PyExc_ValueError, "ptr: %.200R is not a stream handle (0 or more)", ptr);
+        return -1;
+    }
+    s->handle = (gts_stream)(uintptr_t)value;
+    if (!PyLong_Check(ptr))
+        s->owner = Py_NewRef(ptr);
+    return 0;
+}
+
+/* device=: None (the GPU) or a GPU's name ('emulated', 'cuda', 'cuda:N'). */
+static int read_device(PyObject *device, const gts_device_ops **out)
+{
+    gts_error err;
+    if (!device || device == Py_None) {
+        if (gts_device_gpu(out, &err) == GTS_OK)
+            return 0;
+        PyErr_Format(PyExc_NotImplementedError,
+                     "device: None names the GPU, and there is none (%s)", err.message);
+        return -1;
+    }
+    const char *name = PyUnicode_Check(device) ? gtpy_text(device, "device") : NULL;
+    if (name && gts_device_gpu_named(name, out, &err) == GTS_OK)
+        return 0;
+    if (name && err.code != GTS_EINVAL)
+        return gtpy_raise_param("device", &err);
+    PyErr_Clear();
+    PyErr_Format(PyExc_ValueError,
+                 "device: expected None, 'emulated', 'cuda' or 'cuda:N', got %.200R", device);
+    return -1;
+}
+
+static PyObject *stream_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    static const char *const names[] = {"ptr", "device"};
+    static gtpy_signature sig = GTPY_SIGNATURE("Stream", names, 2, 0, 0);
+    PyObject *v[2];
+    if (gtpy_parse_tuple(&sig, args, kwargs, v) < 0)
+        return NULL;
+    StreamObject *s = (StreamObject *)type->tp_alloc(type, 0);
+    if (!s)
+        return NULL;
+    s->entered = PyList_New(0);
+    gts_error err;
+    if (!s->entered || read_device(v[1], &s->device) < 0 ||
+        (v[0] && v[0] != Py_None && read_ptr(v[0], s) < 0)) {
+        Py_DECREF(s);
+        return NULL;
+    }
+    if (v[0] && v[0] != Py_None) {
+        if (check_live(s->device, s->handle, "ptr") < 0)
+            Py_CLEAR(s);
+        return (PyObject *)s;
+    }
+    if (gts_device_stream_create(s->device, &s->handle, &err) != GTS_OK) {
+        Py_DECREF(s);
+        return gtpy_raise_null(&err);
+    }
+    s->owned = true;
+    if (checks_handles(s->device) && set_live(s->handle, true) < 0)
+        Py_CLEAR(s);
+    return (PyObject *)s;
+}
+
+static void stream_dealloc(PyObject *self)
+{
+    StreamObject *s = (StreamObject *)self;
+    if (s->owned) {
+        PyObject *type, *value, *traceback;
+        PyErr_Fetch(&type, &value, &traceback);
+        if (checks_handles(s->device) && set_live(s->handle, false) < 0)
+            PyErr_WriteUnraisable(self);
+        PyErr_Restore(type, value, traceback);
+        /* Its work first: buffers remember the stream their last work was
+         * on by its handle, which a new stream may get again. */
+        Py_BEGIN_ALLOW_THREADS
+        gts_device_synchronize(s->device, s->handle, NULL);
+        gts_device_stream_destroy(s->device, s->handle);
+        Py_END_ALLOW_THREADS
+    }
+    Py_XDECREF(s->owner);
+    Py_XDECREF(s->entered);
+    Py_TYPE(self)->tp_free(self);
+}
+
+static PyObject *stream_synchronize(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    StreamObject *s = (StreamObject *)self;
+    gts_error err;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = gts_device_synchronize(s->device, s->handle, &err);
+    Py_END_ALLOW_THREADS
+    if (rc != GTS_OK)
+        return gtpy_raise_null(&err);
+    Py_RETURN_NONE;
+}
+
+/* CuPy's stream of the same handle, entered too where CuPy is imported and
+ * the stream is CUDA's, so that CuPy computes where gtstore queues (None
+ * otherwise; a new reference). */
+static PyObject *enter_cupy(StreamObject *s)
+{
+    PyObject *cuda = is_cuda_gpu(s->device) ? imported_cupy_cuda() : NULL;
+    if (!cuda)
+        return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
+    PyObject *stream = s->owner ? Py_NewRef(s->owner)
+                                : PyObject_CallMethod(cuda, "ExternalStream", "N",
+                                                      PyLong_FromVoidPtr(s->handle));
+    Py_DECREF(cuda);
+    PyObject *done = stream ? PyObject_CallMethod(stream, "__enter__", NULL) : NULL;
+    Py_XDECREF(done);
+    if (!done)
+        Py_CLEAR(stream);
+    return stream;
+}
+
+static PyObject *stream_enter(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    StreamObject *s = (StreamObject *)self;
+    PyObject *var = current_var();
+    PyObject *cupy = var ? enter_cupy(s) : NULL;
+    PyObject *token = cupy ? PyContextVar_Set(var, self) : NULL;
+    PyObject *entry = token ? PyTuple_Pack(2, token, cupy) : NULL;
+    int rc = entry ? PyList_Append(s->entered, entry) : -1;
+    Py_XDECREF(entry);
+    Py_XDECREF(token);
+    Py_XDECREF(cupy);
+    return rc == 0 ? Py_NewRef(self) : NULL;
+}
+
+static PyObject *stream_exit(PyObject *self, PyObject *args)
+{
+    (void)args;
+    StreamObject *s = (StreamObject *)self;
+    Py_ssize_t n = PyList_GET_SIZE(s->entered);
+    if (n == 0) {
+        PyErr_SetString(PyExc_RuntimeError, "__exit__: the stream was not entered");
+        return NULL;
+    }
+    PyObject *entry = Py_NewRef(PyList_GET_ITEM(s->entered, n - 1));
+    if (PyList_SetSlice(s->entered, n - 1, n, NULL) < 0) {
+        Py_DECREF(entry);
+        return NULL;
+    }
+    PyObject *cupy = PyTuple_GET_ITEM(entry, 1);
+    PyObject *done = cupy == Py_None ? Py_NewRef(Py_None)
+                                     : PyObject_CallMethod(cupy, "__exit__", "OOO", Py_None,
+                                                           Py_None, Py_None);
+    int rc = PyContextVar_Reset(current_var(), PyTuple_GET_ITEM(entry, 0));
+    Py_DECREF(entry);
+    if (!done || rc < 0) {
+        Py_XDECREF(done);
+        return NULL;
+    }
+    Py_DECREF(done);
+    Py_RETURN_FALSE; /* exceptions propagate */
+}
+
+static PyObject *stream_ptr(PyObject *self, void *closure)
+{
+    (void)closure;
+    return PyLong_FromVoidPtr(((StreamObject *)self)->handle);
+}
+
+static PyObject *stream_device(PyObject *self, void *closure)
+{
+    (void)closure;
+    return PyUnicode_FromString(((StreamObject *)self)->device->name);
+}
+
+static PyObject *stream_repr(PyObject *self)
+{
+    StreamObject *s = (StreamObject *)self;
+    return PyUnicode_FromFormat("<gtstore.Stream ptr=%p device='%s'%s>", s->handle,
+                                s->device->name, s->owned ? "" : " (not owned)");
+}
+
+static PyMethodDef stream_methods[] = {
+    {"synchronize", stream_synchronize, METH_NOARGS,
+     "synchronize()\n--\n\nWaits until the work queued on the stream has completed."},
+    {"__enter__", stream_enter, METH_NOARGS,
+     "__enter__()\n--\n\nMakes the stream current in this thread (and context) until "
+     "__exit__: gtstore's operations on its device's storages are queued on it (and, on a "
+     "CUDA GPU where CuPy is imported, CuPy's too)."},
+    {"__exit__", stream_exit, METH_VARARGS,
+     "__exit__(exc_type, exc_value, traceback)\n--\n\nMakes the stream current before "
+     "__enter__ current again."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef stream_getset[] = {
+    {"ptr", stream_ptr, NULL,
+     "The stream's handle as an int (0: the device's default stream): a CUDA stream "
+     "(cudaStream_t) on a CUDA GPU, what __dlpack__(stream=) takes.",
+     NULL},
+    {"device", stream_device, NULL, "The name of the stream's device.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+PyTypeObject gtpy_Stream_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "gtstore.Stream",
+    .tp_doc = "Stream(ptr=None, device=None)\n--\n\n"
+              "A stream (queue of work) of a GPU. device: None (the GPU, gtstore.gpu()) or a "
+              "GPU's name ('emulated', 'cuda', 'cuda:N'). ptr: None makes a new stream, owned "
+              "(synchronised and destroyed with this object); else a stream handle (int) or an "
+              "object with one in `ptr` (a CuPy stream, kept alive), wrapped without owning it. "
+              "`with stream:` makes it current: gtstore's operations on storages of its device "
+              "are queued on it and return without waiting (docs/storage.md, Stream order).",
+    .tp_basicsize = sizeof(StreamObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = stream_new,
+    .tp_dealloc = stream_dealloc,
+    .tp_repr = stream_repr,
+    .tp_methods = stream_methods,
+    .tp_getset = stream_getset,
+};
+
+/* ---- module functions ---------------------------------------------------------------------- */
+
+static PyObject *api_current_stream(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    PyObject *var = current_var(), *value = NULL;
+    if (!var || PyContextVar_Get(var, Py_None, &value) < 0)
+        return NULL;
+    return value;
+}
+
+static PyObject *api_skip_waits(PyObject *self, PyObject *skip)
+{
+    (void)self;
+    int on = PyObject_IsTrue(skip);
+    if (on < 0)
+        return NULL;
+    gts__order_skip_waits_for_testing(on);
+    Py_RETURN_NONE;
+}
+
+PyMethodDef gtpy_stream_methods[] = {
+    {"current_stream", api_current_stream, METH_NOARGS,
+     "current_stream()\n--\n\nThe Stream made current by `with stream:` in this thread (and "
+     "context), or None: then gtstore queues on CuPy's current stream on a CUDA GPU where "
+     "CuPy is imported, else on the device's default stream."},
+    {"_skip_stream_waits_for_testing", api_skip_waits, METH_O,
+     "_skip_stream_waits_for_testing(skip)\n--\n\nFor tests only: while true, no access "
+     "waits for a buffer's device work, so that a test shows it detects a missing wait."},
+    {NULL, NULL, 0, NULL},
+};
