@@ -380,3 +380,12 @@ def pytest_collection_finish(session):
     gc.collect() calls of the lifetime tests stay cheap."""
     gc.collect()
     gc.freeze()
+
+
+@pytest.fixture
+def emulated_gpu():
+    """The emulated device plays the GPU for the test (``pytestmark =
+    pytest.mark.usefixtures("emulated_gpu")`` for a whole file)."""
+    gtstore.use_gpu("emulated")
+    yield
+    gtstore.use_gpu(None)

@@ -26,11 +26,7 @@ import gtstore.arrays as ga
 SHAPE = (6, 5, 4)
 
 
-@pytest.fixture(autouse=True)
-def emulated_gpu():
-    gtstore.use_gpu("emulated")
-    yield
-    gtstore.use_gpu(None)
+pytestmark = pytest.mark.usefixtures("emulated_gpu")  # conftest.py
 
 
 def device(values, **kwargs):

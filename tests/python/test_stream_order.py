@@ -27,11 +27,7 @@ from gtstore._gtstore import _skip_stream_waits_for_testing as skip_waits
 SHAPE = (6, 5, 4)
 
 
-@pytest.fixture(autouse=True)
-def emulated_gpu():
-    gtstore.use_gpu("emulated")
-    yield
-    gtstore.use_gpu(None)
+pytestmark = pytest.mark.usefixtures("emulated_gpu")  # conftest.py
 
 
 # ---- gtstore.Stream and the current stream ----------------------------------------------------
