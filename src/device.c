@@ -233,6 +233,12 @@ static bool is_cuda(const gts_device_ops *device)
     return type == GTS_DL_CUDA || type == GTS_DL_CUDA_MANAGED || type == GTS_DL_CUDA_HOST;
 }
 
+gts_stream gts_device_legacy_stream(const gts_device_ops *device)
+{
+    bool cuda_gpu = device && is_cuda(device) && device->kind == GTS_MEMORY_GPU;
+    return cuda_gpu ? (gts_stream)(uintptr_t)1 : NULL; /* CU_STREAM_LEGACY */
+}
+
 int gts_device_wait_stream(const gts_device_ops *device, int64_t stream, gts_error *err)
 {
     if (!device)

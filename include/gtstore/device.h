@@ -324,6 +324,15 @@ int gts_device_locate(const void *address, const gts_device_ops **out, gts_error
  * both: gtstore copies and computes on its GPU only. */
 int gts_device_check_usable(const gts_device_ops *device, gts_error *err);
 
+/* CUDA's legacy default stream (CU_STREAM_LEGACY, stream number 1 of the
+ * CUDA array interface and DLPack) where `device` is a CUDA GPU, else
+ * NULL. Unlike NULL it is a stream like the others: work queued on it
+ * returns without completing and is ordered by events (gtstore/access.h).
+ * It is where CuPy, torch and GT4Py work by default, and it orders with
+ * every blocking stream; the Python package queues its work there unless
+ * another stream is current. */
+gts_stream gts_device_legacy_stream(const gts_device_ops *device);
+
 /* Waits for the work a producer queued on `stream` before its memory on
  * `device` is used: a stream number of the CUDA array interface (its
  * "stream" key) or of DLPack. 1 and 2 are the legacy and the per-thread

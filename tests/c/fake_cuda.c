@@ -916,7 +916,8 @@ static CUresult MemAllocFromPoolAsync(CUdeviceptr *out, size_t bytes, CUmemoryPo
         return fail(INVALID_CONTEXT);
     if (!pool || pool->magic != POOL_MAGIC || bytes == 0)
         return fail(INVALID_VALUE);
-    if (check_stream(s) || (s && s->device != current()))
+    bool made = s && s != LEGACY_STREAM && s != PER_THREAD_STREAM; /* by StreamCreate */
+    if (check_stream(s) || (made && s->device != current()))
         return fail(INVALID_HANDLE);
     if (bytes > ((size_t)1 << 40))
         return fail(OUT_OF_MEMORY);

@@ -451,12 +451,9 @@ static void test_batch(const gts_device_ops *dev)
 
 /* ---- streams ------------------------------------------------------------------------------------ */
 
-static void test_streams(const gts_device_ops *dev)
+/* Copies queued on `s`, then waited for. */
+static void stream_sequence(const gts_device_ops *dev, gts_stream s)
 {
-    gts_stream s = NULL;
-    if (!CHECK_OK(gts_device_stream_create(dev, &s, ERR)))
-        return;
-    CHECK(s != NULL);
     char *block;
     char text[16] = "stream-ordered!", back[16] = {0};
     if (CHECK_OK(gts_device_alloc(dev, 64, GTS_ALLOC_ZERO, (void **)&block, ERR))) {
@@ -469,6 +466,32 @@ static void test_streams(const gts_device_ops *dev)
         gts_device_free(dev, block, 64);
     }
     test_strided(dev, s);
+}
+
+/* A stream of ours, and the legacy default stream, which is a stream like
+ * the others for the GPU's memory (events recorded on it, streams waiting
+ * for them) and NULL for memory the host reaches. */
+static void test_streams(const gts_device_ops *dev)
+{
+    gts_stream s = NULL;
+    if (!CHECK_OK(gts_device_stream_create(dev, &s, ERR)))
+        return;
+    CHECK(s != NULL);
+    stream_sequence(dev, s);
+    gts_stream legacy = gts_device_legacy_stream(dev);
+    CHECK((legacy != NULL) == (dev->kind == GTS_MEMORY_GPU));
+    if (legacy) {
+        stream_sequence(dev, legacy);
+        gts_event event;
+        if (CHECK_OK(gts_device_event_create(dev, &event, ERR))) {
+            CHECK_OK(gts_device_event_record(dev, event, legacy, ERR));
+            CHECK_OK(gts_device_event_wait(dev, s, event, ERR));
+            CHECK_OK(gts_device_event_record(dev, event, s, ERR));
+            CHECK_OK(gts_device_event_wait(dev, legacy, event, ERR));
+            CHECK_OK(gts_device_event_synchronize(dev, event, ERR));
+            gts_device_event_destroy(dev, event);
+        }
+    }
     gts_device_stream_destroy(dev, s);
 }
 

@@ -256,3 +256,36 @@ def test_memory_of_another_gpu_is_refused():
         a = cupy.zeros((2, 2))
     with pytest.raises(ValueError, match="another GPU than gtstore's"):
         gtstore.as_storage(a)
+
+
+@pytest.mark.parametrize("managed", [None, "gt4py", "cuda"])
+def test_torch_reads_gpu_storages_through_dlpack(managed):
+    """torch.from_dlpack of a GPU storage: a CUDA tensor over the same
+    memory (the host side of a software-managed storage is not what it
+    reads), with the storage's values, ordered after the work that wrote
+    them on the default stream."""
+    torch = pytest.importorskip("torch")
+    s = gtstore.zeros((40, 30, 5), defaults="gt:gpu", managed=managed)
+    s[...] = 2.5
+    np.multiply(s, 3.0, out=s)  # queued: the export waits for it
+    t = torch.from_dlpack(s)
+    assert t.device.type == "cuda" and t.shape == s.shape
+    assert t.data_ptr() == s.__cuda_array_interface__["data"][0]
+    assert float(t.min()) == 7.5 == float(t.max())
+
+
+def test_work_on_the_default_stream_is_queued_and_ordered():
+    """Without a current Stream, ufuncs queue on CuPy's default stream (the
+    legacy default stream) and return without synchronising; a host read
+    waits for them."""
+    import cupy
+
+    assert cupy.cuda.get_current_stream().ptr == 0
+    a = gtstore.ones((2000, 2000), device="gpu", managed=None)
+    for _ in range(20):
+        np.multiply(a, 1.5, out=a)
+    assert a.__cuda_array_interface__["stream"] == 1  # what a consumer waits on
+    h = gtstore.storage(a, device="cpu")
+    assert float(np.asarray(h).min()) == 1.5 ** 20 == float(np.asarray(h).max())
+    b = a + a  # a new storage, written on the same stream
+    assert float(np.asarray(gtstore.storage(b, device="cpu")).max()) == 2 * 1.5 ** 20

@@ -410,7 +410,9 @@ def test_cuda_array_interface_exports_the_current_stream():
         pytest.skip("no CUDA GPU (nor the fake driver)")
     s = gtstore.Stream()
     a = gtstore.zeros(SHAPE, device="gpu")
-    assert a.__cuda_array_interface__["stream"] is None  # the host waited
+    # without a current Stream: CUDA's legacy default stream (1), where the
+    # consumer waits, as CuPy, torch and GT4Py work there by default
+    assert a.__cuda_array_interface__["stream"] == 1
     with s:
         a[...] = 5.0
         assert a.__cuda_array_interface__["stream"] == s.ptr  # the consumer waits on s
@@ -425,7 +427,8 @@ def test_cuda_array_interface_exports_the_current_stream():
 
 def test_cupys_current_stream_is_the_default_on_cuda():
     """On CUDA, where CuPy is imported, its current stream is gtstore's
-    default current stream, and `with stream:` makes the stream CuPy's
+    default current stream (its stream 0, and no CuPy, the legacy default
+    stream: a stream, 1), and `with stream:` makes the stream CuPy's
     current one too. A stand-in for CuPy's stream API (cupy.cuda's
     get_current_stream and ExternalStream) in a child interpreter, so that
     the fake driver's streams play CuPy's."""
@@ -449,14 +452,19 @@ def test_cupys_current_stream_is_the_default_on_cuda():
             def __exit__(self, *exc):
                 entered.append(-self.ptr)
 
+        a = gtstore.zeros((32, 32, 4), device="gpu")
+        print("legacy", a.__cuda_array_interface__["stream"] == 1)  # no CuPy yet
+
+        current = [0]  # CuPy's default: its stream 0, the legacy default stream
         cuda = types.ModuleType("cupy.cuda")
-        cuda.get_current_stream = lambda: types.SimpleNamespace(ptr=cupys.ptr)
+        cuda.get_current_stream = lambda: types.SimpleNamespace(ptr=current[0])
         cuda.ExternalStream = ExternalStream
         cupy = types.ModuleType("cupy")
         cupy.cuda = cuda
         sys.modules.update({"cupy": cupy, "cupy.cuda": cuda})
-
-        a = gtstore.zeros((32, 32, 4), device="gpu")
+        a[...] = 2.0  # queued on the legacy default stream
+        print("zero", a.__cuda_array_interface__["stream"] == 1)
+        current[0] = cupys.ptr
         a[...] = 3.0  # queued on CuPy's current stream
         print("default", a.__cuda_array_interface__["stream"] == cupys.ptr)
         mine = gtstore.Stream()
@@ -469,7 +477,8 @@ def test_cupys_current_stream_is_the_default_on_cuda():
     )
     result = run_python(code, timeout=120)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["default", "True", "current", "True", "entered", "True",
+    assert result.stdout.split() == ["legacy", "True", "zero", "True", "default", "True",
+                                     "current", "True", "entered", "True",
                                      "values", "4.0", "4.0"], result.stdout
 
 

@@ -220,8 +220,8 @@ bool gtpy_dlpack_on_device(PyObject *obj)
 }
 
 /* The stream a CUDA producer orders its export on: the current stream of
- * its GPU (stream.h), or NULL: the legacy default stream (1), for which
- * the host waits. *device: that GPU (NULL for other producers). */
+ * its GPU (stream.h; the legacy default stream unless another is
+ * current). *device: that GPU (NULL for other producers). */
 static int consumer_stream(PyObject *producer, const gts_device_ops **device, gts_stream *out)
 {
     gts_device_id id = producer_device(producer);
@@ -237,7 +237,7 @@ static int consumer_stream(PyObject *producer, const gts_device_ops **device, gt
 
 /* producer.__dlpack__(max_version=..., stream=...) (on `stream`; stream=1,
  * the legacy default stream, where it is NULL, for CUDA producers), or the
- * legacy call for producers that predate the keyword. */
+ * call without keywords for producers that predate them. */
 static PyObject *export_capsule(PyObject *producer, const char *param, gts_stream stream)
 {
     PyObject *method = PyObject_GetAttrString(producer, "__dlpack__");
@@ -248,8 +248,8 @@ static PyObject *export_capsule(PyObject *producer, const char *param, gts_strea
         return NULL;
     }
     /* CUDA memory: the producer orders its work before the consumer's
-     * stream: gtstore's current stream, or the legacy default stream (1),
-     * on which gtstore's CUDA operations complete on return. */
+     * stream, gtstore's current stream (never NULL for a CUDA GPU: 1
+     * stands in for a NULL from elsewhere). */
     PyObject *kwargs = cuda_producer(producer)
                            ? Py_BuildValue("{s:(ii),s:N}", "max_version", GTS_DLPACK_MAJOR,
                                            GTS_DLPACK_MINOR, "stream",

@@ -184,8 +184,8 @@ int gtpy_engine_finish(gtpy_engine *e)
     }
     e->nbuffers = 0;
     /* Where nothing records the work, it completes here: buffers beyond the
-     * list, and CuPy's work on the legacy default stream (its ptr 0, which
-     * is gtstore's default stream, whose work has completed on return). */
+     * list (CuPy's stream is never NULL: its stream 0 is the legacy default
+     * stream, gts_device_legacy_stream). */
     if (rc == GTS_OK && e->cuda && (e->overflow || !e->stream))
         rc = gts_device_synchronize(e->gpu, e->stream, &err);
     e->overflow = false;

@@ -81,7 +81,10 @@ static PyObject *imported_cupy_cuda(void)
 int gtpy_cupy_stream(const gts_device_ops *device, gts_stream *out)
 {
     static PyObject *get_current_stream; /* cupy.cuda.get_current_stream, once CuPy is in */
-    *out = NULL;
+    /* CuPy's default, its stream 0, is the legacy default stream, which
+     * libgtstore names otherwise (NULL is its "completed on return"): so
+     * also where CuPy is not imported, as for torch and GT4Py */
+    *out = gts_device_legacy_stream(device);
     if (!is_cuda_gpu(device))
         return 0;
     if (!get_current_stream) {
@@ -100,7 +103,8 @@ int gtpy_cupy_stream(const gts_device_ops *device, gts_stream *out)
     Py_XDECREF(ptr);
     if (PyErr_Occurred())
         return -1;
-    *out = handle;
+    if (handle)
+        *out = handle;
     return 0;
 }
 
@@ -137,9 +141,10 @@ int gtpy_stream_number(const gts_device_ops *device, PyObject *number, const cha
     if (PyLong_Check(number) && !overflow && value == -1)
         return 0; /* the consumer asks for no ordering: the default stream's order holds */
     if (PyLong_Check(number) && !overflow && value > 0 && (cuda || streams)) {
-        /* 1 and 2 are CUDA's legacy and per-thread default streams, and
-         * managed memory is ordered by the host: the host waits */
-        bool host_waits = cuda && (value <= 2 || device->kind != GTS_MEMORY_GPU);
+        /* 1 and 2 are CUDA's legacy and per-thread default streams, streams
+         * like the others on a CUDA GPU; managed memory is ordered by the
+         * host: the host waits */
+        bool host_waits = cuda && device->kind != GTS_MEMORY_GPU;
         *out = host_waits ? NULL : (gts_stream)(uintptr_t)value;
         return check_live(device, *out, what);
     }
@@ -465,8 +470,9 @@ static PyObject *api_skip_waits(PyObject *self, PyObject *skip)
 PyMethodDef gtpy_stream_methods[] = {
     {"current_stream", api_current_stream, METH_NOARGS,
      "current_stream()\n--\n\nThe Stream made current by `with stream:` in this thread (and "
-     "context), or None: then gtstore queues on CuPy's current stream on a CUDA GPU where "
-     "CuPy is imported, else on the device's default stream."},
+     "context), or None: then gtstore queues on CuPy's current stream on a CUDA GPU (the "
+     "legacy default stream unless CuPy has another current), else on the device's default "
+     "stream."},
     {"_skip_stream_waits_for_testing", api_skip_waits, METH_O,
      "_skip_stream_waits_for_testing(skip)\n--\n\nFor tests only: while true, no access "
      "waits for a buffer's device work, so that a test shows it detects a missing wait."},

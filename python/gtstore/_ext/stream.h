@@ -4,9 +4,10 @@
  * current stream of its device (docs/storage.md, "Stream order"): the
  * Stream made current by `with stream:` in this thread (a context
  * variable, so also per asyncio task) where it is a stream of that device;
- * else, on a CUDA GPU where CuPy is imported, CuPy's current stream; else
- * the device's default stream (NULL), on which everything has completed on
- * return. libgtstore orders the work by each buffer's events
+ * else, on a CUDA GPU, CuPy's current stream where CuPy is imported, else
+ * CUDA's legacy default stream (CuPy's default, and torch's and GT4Py's);
+ * else the device's default stream (NULL), on which everything has
+ * completed on return. libgtstore orders the work by each buffer's events
  * (gtstore/access.h). */
 #ifndef GTSTORE_EXT_STREAM_H
 #define GTSTORE_EXT_STREAM_H
@@ -21,15 +22,18 @@ extern PyMethodDef gtpy_stream_methods[];
  * cannot be read. */
 int gtpy_current_stream(const gts_device_ops *device, gts_stream *out);
 
-/* CuPy's current stream, where `device` is a CUDA GPU and CuPy is imported
- * (never imported here), else NULL: what CuPy computes on. */
+/* What CuPy computes on where `device` is a CUDA GPU: CuPy's current
+ * stream where CuPy is imported (never imported here), with its stream 0
+ * as the legacy default stream (gts_device_legacy_stream), which is also
+ * the answer without CuPy; NULL for other devices. */
 int gtpy_cupy_stream(const gts_device_ops *device, gts_stream *out);
 
 /* The stream of a DLPack or CUDA array interface stream number for memory
- * of `device` (docs/storage.md, Protocols): None, -1, 1 (legacy default)
- * and 2 (per-thread default) are the default stream (NULL, the host waits);
- * a larger value is a stream handle, for CUDA memory or a live stream of
- * the emulated device. */
+ * of `device` (docs/storage.md, Protocols): None and -1 are the default
+ * stream (NULL, the host waits); 1 (legacy default), 2 (per-thread
+ * default) and larger values are stream handles of CUDA GPU memory (for
+ * managed memory the host waits), or a live stream of the emulated
+ * device. */
 int gtpy_stream_number(const gts_device_ops *device, PyObject *number, const char *what,
                        gts_stream *out);
 
