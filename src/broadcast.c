@@ -226,9 +226,12 @@ static int result_dims(int n, const gts_operand *ops, gts_broadcast *r, base_dim
 /* gts__storage_check for operand k (k < 0: the output). */
 static int check_storage(int k, const gts_storage *s, gts_error *err)
 {
-    char who[32] = "out";
-    if (k >= 0)
-        snprintf(who, sizeof who, "operands: operand %d", k);
+    if (k < 0)
+        return gts__storage_check(s, "out", false, err);
+    if (gts__storage_check(s, "operands", false, NULL) == GTS_OK)
+        return GTS_OK; /* the operand's name is formatted only for the message */
+    char who[32];
+    snprintf(who, sizeof who, "operands: operand %d", k);
     return gts__storage_check(s, who, false, err);
 }
 

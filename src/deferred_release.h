@@ -18,6 +18,11 @@
  * memory thus returns to its pool ordered after the work, and no block is
  * handed out again while work that uses it may still run.
  *
+ * CUDA's device memory without a host side is not parked (buffer.c): its
+ * blocks go back in the order of the legacy default stream, which first
+ * waits for the buffer's event, so that the next allocation on that stream
+ * may take them at once.
+ *
  * Parking is bounded: beyond GTS__PARKED_BYTES bytes or GTS__PARKED_COUNT
  * buffers parked, a release waits on the host for the oldest parked
  * buffers' work (the device is then that far behind the host: throttling

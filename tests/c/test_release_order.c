@@ -16,12 +16,16 @@
  *   survives the fill. (Freeing the block at the release, without waiting
  *   or parking, fails this at once.)
  * - With the fake CUDA driver (the c-fake-cuda suite): its events read as
- *   pending for a few queries; the release neither waits for the event
- *   (cuEventSynchronize) nor frees the block (cuMemFreeAsync) until a query
- *   says the work is done, and an allocation meanwhile gets another block.
- *   Beyond GTS__PARKED_COUNT parked buffers, a release waits for the
- *   oldest; gts_cache_clear waits for them all. The rounds above run on
- *   CUDA too where a CUDA device is present. */
+ *   pending for a few queries. A device-only buffer is freed at once in
+ *   the legacy default stream's order (that stream waits for its event,
+ *   then cuMemFreeAsync), without a host wait. A mirrored one is parked:
+ *   the release neither waits for the event (cuEventSynchronize) nor frees
+ *   the blocks until a query says the work is done, and an allocation
+ *   meanwhile gets another block. Beyond GTS__PARKED_COUNT parked buffers,
+ *   a release waits for the oldest; gts_cache_clear waits for them all.
+ *   The rounds above run on CUDA too where a CUDA device is present (on a
+ *   GPU, the stream-ordered frees meet allocations and writes on the
+ *   legacy default stream). */
 #define _POSIX_C_SOURCE 200809L
 #include <dlfcn.h>
 #include <errno.h>
@@ -316,21 +320,50 @@ static stat_fn fake_stat(void)
     return fn;
 }
 
-static void test_fake_cuda(const gts_device_ops *cuda, stat_fn stat)
+/* A device-only buffer: its memory goes back in the legacy default
+ * stream's order (cuMemFreeAsync there), after that stream waited for the
+ * buffer's event: at once, with no host wait and nothing parked, and the
+ * next allocation may take the block. */
+static void test_fake_cuda_stream_ordered_free(const gts_device_ops *cuda, stat_fn stat)
+{
+    const int64_t n = 3001;
+    gts_stream s;
+    gts_storage a;
+    if (!CHECK_OK(gts_device_stream_create(cuda, &s, ERR)))
+        return;
+    if (make(cuda, n, GTS_ALLOC_ZERO, &a)) {
+        fill_on(&a, 7.0, s); /* its event reads as pending for 6 queries */
+        int64_t parked = gts__release_parked();
+        long long waits = stat("event_waits"), frees = stat("pool_frees");
+        long long stream_waits = stat("stream_event_waits");
+        gts_storage_release(&a);
+        CHECK_INT_EQ(gts__release_parked(), parked);
+        CHECK_INT_EQ(stat("stream_event_waits"), stream_waits + 1); /* the legacy stream waits */
+        CHECK_INT_EQ(stat("pool_frees"), frees + 1);                /* ... then frees */
+        CHECK_INT_EQ(stat("event_waits"), waits);                   /* the host did not wait */
+    }
+    gts_device_stream_destroy(cuda, s);
+}
+
+/* A mirrored buffer (a pinned host side, which the host reuses out of any
+ * stream's order) is parked instead: the release neither waits for the
+ * event nor frees the blocks until a query says the work is done, and an
+ * allocation meanwhile gets another block. */
+static void test_fake_cuda_parked(const gts_device_ops *cuda, stat_fn stat)
 {
     const int64_t n = 3001;
     gts_stream s;
     gts_storage a, b;
     if (!CHECK_OK(gts_device_stream_create(cuda, &s, ERR)))
         return;
-    if (make(cuda, n, GTS_ALLOC_ZERO, &a)) {
-        fill_on(&a, 7.0, s); /* its event reads as pending for 6 queries */
+    if (make(cuda, n, GTS_ALLOC_ZERO | GTS_ALLOC_MIRRORED, &a)) {
+        fill_on(&a, 7.0, s);
         void *block = device_data(&a);
         int64_t parked = gts__release_parked();
         long long waits = stat("event_waits"), frees = stat("pool_frees");
         gts_storage_release(&a);
         CHECK_INT_EQ(gts__release_parked(), parked + 1);
-        if (make(cuda, n, 0, &b)) {
+        if (make(cuda, n, GTS_ALLOC_MIRRORED, &b)) {
             CHECK(device_data(&b) != block); /* not reused: the work may still run */
             CHECK_INT_EQ(stat("pool_frees"), frees);
             gts_memory_stats stats;
@@ -356,7 +389,7 @@ static void test_fake_bound(const gts_device_ops *cuda, stat_fn stat)
     int64_t most = 0;
     for (int i = 0; i < 3 * GTS__PARKED_COUNT; ++i) {
         gts_storage a;
-        if (!make(cuda, 8, 0, &a))
+        if (!make(cuda, 8, GTS_ALLOC_MIRRORED, &a))
             break;
         fill_on(&a, (double)i, s);
         gts_storage_release(&a);
@@ -384,7 +417,8 @@ int main(void)
         printf("and on %s\n", cuda->name);
         stat_fn stat = fake_stat();
         if (stat) {
-            test_fake_cuda(cuda, stat);
+            test_fake_cuda_stream_ordered_free(cuda, stat);
+            test_fake_cuda_parked(cuda, stat);
             test_fake_bound(cuda, stat);
         }
         test_rounds(cuda, 100);

@@ -4,6 +4,7 @@
  * side may be written, so it brings that side up to date and marks it
  * written first (gtstore/sync.h). */
 #include "dlpack.h"
+#include "engine.h"
 #include "errors.h"
 #include "storage.h"
 #include "stream.h"
@@ -78,20 +79,19 @@ PyObject *gtpy_storage_to_cupy(PyObject *self, PyObject *unused)
                                         : "");
         return NULL;
     }
-    PyObject *cupy = PyImport_ImportModule("cupy");
-    if (!cupy) {
-        if (PyErr_ExceptionMatches(PyExc_ImportError)) {
-            PyErr_Clear();
-            PyErr_SetString(PyExc_RuntimeError,
-                            "to_cupy: a CuPy array of GPU memory needs CuPy, which is not "
-                            "installed (pip install cupy-cuda12x)");
-        }
+    /* the engine's array over the buffer (engine_view.c: one construction,
+     * no __cuda_array_interface__ round trip), on CuPy's current stream,
+     * which waits for the buffer's device work; the device side is marked
+     * written, as for every export */
+    gtpy_engine e;
+    const gts_device_ops *gpu = device->owner ? device->owner : device;
+    if (gtpy_engine_get(gpu, &e) < 0) {
+        gtpy_prefix_error("to_cupy");
         return NULL;
     }
-    /* CuPy reads __cuda_array_interface__, which orders the export on
-     * the current stream */
-    PyObject *array = PyObject_CallMethod(cupy, "asarray", "O", self);
-    Py_DECREF(cupy);
+    PyObject *array = gtpy_engine_storage_view(&e, self, 0, NULL, NULL, true, false);
+    if (gtpy_engine_finish(&e) < 0)
+        Py_CLEAR(array);
     return array;
 }
 
