@@ -15,7 +15,9 @@ fills and assignments on every stream, are checked against a NumPy model.
 """
 
 import contextlib
+import ctypes
 import random
+import types
 
 import numpy as np
 import pytest
@@ -173,6 +175,62 @@ def test_a_failed_kernel_touches_nothing_and_records_its_work(emulated):
         fill_kernel(call, 5.0, keep)
     assert a.sync_state.state == S.SYNC_DEVICE_DIRTY  # touched: the host side syncs
     assert (np.asarray(a) == 5.0).all()
+
+
+# The C kernel protocol (gtstore/binding.h) as ctypes sees it: a kernel
+# on the GPU finds its stream in binding->stream.
+MAX_NDIM = 16
+
+
+class BoundFieldC(ctypes.Structure):
+    _fields_ = [("origin_data", ctypes.c_void_p), ("ndim", ctypes.c_int),
+                ("dims", ctypes.c_int32 * MAX_NDIM), ("axis", ctypes.c_int * MAX_NDIM),
+                ("shape", ctypes.c_int64 * MAX_NDIM), ("strides", ctypes.c_int64 * MAX_NDIM),
+                ("origin", ctypes.c_int64 * MAX_NDIM)]
+
+
+class WarningC(ctypes.Structure):
+    _fields_ = [("field", ctypes.c_int), ("message", ctypes.c_char * 256)]
+
+
+class BindingC(ctypes.Structure):
+    _fields_ = [("domain", ctypes.c_int64 * 3), ("nwarnings", ctypes.c_int),
+                ("warnings", WarningC * 4), ("stream", ctypes.c_void_p)]
+
+
+KERNEL = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(BindingC), ctypes.POINTER(BoundFieldC),
+                          ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
+
+
+def test_a_c_kernel_launches_on_binding_stream(emulated):
+    """call_c hands the kernel the stream in binding->stream; the kernel
+    queues a fill there and returns, and the host waits for it."""
+    seen, keep = [], []
+
+    def fill(binding, fields, nfields, ctx, err):
+        b, f = binding.contents, fields[0]
+        seen.append(b.stream)
+        view = types.SimpleNamespace(data=f.origin_data, strides=tuple(f.strides[:3]))
+        with on_stream(b.stream):
+            out = gtstore.as_storage(DeviceView(view, tuple(b.domain)))
+            out[...] = 6.0
+        keep.append(out)
+        return 0
+
+    kernel = KERNEL(fill)
+    address = ctypes.cast(kernel, ctypes.c_void_p).value
+    s = gtstore.Stream()
+    for managed in ("gt4py", None):
+        a = gtstore.zeros((64, 64, 8), device="gpu", managed=managed)
+        with s:
+            a[...] = 1.0  # queued on s before the stencil
+            FILL.call_c(address, a, origin=(1, 1, 1), domain=(60, 60, 6))
+        want = np.ones((64, 64, 8))
+        want[1:61, 1:61, 1:7] = 6.0
+        np.testing.assert_array_equal(np.asarray(gtstore.storage(a, device="cpu")), want)
+    FILL.call_c(address, a)  # no current stream: the default one
+    assert seen == [s.ptr, s.ptr, None]
+    assert (np.asarray(gtstore.storage(a, device="cpu")) == 6.0).all()
 
 
 # ---- random sequences against a model -----------------------------------------------------------
