@@ -437,6 +437,14 @@ static int call_callback(PyObject *callback)
     return result ? 0 : -1;
 }
 
+/* The device of a slot's Storage. */
+static const gts_device_ops *slot_device(const bind_slot *slot)
+{
+    gts_storage g;
+    gtpy_storage_load(slot->storage, &g);
+    return gts_buffer_device(g.buffer);
+}
+
 int gtpy_slots_stream(bind_slot *slots, int n, gts_device device, gts_stream *out)
 {
     *out = NULL;
@@ -445,9 +453,7 @@ int gtpy_slots_stream(bind_slot *slots, int n, gts_device device, gts_stream *ou
     const gts_device_ops *gpu = NULL;
     for (int f = 0; f < n && !gpu; ++f)
         if (slots[f].device_side) {
-            gts_storage g;
-            gtpy_storage_load(slots[f].storage, &g);
-            gpu = gts_buffer_device(g.buffer);
+            gpu = slot_device(&slots[f]);
             gpu = gpu->owner ? gpu->owner : gpu; /* a GPU's, for its managed memory */
         }
     if (!gpu && gts_device_gpu(&gpu, NULL) != GTS_OK)
@@ -457,11 +463,8 @@ int gtpy_slots_stream(bind_slot *slots, int n, gts_device device, gts_stream *ou
     /* memory of another device than the stream's (a GPU's managed memory)
      * is ordered on the default stream, by the host */
     for (int f = 0; f < n; ++f)
-        if (slots[f].device_side) {
-            gts_storage g;
-            gtpy_storage_load(slots[f].storage, &g);
-            slots[f].stream = gts_buffer_device(g.buffer) == gpu ? *out : NULL;
-        }
+        if (slots[f].device_side)
+            slots[f].stream = slot_device(&slots[f]) == gpu ? *out : NULL;
     return 0;
 }
 

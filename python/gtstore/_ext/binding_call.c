@@ -337,9 +337,11 @@ static PyGetSetDef binding_getset[] = {
 
 static PyMethodDef binding_methods[] = {
     {"__enter__", binding_enter, METH_NOARGS,
-     "__enter__($self, /)\n--\n\nAcquires every field (its data interface's acquire; a Storage's host side synced)."},
+     "__enter__($self, /)\n--\n\nAcquires every field (its data interface's acquire; a Storage's host side synced, "
+     "or for a stencil on the GPU its device side ordered on the current stream, self.stream)."},
     {"__exit__", binding_exit, METH_VARARGS,
-     "__exit__($self, exc_type, exc_value, traceback, /)\n--\n\nTouches the written fields (only without an exception), then releases all."},
+     "__exit__($self, exc_type, exc_value, traceback, /)\n--\n\nTouches the written fields (only without an exception), then releases all "
+     "(on the GPU: each Storage's buffer records its event on self.stream)."},
     {"origins", binding_origins, METH_NOARGS,
      "origins($self, /)\n--\n\n{name: origin}, each in the kernel's order (I, J, K, data dimensions)."},
     {"arrays", binding_arrays, METH_NOARGS,
@@ -355,7 +357,8 @@ PyTypeObject gtpy_Binding_Type = {
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "The fields of one stencil call, bound and checked (Signature.bind). "
               "binding['name'] is a BoundField; `with binding:` runs the acquire/touch/release "
-              "protocol around the body.",
+              "protocol around the body (for a stencil on the GPU in the stream order: its "
+              "kernel queues its work on binding.stream).",
     .tp_dealloc = binding_dealloc,
     .tp_repr = binding_repr,
     .tp_as_mapping = &binding_as_mapping,
@@ -702,6 +705,7 @@ PyMethodDef gtpy_signature_methods[] = {
      "As call(), with a C kernel (gtstore/binding.h's gts_kernel_fn: a capsule, or its address "
      "as an int, e.g. ctypes.cast(lib.kernel, ctypes.c_void_p).value) that receives the "
      "binding and the bound fields, with ctx (an int address or None) and the GIL "
-     "released. A kernel's error becomes the matching Python exception."},
+     "released; on the GPU it queues its work on binding->stream, the current stream. A "
+     "kernel's error becomes the matching Python exception."},
     {NULL, NULL, 0, NULL},
 };
