@@ -12,6 +12,9 @@ emulated device it runs on the stream's worker thread after a random
 delay: a missing wait or record gives a wrong value. Random sequences of
 such stencils on one stream, then reads on another stream and on the host,
 fills and assignments on every stream, are checked against a NumPy model.
+A kernel written with the emulated device's engine (NumPy over the host
+memory behind the device addresses) runs too: it starts once its stream's
+queued work, the waits included, is done, and completes before it returns.
 """
 
 import contextlib
@@ -73,6 +76,21 @@ def copy_kernel(call, keep):
     with on_stream(call.stream):
         out[...] = inp
     keep += [out, inp]  # freeing a view would wait for its work on the host
+
+
+def numpy_kernel(call):
+    """out = 2 inp + 1 over the domain with the emulated device's engine:
+    NumPy over the host memory behind the device addresses (to_ndarray of
+    a view, which waits for nothing of the bound Storages'). The kernel
+    starts once the work queued before it on its stream is done, the
+    stream's waits for the fields' device work included, and completes
+    before it returns (the record then finds it done)."""
+    out = gtstore.as_storage(DeviceView(call["out"], call.domain)).to_ndarray()
+    inp = gtstore.as_storage(DeviceView(call["inp"], call.domain)).to_ndarray()
+    if call.stream is not None:
+        gtstore.Stream(ptr=call.stream).synchronize()
+    np.multiply(inp, 2.0, out=out)
+    out += 1.0
 
 
 def fill_kernel(call, value, keep):
@@ -152,6 +170,21 @@ def test_a_written_mirrored_field_is_synced_back(emulated):
     want = np.ones(SHAPE)
     want[1:3, 1:3, 1:3] = 7.0
     np.testing.assert_array_equal(np.asarray(a), want)
+
+
+def test_a_numpy_kernel_starts_after_its_streams_waits(emulated):
+    """The NumPy kernel reads what a fill queued on another stream wrote."""
+    s1, s2 = gtstore.Stream(), gtstore.Stream()
+    for value in range(1, 6):
+        inp = gtstore.zeros((64, 64, 8), device="gpu", managed=None)
+        out = gtstore.zeros((64, 64, 8), device="gpu")
+        with s1:
+            for n in range(4):
+                inp[...] = float(-n)
+            inp[...] = float(value)
+        with s2, COPY.bind(out, inp) as call:
+            numpy_kernel(call)
+        assert (np.asarray(out) == 2 * value + 1).all()
 
 
 def test_a_failed_kernel_touches_nothing_and_records_its_work(emulated):
@@ -251,8 +284,9 @@ class Sequence:
     stencils run on the first stream, the reads on the second, the host
     and the default stream."""
 
-    def __init__(self, seed, streams):
+    def __init__(self, seed, streams, cuda=False):
         self.rng = random.Random(seed)
+        self.cuda = cuda  # a CUDA GPU: no NumPy kernel (its memory is not the host's)
         self.streams = streams + [None]
         self.fields = [gtstore.zeros(SHAPE, device="gpu", managed=self.rng.choice(["gt4py", None]))
                        for _ in range(3)]
@@ -273,7 +307,9 @@ class Sequence:
         x, y = self.fields[i], self.fields[j]
         origin, domain, key = random_region(rng)
         value = float(next(self.values))
-        op = rng.randrange(8)
+        op = rng.randrange(9)
+        if op == 8 and self.cuda:
+            op = 0
         if op in (0, 1):  # a copy stencil on the stencils' stream (or the default one)
             with self.on(rng.choice([self.streams[0], None])):
                 with COPY.bind(x, y, origin=origin, domain=domain) as call:
@@ -294,6 +330,11 @@ class Sequence:
             with self.on(rng.choice(self.streams)):
                 x[key] = y[key]
             self.model[i][key] = self.model[j][key]
+        elif op == 8:  # a NumPy kernel on the stencils' stream
+            with self.on(self.streams[0]):
+                with COPY.bind(x, y, origin=origin, domain=domain) as call:
+                    numpy_kernel(call)
+            self.model[i][key] = 2.0 * self.model[j][key] + 1.0
         elif op == 6:  # a host read
             self.check(np.array(gtstore.storage(x, device="cpu")), self.model[i])
         else:  # a host write
@@ -311,11 +352,11 @@ class Sequence:
         return self.wrong
 
 
-def run_sequences(seeds, steps):
+def run_sequences(seeds, steps, cuda=False):
     streams = [gtstore.Stream(), gtstore.Stream()]
     wrong = 0
     for seed in seeds:
-        sequence = Sequence(seed, streams)
+        sequence = Sequence(seed, streams, cuda)
         for _ in range(steps):
             sequence.step()
         wrong += sequence.finish()
@@ -342,4 +383,4 @@ def test_random_stencil_sequences_on_cuda():
     """The sequences on a CUDA GPU (the fake driver in CI)."""
     if not cuda_gpu():
         pytest.skip("no CUDA GPU (nor the fake driver)")
-    assert run_sequences(range(3), 40) == 0
+    assert run_sequences(range(3), 40, cuda=True) == 0
