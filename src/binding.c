@@ -414,6 +414,7 @@ int gts_bind(const gts_signature *sig, const gts_field_desc *fields, const gts_b
     if (!sig || !out || (sig->nfields > 0 && (!fields || !bound)))
         return gts_error_set(err, GTS_EINVAL, "bind: NULL argument");
     out->nwarnings = 0;
+    out->stream = NULL;
     int rc;
     for (int f = 0; f < sig->nfields; ++f) {
         const gts_field_spec *spec = &sig->fields[f];

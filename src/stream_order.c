@@ -34,6 +34,36 @@ static void unlock(gts__order *o)
     atomic_store_explicit(&o->busy, false, memory_order_release);
 }
 
+/* What the waits and queries start from, read under the lock: whether
+ * work is pending, the event that covers it and how many records it has
+ * seen (a later record changes the count). */
+typedef struct order_snapshot {
+    bool pending;
+    gts_event event;
+    uint64_t records;
+} order_snapshot;
+
+static order_snapshot snapshot(gts__order *o)
+{
+    lock(o);
+    order_snapshot now = {o->pending, o->event, o->records};
+    unlock(o);
+    return now;
+}
+
+/* The event of snapshot `seen` completed: nothing is pending unless a
+ * record came since (its work may still run). Returns whether work is
+ * pending now. */
+static bool settle(gts__order *o, order_snapshot seen)
+{
+    lock(o);
+    if (o->records == seen.records)
+        o->pending = false;
+    bool pending = o->pending;
+    unlock(o);
+    return pending;
+}
+
 /* Whether the device can have work pending when a call returns. */
 static bool ordered(const gts_device_ops *dev)
 {
@@ -44,22 +74,15 @@ int gts__order_host(const gts_device_ops *dev, gts__order *o, gts_error *err)
 {
     if (!ordered(dev) || atomic_load_explicit(&skip_waits, memory_order_relaxed))
         return GTS_OK;
-    lock(o);
-    bool pending = o->pending;
-    gts_event event = o->event;
-    uint64_t records = o->records;
-    unlock(o);
-    if (!pending)
+    order_snapshot now = snapshot(o);
+    if (!now.pending)
         return GTS_OK;
     /* A record meanwhile covers this one's work too (stream_order.h), so
      * the event is waited for as it is when the wait begins. */
-    int rc = gts_device_event_synchronize(dev, event, err);
+    int rc = gts_device_event_synchronize(dev, now.event, err);
     if (rc)
         return rc;
-    lock(o);
-    if (o->records == records) /* nothing recorded since: all done */
-        o->pending = false;
-    unlock(o);
+    settle(o, now);
     return GTS_OK;
 }
 
@@ -119,30 +142,18 @@ bool gts__order_unfinished(const gts_device_ops *dev, gts__order *o)
 {
     if (!ordered(dev))
         return false;
-    lock(o);
-    bool pending = o->pending;
-    unlock(o);
-    return pending;
+    return snapshot(o).pending;
 }
 
 bool gts__order_pending(const gts_device_ops *dev, gts__order *o)
 {
     if (!ordered(dev))
         return false;
-    lock(o);
-    bool pending = o->pending;
-    gts_event event = o->event;
-    uint64_t records = o->records;
-    unlock(o);
+    order_snapshot now = snapshot(o);
     bool done = false;
-    if (pending && gts_device_event_query(dev, event, &done, NULL) == GTS_OK && done) {
-        lock(o);
-        if (o->records == records)
-            o->pending = false;
-        pending = o->pending;
-        unlock(o);
-    }
-    return pending;
+    if (now.pending && gts_device_event_query(dev, now.event, &done, NULL) == GTS_OK && done)
+        return settle(o, now);
+    return now.pending;
 }
 
 void gts__order_release(const gts_device_ops *dev, gts__order *o)

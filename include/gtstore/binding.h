@@ -38,6 +38,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "gtstore/device.h"
 #include "gtstore/dtype.h"
 #include "gtstore/error.h"
 #include "gtstore/layout.h"
@@ -127,6 +128,14 @@ typedef struct gts_binding {
     int64_t domain[3]; /* I, J, K; 1 for an axis no field has */
     int nwarnings;     /* may exceed GTS_BIND_MAX_WARNINGS: the rest are not kept */
     gts_bind_warning warnings[GTS_BIND_MAX_WARNINGS];
+    /* The stream a kernel on the GPU queues its work on (ABI 6). gts_bind
+     * sets NULL, the default stream, on which the kernel completes its
+     * work before it returns. A caller that ordered the fields' device
+     * sides on a stream (gtstore/access.h: gts_storage_access before the
+     * kernel, gts_storage_access_end after it, as the Python API's GPU
+     * stencil calls do) sets it: the kernel launches there and may return
+     * with its work still queued. */
+    gts_stream stream;
 } gts_binding;
 
 /* Binds `fields` (sig->nfields of them, in the signature's order) into
@@ -141,7 +150,9 @@ int gts_bind(const gts_signature *sig, const gts_field_desc *fields, const gts_b
 /* A kernel over one call's bound fields, in the signature's order: the C
  * kernel hook. The Python API calls it with the GIL released
  * (Signature.call_c), so it must not touch Python objects. `ctx` is the
- * caller's. Returns 0, or a negative gts_status with `err` filled. */
+ * caller's. A kernel on the GPU queues its work on binding->stream (NULL:
+ * the default stream, where it completes before returning). Returns 0, or
+ * a negative gts_status with `err` filled. */
 typedef int (*gts_kernel_fn)(const gts_binding *binding, const gts_bound_field *fields,
                              int nfields, void *ctx, gts_error *err);
 

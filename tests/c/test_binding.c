@@ -101,7 +101,9 @@ static void test_origin_and_domain_from_shapes(void)
                 "inp: dimension I: origin 0 - lower extent 1 = -1");
     int64_t all[3] = {1, 1, 0};
     gts_bind_args args = {.origin_all = all};
+    b.stream = &b; /* gts_bind sets the default stream: a caller sets its own */
     if (CHECK_OK(bind2(&out, &inp, &args, &b, bound))) {
+        CHECK(b.stream == NULL);
         CHECK_INT_EQ(b.domain[0], 8); /* inp: 10 - 1 - 1 */
         CHECK_INT_EQ(b.domain[1], 8);
         CHECK_INT_EQ(b.domain[2], 5);

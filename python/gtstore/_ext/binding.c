@@ -20,6 +20,7 @@
 #include "errors.h"
 #include "source.h"
 #include "storage.h"
+#include "stream.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -177,6 +178,26 @@ static int load_entry(bind_slot *slot, PyObject *obj, PyObject *info)
 static int load_copy_in(bind_slot *slot, PyObject *storage, const gts_storage *g,
                         const gts_field_spec *spec);
 
+/* A Storage's device side, for a stencil on the GPU: the device address
+ * of its element 0, accessed in the stream order around the run
+ * (gtpy_slots_acquire). Host memory is refused: a GPU kernel cannot reach
+ * it. */
+static int load_device_side(bind_slot *slot, PyObject *storage, const gts_storage *g)
+{
+    if (gts_buffer_device_kind(g->buffer) != GTS_DEVICE_GPU) {
+        PyErr_SetString(PyExc_ValueError,
+                        "its memory is host memory, and the stencil computes on the gpu");
+        return -1;
+    }
+    if (load_storage(slot, storage, g) < 0)
+        return -1;
+    char *base = gts_buffer_data(g->buffer); /* NULL for an empty storage over no memory */
+    slot->desc.data = base ? base + g->offset : NULL;
+    slot->desc.device = GTS_DEVICE_GPU;
+    slot->device_side = true;
+    return 0;
+}
+
 /* Another library's array that gtpy_source_import made a storage over
  * (`storage`): on the host, its memory where the host reaches it, else a
  * copy in and out; on the GPU, its device memory. The memory stays alive
@@ -191,15 +212,13 @@ static int load_imported(bind_slot *slot, PyObject *storage, gts_device device,
     if (device == GTS_DEVICE_CPU) {
         rc = gtpy_has_host_side(g.buffer) ? load_storage(slot, storage, &g)
                                           : load_copy_in(slot, storage, &g, spec);
-    } else if (gts_buffer_device_kind(g.buffer) != GTS_DEVICE_GPU) {
-        PyErr_SetString(PyExc_ValueError,
-                        "its memory is host memory, and the stencil computes on the gpu");
-        rc = -1;
     } else {
-        rc = load_storage(slot, storage, &g);
-        slot->desc.data = (char *)gts_buffer_data(g.buffer) + g.offset;
-        slot->desc.device = GTS_DEVICE_GPU;
-        Py_CLEAR(slot->storage); /* no host side to acquire or touch */
+        rc = load_device_side(slot, storage, &g);
+        /* a buffer of this call only, with no device work of gtstore's to
+         * order: the producer's protocol ordered the memory when it was
+         * imported */
+        slot->device_side = false;
+        Py_CLEAR(slot->storage);
     }
     slot->desc.dims = NULL;
     slot->desc.halo = NULL;
@@ -244,6 +263,8 @@ static int load_source(bind_slot *slot, gtpy_source *src, gts_device device,
     }
     gts_storage g;
     gtpy_storage_load(src->storage, &g);
+    if (device == GTS_DEVICE_GPU)
+        return load_device_side(slot, src->storage, &g);
     return gtpy_has_host_side(g.buffer) ? load_storage(slot, src->storage, &g)
                                         : load_copy_in(slot, src->storage, &g, spec);
 }
@@ -416,19 +437,61 @@ static int call_callback(PyObject *callback)
     return result ? 0 : -1;
 }
 
-/* A Storage's sides, by the rule of gtstore/sync.h: acquire brings the host
- * side up to date, touch marks it written. */
-static int storage_side(PyObject *storage, bool write)
+/* The device of a slot's Storage. */
+static const gts_device_ops *slot_device(const bind_slot *slot)
 {
     gts_storage g;
-    gtpy_storage_load(storage, &g);
-    return gtpy_storage_host_access(&g, write);
+    gtpy_storage_load(slot->storage, &g);
+    return gts_buffer_device(g.buffer);
+}
+
+int gtpy_slots_stream(bind_slot *slots, int n, gts_device device, gts_stream *out)
+{
+    *out = NULL;
+    if (device != GTS_DEVICE_GPU)
+        return 0;
+    const gts_device_ops *gpu = NULL;
+    for (int f = 0; f < n && !gpu; ++f)
+        if (slots[f].device_side) {
+            gpu = slot_device(&slots[f]);
+            gpu = gpu->owner ? gpu->owner : gpu; /* a GPU's, for its managed memory */
+        }
+    if (!gpu && gts_device_gpu(&gpu, NULL) != GTS_OK)
+        return 0; /* no GPU: no stream but the default one */
+    if (gtpy_current_stream(gpu, out) < 0)
+        return -1;
+    /* memory of another device than the stream's (a GPU's managed memory)
+     * is ordered on the default stream, by the host */
+    for (int f = 0; f < n; ++f)
+        if (slots[f].device_side)
+            slots[f].stream = slot_device(&slots[f]) == gpu ? *out : NULL;
+    return 0;
+}
+
+/* A Storage's side, by the rules of gtstore/access.h: the host side for a
+ * stencil on the CPU (acquire brings it up to date, touch marks it
+ * written); the device side for one on the GPU, on the slot's stream
+ * (acquire orders the stream after the buffer's device work, touch marks
+ * it written). */
+static int storage_side(bind_slot *slot, bool write)
+{
+    gts_storage g;
+    gtpy_storage_load(slot->storage, &g);
+    if (!slot->device_side)
+        return gtpy_storage_host_access(&g, write);
+    gts_error err;
+    void *data;
+    gts_access access = write ? GTS_ACCESS_WRITE : GTS_ACCESS_READ;
+    if (gts_storage_access(&g, GTS_SIDE_DEVICE, access, slot->stream, &data, &err) != GTS_OK)
+        return gtpy_raise(&err);
+    slot->accessed = true;
+    return 0;
 }
 
 int gtpy_slots_acquire(bind_slot *slots, int n)
 {
     for (int f = 0; f < n; ++f) {
-        int rc = slots[f].storage ? storage_side(slots[f].storage, false)
+        int rc = slots[f].storage ? storage_side(&slots[f], false)
                                   : call_callback(slots[f].acquire);
         if (rc < 0) {
             /* release what was acquired, keeping this error */
@@ -458,7 +521,7 @@ int gtpy_slots_touch(const SignatureObject *s, bind_slot *slots)
     for (int f = 0; f < s->sig.nfields; ++f) {
         if (!s->fields[f].written)
             continue;
-        int done = slots[f].storage ? storage_side(slots[f].storage, true)
+        int done = slots[f].storage ? storage_side(&slots[f], true)
                                     : call_callback(slots[f].touch);
         if (done == 0 && slots[f].copy_back)
             done = copy_back(slots[f].copy_back, slots[f].storage);
@@ -470,13 +533,30 @@ int gtpy_slots_touch(const SignatureObject *s, bind_slot *slots)
     return rc;
 }
 
+/* After a run on the GPU: the buffer's event recorded on the slot's
+ * stream, after the kernel's work there (read fields too, so that a later
+ * write waits for the reads), as libgtstore's own copies do. */
+static int release_side(bind_slot *slot)
+{
+    if (!slot->accessed)
+        return 0;
+    slot->accessed = false;
+    gts_storage g;
+    gts_error err;
+    gtpy_storage_load(slot->storage, &g);
+    return gts_storage_access_end(&g, GTS_SIDE_DEVICE, GTS_ACCESS_READ, slot->stream, &err) ==
+                   GTS_OK
+               ? 0
+               : gtpy_raise(&err);
+}
+
 int gtpy_slots_release(bind_slot *slots, int n)
 {
     /* every field is released; the first error is the one raised */
     PyObject *error = NULL;
     int rc = 0;
     for (int f = 0; f < n; ++f) {
-        if (call_callback(slots[f].release) == 0)
+        if (release_side(&slots[f]) == 0 && call_callback(slots[f].release) == 0)
             continue;
         if (rc == 0)
             error = gtpy_error_take();

@@ -14,7 +14,7 @@
 typedef struct {
     PyObject_VAR_HEAD
     SignatureObject *sig;
-    gts_binding result;
+    gts_binding result; /* result.stream: the stream of the last __enter__ */
     bool entered;
     bind_slot slots[];
 } BindingObject;
@@ -26,7 +26,8 @@ void gtpy_slots_init(bind_slot *slots, int n)
     for (int f = 0; f < n; ++f) {
         slots[f].obj = slots[f].storage = slots[f].copy_back = NULL;
         slots[f].acquire = slots[f].touch = slots[f].release = NULL;
-        slots[f].have_view = false;
+        slots[f].have_view = slots[f].device_side = slots[f].accessed = false;
+        slots[f].stream = NULL;
     }
 }
 
@@ -107,6 +108,15 @@ static PyObject *binding_domain(PyObject *self, void *closure)
     return gtpy_int64_tuple(3, ((BindingObject *)self)->result.domain);
 }
 
+/* The stream handle as an int, None for the default stream (as the CUDA
+ * array interface's "stream"). */
+static PyObject *binding_stream(PyObject *self, void *closure)
+{
+    (void)closure;
+    gts_stream stream = ((BindingObject *)self)->result.stream;
+    return stream ? PyLong_FromVoidPtr(stream) : Py_NewRef(Py_None);
+}
+
 static PyObject *binding_fields(PyObject *self, void *closure)
 {
     (void)closure;
@@ -121,7 +131,9 @@ static PyObject *binding_enter(PyObject *self, PyObject *unused)
         PyErr_SetString(PyExc_RuntimeError, "this Binding is entered already");
         return NULL;
     }
-    if (gtpy_slots_acquire(b->slots, b->sig->sig.nfields) < 0)
+    int n = b->sig->sig.nfields;
+    if (gtpy_slots_stream(b->slots, n, b->sig->sig.device, &b->result.stream) < 0 ||
+        gtpy_slots_acquire(b->slots, n) < 0)
         return NULL;
     b->entered = true;
     return Py_NewRef(self);
@@ -313,14 +325,23 @@ static PyObject *binding_repr(PyObject *self)
 static PyGetSetDef binding_getset[] = {
     {"domain", binding_domain, NULL, "The domain (I, J, K).", NULL},
     {"fields", binding_fields, NULL, "The field names, in the signature's order.", NULL},
+    {"stream", binding_stream, NULL,
+     "The stream the kernel queues its work on, from __enter__ on: the handle (an int, "
+     "gtstore.Stream(ptr=...) wraps it) of the current stream of a stencil on the GPU, whose "
+     "Storages' device sides it was ordered after; None for the default stream (on the CPU, "
+     "or no current stream), where the host waited and the kernel completes its work before "
+     "the block ends.",
+     NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
 static PyMethodDef binding_methods[] = {
     {"__enter__", binding_enter, METH_NOARGS,
-     "__enter__($self, /)\n--\n\nAcquires every field (its data interface's acquire; a Storage's host side synced)."},
+     "__enter__($self, /)\n--\n\nAcquires every field (its data interface's acquire; a Storage's host side synced, "
+     "or for a stencil on the GPU its device side ordered on the current stream, self.stream)."},
     {"__exit__", binding_exit, METH_VARARGS,
-     "__exit__($self, exc_type, exc_value, traceback, /)\n--\n\nTouches the written fields (only without an exception), then releases all."},
+     "__exit__($self, exc_type, exc_value, traceback, /)\n--\n\nTouches the written fields (only without an exception), then releases all "
+     "(on the GPU: each Storage's buffer records its event on self.stream)."},
     {"origins", binding_origins, METH_NOARGS,
      "origins($self, /)\n--\n\n{name: origin}, each in the kernel's order (I, J, K, data dimensions)."},
     {"arrays", binding_arrays, METH_NOARGS,
@@ -336,7 +357,8 @@ PyTypeObject gtpy_Binding_Type = {
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "The fields of one stencil call, bound and checked (Signature.bind). "
               "binding['name'] is a BoundField; `with binding:` runs the acquire/touch/release "
-              "protocol around the body.",
+              "protocol around the body (for a stencil on the GPU in the stream order: its "
+              "kernel queues its work on binding.stream).",
     .tp_dealloc = binding_dealloc,
     .tp_repr = binding_repr,
     .tp_as_mapping = &binding_as_mapping,
@@ -443,6 +465,7 @@ static PyObject *bind_and_run(PyObject *self, gtpy_signature *sig, PyObject *con
     PyObject *result = NULL;
     PyObject *values[GTPY_MAX_ARGS];
     if (bind_call(s, sig, args + 1, nargs - 1, kwnames, slots, &binding, values) == 0 &&
+        gtpy_slots_stream(slots, n, s->sig.device, &binding.stream) == 0 &&
         gtpy_slots_acquire(slots, n) == 0) {
         result = run(s, slots, &binding, args[0], values + ARG_EXTRAS);
         if (gtpy_slots_finish(s, slots, result != NULL) < 0)
@@ -682,6 +705,7 @@ PyMethodDef gtpy_signature_methods[] = {
      "As call(), with a C kernel (gtstore/binding.h's gts_kernel_fn: a capsule, or its address "
      "as an int, e.g. ctypes.cast(lib.kernel, ctypes.c_void_p).value) that receives the "
      "binding and the bound fields, with ctx (an int address or None) and the GIL "
-     "released. A kernel's error becomes the matching Python exception."},
+     "released; on the GPU it queues its work on binding->stream, the current stream. A "
+     "kernel's error becomes the matching Python exception."},
     {NULL, NULL, 0, NULL},
 };

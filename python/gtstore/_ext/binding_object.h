@@ -25,6 +25,12 @@ typedef struct bind_slot {
     PyObject *copy_back;                 /* the device Storage `storage` is a host copy of
                                             (copy-in/copy-out, GDP-3's final text), or NULL */
     PyObject *acquire, *touch, *release; /* data interface callbacks, or NULL */
+    bool device_side;                    /* `storage` is bound by its device side, for a
+                                            stencil on the GPU: accessed in the stream
+                                            order (gtstore/access.h) */
+    bool accessed;                       /* its device side was acquired on `stream`: the
+                                            release records its event there */
+    gts_stream stream;
     bool have_view;
     Py_buffer view;
     int64_t shape[GTS_BIND_MAX_NDIM], strides[GTS_BIND_MAX_NDIM], origin[GTS_BIND_MAX_NDIM];
@@ -59,9 +65,24 @@ void gtpy_slot_clear(bind_slot *slot);
  * None: not given); the warnings become FieldWarnings. */
 int gtpy_bind_slots(const SignatureObject *s, bind_slot *slots, PyObject *domain,
                     PyObject *origin, gts_binding *out);
+/* The stream a call's kernel runs on, into *out (binding.c): for a
+ * stencil on the GPU the current stream (stream.h) of the device of its
+ * first Storage bound by its device side, else of the GPU; NULL (the
+ * default stream) on the CPU or without a GPU. Sets the stream of each
+ * such slot's accesses: that one where the storage is memory of the
+ * stream's device, else the default stream. Before gtpy_slots_acquire; -1
+ * with an exception where the current stream cannot be read. */
+int gtpy_slots_stream(bind_slot *slots, int n, gts_device device, gts_stream *out);
 /* Seed 004's protocol: acquire all (on a failure the acquired ones are
  * released), touch the written ones, release all (each is released even if
- * another fails; the first error is raised). */
+ * another fails; the first error is raised). A Storage's host side is
+ * synced (acquire) and marked written (touch), for a stencil on the CPU.
+ * For a stencil on the GPU its device side is accessed on the slot's
+ * stream (gtpy_slots_stream) with gts_storage_access: the stream is
+ * ordered after the buffer's device work without a host wait (acquire),
+ * the side is marked written (touch), and the buffer's event is recorded
+ * on the stream after the kernel, for read and written fields alike
+ * (release, gts_storage_access_end). */
 int gtpy_slots_acquire(bind_slot *slots, int n);
 int gtpy_slots_touch(const SignatureObject *s, bind_slot *slots);
 int gtpy_slots_release(bind_slot *slots, int n);

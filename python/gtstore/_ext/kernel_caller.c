@@ -110,6 +110,7 @@ static PyObject *caller_vectorcall(PyObject *self, PyObject *const *args, size_t
         rc = gtpy_slot_load(&slots[f], a.fields[f], &c->sig->fields[f], c->sig->sig.device);
     gts_binding binding;
     if (rc == 0 && gtpy_bind_slots(c->sig, slots, a.values[0], a.values[1], &binding) == 0 &&
+        gtpy_slots_stream(slots, n, c->sig->sig.device, &binding.stream) == 0 &&
         gtpy_slots_acquire(slots, n) == 0) {
         result = run_kernel(c, slots, &binding, &a);
         if (gtpy_slots_finish(c->sig, slots, result != NULL) < 0)

@@ -280,7 +280,7 @@ int gtpy_source_read(gtpy_source *s, PyObject *obj, gts_device device, int max_n
 {
     static PyObject *interface_name;
     source_init(s);
-    if (device == GTS_DEVICE_CPU && gtpy_is_storage(obj))
+    if (gtpy_is_storage(obj)) /* its own fields, on either side */
         return source_from_storage(s, obj) < 0 ? -1 : 1;
     s->array = Py_NewRef(obj);
     PyObject *interface;
