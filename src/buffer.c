@@ -13,6 +13,7 @@
 #include "buffer_wrap.h"
 #include "device_pool.h"
 #include "host_memory.h"
+#include "stream_free.h"
 
 /* ---- statistics -------------------------------------------------------- */
 
@@ -172,12 +173,9 @@ int gts_buffer_alloc(const gts_device_ops *device, int64_t size, unsigned flags,
         return rc;
     }
     buffer_init(buffer, device, MEMORY_DEVICE, block, size);
-    /* The block may be one freed in the legacy stream's order whose last
-     * work has not run yet (freed_in_stream_order): the new owner's work
-     * on any other stream, and its host accesses, wait for the point of the
-     * allocation on that stream. */
-    gts_stream legacy = gts_device_legacy_stream(device);
-    if (legacy && (rc = gts__order_record(device, &buffer->order, legacy, err))) {
+    /* the block may be one freed in a stream's order whose last work has
+     * not run yet (freed_in_stream_order) */
+    if ((rc = gts__stream_free_order_new(device, &buffer->order, err))) {
         gts_buffer_release(buffer);
         return rc;
     }
@@ -310,22 +308,14 @@ static void destroy_parked(gts__parked *parked)
     destroy((gts_buffer *)((char *)parked - offsetof(gts_buffer, parked)));
 }
 
-/* Whether the buffer's memory goes back in the order of a stream, after
- * that stream waited for the buffer's work: CUDA's device memory, which
- * is freed on the legacy default stream (a stream-ordered pool's
- * cuMemFreeAsync, or a block fenced by an event recorded there:
- * device_cuda_memory.c), so that the next allocation on that stream can
- * take the block at once, as CuPy's pool does, instead of the pool growing
- * while temporaries are parked (the new owner's order starts at that
- * stream's point of the allocation: gts_buffer_alloc). A host side
- * (pinned: the host reuses it out of any stream's order) or another
- * library's memory parks. */
+/* Whether the buffer may be freed now, in a stream's order: CUDA's device
+ * memory without a host side (stream_free.h). A host side (pinned: the
+ * host reuses it out of any stream's order) or another library's memory
+ * parks. */
 static bool freed_in_stream_order(gts_buffer *buffer)
 {
-    gts_stream legacy = gts_device_legacy_stream(buffer->device);
-    gts_error err;
-    return legacy && buffer->kind == MEMORY_DEVICE && !buffer->mirror &&
-           gts__order_hand_over(buffer->device, &buffer->order, legacy, &err) == GTS_OK;
+    return buffer->kind == MEMORY_DEVICE && !buffer->mirror &&
+           gts__stream_free(buffer->device, &buffer->order);
 }
 
 void gts_buffer_release(gts_buffer *buffer)

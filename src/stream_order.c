@@ -168,15 +168,10 @@ void gts__order_release(const gts_device_ops *dev, gts__order *o)
     o->event = NULL;
 }
 
-int gts__order_hand_over(const gts_device_ops *dev, gts__order *o, gts_stream stream,
-                         gts_error *err)
+void gts__order_forget(const gts_device_ops *dev, gts__order *o)
 {
-    int rc = gts__order_device(dev, o, stream, err);
-    if (rc)
-        return rc;
     /* the last reference is gone: nobody else reads the order now */
     gts_device_event_destroy(dev, o->event);
     o->event = NULL;
     o->pending = false;
-    return GTS_OK;
 }

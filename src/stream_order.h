@@ -59,12 +59,10 @@ bool gts__order_unfinished(const gts_device_ops *dev, gts__order *order);
 /* The buffer is freed: the host waits for its device work (none is left
  * where gts__order_pending said so), the event goes. */
 void gts__order_release(const gts_device_ops *dev, gts__order *order);
-/* The buffer is freed in the order of `stream`, on which its memory goes
- * back (a stream-ordered pool): the stream waits for the device work on
- * the buffer, and the event goes without the host waiting (a destroyed
- * event's record still completes). On failure nothing changed. */
-int gts__order_hand_over(const gts_device_ops *dev, gts__order *order, gts_stream stream,
-                         gts_error *err);
+/* The buffer is freed in the order of a stream that waited for its work
+ * already (stream_free.h): the event goes without the host waiting (a
+ * destroyed event's record still completes). */
+void gts__order_forget(const gts_device_ops *dev, gts__order *order);
 
 /* For the test that proves the asynchronous emulated device detects a
  * missing wait (tests/c/test_stream_order.c): while set, gts__order_host

@@ -341,6 +341,39 @@ static void test_fake_cuda_stream_ordered_free(const gts_device_ops *cuda, stat_
         CHECK_INT_EQ(stat("stream_event_waits"), stream_waits + 1); /* the legacy stream waits */
         CHECK_INT_EQ(stat("pool_frees"), frees + 1);                /* ... then frees */
         CHECK_INT_EQ(stat("event_waits"), waits);                   /* the host did not wait */
+        /* the next owner of a block may be used on another stream: while
+         * the free may still wait for the work, a new buffer's order
+         * starts behind it, so that another stream waits; once the frees
+         * are seen complete, nothing is recorded and nothing waits */
+        gts_stream other;
+        gts_storage b;
+        void *data;
+        if (CHECK_OK(gts_device_stream_create(cuda, &other, ERR))) {
+            long long before = stat("stream_event_waits");
+            if (make(cuda, n, 0, &b)) {
+                CHECK_OK(gts_storage_access(&b, GTS_SIDE_DEVICE, GTS_ACCESS_READ, other, &data,
+                                            ERR));
+                CHECK_INT_EQ(stat("stream_event_waits"), before + 1);
+                gts_storage_release(&b);
+            }
+            /* kept until the end: a release of one with its order pending
+             * would be a free in stream order behind the work again */
+            gts_storage kept[10];
+            int made = 0;
+            bool waited = true;
+            for (; made < 10 && waited; ++made) { /* each allocation queries the frees */
+                before = stat("stream_event_waits");
+                if (!make(cuda, n, 0, &kept[made]))
+                    break;
+                CHECK_OK(gts_storage_access(&kept[made], GTS_SIDE_DEVICE, GTS_ACCESS_READ, other,
+                                            &data, ERR));
+                waited = stat("stream_event_waits") > before;
+            }
+            CHECK(!waited);
+            while (made > 0)
+                gts_storage_release(&kept[--made]);
+            gts_device_stream_destroy(cuda, other);
+        }
     }
     gts_device_stream_destroy(cuda, s);
 }
