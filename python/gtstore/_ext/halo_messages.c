@@ -48,7 +48,8 @@ static void message_dealloc(PyObject *self)
 }
 
 /* Version 3 of the interface: one dimension of bytes, no stream to wait on
- * (packing has completed when pack() returns). */
+ * (packing has completed when pack() returns; pack_all(stream) is followed
+ * by host_wait(True) before MPI is given the buffers). */
 static PyObject *message_cuda_array_interface(PyObject *self, void *unused)
 {
     (void)unused;
