@@ -281,8 +281,14 @@ int gts_halo_exchange_start_on(gts_halo_exchange *ex, gts_stream stream, gts_err
     gts_error pack_err;
     int rc = at_once ? gts_halo_messages_pack_all_on(ex->messages, stream, &pack_err)
                      : gts_halo_messages_pack_local(ex->messages, &pack_err);
-    if (!rc && at_once)
-        rc = gts_halo_messages_host_wait(ex->messages, true, &pack_err);
+    if (at_once) { /* also after a failed pack: what it queued is done before MPI reads */
+        gts_error wait_err;
+        int wait_rc = gts_halo_messages_host_wait(ex->messages, true, &wait_err);
+        if (wait_rc && !rc) {
+            rc = wait_rc;
+            pack_err = wait_err;
+        }
+    }
     if (rc && !first_error)
         first_error = gts_error_set(err, rc, "%s", pack_err.message);
     for (int i = 0; i < ex->n; ++i) {

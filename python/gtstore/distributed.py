@@ -676,8 +676,10 @@ class HaloExchange:
         self._started = True  # from here on wait(), close() or __del__ completes the requests
         if messages.at_once:
             try:
-                messages.pack_all(stream)
-                messages.host_wait(True)  # MPI reads what the stream packed
+                try:
+                    messages.pack_all(stream)
+                finally:  # MPI reads what the stream packed (or began to, on an error)
+                    messages.host_wait(True)
             finally:  # every send posted, even after an error: no neighbour waits for ever
                 Prequest.Startall(self._send_requests)
             return
