@@ -546,7 +546,9 @@ class HaloExchange:
     MPI requests on a duplicate communicator. ``start()`` posts the
     receives, packs and posts each send; ``wait()`` unpacks each message as
     it arrives and completes the sends; compute on the interior may run in
-    between.
+    between. Fields in device memory only are packed and unpacked in the
+    stream order (``start(stream=)``/``wait(stream=)``, None the current
+    stream; docs/distributed.md, "Streams").
     Fields that do not fit the partition, or differ between ranks, raise on
     every rank.
     Dropped between ``start()`` and ``wait()`` (an exception in between),
