@@ -528,16 +528,6 @@ class CubedSpherePartitioner(_Partitioner):
                 f"nz={self.nz}, halo={self.halo[0][0]}, rank={self.rank} of {self.size})")
 
 
-def _check_stream(stream):
-    """A ``stream=`` argument's type, checked where no device work uses it
-    (fields with a host side) as where libgtstore reads it."""
-    if stream is None or isinstance(stream, (_gtstore.Stream, numbers.Integral)) or \
-            isinstance(getattr(stream, "ptr", None), numbers.Integral):
-        return
-    raise TypeError(f"stream: expected None, a gtstore.Stream, a stream handle (int) or an "
-                    f"object with one in `ptr` (a CuPy stream), got {stream!r}")
-
-
 class HaloExchange:
     """The halo exchange of a fixed set of storages (collective to make).
 
@@ -669,9 +659,9 @@ class HaloExchange:
             raise RuntimeError("start: this exchange is already started (call wait first)")
         if self._comm is None:
             raise RuntimeError("start: this exchange is closed")
-        _check_stream(stream)
-        Prequest = self._MPI.Prequest
         messages = self._messages
+        stream = messages.stream_handle(stream)  # checked before anything starts
+        Prequest = self._MPI.Prequest
         if messages.at_once:  # the previous wait's unpacking may still read them
             messages.host_wait(False)
         Prequest.Startall(self._recv_requests)
@@ -719,10 +709,10 @@ class HaloExchange:
         on return)."""
         if not self._started:
             raise RuntimeError("wait: this exchange is not started")
-        _check_stream(stream)
+        messages = self._messages
+        stream = messages.stream_handle(stream)  # checked before anything completes
         self._started = False
         Request = self._MPI.Request
-        messages = self._messages
         if self._shared:
             self._shared.wait()
             return

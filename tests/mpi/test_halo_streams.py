@@ -203,9 +203,9 @@ def test_default_stream_and_current_stream(comm):
 
 
 def test_bad_streams(comm):
-    """A stream that is none: TypeError before anything starts; a handle
-    that is no live stream of the device: ValueError naming it, and the
-    exchange, completed by wait(), still works."""
+    """A stream that is none, or a handle that is no live stream of the
+    device: TypeError or ValueError naming it, raised before anything
+    starts (or completes), so the exchange goes on as if not called."""
     part = gd.CartesianPartitioner(comm, SHAPE, halo=2, periodic=(True, True))
     (u,) = make_fields(part, ("device",))
     rounds = Rounds(comm, part, [u], False, seed=5)
@@ -216,11 +216,12 @@ def test_bad_streams(comm):
         ex.exchange(stream=1.5)
     with pytest.raises(ValueError, match="stream: 0x5 is not a live stream of the emulated"):
         ex.start(stream=5)
-    ex.wait()
     ex.start()
+    with pytest.raises(ValueError, match="stream: 0x5 is not a live stream of the emulated"):
+        ex.wait(stream=5)
     with pytest.raises(TypeError, match="stream: expected None"):
         ex.wait(stream=[])
-    ex.wait()  # the failed wait changed nothing
+    ex.wait()  # the failed waits changed nothing
     ok = rounds.run(2) == 0
     part.close()
     all_ranks(comm, ok, "rounds after bad streams")

@@ -102,6 +102,9 @@ def test_stream_arguments():
     f = gts.zeros((10, 8, 3), defaults="gt:gpu", halo=HALO, dims="IJK", managed=None)
     m = HaloMessages(HaloPlan(p, 0, [f]))
     s = gts.Stream()
+    assert m.stream_handle() == 0 and m.stream_handle(s) == m.stream_handle(s.ptr) == s.ptr
+    with s:
+        assert m.stream_handle() == s.ptr  # the current stream
     m.pack_all()  # the current stream: the default one
     m.pack_all(stream=s)
     m.pack_all(stream=s.ptr)
@@ -118,6 +121,7 @@ def test_stream_arguments():
         m.pack_all(s, s)
     host = HaloMessages(HaloPlan(p, 0, [gts.zeros((10, 8, 3), halo=HALO, dims="IJK")]))
     host.pack_all(stream=s)  # host fields: no device work, the stream is only checked
+    assert host.stream_handle(s) == 0
     with pytest.raises(TypeError, match="stream: expected None"):
         host.unpack_all(stream=1.5)
     host.host_wait(True)  # nothing to wait for

@@ -256,6 +256,21 @@ static PyObject *messages_unpack_all(PyObject *self, PyObject *args, PyObject *k
     return messages_all(self, args, kwargs, false);
 }
 
+/* stream_handle(stream=None): the handle that pack_all and unpack_all
+ * would queue on (0: the default stream), for a caller that resolves the
+ * argument before it starts anything. */
+static PyObject *messages_stream_handle(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    static const char *const names[] = {"stream"};
+    static gtpy_signature sig = GTPY_SIGNATURE("stream_handle", names, 1, 0, 0);
+    PyObject *v[1];
+    gts_stream stream;
+    if (gtpy_parse_tuple(&sig, args, kwargs, v) < 0 ||
+        gtpy_stream_arg(messages_gpu(self), v[0] ? v[0] : Py_None, "stream", &stream) < 0)
+        return NULL;
+    return PyLong_FromVoidPtr(stream);
+}
+
 /* host_wait(send): before MPI reads the send buffers or writes the
  * receive buffers. */
 static PyObject *messages_host_wait(PyObject *self, PyObject *send_obj)
@@ -304,6 +319,12 @@ static PyMethodDef messages_methods[] = {
      "into the halos: for fields in device memory only queued on `stream` (as pack_all) and "
      "recorded on their buffers, so that later work on any stream, or the host, reads the "
      "halos after it. Call host_wait(False) before MPI writes the buffers again."},
+    {"stream_handle", (PyCFunction)(void (*)(void))messages_stream_handle,
+     METH_VARARGS | METH_KEYWORDS,
+     "stream_handle($self, /, stream=None)\n--\n\nThe stream handle (an int, 0 the default "
+     "stream) that pack_all(stream) and unpack_all(stream) queue on: `stream` checked and, "
+     "where None, the current stream of the fields' GPU. Fields with a host side only: 0, "
+     "`stream` only checked."},
     {"host_wait", messages_host_wait, METH_O,
      "host_wait($self, send, /)\n--\n\nWaits until the device work queued on the send "
      "buffers (send true: the packing) or the receive buffers (false: the unpacking) has "
