@@ -250,10 +250,20 @@ int gts_cube_halo_exchange_create(const gts_cube_partition *partition, MPI_Comm 
 
 int gts_halo_exchange_start(gts_halo_exchange *ex, gts_error *err)
 {
+    return gts_halo_exchange_start_on(ex, NULL, err);
+}
+
+int gts_halo_exchange_start_on(gts_halo_exchange *ex, gts_stream stream, gts_error *err)
+{
     if (ex->started)
         return gts_error_set(err, GTS_EINVAL, "exchange: already started (call wait first)");
+    bool at_once = gts_halo_messages_at_once(ex->messages);
+    /* MPI writes the receive buffers from here on: once the previous
+     * unpacking out of them (queued on a stream) is done */
+    int first_error = at_once ? gts_halo_messages_host_wait(ex->messages, false, err) : 0;
+    if (first_error)
+        return first_error;
     ex->started = true;
-    int first_error = 0;
     for (int i = 0; i < ex->n; ++i)
         if (ex->recvs[i] != MPI_REQUEST_NULL) {
             int rc = MPI_Start(&ex->recvs[i]);
@@ -265,11 +275,20 @@ int gts_halo_exchange_start(gts_halo_exchange *ex, gts_error *err)
        it is packed, so that a neighbour can receive while the next is
        packed. Either way this rank's own halos are filled, and every send
        is started even after an error, so that no neighbour waits for ever;
-       the error is returned, and wait completes them. */
-    bool at_once = gts_halo_messages_at_once(ex->messages);
+       the error is returned, and wait completes them. The packing on
+       `stream` follows the fields' device work on the device; the host
+       waits for it before MPI reads the send buffers. */
     gts_error pack_err;
-    int rc = at_once ? gts_halo_messages_pack_all(ex->messages, &pack_err)
+    int rc = at_once ? gts_halo_messages_pack_all_on(ex->messages, stream, &pack_err)
                      : gts_halo_messages_pack_local(ex->messages, &pack_err);
+    if (at_once) { /* also after a failed pack: what it queued is done before MPI reads */
+        gts_error wait_err;
+        int wait_rc = gts_halo_messages_host_wait(ex->messages, true, &wait_err);
+        if (wait_rc && !rc) {
+            rc = wait_rc;
+            pack_err = wait_err;
+        }
+    }
     if (rc && !first_error)
         first_error = gts_error_set(err, rc, "%s", pack_err.message);
     for (int i = 0; i < ex->n; ++i) {
@@ -285,13 +304,14 @@ int gts_halo_exchange_start(gts_halo_exchange *ex, gts_error *err)
     return first_error;
 }
 
-/* Every message once all have arrived (one launch per GPU). */
-static int unpack_at_once(gts_halo_exchange *ex, gts_error *err)
+/* Every message once all have arrived (one launch per GPU, queued on
+ * `stream`). */
+static int unpack_at_once(gts_halo_exchange *ex, gts_stream stream, gts_error *err)
 {
     int rc = MPI_Waitall(ex->n, ex->recvs, MPI_STATUSES_IGNORE);
     if (rc != MPI_SUCCESS)
         return mpi_error(err, rc, "MPI_Waitall");
-    return gts_halo_messages_unpack_all(ex->messages, err);
+    return gts_halo_messages_unpack_all_on(ex->messages, stream, err);
 }
 
 /* Each message as it arrives, so that host work overlaps the rest. */
@@ -317,11 +337,16 @@ static int unpack_each(gts_halo_exchange *ex, gts_error *err)
 
 int gts_halo_exchange_wait(gts_halo_exchange *ex, gts_error *err)
 {
+    return gts_halo_exchange_wait_on(ex, NULL, err);
+}
+
+int gts_halo_exchange_wait_on(gts_halo_exchange *ex, gts_stream stream, gts_error *err)
+{
     if (!ex->started)
         return gts_error_set(err, GTS_EINVAL, "exchange: not started");
     ex->started = false;
     int first_error = gts_halo_messages_at_once(ex->messages)
-                          ? unpack_at_once(ex, err)
+                          ? unpack_at_once(ex, stream, err)
                           : unpack_each(ex, err);
     int rc = MPI_Waitall(ex->n, ex->sends, MPI_STATUSES_IGNORE);
     if (rc != MPI_SUCCESS && !first_error)

@@ -13,6 +13,7 @@ typedef struct direction {
     void *block;
     int64_t size;
     gts_halo_message *messages; /* per neighbour */
+    gts__halo_block_order order; /* the device work queued on the block */
 } direction;
 
 struct gts_halo_messages {
@@ -135,6 +136,9 @@ void gts_halo_messages_destroy(gts_halo_messages *m)
 {
     if (!m)
         return;
+    /* no queued copy may touch a block once it is freed */
+    gts__order_release(m->send.order.device, &m->send.order.order);
+    gts__order_release(m->recv.order.device, &m->recv.order.order);
     gts_device_free(m->device, m->send.block, m->send.size);
     gts_device_free(m->device, m->recv.block, m->recv.size);
     gts__halo_transfer_destroy(m->pack_all);
@@ -190,6 +194,13 @@ int gts_halo_messages_create(const gts_halo_plan *plan, gts_halo_memory memory,
     m->device = device;
     m->gpu = memory == GTS_HALO_MEMORY_DEVICE ? device : NULL;
     m->n = gts_halo_plan_neighbor_count(plan);
+    /* the blocks' stream order: events of the GPU that copies into and out
+     * of them (gts__halo_transfer_run); the host's (none) where none does */
+    const gts_device_ops *gpu;
+    m->send.order.device = m->recv.order.device =
+        gts_halo_plan_devices(plan, &gpu, 1) > 0 ? gpu : gts_device_host();
+    gts__order_init(&m->send.order.order);
+    gts__order_init(&m->recv.order.order);
     m->pair = calloc((size_t)m->n + 1, sizeof *m->pair);
     int64_t *offsets = calloc(2 * (size_t)m->n + 1, sizeof *offsets);
     rc = m->pair && offsets ? GTS_OK
@@ -201,13 +212,13 @@ int gts_halo_messages_create(const gts_halo_plan *plan, gts_halo_memory memory,
         rc = allocate(m, &m->recv, false, recv_at, err);
     if (!rc)
         rc = gts__halo_transfer_create(plan, GTS__HALO_PACK, device, m->send.block, send_at,
-                                       m->pair, &m->pack_all, err);
+                                       m->pair, &m->send.order, &m->pack_all, err);
     if (!rc)
         rc = gts__halo_transfer_create(plan, GTS__HALO_LOCAL, device, m->send.block, send_at,
-                                       m->pair, &m->pack_local, err);
+                                       m->pair, &m->send.order, &m->pack_local, err);
     if (!rc)
         rc = gts__halo_transfer_create(plan, GTS__HALO_UNPACK, device, m->recv.block, recv_at,
-                                       m->pair, &m->unpack_all, err);
+                                       m->pair, &m->recv.order, &m->unpack_all, err);
     free(offsets);
     if (rc) {
         gts_halo_messages_destroy(m);
@@ -268,15 +279,33 @@ bool gts_halo_messages_at_once(const gts_halo_messages *m)
 
 int gts_halo_messages_pack_local(const gts_halo_messages *m, gts_error *err)
 {
-    return gts__halo_transfer_run(m->pack_local, err);
+    return gts__halo_transfer_run(m->pack_local, NULL, err);
 }
 
 int gts_halo_messages_pack_all(const gts_halo_messages *m, gts_error *err)
 {
-    return gts__halo_transfer_run(m->pack_all, err);
+    return gts_halo_messages_pack_all_on(m, NULL, err);
 }
 
 int gts_halo_messages_unpack_all(const gts_halo_messages *m, gts_error *err)
 {
-    return gts__halo_transfer_run(m->unpack_all, err);
+    return gts_halo_messages_unpack_all_on(m, NULL, err);
+}
+
+int gts_halo_messages_pack_all_on(const gts_halo_messages *m, gts_stream stream, gts_error *err)
+{
+    return gts__halo_transfer_run(m->pack_all, stream, err);
+}
+
+int gts_halo_messages_unpack_all_on(const gts_halo_messages *m, gts_stream stream,
+                                    gts_error *err)
+{
+    return gts__halo_transfer_run(m->unpack_all, stream, err);
+}
+
+int gts_halo_messages_host_wait(const gts_halo_messages *m, bool send, gts_error *err)
+{
+    gts_halo_messages *w = (gts_halo_messages *)m; /* the order is the messages' own state */
+    direction *dir = send ? &w->send : &w->recv;
+    return gts__order_host(dir->order.device, &dir->order.order, err);
 }

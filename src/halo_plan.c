@@ -555,16 +555,25 @@ static int copy_on_host(const gts_storage *g, const region *r, char *packed, boo
 }
 
 /* Between a field in device memory only and memory of its device at
- * `packed`: the device's strided copy. */
+ * `packed`: the device's strided copy on the default stream, after the
+ * device work queued on the field (gtstore/access.h: the host waits for
+ * it; completed on return). */
 static int copy_on_device(const gts_storage *g, const gts_device_ops *gpu, const region *r,
                           char *packed, bool send, gts_error *err)
 {
-    char *field = (char *)gts_buffer_data(g->buffer) + g->offset + r->offset;
+    void *data;
+    gts_access access = send ? GTS_ACCESS_READ : GTS_ACCESS_WRITE;
+    int rc = gts_storage_access(g, GTS_SIDE_DEVICE, access, NULL, &data, err);
+    if (rc)
+        return rc;
+    char *field = (char *)data + r->offset;
     packed += r->packed_offset;
-    return send ? gts_device_copy(gpu, packed, r->packed_strides, field, g->strides, g->ndim,
-                                  r->shape, g->dtype.itemsize, NULL, err)
-                : gts_device_copy(gpu, field, g->strides, packed, r->packed_strides, g->ndim,
-                                  r->shape, g->dtype.itemsize, NULL, err);
+    rc = send ? gts_device_copy(gpu, packed, r->packed_strides, field, g->strides, g->ndim,
+                                r->shape, g->dtype.itemsize, NULL, err)
+              : gts_device_copy(gpu, field, g->strides, packed, r->packed_strides, g->ndim,
+                                r->shape, g->dtype.itemsize, NULL, err);
+    gts_storage_access_end(g, GTS_SIDE_DEVICE, access, NULL, NULL);
+    return rc;
 }
 
 /* Contiguous bytes between memory of `gpu` and host memory. */
@@ -613,13 +622,13 @@ static int transfer_field(const gts_halo_plan *plan, const region *r,
 }
 
 int gts__halo_negate_on(const gts_device_ops *gpu, void *data, int64_t bytes, gts_dtype dtype,
-                        gts_error *err)
+                        gts_stream stream, gts_error *err)
 {
     if (!gpu) {
         gts__halo_negate(data, bytes, dtype);
         return GTS_OK;
     }
-    return gts_device_negate(gpu, data, bytes, dtype, NULL, err);
+    return gts_device_negate(gpu, data, bytes, dtype, stream, err);
 }
 
 /* Copies between the fields and the message: pack (`send`) or unpack. */
@@ -634,7 +643,7 @@ static int transfer(const gts_halo_plan *plan, int index, const gts_device_ops *
         int rc = transfer_field(plan, r, message_gpu, message, send, err);
         if (!rc && send && r->negate)
             rc = gts__halo_negate_on(message_gpu, message, r->bytes,
-                                     plan->fields[r->field].dtype, err);
+                                     plan->fields[r->field].dtype, NULL, err);
         if (rc)
             return rc;
         message += r->bytes;

@@ -55,9 +55,10 @@ uint64_t gts__halo_fields_hash(uint64_t h, int nfields, const gts_storage *field
  * both parts), two's complement of integers. */
 void gts__halo_negate(void *data, int64_t bytes, gts_dtype dtype);
 /* The same where the packed values are: host memory (`gpu` NULL), or the
- * memory of `gpu`, by its kernel (gts_device_negate; completed on return). */
+ * memory of `gpu`, by its kernel (gts_device_negate) queued on `stream`
+ * (NULL: completed on return). */
 int gts__halo_negate_on(const gts_device_ops *gpu, void *data, int64_t bytes, gts_dtype dtype,
-                        gts_error *err);
+                        gts_stream stream, gts_error *err);
 const gts_storage *gts__halo_plan_field(const gts_halo_plan *plan, int field);
 
 /* The device of a field in device memory only; NULL for a field with a

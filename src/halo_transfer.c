@@ -23,6 +23,7 @@
 #include "gtstore/copy_batch.h"
 #include "gtstore/kernels.h"
 #include "gtstore/sync.h"
+#include "halo_layout.h"
 #include "halo_region.h"
 #include "copy_batch_private.h"
 
@@ -64,6 +65,8 @@ struct gts__halo_transfer {
     group *groups;          /* one per GPU of the plan */
     int ngroups;
     unsigned char *host_fields; /* per field: READ and WRITTEN on the host */
+    unsigned char *device_fields; /* per field: READ and WRITTEN on its GPU */
+    gts__halo_block_order *order; /* the message block's, which covers the staging blocks */
     /* per buffer written on the host, one of its fields, in buffer address order */
     const gts_storage **held;
     int nheld;
@@ -182,6 +185,7 @@ static int add_region(gts__halo_transfer *t, const gts__halo_region *r, int64_t 
         return gts_error_set(err, GTS_EINVAL,
                              "device: messages in %s memory, but fields[%d] is on %s",
                              message_gpu->name, f, gpu->name);
+    t->device_fields[f] |= t->send ? READ : WRITTEN;
     group *gr = group_of(t, gpu);
     char *packed = block + offset;
     if (!message_gpu) { /* through the GPU's staging, then across */
@@ -213,6 +217,7 @@ static int add_local(gts__halo_transfer *t, int k, int i, int j, gts_error *err)
         t->host_fields[f] |= READ | WRITTEN;
         return add_copy(&t->host, &t->nhost, &t->host_capacity, c, err);
     }
+    t->device_fields[f] |= READ | WRITTEN;
     group *gr = group_of(t, gpu);
     return add_copy(&gr->copies, &gr->ncopies, &gr->capacity, c, err);
 }
@@ -267,23 +272,15 @@ static int add_neighbor(gts__halo_transfer *t, int i, const int *pair,
     return GTS_OK;
 }
 
-/* Whether neighbour j receives from a pair (nothing arrives by message). */
-static bool paired_target(const int *pair, int n, int j)
-{
-    for (int i = 0; i < n; ++i)
-        if (pair[i] == j)
-            return true;
-    return false;
-}
-
 static int make_groups(gts__halo_transfer *t, gts_error *err)
 {
     int nfields = gts__halo_plan_nfields(t->plan);
     const gts_device_ops **gpus = calloc((size_t)nfields, sizeof *gpus);
     t->groups = calloc((size_t)nfields, sizeof *t->groups);
     t->host_fields = calloc((size_t)nfields, sizeof *t->host_fields);
+    t->device_fields = calloc((size_t)nfields, sizeof *t->device_fields);
     t->held = calloc((size_t)nfields, sizeof *t->held);
-    if (!gpus || !t->groups || !t->host_fields || !t->held) {
+    if (!gpus || !t->groups || !t->host_fields || !t->device_fields || !t->held) {
         free(gpus);
         return gts_error_set(err, GTS_ENOMEM, "out of memory for a halo exchange");
     }
@@ -324,19 +321,24 @@ static bool moved(gts__halo_moves moves, const int *pair, int n, int i)
     switch (moves) {
     case GTS__HALO_PACK: return true;
     case GTS__HALO_LOCAL: return pair[i] >= 0;
-    default: return !paired_target(pair, n, i);
+    /* a pair's target receives nothing by message; a paired neighbour's
+     * own receive message (pair[i] >= 0) is none either: it is empty or
+     * another pair's target (gts__halo_pair_local pairs all or none) */
+    default: return !gts__halo_is_local(pair, n, i);
     }
 }
 
 int gts__halo_transfer_create(const gts_halo_plan *plan, gts__halo_moves moves,
                               const gts_device_ops *device, char *block, const int64_t *offset,
-                              const int *pair, gts__halo_transfer **out, gts_error *err)
+                              const int *pair, gts__halo_block_order *order,
+                              gts__halo_transfer **out, gts_error *err)
 {
     gts__halo_transfer *t = calloc(1, sizeof *t);
     if (!t)
         return gts_error_set(err, GTS_ENOMEM, "out of memory for a halo exchange");
     bool send = moves != GTS__HALO_UNPACK;
     t->plan = plan;
+    t->order = order;
     t->send = send;
     t->block_size = send ? gts_halo_plan_send_bytes(plan) : gts_halo_plan_recv_bytes(plan);
     const gts_device_ops *message_gpu = device->host_accessible ? NULL : device;
@@ -372,6 +374,7 @@ void gts__halo_transfer_destroy(gts__halo_transfer *t)
     free(t->host);
     free(t->cross);
     free(t->host_fields);
+    free(t->device_fields);
     free(t->held);
     free(t->negations);
     free(t);
@@ -383,9 +386,9 @@ void gts__halo_transfer_destroy(gts__halo_transfer *t)
  * rule (gtstore/access.h): those read are brought up to date; those
  * written are held as writes in flight (GTS_ACCESS_WRITE_HELD) until
  * end_writes, so that a sync on another thread waits for the copies
- * instead of losing them; managed memory is fenced. The copies' addresses
- * were fixed when the transfer was made: the access's element 0 is not
- * needed. */
+ * instead of losing them; managed memory is fenced. The host waits for
+ * their device work. The copies' addresses were fixed when the transfer
+ * was made: the access's element 0 is not needed. */
 static int begin_host_access(const gts__halo_transfer *t, int *begun, gts_error *err)
 {
     int nfields = gts__halo_plan_nfields(t->plan);
@@ -413,6 +416,49 @@ static void end_writes(const gts__halo_transfer *t, int begun)
         gts_storage_access_end(t->held[--begun], GTS_SIDE_HOST, GTS_ACCESS_WRITE_HELD, NULL, NULL);
 }
 
+static gts_access device_access(unsigned char use)
+{
+    return use & WRITTEN ? GTS_ACCESS_WRITE : GTS_ACCESS_READ;
+}
+
+/* The device sides of the fields copied on their GPU, on `stream`: the
+ * stream waits for their producers' work (gtstore/access.h: on the device;
+ * on the default stream the host waits). *begun: the fields [0, *begun)
+ * were accessed. */
+static int begin_device_access(const gts__halo_transfer *t, gts_stream stream, int *begun,
+                               gts_error *err)
+{
+    int nfields = gts__halo_plan_nfields(t->plan);
+    void *element0;
+    for (*begun = 0; *begun < nfields; ++*begun) {
+        unsigned char use = t->device_fields[*begun];
+        int rc = use ? gts_storage_access(gts__halo_plan_field(t->plan, *begun), GTS_SIDE_DEVICE,
+                                          device_access(use), stream, &element0, err)
+                     : GTS_OK;
+        if (rc)
+            return rc;
+    }
+    return GTS_OK;
+}
+
+/* Records the copies of the fields [0, begun) on `stream`, read or
+ * written, in each buffer's stream order: a later writer waits for the
+ * packing's reads, a later reader for the unpacking's writes. The first
+ * error is kept. */
+static int end_device_access(const gts__halo_transfer *t, gts_stream stream, int begun, int rc,
+                             gts_error *err)
+{
+    for (int f = 0; f < begun; ++f) {
+        unsigned char use = t->device_fields[f];
+        int end_rc = use ? gts_storage_access_end(gts__halo_plan_field(t->plan, f),
+                                                  GTS_SIDE_DEVICE, device_access(use), stream,
+                                                  rc ? NULL : err)
+                         : GTS_OK;
+        rc = rc ? rc : end_rc;
+    }
+    return rc;
+}
+
 static int run_host(const gts__halo_transfer *t, gts_error *err)
 {
     for (int i = 0; i < t->nhost; ++i) {
@@ -425,10 +471,10 @@ static int run_host(const gts__halo_transfer *t, gts_error *err)
     return GTS_OK;
 }
 
-static int run_devices(const gts__halo_transfer *t, gts_error *err)
+static int run_devices(const gts__halo_transfer *t, gts_stream stream, gts_error *err)
 {
     for (int g = 0; g < t->ngroups; ++g) {
-        int rc = gts_copy_batch_run(t->groups[g].batch, NULL, err);
+        int rc = gts_copy_batch_run(t->groups[g].batch, stream, err);
         if (rc)
             return rc;
     }
@@ -437,32 +483,78 @@ static int run_devices(const gts__halo_transfer *t, gts_error *err)
 
 /* Packing moves the packed bytes to the messages' side, unpacking from
  * it. */
-static int run_crossings(const gts__halo_transfer *t, gts_error *err)
+static int run_crossings(const gts__halo_transfer *t, gts_stream stream, gts_error *err)
 {
     for (int k = 0; k < t->ncross; ++k) {
         const crossing *c = &t->cross[k];
         int rc = c->field_on_gpu == t->send
                      ? gts_device_copy_to_host(c->gpu, c->host_memory, c->device_memory,
-                                               c->bytes, NULL, err)
+                                               c->bytes, stream, err)
                      : gts_device_copy_to_device(c->gpu, c->device_memory, c->host_memory,
-                                                 c->bytes, NULL, err);
+                                                 c->bytes, stream, err);
         if (rc)
             return rc;
     }
     return GTS_OK;
 }
 
-int gts__halo_transfer_run(const gts__halo_transfer *t, gts_error *err)
+/* The packed values that travel negated, where the messages are: by
+ * their GPU on `stream` (on_gpu), or by the host (not on_gpu) once the
+ * bytes that crossed into host memory are there. Nothing for the other
+ * side: every negation of a transfer is on the messages' side. */
+static int run_negations(const gts__halo_transfer *t, bool on_gpu, gts_stream stream,
+                         gts_error *err)
 {
+    if (!t->nnegations || (t->negations[0].gpu != NULL) != on_gpu)
+        return GTS_OK;
+    int rc = on_gpu ? GTS_OK : gts__order_host(t->order->device, &t->order->order, err);
+    for (int k = 0; !rc && k < t->nnegations; ++k)
+        rc = gts__halo_negate_on(t->negations[k].gpu, t->negations[k].data,
+                                 t->negations[k].bytes, t->negations[k].dtype, stream, err);
+    return rc;
+}
+
+/* The work queued on `stream` (the GPUs' copies, the crossings, the
+ * negations on a GPU), in the stream order of the fields and of the
+ * message block: it follows the fields' producers and the block's previous
+ * use (the staging blocks' too: they are used only with it), and is
+ * recorded on both. */
+static int run_queued(const gts__halo_transfer *t, gts_stream stream, gts_error *err)
+{
+    gts__halo_block_order *o = t->order;
+    int begun, rc = begin_device_access(t, stream, &begun, err);
+    if (!rc)
+        rc = gts__order_device(o->device, &o->order, stream, err);
+    if (!rc && t->send && !(rc = run_devices(t, stream, err)) &&
+        !(rc = run_crossings(t, stream, err)))
+        rc = run_negations(t, true, stream, err);
+    if (!rc && !t->send && !(rc = run_crossings(t, stream, err)))
+        rc = run_devices(t, stream, err);
+    /* recorded even after an error: whatever was queued is waited for */
+    int record_rc = gts__order_record(o->device, &o->order, stream, rc ? NULL : err);
+    rc = end_device_access(t, stream, begun, rc ? rc : record_rc, err);
+    return !rc && t->send ? run_negations(t, false, stream, err) : rc;
+}
+
+int gts__halo_transfer_run(const gts__halo_transfer *t, gts_stream stream, gts_error *err)
+{
+    if (stream && t->ngroups > 1)
+        return gts_error_set(err, GTS_EINVAL,
+                             "stream: the fields in device memory only are on %s and %s; a "
+                             "stream is one device's",
+                             t->groups[0].gpu->name, t->groups[1].gpu->name);
+    gts__halo_block_order *o = t->order;
     int begun, rc = begin_host_access(t, &begun, err);
+    /* the host copies touch the message block (or the host staging block
+     * that crosses to it): once its queued work is done */
+    if (!rc && t->nhost)
+        rc = gts__order_host(o->device, &o->order, err);
     if (!rc && t->send) { /* fields -> (staging) -> messages */
-        if (!(rc = run_host(t, err)) && !(rc = run_devices(t, err)))
-            rc = run_crossings(t, err);
-        for (int k = 0; !rc && k < t->nnegations; ++k)
-            rc = gts__halo_negate_on(t->negations[k].gpu, t->negations[k].data,
-                                     t->negations[k].bytes, t->negations[k].dtype, err);
+        if (!(rc = run_host(t, err)))
+            rc = run_queued(t, stream, err);
     } else if (!rc) { /* messages -> (staging) -> fields */
-        if (!(rc = run_crossings(t, err)) && !(rc = run_devices(t, err)))
+        if (!(rc = run_queued(t, stream, err)) && t->nhost &&
+            !(rc = gts__order_host(o->device, &o->order, err)))
             rc = run_host(t, err);
     }
     end_writes(t, begun);

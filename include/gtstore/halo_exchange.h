@@ -83,6 +83,22 @@ int gts_halo_exchange_wait(gts_halo_exchange *exchange, gts_error *err);
 /* start, then wait. */
 int gts_halo_exchange_run(gts_halo_exchange *exchange, gts_error *err);
 
+/* start and wait in the stream order (gtstore/access.h,
+ * gts_halo_messages_pack_all_on): for fields in device memory only, the
+ * packing is queued on `stream` (a stream of their GPU; NULL: the default
+ * stream, as start and wait) after the work queued on each field, and the
+ * host waits only for the packing, before MPI reads the send buffers (and,
+ * before the receives are posted, for a previous unpacking out of the
+ * receive buffers); wait_on queues the unpacking on `stream` once every
+ * message has arrived and records it on each field's buffer, so that later
+ * work on any stream, or a host access, follows it; it returns once the
+ * unpacking is queued. Fields with a host side are packed and unpacked on
+ * the host, completed on return, whatever `stream`. GTS_EINVAL for a stream
+ * where the fields in device memory only are on several GPUs (start_on
+ * still posts every send, and the exchange must be waited for). */
+int gts_halo_exchange_start_on(gts_halo_exchange *exchange, gts_stream stream, gts_error *err);
+int gts_halo_exchange_wait_on(gts_halo_exchange *exchange, gts_stream stream, gts_error *err);
+
 /* The plan it runs (neighbours, message sizes). */
 const gts_halo_plan *gts_halo_exchange_plan(const gts_halo_exchange *exchange);
 

@@ -115,10 +115,41 @@ int gts_halo_messages_unpack(const gts_halo_messages *messages, int index, gts_e
  * kernel launch on CUDA) for the fields in device memory only, the host
  * copies of the fields with a host side, and one transfer across the bus
  * per run of contiguous bytes; they are prepared when the messages are
- * made. Completed on return. */
+ * made. Completed on return (the default stream: for the fields in device
+ * memory only, the host first waits for the device work queued on them,
+ * gtstore/access.h). */
 int gts_halo_messages_pack_all(const gts_halo_messages *messages, gts_error *err);
 int gts_halo_messages_unpack_all(const gts_halo_messages *messages, gts_error *err);
 int gts_halo_messages_pack_local(const gts_halo_messages *messages, gts_error *err);
+
+/* pack_all and unpack_all in the stream order (gtstore/access.h), the
+ * device work queued on `stream` of the GPU of the fields in device memory
+ * only (NULL: the default stream, as pack_all and unpack_all; GTS_EINVAL
+ * for a stream where those fields are on several GPUs):
+ * - the copies out of (pack) or into (unpack) those fields wait on the
+ *   device for the work queued on each field's buffer, and are recorded on
+ *   it, so that later work on any stream (or the host) that touches the
+ *   fields is ordered after them;
+ * - the copies into or out of the message buffers, and the staging blocks
+ *   that cross to them, are recorded in the buffers' own stream order:
+ *   the host must call gts_halo_messages_host_wait before MPI reads the
+ *   send buffers or writes the receive buffers;
+ * - fields with a host side are copied on the host, after their device
+ *   work (the host waits), and have completed on return; where their bytes
+ *   cross to or from device messages, the host waits for the crossing.
+ * They return once the work is queued. The caller's `stream` must be a
+ * stream of that GPU. */
+int gts_halo_messages_pack_all_on(const gts_halo_messages *messages, gts_stream stream,
+                                  gts_error *err);
+int gts_halo_messages_unpack_all_on(const gts_halo_messages *messages, gts_stream stream,
+                                    gts_error *err);
+
+/* The host waits for the device work queued on the send buffers (`send`
+ * true: the packing, before MPI reads them) or the receive buffers (false:
+ * the unpacking of the previous exchange, before MPI writes them again).
+ * Nothing to wait for after the default stream or for host messages of
+ * host fields. The device's errors. */
+int gts_halo_messages_host_wait(const gts_halo_messages *messages, bool send, gts_error *err);
 
 /* Whether neighbour `index` is this rank itself, whose messages
  * pack_all (or pack_local) delivers: an exchange sends and receives

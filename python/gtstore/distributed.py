@@ -536,7 +536,9 @@ class HaloExchange:
     MPI requests on a duplicate communicator. ``start()`` posts the
     receives, packs and posts each send; ``wait()`` unpacks each message as
     it arrives and completes the sends; compute on the interior may run in
-    between.
+    between. Fields in device memory only are packed and unpacked in the
+    stream order (``start(stream=)``/``wait(stream=)``, None the current
+    stream; docs/distributed.md, "Streams").
     Fields that do not fit the partition, or differ between ranks, raise on
     every rank.
     Dropped between ``start()`` and ``wait()`` (an exception in between),
@@ -584,18 +586,19 @@ class HaloExchange:
         if not messages.at_once and self._memory == "host":
             from ._halo_shared import SharedMessages
             self._shared = SharedMessages.make(MPI, self._comm, plan, travel)
-        for index, (rank, _, send_tag, recv_tag, send_bytes, recv_bytes) in enumerate(
-                plan.neighbors):
+        for index, neighbor in enumerate(plan.neighbors):
             if index not in travel or self._shared:  # pack_local / the shared buffers
                 continue
-            if recv_bytes:
+            if neighbor.recv_bytes:
                 self._recvs.append(index)
                 self._recv_requests.append(self._comm.Recv_init(
-                    [messages.recv_buffer(index), MPI.BYTE], source=rank, tag=recv_tag))
-            if send_bytes:
+                    [messages.recv_buffer(index), MPI.BYTE], source=neighbor.rank,
+                    tag=neighbor.recv_tag))
+            if neighbor.send_bytes:
                 self._sends.append(index)
                 self._send_requests.append(self._comm.Send_init(
-                    [messages.send_buffer(index), MPI.BYTE], dest=rank, tag=send_tag))
+                    [messages.send_buffer(index), MPI.BYTE], dest=neighbor.rank,
+                    tag=neighbor.send_tag))
 
     @property
     def fields(self):
@@ -636,23 +639,39 @@ class HaloExchange:
         rank or none)."""
         return self._shared is not None
 
-    def start(self):
+    def start(self, stream=None):
         """Posts the receives, then packs and posts the sends: for fields in
         device memory only every message at once (one launch per GPU), then
         all sends; else each message just before its send, so that a
         neighbour can receive while the next is packed. The rank's own
-        halos (``local_neighbors``) are filled in passing, with no message."""
+        halos (``local_neighbors``) are filled in passing, with no message.
+
+        ``stream``: where the packing of fields in device memory only is
+        queued: None (default) gtstore's current stream
+        (:func:`gtstore.current_stream`, as other operations), or a
+        :class:`gtstore.Stream` (or its handle). The packing follows the
+        work queued on the fields (on any stream) on the device, with no
+        host wait for it; the host waits only for the packing itself (and
+        a previous unpacking out of the receive buffers), before MPI reads
+        (writes) the message buffers. Fields with a host side are packed
+        on the host once their device work is done, as always."""
         if self._started:
             raise RuntimeError("start: this exchange is already started (call wait first)")
         if self._comm is None:
             raise RuntimeError("start: this exchange is closed")
+        messages = self._messages
+        stream = messages.stream_handle(stream)  # checked before anything starts
         Prequest = self._MPI.Prequest
+        if messages.at_once:  # the previous wait's unpacking may still read them
+            messages.host_wait(False)
         Prequest.Startall(self._recv_requests)
         self._started = True  # from here on wait(), close() or __del__ completes the requests
-        messages = self._messages
         if messages.at_once:
             try:
-                messages.pack_all()
+                try:
+                    messages.pack_all(stream)
+                finally:  # MPI reads what the stream packed (or began to, on an error)
+                    messages.host_wait(True)
             finally:  # every send posted, even after an error: no neighbour waits for ever
                 Prequest.Startall(self._send_requests)
             return
@@ -677,22 +696,30 @@ class HaloExchange:
         if error is not None:
             raise error
 
-    def wait(self):
+    def wait(self, stream=None):
         """Unpacks the messages into the halos, then waits for the sends:
         each as it arrives for fields with a host side, all at once (one
-        launch per GPU) for fields in device memory only."""
+        launch per GPU) for fields in device memory only.
+
+        ``stream`` (as for :meth:`start`): where the unpacking of fields in
+        device memory only is queued, once every message has arrived; it
+        is recorded on each field's buffer, so that later work on any
+        stream, or a host access, waits for it. wait() returns once it is
+        queued. Fields with a host side are unpacked on the host (completed
+        on return)."""
         if not self._started:
             raise RuntimeError("wait: this exchange is not started")
+        messages = self._messages
+        stream = messages.stream_handle(stream)  # checked before anything completes
         self._started = False
         Request = self._MPI.Request
-        messages = self._messages
         if self._shared:
             self._shared.wait()
             return
         try:
             if messages.at_once:
                 Request.Waitall(self._recv_requests)
-                messages.unpack_all()
+                messages.unpack_all(stream)
             else:
                 for _ in self._recvs:  # a completed persistent request is inactive: skipped
                     messages.unpack(self._recvs[Request.Waitany(self._recv_requests)])
@@ -700,10 +727,10 @@ class HaloExchange:
             Request.Waitall(self._recv_requests)
             Request.Waitall(self._send_requests)
 
-    def exchange(self):
-        """start(), then wait()."""
-        self.start()
-        self.wait()
+    def exchange(self, stream=None):
+        """start(stream), then wait(stream)."""
+        self.start(stream)
+        self.wait(stream)
 
     def close(self):
         """Frees the requests and the duplicate communicator (collective).

@@ -98,6 +98,83 @@ static void run_scenario(const scenario *sc, gts_halo_device_aware aware)
     release_fields(sc, fields);
 }
 
+/* Exchanges in the stream order on the asynchronous emulated device
+ * (gts_halo_exchange_start_on / wait_on): each round fills the fields with
+ * junk, then copies their values in on a producer stream, exchanges on
+ * another (or the same) stream and copies them out on a third, with no
+ * synchronisation in between; the host checks the copies. A missing wait
+ * (packing before the producer's copy, MPI before the packing, the
+ * consumer before the unpacking) reads junk. */
+static void run_on_streams(const scenario *sc, gts_halo_device_aware aware, gts_stream *s)
+{
+    gts_partition p;
+    if (!CHECK_OK(gts_partition_init(&p, sc->pdim, NULL, sc->global, sc->nprocs, sc->periodic,
+                                     size, ERR)))
+        return;
+    /* the domain's reference and UNSET halos, in device memory only: the
+     * producer's copy out of them is queued like any device work */
+    gts_storage fields[MAX_FIELDS], on_host[MAX_FIELDS], values[MAX_FIELDS];
+    scenario host_scenario = *sc;
+    host_scenario.device = 0;
+    make_fields(&host_scenario, &p, on_host);
+    for (int f = 0; f < sc->nfields; ++f)
+        CHECK_OK(gts_storage_copy_to(gts_device_emulated(), &on_host[f], &values[f], ERR));
+    release_fields(sc, on_host);
+    for (int f = 0; f < sc->nfields; ++f)
+        CHECK_OK(make_field(sc, &p, rank, f, &fields[f]));
+    gts_halo_exchange *ex = NULL;
+    if (!CHECK_OK(gts_halo_exchange_create_aware(&p, MPI_COMM_WORLD, sc->nfields, fields, aware,
+                                                 &ex, ERR)))
+        return;
+    const double junk = 7.0;
+    for (int round = 0; round < 6; ++round) {
+        gts_stream producer = s[round % 3], exchange = s[(round / 3 + round) % 3],
+                   consumer = s[(round + 2) % 3];
+        for (int f = 0; f < sc->nfields; ++f) {
+            for (int n = 0; n < 4; ++n)
+                CHECK_OK(gts_storage_fill_item_on(&fields[f], &junk, producer, ERR));
+            CHECK_OK(gts_storage_assign_on(&fields[f], &values[f], producer, ERR));
+        }
+        CHECK_OK(gts_halo_exchange_start_on(ex, exchange, ERR));
+        CHECK_OK(gts_halo_exchange_wait_on(ex, exchange, ERR));
+        int bad = 0;
+        for (int f = 0; f < sc->nfields; ++f) {
+            gts_storage copy, host;
+            if (!CHECK_OK(gts_storage_copy_on(&fields[f], consumer, &copy, ERR)))
+                continue;
+            if (CHECK_OK(gts_storage_copy_to(gts_device_host(), &copy, &host, ERR))) {
+                bad += visit(sc, &p, rank, f, &host, true);
+                gts_storage_release(&host);
+            }
+            gts_storage_release(&copy);
+        }
+        CHECK_INT_EQ(bad, 0);
+    }
+    gts_halo_exchange_destroy(ex);
+    release_fields(sc, fields);
+    release_fields(sc, values);
+}
+
+static void test_streams(void)
+{
+    const gts_device_ops *emulated = gts_device_emulated();
+    gts_stream s[3];
+    for (int i = 0; i < 3; ++i)
+        CHECK_OK(gts_device_stream_create(emulated, &s[i], ERR));
+    for (size_t i = 0; i < NSCENARIOS; ++i) {
+        const scenario *sc = &scenarios[i];
+        if (scenario_ranks(sc) != size || sc->device == 0)
+            continue;
+        run_on_streams(sc, GTS_HALO_AWARE_NO, s);
+        if (sc->device != 2)
+            run_on_streams(sc, GTS_HALO_AWARE_YES, s);
+    }
+    for (int i = 0; i < 3; ++i) {
+        CHECK_OK(gts_device_synchronize(emulated, s[i], ERR));
+        gts_device_stream_destroy(emulated, s[i]);
+    }
+}
+
 /* Fields that do not fit on one rank, or differ between ranks: an error on
  * every rank (each returns, none hangs). */
 static void test_bad_input(void)
@@ -306,6 +383,7 @@ int main(int argc, char **argv)
     CHECK(ran > 0); /* every rank count the tests run on has scenarios */
     test_bad_input();
     test_destroy_while_started();
+    test_streams();
     /* this Open MPI (the wheel's) reads no device memory; a CUDA-aware one
        would say GTS_DL_CUDA */
     int32_t reads = gts_halo_exchange_mpi_reads();

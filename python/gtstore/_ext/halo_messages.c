@@ -9,6 +9,7 @@
 #include "args.h"
 #include "convert.h"
 #include "errors.h"
+#include "stream.h"
 
 typedef struct {
     PyObject_HEAD
@@ -47,7 +48,8 @@ static void message_dealloc(PyObject *self)
 }
 
 /* Version 3 of the interface: one dimension of bytes, no stream to wait on
- * (packing has completed when pack() returns). */
+ * (packing has completed when pack() returns; pack_all(stream) is followed
+ * by host_wait(True) before MPI is given the buffers). */
 static PyObject *message_cuda_array_interface(PyObject *self, void *unused)
 {
     (void)unused;
@@ -210,27 +212,80 @@ static PyObject *messages_unpack(PyObject *self, PyObject *index)
     return messages_transfer(self, index, false);
 }
 
-static PyObject *messages_all(PyObject *self, bool pack)
+/* The GPU whose streams move the messages (the plan's GPU of fields in
+ * device memory only), or NULL: host work only. */
+static const gts_device_ops *messages_gpu(PyObject *self)
 {
+    const gts_device_ops *gpu;
+    return gts_halo_plan_devices(gtpy_halo_plan_of(((HaloMessages *)self)->plan), &gpu, 1) > 0
+               ? gpu
+               : NULL;
+}
+
+/* pack_all(stream=None) / unpack_all(stream=None): queued on the stream;
+ * the GIL is let go while the host copies run. */
+static PyObject *messages_all(PyObject *self, PyObject *args, PyObject *kwargs, bool pack)
+{
+    static const char *const names[] = {"stream"};
+    static gtpy_signature pack_sig = GTPY_SIGNATURE("pack_all", names, 1, 0, 0);
+    static gtpy_signature unpack_sig = GTPY_SIGNATURE("unpack_all", names, 1, 0, 0);
+    PyObject *v[1];
+    gts_stream stream;
+    if (gtpy_parse_tuple(pack ? &pack_sig : &unpack_sig, args, kwargs, v) < 0 ||
+        gtpy_stream_arg(messages_gpu(self), v[0] ? v[0] : Py_None, "stream", &stream) < 0)
+        return NULL;
     const gts_halo_messages *messages = ((HaloMessages *)self)->messages;
     gts_error err;
-    int rc = pack ? gts_halo_messages_pack_all(messages, &err)
-                  : gts_halo_messages_unpack_all(messages, &err);
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = pack ? gts_halo_messages_pack_all_on(messages, stream, &err)
+              : gts_halo_messages_unpack_all_on(messages, stream, &err);
+    Py_END_ALLOW_THREADS
     if (rc)
         return gtpy_raise_null(&err);
     Py_RETURN_NONE;
 }
 
-static PyObject *messages_pack_all(PyObject *self, PyObject *unused)
+static PyObject *messages_pack_all(PyObject *self, PyObject *args, PyObject *kwargs)
 {
-    (void)unused;
-    return messages_all(self, true);
+    return messages_all(self, args, kwargs, true);
 }
 
-static PyObject *messages_unpack_all(PyObject *self, PyObject *unused)
+static PyObject *messages_unpack_all(PyObject *self, PyObject *args, PyObject *kwargs)
 {
-    (void)unused;
-    return messages_all(self, false);
+    return messages_all(self, args, kwargs, false);
+}
+
+/* stream_handle(stream=None): the handle that pack_all and unpack_all
+ * would queue on (0: the default stream), for a caller that resolves the
+ * argument before it starts anything. */
+static PyObject *messages_stream_handle(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    static const char *const names[] = {"stream"};
+    static gtpy_signature sig = GTPY_SIGNATURE("stream_handle", names, 1, 0, 0);
+    PyObject *v[1];
+    gts_stream stream;
+    if (gtpy_parse_tuple(&sig, args, kwargs, v) < 0 ||
+        gtpy_stream_arg(messages_gpu(self), v[0] ? v[0] : Py_None, "stream", &stream) < 0)
+        return NULL;
+    return PyLong_FromVoidPtr(stream);
+}
+
+/* host_wait(send): before MPI reads the send buffers or writes the
+ * receive buffers. */
+static PyObject *messages_host_wait(PyObject *self, PyObject *send_obj)
+{
+    int send = PyObject_IsTrue(send_obj);
+    if (send < 0)
+        return NULL;
+    gts_error err;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = gts_halo_messages_host_wait(((HaloMessages *)self)->messages, send, &err);
+    Py_END_ALLOW_THREADS
+    if (rc)
+        return gtpy_raise_null(&err);
+    Py_RETURN_NONE;
 }
 
 static PyObject *messages_pack_local(PyObject *self, PyObject *unused)
@@ -252,11 +307,28 @@ static PyObject *messages_local(PyObject *self, PyObject *index_obj)
 }
 
 static PyMethodDef messages_methods[] = {
-    {"pack_all", messages_pack_all, METH_NOARGS,
-     "pack_all($self, /)\n--\n\nPacks every message that travels and fills the halos of the rank's own "
-     "(local) messages straight from its domain: one launch per GPU."},
-    {"unpack_all", messages_unpack_all, METH_NOARGS,
-     "unpack_all($self, /)\n--\n\nWrites every received message that travelled into the halos."},
+    {"pack_all", (PyCFunction)(void (*)(void))messages_pack_all, METH_VARARGS | METH_KEYWORDS,
+     "pack_all($self, /, stream=None)\n--\n\nPacks every message that travels and fills the "
+     "halos of the rank's own (local) messages straight from its domain: one launch per GPU, "
+     "queued on `stream` (None: the current stream; a gtstore.Stream or its handle) after the "
+     "work queued on the fields in device memory only, and recorded on them. Fields with a "
+     "host side are packed on the host. Call host_wait(True) before MPI reads the buffers."},
+    {"unpack_all", (PyCFunction)(void (*)(void))messages_unpack_all,
+     METH_VARARGS | METH_KEYWORDS,
+     "unpack_all($self, /, stream=None)\n--\n\nWrites every received message that travelled "
+     "into the halos: for fields in device memory only queued on `stream` (as pack_all) and "
+     "recorded on their buffers, so that later work on any stream, or the host, reads the "
+     "halos after it. Call host_wait(False) before MPI writes the buffers again."},
+    {"stream_handle", (PyCFunction)(void (*)(void))messages_stream_handle,
+     METH_VARARGS | METH_KEYWORDS,
+     "stream_handle($self, /, stream=None)\n--\n\nThe stream handle (an int, 0 the default "
+     "stream) that pack_all(stream) and unpack_all(stream) queue on: `stream` checked and, "
+     "where None, the current stream of the fields' GPU. Fields with a host side only: 0, "
+     "`stream` only checked."},
+    {"host_wait", messages_host_wait, METH_O,
+     "host_wait($self, send, /)\n--\n\nWaits until the device work queued on the send "
+     "buffers (send true: the packing) or the receive buffers (false: the unpacking) has "
+     "completed: before MPI reads or writes them."},
     {"pack_local", messages_pack_local, METH_NOARGS,
      "pack_local($self, /)\n--\n\nFills the halos of the rank's own (local) messages straight from its "
      "domain, and packs nothing (for an exchange that packs each message as it sends it)."},

@@ -157,6 +157,41 @@ int gtpy_stream_number(const gts_device_ops *device, PyObject *number, const cha
     return -1;
 }
 
+int gtpy_stream_arg(const gts_device_ops *device, PyObject *obj, const char *what,
+                    gts_stream *out)
+{
+    *out = NULL;
+    if (obj == Py_None)
+        return device ? gtpy_current_stream(device, out) : 0;
+    if (PyObject_TypeCheck(obj, &gtpy_Stream_Type)) {
+        StreamObject *s = (StreamObject *)obj;
+        if (device && s->device != device) {
+            PyErr_Format(PyExc_ValueError, "%s: %.200R is a stream of the %s device, the work "
+                         "is on the %s device", what, obj, s->device->name, device->name);
+            return -1;
+        }
+        *out = device ? s->handle : NULL;
+        return 0;
+    }
+    PyObject *number = PyLong_Check(obj) ? Py_NewRef(obj) : PyObject_GetAttrString(obj, "ptr");
+    if (!number || !PyLong_Check(number)) {
+        PyErr_Clear();
+        Py_XDECREF(number);
+        PyErr_Format(PyExc_TypeError,
+                     "%s: expected None, a gtstore.Stream, a stream handle (int) or an object "
+                     "with one in `ptr` (a CuPy stream), got %.200R",
+                     what, obj);
+        return -1;
+    }
+    int overflow = 0;
+    long long value = PyLong_AsLongLongAndOverflow(number, &overflow);
+    int rc = PyErr_Occurred() ? -1
+             : !overflow && value == 0 ? 0 /* the default stream */
+             : device ? gtpy_stream_number(device, number, what, out) : 0;
+    Py_DECREF(number);
+    return rc;
+}
+
 /* ---- libgtstore's operations on the current stream ------------------------------------------ */
 
 static int stream_of(const gts_storage *g, gts_stream *out)

@@ -37,6 +37,15 @@ int gtpy_cupy_stream(const gts_device_ops *device, gts_stream *out);
 int gtpy_stream_number(const gts_device_ops *device, PyObject *number, const char *what,
                        gts_stream *out);
 
+/* A `stream=` argument for work on memory of `device` (NULL: no GPU work,
+ * the argument is only checked): None, the current stream
+ * (gtpy_current_stream); a gtstore.Stream of that device, its handle; an
+ * int handle, or an object with one in `ptr` (a CuPy stream): 0 the
+ * default stream, else as gtpy_stream_number takes it. TypeError or
+ * ValueError naming `what`, -1. */
+int gtpy_stream_arg(const gts_device_ops *device, PyObject *obj, const char *what,
+                    gts_stream *out);
+
 /* libgtstore's copies and fills on the current stream of the storages'
  * device (gtstore/storage.h, the _on variants): -1 with an exception on
  * failure. They return once the work is queued. */
