@@ -103,3 +103,19 @@ def test_device_messages_where_the_mpi_reads_cuda_memory(comm):
     with pytest.raises(BufferError, match="CUDA device memory"):
         memoryview(buffer)
     part.close()
+
+
+@pytest.mark.parametrize("kinds", [("device",), ("device", "device"), ("mirrored", "device")])
+def test_exchange_on_streams(comm, kinds):
+    """The stream-order rounds of test_halo_streams.py on the CUDA GPU
+    (pinned messages): fields written on a producer Stream just before
+    start(stream=), exchanged on the same or another Stream, read on a
+    third Stream or the host without synchronising, against the model."""
+    from test_halo_streams import SHAPE, Rounds, make_fields
+
+    part = gd.CartesianPartitioner(comm, SHAPE, halo=2, periodic=(True, True))
+    rounds = Rounds(comm, part, make_fields(part, kinds), False, seed=11)
+    memory = rounds.ex.memory
+    wrong = rounds.run(6)
+    part.close()
+    all_ranks(comm, wrong == 0, f"{kinds}, {memory} messages: {wrong} wrong values")
