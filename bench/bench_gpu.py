@@ -1,8 +1,9 @@
 """(g) GPU: gtstore's device work against CuPy on the same memory, on a CUDA GPU.
 
-Every gtstore operation has completed on the device when it returns, so
-each CuPy statement is followed by a synchronisation of CuPy's current
-stream: both sides are timed to completion. The CuPy arrays are views of
+gtstore queues its device work on CuPy's current stream (the legacy
+default stream) and returns, as CuPy does, so each statement of either is
+followed by a synchronisation of that stream: both sides are timed to
+completion. The CuPy arrays are views of
 the storages' own memory (``to_cupy()``), so both work on the same bytes.
 
 - (g1) strided work on device memory: ``gt:gpu`` storages of 256 x 256 x 80
@@ -63,13 +64,13 @@ def strided(quick: bool) -> Table:
     c = gts.zeros(SHAPE, device="gpu", managed=None)  # C layout: K contiguous
     ns.update(a=a, b=b, c=c, ca=a.to_cupy(), cb=b.to_cupy(), cc=c.to_cupy())
     cases = {
-        "gts view": "b[3:-3, 3:-3] = a[3:-3, 3:-3]",
+        "gts view": "b[3:-3, 3:-3] = a[3:-3, 3:-3]; sync()",
         "cupy view": "cb[3:-3, 3:-3] = ca[3:-3, 3:-3]; sync()",
-        "gts fill": "b[3:-3, 3:-3] = 2.0",
+        "gts fill": "b[3:-3, 3:-3] = 2.0; sync()",
         "cupy fill": "cb[3:-3, 3:-3] = 2.0; sync()",
-        "gts layout": "c[...] = a",
+        "gts layout": "c[...] = a; sync()",
         "cupy layout": "cc[...] = ca; sync()",
-        "gts copy": "a.copy()",
+        "gts copy": "a.copy(); sync()",
         "cupy copy": "ca.copy(); sync()",
     }
     t = time_interleaved(cases, ns, repeat=5 if quick else 21,
@@ -128,8 +129,8 @@ def syncs(quick: bool) -> Table:
     device = cupy.empty(BIG)
     ns.update(s=s, host=host, device=device)
     cases = {
-        "gts to device": "s.set_host_modified(); s.host_to_device()",
-        "gts to host": "s.set_device_modified(); s.device_to_host()",
+        "gts to device": "s.set_host_modified(); s.host_to_device(); sync()",
+        "gts to host": "s.set_device_modified(); s.device_to_host(); sync()",
         "cupy to device": "device.set(host); sync()",
         "cupy to host": "device.get(out=host); sync()",
         "noop": "s.host_to_device()",
@@ -214,8 +215,9 @@ def exchange(quick: bool) -> Table:
     ndsl.exchange()
     same = all(np.array_equal(a.to_cupy().get(), b.to_cupy().get())
                for a, b in zip(device, cupy_fields))
-    ns = {"dev": ex_device.exchange, "host": ex_host.exchange, "ndsl": ndsl.exchange}
-    t = time_interleaved({"dev": "dev()", "host": "host()", "ndsl": "ndsl()"}, ns,
+    ns = {"dev": ex_device.exchange, "host": ex_host.exchange, "ndsl": ndsl.exchange,
+          "sync": namespace()["sync"]}
+    t = time_interleaved({"dev": "dev(); sync()", "host": "host()", "ndsl": "ndsl()"}, ns,
                          repeat=5 if quick else 21, batch_seconds=0.05 if quick else 0.2)
     base = t["dev"].median
     table.rows.append(["gtstore, device fields (gt:gpu, device memory only)",
