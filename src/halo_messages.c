@@ -7,6 +7,7 @@
 
 #include "halo_layout.h"
 #include "halo_transfer.h"
+#include "stream_free.h"
 
 /* One direction's buffers: a block cut into one buffer per neighbour. */
 typedef struct direction {
@@ -219,6 +220,13 @@ int gts_halo_messages_create(const gts_halo_plan *plan, gts_halo_memory memory,
     if (!rc)
         rc = gts__halo_transfer_create(plan, GTS__HALO_UNPACK, device, m->recv.block, recv_at,
                                        m->pair, &m->recv.order, &m->unpack_all, err);
+    /* the GPU's blocks (messages, staging) may come from frees in a
+     * stream's order whose work still runs (stream_free.h): their use on
+     * any stream starts after those frees */
+    if (!rc)
+        rc = gts__stream_free_order_new(m->send.order.device, &m->send.order.order, err);
+    if (!rc)
+        rc = gts__stream_free_order_new(m->recv.order.device, &m->recv.order.order, err);
     free(offsets);
     if (rc) {
         gts_halo_messages_destroy(m);

@@ -16,7 +16,9 @@
  * allocation while that event is pending starts the new buffer's own order
  * there (a record on the legacy stream), so that its first access from
  * elsewhere waits for the frees before it; once the event is seen complete
- * (a query), allocations record nothing. */
+ * (a query), allocations record nothing. The halo messages' blocks (device
+ * messages, staging blocks), which are not buffers, start their orders the
+ * same way (halo_messages.c). */
 #ifndef GTSTORE_STREAM_FREE_H
 #define GTSTORE_STREAM_FREE_H
 

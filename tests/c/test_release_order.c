@@ -38,6 +38,9 @@
 
 #include "check.h"
 #include "gtstore/access.h"
+#include "gtstore/halo_messages.h"
+#include "gtstore/halo_plan.h"
+#include "gtstore/partition.h"
 #include "gtstore/storage.h"
 #include "gtstore/sync.h"
 #include "deferred_release.h"
@@ -378,6 +381,53 @@ static void test_fake_cuda_stream_ordered_free(const gts_device_ops *cuda, stat_
     gts_device_stream_destroy(cuda, s);
 }
 
+/* Halo messages made while a free in stream order may still wait for its
+ * work: their blocks (device messages, staging) may be the freed ones, so
+ * packing them on another stream waits for the frees first (one stream
+ * wait more than the field's, which has no work pending). */
+static void test_fake_cuda_halo_blocks(const gts_device_ops *cuda, stat_fn stat)
+{
+    gts_partition one;
+    gts_storage_spec spec;
+    gts_storage field, x;
+    gts_stream s, other;
+    void *data;
+    if (!CHECK_OK(gts_partition_init(&one, 2, NULL, (int64_t[]){4, 3}, (int[]){1, 1},
+                                     (bool[]){true, true}, 1, ERR)) ||
+        !CHECK_OK(gts_storage_spec_init(&spec, 2, (int64_t[]){6, 5}, F8, ERR)))
+        return;
+    spec.has_dims = spec.has_halo = true;
+    spec.dims[0] = GTS_DIM_I;
+    spec.dims[1] = GTS_DIM_J;
+    spec.halo[0] = spec.halo[1] = (gts_halo){1, 1};
+    spec.managed = GTS_MANAGED_NONE;
+    if (!CHECK_OK(gts_storage_create_on(cuda, &spec, GTS_ALLOC_ZERO, &field, ERR)))
+        return;
+    /* the field's own order settled: the host waited for it */
+    CHECK_OK(gts_storage_access(&field, GTS_SIDE_DEVICE, GTS_ACCESS_READ, NULL, &data, ERR));
+    if (CHECK_OK(gts_device_stream_create(cuda, &s, ERR)) &&
+        CHECK_OK(gts_device_stream_create(cuda, &other, ERR))) {
+        if (make(cuda, 4096, 0, &x)) { /* freed in stream order, its fill still pending */
+            fill_on(&x, 1.0, s);
+            gts_storage_release(&x);
+        }
+        gts_halo_plan *plan = NULL;
+        gts_halo_messages *m = NULL;
+        if (CHECK_OK(gts_halo_plan_create(&one, 0, 1, &field, &plan, ERR)) &&
+            CHECK_OK(gts_halo_messages_create(plan, GTS_HALO_MEMORY_DEVICE, &m, ERR))) {
+            long long before = stat("stream_event_waits");
+            CHECK_OK(gts_halo_messages_pack_all_on(m, other, ERR));
+            CHECK(stat("stream_event_waits") > before);
+            CHECK_OK(gts_device_synchronize(cuda, other, ERR));
+        }
+        gts_halo_messages_destroy(m);
+        gts_halo_plan_destroy(plan);
+        gts_device_stream_destroy(cuda, other);
+        gts_device_stream_destroy(cuda, s);
+    }
+    gts_storage_release(&field);
+}
+
 /* A mirrored buffer (a pinned host side, which the host reuses out of any
  * stream's order) is parked instead: the release neither waits for the
  * event nor frees the blocks until a query says the work is done, and an
@@ -451,6 +501,7 @@ int main(void)
         stat_fn stat = fake_stat();
         if (stat) {
             test_fake_cuda_stream_ordered_free(cuda, stat);
+            test_fake_cuda_halo_blocks(cuda, stat);
             test_fake_cuda_parked(cuda, stat);
             test_fake_bound(cuda, stat);
         }
