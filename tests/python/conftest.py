@@ -303,6 +303,21 @@ def subprocess_env(**variables):
     return env
 
 
+def run_random_sequences(make, seeds, steps, cuda=False):
+    """Random sequences of a test's stream-order steps (test_stream_order.py,
+    test_stencil_stream.py): for each seed, make(seed, streams, cuda) over
+    two gtstore.Streams shared by all seeds, `steps` of its step(), then its
+    finish(); the wrong values it counted, summed."""
+    streams = [gtstore.Stream(), gtstore.Stream()]
+    wrong = 0
+    for seed in seeds:
+        sequence = make(seed, streams, cuda)
+        for _ in range(steps):
+            sequence.step()
+        wrong += sequence.finish()
+    return wrong
+
+
 def run_python(code, timeout=120, **variables):
     """Runs ``code`` in a fresh interpreter (for inputs that might crash
     this one); returns the CompletedProcess with text output."""

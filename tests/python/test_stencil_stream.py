@@ -29,6 +29,8 @@ import gtstore
 from gtstore import Field, Signature
 from gtstore._gtstore import _skip_stream_waits_for_testing as skip_waits
 
+from conftest import run_random_sequences
+
 SHAPE = (6, 5, 4)
 COPY = Signature(out=Field["f8", "IJK"], inp=Field["f8", "IJK"], writes=["out"], device="gpu")
 FILL = Signature(out=Field["f8", "IJK"], writes=["out"], device="gpu")
@@ -137,18 +139,25 @@ def test_storages_bind_their_device_side(emulated):
         COPY.bind(gtstore.zeros(SHAPE), b)
 
 
+def filled_behind_work(stream, value):
+    """A new device-only field filled with `value` on `stream`, behind
+    longer work queued there."""
+    inp = gtstore.zeros((64, 64, 8), device="gpu", managed=None)
+    with stream:
+        for n in range(4):
+            inp[...] = float(-n)
+        inp[...] = float(value)
+    return inp
+
+
 def test_a_stencil_on_a_stream_is_ordered_both_ways(emulated):
     """The stencil's stream waits for a fill queued on another stream, and
     a copy on a third stream and the host wait for the stencil."""
     s1, s2, s3 = gtstore.Stream(), gtstore.Stream(), gtstore.Stream()
     keep = []
     for value in range(1, 6):
-        inp = gtstore.zeros((64, 64, 8), device="gpu", managed=None)
+        inp = filled_behind_work(s1, value)
         out = gtstore.zeros((64, 64, 8), device="gpu")
-        with s1:
-            for n in range(4):
-                inp[...] = float(-n)
-            inp[...] = float(value)
         with s2:
             with COPY.bind(out, inp) as call:
                 copy_kernel(call, keep)
@@ -176,12 +185,8 @@ def test_a_numpy_kernel_starts_after_its_streams_waits(emulated):
     """The NumPy kernel reads what a fill queued on another stream wrote."""
     s1, s2 = gtstore.Stream(), gtstore.Stream()
     for value in range(1, 6):
-        inp = gtstore.zeros((64, 64, 8), device="gpu", managed=None)
+        inp = filled_behind_work(s1, value)
         out = gtstore.zeros((64, 64, 8), device="gpu")
-        with s1:
-            for n in range(4):
-                inp[...] = float(-n)
-            inp[...] = float(value)
         with s2, COPY.bind(out, inp) as call:
             numpy_kernel(call)
         assert (np.asarray(out) == 2 * value + 1).all()
@@ -353,14 +358,7 @@ class Sequence:
 
 
 def run_sequences(seeds, steps, cuda=False):
-    streams = [gtstore.Stream(), gtstore.Stream()]
-    wrong = 0
-    for seed in seeds:
-        sequence = Sequence(seed, streams, cuda)
-        for _ in range(steps):
-            sequence.step()
-        wrong += sequence.finish()
-    return wrong
+    return run_random_sequences(Sequence, seeds, steps, cuda)
 
 
 @pytest.mark.parametrize("seed", range(8))

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 import gtstore
-from conftest import device_address, run_python
+from conftest import device_address, run_python, run_random_sequences
 from gtstore._gtstore import _skip_stream_waits_for_testing as skip_waits
 
 SHAPE = (6, 5, 4)
@@ -299,14 +299,7 @@ class Sequence:
 
 
 def run_sequences(seeds, steps, cuda=False):
-    streams = [gtstore.Stream(), gtstore.Stream()]
-    wrong = 0
-    for seed in seeds:
-        sequence = Sequence(seed, streams, cuda)
-        for _ in range(steps):
-            sequence.step()
-        wrong += sequence.finish()
-    return wrong
+    return run_random_sequences(Sequence, seeds, steps, cuda)
 
 
 @pytest.mark.parametrize("seed", range(12))
