@@ -368,3 +368,9 @@ bool gts_buffer_owns_memory(const gts_buffer *buffer)
 {
     return buffer->kind != MEMORY_WRAPPED;
 }
+
+bool gts_buffer_reusable(const gts_buffer *buffer)
+{
+    return buffer->kind == MEMORY_DEVICE && !buffer->mirror &&
+           atomic_load_explicit(&buffer->refs, memory_order_acquire) == 1;
+}

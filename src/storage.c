@@ -127,10 +127,36 @@ static int place(const gts_storage_spec *spec, const gts_device_ops **device, un
     return gts_device_managed(gpu, device, err);
 }
 
+/* The buffer `reuse` gives for `size` bytes on `device` (NULL where it
+ * gives none, or may not be asked: see gts_storage_create_reusing). */
+static int reused_buffer(gts_buffer_reuse_fn reuse, void *ctx, const gts_device_ops *device,
+                         int64_t size, unsigned flags, gts_buffer **out, gts_error *err)
+{
+    *out = NULL;
+    if (!reuse || (flags & (GTS_ALLOC_ZERO | GTS_ALLOC_MIRRORED)) ||
+        gts_device_is_host_memory(device))
+        return GTS_OK;
+    gts_buffer *buffer = reuse(ctx, device, size);
+    if (buffer && (gts_buffer_device(buffer) != device || gts_buffer_size(buffer) != size ||
+                   !gts_buffer_owns_memory(buffer) || gts_buffer_mirrored(buffer))) {
+        int rc = gts_error_set(err, GTS_EINVAL,
+                               "reuse: gave a buffer of %lld bytes on %s for %lld bytes of "
+                               "device memory on %s",
+                               (long long)gts_buffer_size(buffer),
+                               gts_buffer_device(buffer)->name, (long long)size, device->name);
+        gts_buffer_release(buffer);
+        return rc;
+    }
+    *out = buffer;
+    return GTS_OK;
+}
+
 /* Resolves `resolved` in place and allocates a storage for it on `device`
- * (NULL: the one its device kind names). */
+ * (NULL: the one its device kind names), or takes the buffer from `reuse`
+ * (may be NULL). */
 static int create_resolving(const gts_device_ops *device, gts_storage_spec *resolved,
-                            unsigned flags, gts_storage *out, gts_error *err)
+                            unsigned flags, gts_buffer_reuse_fn reuse, void *ctx,
+                            gts_storage *out, gts_error *err)
 {
     gts_geometry geometry;
     int rc = gts_storage_spec_resolve(resolved, &geometry, err);
@@ -139,7 +165,8 @@ static int create_resolving(const gts_device_ops *device, gts_storage_spec *reso
     if (!device && (rc = place(resolved, &device, &flags, err)))
         return rc;
     gts_buffer *buffer;
-    if ((rc = gts_buffer_alloc(device, geometry.alloc_size, flags, &buffer, err)))
+    if ((rc = reused_buffer(reuse, ctx, device, geometry.alloc_size, flags, &buffer, err)) ||
+        (!buffer && (rc = gts_buffer_alloc(device, geometry.alloc_size, flags, &buffer, err))))
         return rc;
     /* aligned on the device: the device address is the one that counts */
     int64_t offset = gts_geometry_offset(&geometry, (uintptr_t)gts_buffer_data(buffer));
@@ -159,13 +186,19 @@ int gts_storage_create_on(const gts_device_ops *device, const gts_storage_spec *
 {
     gts_storage_spec resolved;
     gts_storage_spec_copy(&resolved, spec);
-    return create_resolving(device, &resolved, flags, out, err);
+    return create_resolving(device, &resolved, flags, NULL, NULL, out, err);
 }
 
 int gts_storage_create_in_place(gts_storage_spec *spec, unsigned flags, gts_storage *out,
                                 gts_error *err)
 {
-    return create_resolving(NULL, spec, flags, out, err);
+    return create_resolving(NULL, spec, flags, NULL, NULL, out, err);
+}
+
+int gts_storage_create_reusing(gts_storage_spec *spec, unsigned flags, gts_buffer_reuse_fn reuse,
+                               void *ctx, gts_storage *out, gts_error *err)
+{
+    return create_resolving(NULL, spec, flags, reuse, ctx, out, err);
 }
 
 /* The address of an element on the storage's device (alignment is a

@@ -122,6 +122,11 @@ void *gts_buffer_host(const gts_buffer *buffer);
 void *gts_buffer_data(const gts_buffer *buffer);
 int64_t gts_buffer_size(const gts_buffer *buffer);
 bool gts_buffer_owns_memory(const gts_buffer *buffer);
+/* Whether the buffer may serve a new storage instead of new memory
+ * (gts_storage_create_reusing): it owns device memory without a host side,
+ * and the caller holds its only reference. Nothing else can then reach
+ * it, and nothing can start to: only a holder can make a reference. */
+bool gts_buffer_reusable(const gts_buffer *buffer);
 
 /* The caches: the host's large blocks, and each device and pinned memory
  * cache. The limit applies to each cache; setting it evicts down to it, 0

@@ -75,6 +75,21 @@ typedef struct gts_storage {
 int gts_storage_create_in_place(gts_storage_spec *spec, unsigned flags, gts_storage *out,
                                 gts_error *err);
 
+/* Memory for a new storage that is not new (gts_storage_create_reusing):
+ * a new reference to a buffer of exactly `size` bytes on `device`, one
+ * gts_buffer_reusable said may serve, or NULL to allocate. */
+typedef gts_buffer *(*gts_buffer_reuse_fn)(void *ctx, const gts_device_ops *device,
+                                           int64_t size);
+
+/* gts_storage_create_in_place, asking `reuse` (with `ctx`) for the buffer
+ * first. It asks only for device memory without a host side (no
+ * GTS_MANAGED_GT4PY) and without GTS_ALLOC_ZERO, since a reused block
+ * holds old values. The block keeps its stream order (gtstore/access.h):
+ * device work still queued on it is waited for as by any access. A buffer
+ * that is not the one asked for is GTS_EINVAL (and released). */
+int gts_storage_create_reusing(gts_storage_spec *spec, unsigned flags, gts_buffer_reuse_fn reuse,
+                               void *ctx, gts_storage *out, gts_error *err);
+
 /* Allocates a storage for `spec` (flags: GTS_ALLOC_ZERO) where its device
  * kind says: host memory for the CPU kind; for the GPU kind the device that
  * plays the GPU (gts_device_gpu), with a host side synced by gtstore

@@ -125,6 +125,9 @@ def test_memory_stats_keys():
         "pinned_cached_bytes",
         "pinned_cache_hits",
         "pinned_cache_misses",
+        "spare_blocks",
+        "spare_bytes",
+        "spare_hits",
     }
     assert all(isinstance(v, int) and v >= 0 for v in stats.values())
 

@@ -2,6 +2,7 @@
  * resolved request, filled, or copied from its data (the source's values
  * cast by NumPy where the dtypes differ). */
 #include "allocation.h"
+#include "engine_spares.h"
 #include "errors.h"
 #include "request.h"
 #include "source.h"
@@ -88,21 +89,17 @@ PyObject *gtpy_storage_allocate(const gtpy_request *r, gtpy_source *src, gtpy_re
                                 gts_storage *s)
 {
     unsigned char item[16];
-    gts_error err;
     bool fill = r->fill == FILL_VALUE || r->fill == FILL_ONES;
     if (fill && gtpy_request_fill_item(r, resolved->spec.dtype, item) < 0)
         return NULL;
-    if (gts_storage_create_in_place(gtpy_spec(resolved),
-                                    r->fill == FILL_ZEROS ? GTS_ALLOC_ZERO : 0, s, &err) != 0)
-        return gtpy_raise_null(&err);
-    if (fill && gtpy_stream_fill_item(s, item) < 0) {
-        gts_storage_release(s);
+    PyObject *storage = gtpy_storage_create(gtpy_spec(resolved),
+                                            r->fill == FILL_ZEROS ? GTS_ALLOC_ZERO : 0,
+                                            gtpy_preset_name(r, src));
+    if (!storage)
         return NULL;
-    }
-    gts_buffer *buffer = s->buffer;
-    PyObject *storage = gtpy_storage_new(s, gtpy_preset_name(r, src), NULL);
-    s->buffer = storage ? buffer : NULL; /* the object's reference, borrowed */
-    if (storage && r->fill == FILL_COPY && copy_into(storage, s, src) < 0)
+    gtpy_storage_load(storage, s); /* the object's buffer reference, borrowed */
+    if ((fill && gtpy_stream_fill_item(s, item) < 0) ||
+        (r->fill == FILL_COPY && copy_into(storage, s, src) < 0))
         Py_CLEAR(storage);
     return storage;
 }

@@ -18,6 +18,7 @@
  * through a new array (the cached views are used only inside one call).
  * Shapes, strides and offsets are libgtstore's: nothing here decides one. */
 #include "engine.h"
+#include "engine_objects.h"
 
 #include "convert.h"
 #include "errors.h"
@@ -28,14 +29,6 @@
 #include "gtstore/access.h"
 
 /* ---- the block -------------------------------------------------------------------------- */
-
-typedef struct {
-    PyObject_HEAD
-    gts_buffer *buffer; /* a reference of its own */
-    char *base;         /* the block as the engine addresses it */
-    Py_ssize_t size;
-    bool host; /* `base` is host memory (NumPy's engine) */
-} BlockObject;
 
 static int block_getbuffer(PyObject *self, Py_buffer *view, int flags)
 {
@@ -68,23 +61,6 @@ static PyTypeObject Block_Type = {
 };
 
 /* ---- the engine's objects of one buffer -------------------------------------------------- */
-
-/* What makes two views of a block the same array. */
-typedef struct {
-    Py_ssize_t offset; /* bytes from the block's base to element 0 */
-    int ndim;
-    gts_dtype dtype;
-    Py_ssize_t shape[GTS_MAX_NDIM], strides[GTS_MAX_NDIM];
-} view_key;
-
-typedef struct {
-    PyObject_HEAD
-    BlockObject *block;
-    PyObject *memory, *pointer; /* CuPy: UnownedMemory, the last MemoryPointer */
-    Py_ssize_t pointer_offset;
-    PyObject *views[2]; /* the last operand view, writable [0] and read-only [1] */
-    view_key keys[2];
-} EngineObject;
 
 static void engine_dealloc(PyObject *self)
 {

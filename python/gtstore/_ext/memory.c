@@ -1,6 +1,7 @@
 /* Memory statistics and the cache of large blocks, from Python. */
 #include "api.h"
 #include "convert.h"
+#include "engine_spares.h"
 
 static PyObject *api_cache_limit(PyObject *self, PyObject *unused)
 {
@@ -20,6 +21,7 @@ static PyObject *api_set_cache_limit(PyObject *self, PyObject *nbytes)
                      (long long)value);
         return NULL;
     }
+    gtpy_spares_trim(value);
     gts_cache_set_limit(value);
     Py_RETURN_NONE;
 }
@@ -28,6 +30,7 @@ static PyObject *api_clear_cache(PyObject *self, PyObject *unused)
 {
     (void)self;
     (void)unused;
+    gtpy_spares_trim(0); /* first: their blocks then go to the caches cleared */
     gts_cache_clear();
     Py_RETURN_NONE;
 }
@@ -37,7 +40,9 @@ static PyObject *api_memory_stats(PyObject *self, PyObject *unused)
     (void)self;
     (void)unused;
     gts_memory_stats s;
+    gtpy_spare_stats spare;
     gts_memory_stats_get(&s);
+    gtpy_spares_stats(&spare);
     const struct {
         const char *name;
         int64_t value;
@@ -56,6 +61,9 @@ static PyObject *api_memory_stats(PyObject *self, PyObject *unused)
         {"pinned_cached_bytes", s.pinned_cached_bytes},
         {"pinned_cache_hits", s.pinned_cache_hits},
         {"pinned_cache_misses", s.pinned_cache_misses},
+        {"spare_blocks", spare.blocks},
+        {"spare_bytes", spare.bytes},
+        {"spare_hits", spare.hits},
     };
     PyObject *dict = PyDict_New();
     for (size_t i = 0; dict && i < sizeof items / sizeof items[0]; ++i) {
@@ -88,22 +96,25 @@ static PyObject *api_set_pinned_host_sides(PyObject *self, PyObject *pinned)
 PyMethodDef gtpy_memory_methods[] = {
     {"cache_limit", api_cache_limit, METH_NOARGS,
      "cache_limit()\n--\n\nBytes each cache of freed blocks may hold (host, device, "
-     "pinned)."},
+     "pinned, spare GPU blocks)."},
     {"set_cache_limit", api_set_cache_limit, METH_O,
      "set_cache_limit(nbytes)\n--\n\nSets the cache limit in bytes, evicting down to it; 0 "
      "turns the caches off. The limit applies to each cache: host blocks, each GPU's device "
-     "memory, pinned host memory. The environment variable GTSTORE_CACHE_LIMIT sets the "
+     "memory, pinned host memory, spare GPU blocks. The environment variable GTSTORE_CACHE_LIMIT sets the "
      "initial limit (bytes with an optional K, M or G suffix; default 1 GiB; any other "
      "form is a ValueError at import)."},
     {"clear_cache", api_clear_cache, METH_NOARGS,
      "clear_cache()\n--\n\nReturns every cached block to the system: host blocks, device "
-     "memory (once the GPU is done with it) and pinned host memory."},
+     "memory (once the GPU is done with it), pinned host memory and the spare GPU blocks."},
     {"memory_stats", api_memory_stats, METH_NOARGS,
      "memory_stats()\n--\n\nLive buffers and bytes owned by gtstore (on every device), and "
      "the blocks, bytes, hits and misses of each kind of cache: the host's (cached_blocks, "
      "cached_bytes, cache_hits, cache_misses), the GPUs' device memory (device_cached_*, "
      "device_cache_*; a CUDA stream-ordered pool holds bytes, not blocks) and pinned host "
-     "memory (pinned_cached_*, pinned_cache_*)."},
+     "memory (pinned_cached_*, pinned_cache_*). spare_blocks, spare_bytes: GPU storages' "
+     "blocks kept after their last holder went, with the engine's arrays over them, for the "
+     "next storage of their size on their device (these count as live buffers); spare_hits: "
+     "storages made over one."},
     {"pinned_host_sides", api_pinned_host_sides, METH_NOARGS,
      "pinned_host_sides()\n--\n\nWhether new software-managed GPU storages get a pinned "
      "(page-locked) host side."},

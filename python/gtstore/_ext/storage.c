@@ -9,6 +9,7 @@
 #include "storage.h"
 #include "axes.h"
 #include "convert.h"
+#include "engine_spares.h"
 #include "errors.h"
 #include "storage_object.h"
 
@@ -154,8 +155,12 @@ int gtpy_storage_engine_slot(PyObject *storage, PyObject ***slot)
 
 static void sync_state_dealloc(PyObject *self)
 {
-    Py_XDECREF(((SyncStateObject *)self)->engine);
-    gts_buffer_release(((SyncStateObject *)self)->buffer);
+    SyncStateObject *state = (SyncStateObject *)self;
+    /* first, so that the engine's block may hold the buffer's only
+     * reference: then the two may serve the next storage of its size */
+    gts_buffer_release(state->buffer);
+    if (state->engine)
+        gtpy_spare_offer(state->engine);
     Py_TYPE(self)->tp_free(self);
 }
 

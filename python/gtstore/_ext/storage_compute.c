@@ -5,6 +5,7 @@
  * reshape, T). */
 #include "args.h"
 #include "convert.h"
+#include "engine_spares.h"
 #include "errors.h"
 #include "numpy.h"
 #include "storage.h"
@@ -323,7 +324,7 @@ PyObject *gtpy_storage_astype(PyObject *self, PyObject *const *args, Py_ssize_t 
     if (gtpy_parse_args(&sig, args, nargs, kwnames, values) < 0 ||
         gtpy_dtype_parse(values[0], &dtype) < 0)
         return NULL;
-    gts_storage g, out;
+    gts_storage g;
     gts_storage_spec spec;
     gts_template like;
     gts_error err;
@@ -362,9 +363,7 @@ PyObject *gtpy_storage_astype(PyObject *self, PyObject *const *args, Py_ssize_t 
     if (gts_storage_spec_init(&spec, g.ndim, g.shape, dtype.base, &err) != 0)
         return gtpy_raise_null(&err);
     spec.like = &like;
-    if (gts_storage_create_in_place(&spec, 0, &out, &err) != 0)
-        return gtpy_raise_null(&err);
-    PyObject *result = gtpy_storage_new(&out, NULL, NULL);
+    PyObject *result = gtpy_storage_create(&spec, 0, NULL);
     if (result && PyObject_SetItem(result, Py_Ellipsis, self) < 0)
         Py_CLEAR(result);
     return result;

@@ -21,6 +21,7 @@
 #include "axes.h"
 #include "convert.h"
 #include "engine.h"
+#include "engine_spares.h"
 #include "errors.h"
 #include "numpy.h"
 #include "storage.h"
@@ -407,9 +408,7 @@ static int allocate_output(call *c, int k, PyObject *dtype_obj)
                                   on_device ? GTS_DEVICE_GPU : GTS_DEVICE_CPU, &spec, &err) != 0)
         return gtpy_raise(&err);
     spec.managed = managed;
-    if (gts_storage_create_in_place(&spec, 0, &c->storages[k], &err) != 0)
-        return gtpy_raise(&err);
-    PyObject *out = gtpy_storage_new(&c->storages[k], NULL, NULL);
+    PyObject *out = gtpy_storage_create(&spec, 0, NULL);
     if (!out)
         return -1;
     gtpy_storage_load(out, &c->storages[k]);
@@ -1037,7 +1036,6 @@ static PyObject *reduced_storage(PyObject *function, const gts_storage *g,
                                  const gts_broadcast *result, PyObject *dtype_obj)
 {
     gts_storage_spec spec;
-    gts_storage out;
     gts_error err;
     gtpy_dtype dtype;
     gts_operand operand = {g, 0, NULL};
@@ -1047,9 +1045,7 @@ static PyObject *reduced_storage(PyObject *function, const gts_storage *g,
                                   gts_buffer_device_kind(g->buffer), &spec, &err) != 0)
         return gtpy_raise_null(&err);
     spec.managed = managed_mode(g->buffer);
-    if (gts_storage_create_in_place(&spec, 0, &out, &err) != 0)
-        return gtpy_raise_null(&err);
-    return gtpy_storage_new(&out, NULL, NULL);
+    return gtpy_storage_create(&spec, 0, NULL);
 }
 
 /* function(view, **kw) writing straight into a new storage of the result
