@@ -363,6 +363,13 @@ int gts_storage_wrap(const gts_storage_spec *spec, gts_buffer *buffer, int64_t o
     return GTS_OK;
 }
 
+gts_managed gts_storage_managed(const gts_storage *storage)
+{
+    return gts_buffer_mirrored(storage->buffer) ? GTS_MANAGED_GT4PY
+           : gts_buffer_device(storage->buffer)->kind == GTS_MEMORY_MANAGED ? GTS_MANAGED_CUDA
+                                                                           : GTS_MANAGED_NONE;
+}
+
 void gts_storage_view(const gts_storage *src, gts_storage *out)
 {
     storage_copy_fields(out, src);

@@ -120,6 +120,11 @@ int gts_storage_create_on(const gts_device_ops *device, const gts_storage_spec *
 int gts_storage_wrap(const gts_storage_spec *spec, gts_buffer *buffer, int64_t offset,
                      const int64_t *strides, bool readonly, gts_storage *out, gts_error *err);
 
+/* How the storage's memory is managed, as a spec's `managed` says (for a
+ * storage made like it): GTS_MANAGED_GT4PY where its buffer is mirrored,
+ * GTS_MANAGED_CUDA in a GPU's managed memory, else GTS_MANAGED_NONE. */
+gts_managed gts_storage_managed(const gts_storage *storage);
+
 /* A new view of all of `src` (one more reference to its buffer). */
 void gts_storage_view(const gts_storage *src, gts_storage *out);
 

@@ -119,3 +119,68 @@ def test_lifetimes_and_freed_blocks():
     np.testing.assert_array_equal(values(v + 1.0), 2 * x[1:] + 1)
     del filler, r, v
     assert live() == before  # the engine's cached objects hold no buffer beyond its storages
+
+
+def test_spare_blocks_with_cupys_objects():
+    """A result's block and CuPy's objects over it serve the next result of
+    its size (engine_spares.c; the emulated device's case is
+    test_engine_spares.py); a CuPy array a user kept, or a view of one,
+    keeps the block its own."""
+    import cupy
+
+    def spares():
+        gc.collect()
+        stats = gtstore.memory_stats()
+        return stats["spare_blocks"], stats["spare_hits"]
+
+    x = np.arange(120.0).reshape(SHAPE)
+    a, b = device(x), device(2 * x)
+    gtstore.clear_cache()
+    c = a + b
+    address = c.to_cupy().data.ptr  # the array dies at once: nothing kept
+    del c
+    blocks, hits = spares()
+    assert blocks == 1
+    d = a + b
+    assert d.to_cupy().data.ptr == address and spares() == (0, hits + 1)
+    np.testing.assert_array_equal(values(d), 3 * x)
+    as_array = lambda p: cupy.ndarray(SHAPE, cupy.float64, p)  # noqa: E731
+    for keep, read, expected in [
+        (lambda s: s.to_cupy(), lambda k: k, 2 * x),
+        (lambda s: s.to_cupy()[1:], lambda k: k, 2 * x[1:]),  # another MemoryPointer
+        (lambda s: s.to_cupy().data, as_array, 2 * x),  # the MemoryPointer alone
+    ]:
+        r = a * 2.0
+        kept = keep(r)
+        del r
+        assert spares()[0] == 0
+        others = [a * 5.0 for _ in range(3)]
+        np.testing.assert_array_equal(cupy.asnumpy(read(kept)), expected)
+        for s in others:
+            np.testing.assert_array_equal(values(s), 5 * x)
+        del kept, others
+    gtstore.clear_cache()
+
+
+def test_a_spare_on_another_cupy_stream_waits_for_its_work():
+    """The block of a result written on one CuPy stream, taken by a result
+    written on another, holds the later values."""
+    import cupy
+
+    x = np.arange(120.0).reshape(SHAPE)
+    a = device(x)
+    big = device(np.zeros((256, 256, 64)))
+    s1, s2 = cupy.cuda.Stream(non_blocking=True), cupy.cuda.Stream(non_blocking=True)
+    for value in range(1, 6):
+        with s1:
+            for _ in range(4):
+                np.sin(big, out=big)  # longer work first
+            c = a + float(value)
+            address = c.to_cupy().data.ptr
+        del c
+        with s2:
+            r = a * 0.0
+            assert r.to_cupy().data.ptr == address
+        s1.synchronize()
+        s2.synchronize()
+        np.testing.assert_array_equal(values(r), 0.0)

@@ -363,6 +363,7 @@ PyObject *gtpy_storage_astype(PyObject *self, PyObject *const *args, Py_ssize_t 
     if (gts_storage_spec_init(&spec, g.ndim, g.shape, dtype.base, &err) != 0)
         return gtpy_raise_null(&err);
     spec.like = &like;
+    spec.managed = gts_storage_managed(&g); /* a GPUStorage stays one */
     PyObject *result = gtpy_storage_create(&spec, 0, NULL);
     if (result && PyObject_SetItem(result, Py_Ellipsis, self) < 0)
         Py_CLEAR(result);

@@ -346,16 +346,6 @@ static PyObject *resolve_dtypes(call *c)
 
 /* ---- outputs ------------------------------------------------------------------------------ */
 
-/* How the memory of a buffer on a device is managed (GDP-3's final text's
- * `managed`), for outputs made like it. */
-static gts_managed managed_mode(const gts_buffer *buffer)
-{
-    gts_memory_kind kind = gts_buffer_device(buffer)->kind;
-    return gts_buffer_mirrored(buffer)      ? GTS_MANAGED_GT4PY
-           : kind == GTS_MEMORY_MANAGED    ? GTS_MANAGED_CUDA
-                                            : GTS_MANAGED_NONE;
-}
-
 /* Where outputs made by a call live: with the first input on a device,
  * there too, in its managed mode (a software-managed input gives a
  * software-managed output even where the host computes); else the host.
@@ -368,7 +358,7 @@ static bool device_of_inputs(const call *c, gts_managed *managed)
         const gts_buffer *buffer = c->storages[k].buffer;
         if (gts_buffer_device_kind(buffer) == GTS_DEVICE_CPU)
             continue;
-        *managed = managed_mode(buffer);
+        *managed = gts_storage_managed(&c->storages[k]);
         return true;
     }
     return false;
@@ -1044,7 +1034,7 @@ static PyObject *reduced_storage(PyObject *function, const gts_storage *g,
     if (gts_broadcast_output_spec(1, &operand, result, dtype.base,
                                   gts_buffer_device_kind(g->buffer), &spec, &err) != 0)
         return gtpy_raise_null(&err);
-    spec.managed = managed_mode(g->buffer);
+    spec.managed = gts_storage_managed(g);
     return gtpy_storage_create(&spec, 0, NULL);
 }
 
