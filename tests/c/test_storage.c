@@ -1731,6 +1731,116 @@ static void test_reshape(void)
     gts_storage_release(&s);
 }
 
+/* What gts_storage_create_reusing asked for and gives back: the buffer in
+ * `give` (a new reference), or none. */
+typedef struct {
+    gts_buffer *give;
+    int calls;
+    const gts_device_ops *device;
+    int64_t size;
+} reuse_log;
+
+static gts_buffer *reuse_from_log(void *ctx, const gts_device_ops *device, int64_t size)
+{
+    reuse_log *log = ctx;
+    ++log->calls;
+    log->device = device;
+    log->size = size;
+    return log->give ? gts_buffer_retain(log->give) : NULL;
+}
+
+/* gts_storage_create_reusing: asked only for device memory without a host
+ * side and without zeroing, for the block size and device libgtstore
+ * decided; the buffer given serves the storage (aligned the same as new
+ * memory), a wrong one is an error; gts_buffer_reusable and
+ * gts_storage_managed beside. On the emulated device. */
+static void test_create_reusing(void)
+{
+    int64_t before = live_buffers();
+    const int64_t shape[] = {5, 4, 3};
+    const gts_device_ops *emulated = gts_device_emulated();
+    if (!CHECK_OK(gts_device_use_gpu(emulated, ERR)))
+        return;
+    gts_storage_spec spec = spec_of(3, shape, F8);
+    spec.preset = &gpu;
+    spec.managed = GTS_MANAGED_NONE;
+    reuse_log log = {NULL, 0, NULL, 0};
+    gts_storage first, again;
+    /* nothing given: new memory, for the size the geometry needs */
+    if (!CHECK_OK(gts_storage_create_reusing(&spec, 0, reuse_from_log, &log, &first, ERR)))
+        return;
+    CHECK_INT_EQ(log.calls, 1);
+    CHECK(log.device == emulated && log.size == gts_buffer_size(first.buffer));
+    CHECK_INT_EQ(gts_storage_managed(&first), GTS_MANAGED_NONE);
+    CHECK(gts_buffer_reusable(first.buffer)); /* the storage's is the only reference */
+    gts_buffer *block = gts_buffer_retain(first.buffer);
+    CHECK(!gts_buffer_reusable(block)); /* two */
+    int64_t first_offset = first.offset;
+    gts_storage_release(&first);
+    CHECK(gts_buffer_reusable(block));
+    /* the block given back serves a new storage, element 0 where it was */
+    spec = spec_of(3, shape, F8);
+    spec.preset = &gpu;
+    spec.managed = GTS_MANAGED_NONE;
+    log.give = block;
+    if (CHECK_OK(gts_storage_create_reusing(&spec, 0, reuse_from_log, &log, &again, ERR))) {
+        CHECK(again.buffer == block && log.calls == 2);
+        CHECK(ints_eq(3, again.strides, (const int64_t[]){8, 256, 1024}));
+        CHECK_INT_EQ(again.offset, first_offset);
+        CHECK(!gts_buffer_reusable(block)); /* the storage holds it too */
+        gts_storage_release(&again);
+    }
+    /* not asked where zeroed, mirrored or in host memory; asked for
+     * managed memory (no second side to keep in sync) */
+    const struct {
+        gts_managed managed;
+        unsigned flags;
+        bool cpu, asked;
+    } cases[] = {{GTS_MANAGED_NONE, GTS_ALLOC_ZERO, false, false},
+                 {GTS_MANAGED_GT4PY, 0, false, false},
+                 {GTS_MANAGED_NONE, 0, true, false},
+                 {GTS_MANAGED_CUDA, 0, false, true}};
+    log.give = NULL;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+        spec = spec_of(3, shape, F8);
+        spec.preset = cases[i].cpu ? &cpu_ifirst : &gpu;
+        spec.managed = cases[i].managed;
+        int calls = log.calls;
+        if (CHECK_OK(gts_storage_create_reusing(&spec, cases[i].flags, reuse_from_log, &log,
+                                                &again, ERR))) {
+            CHECK((log.calls == calls + 1) == cases[i].asked);
+            CHECK_INT_EQ(gts_storage_managed(&again),
+                         cases[i].cpu ? GTS_MANAGED_NONE : cases[i].managed);
+            gts_storage_release(&again);
+        }
+    }
+    /* a buffer of another size or device: an error, the buffer released */
+    gts_buffer *small, *host, *mirrored;
+    if (CHECK_OK(gts_buffer_alloc(emulated, 64, GTS_ALLOC_MIRRORED, &mirrored, ERR))) {
+        CHECK(!gts_buffer_reusable(mirrored));
+        gts_buffer_release(mirrored);
+    }
+    if (CHECK_OK(gts_buffer_alloc(emulated, 64, 0, &small, ERR)) &&
+        CHECK_OK(gts_buffer_alloc(gts_device_host(), 64, 0, &host, ERR))) {
+        CHECK(gts_buffer_reusable(small) && !gts_buffer_reusable(host));
+        gts_buffer *wrong[] = {small, host};
+        for (int w = 0; w < 2; ++w) {
+            spec = spec_of(3, shape, F8);
+            spec.preset = &gpu;
+            spec.managed = GTS_MANAGED_NONE;
+            log.give = wrong[w];
+            CHECK_FAILS(gts_storage_create_reusing(&spec, 0, reuse_from_log, &log, &again, ERR),
+                        GTS_EINVAL, "reuse: gave a buffer of 64 bytes");
+            CHECK(gts_buffer_reusable(wrong[w]) == (w == 0)); /* its reference went back */
+        }
+        gts_buffer_release(small);
+        gts_buffer_release(host);
+    }
+    gts_buffer_release(block);
+    CHECK_OK(gts_device_use_gpu(NULL, ERR));
+    CHECK_INT_EQ(live_buffers(), before);
+}
+
 int main(void)
 {
     if (!CHECK_OK(gts_preset_lookup("gt:gpu", &gpu, ERR)) ||
@@ -1739,6 +1849,7 @@ int main(void)
         return check_summary("storage");
     int64_t start = live_buffers();
     test_create();
+    test_create_reusing();
     test_views();
     test_slice_values();
     test_slice_errors();
