@@ -406,3 +406,13 @@ def emulated_gpu():
     gtstore.use_gpu("emulated")
     yield
     gtstore.use_gpu(None)
+
+
+@pytest.fixture(autouse=True)
+def no_spare_blocks_from_other_tests():
+    """Each test starts without the spare GPU blocks earlier tests left
+    (docs/storage.md, "Spare blocks"): a test that counts allocations or
+    cache hits sees its own."""
+    if gtstore.memory_stats()["spare_blocks"]:
+        gtstore.clear_cache()
+    yield
