@@ -371,6 +371,6 @@ bool gts_buffer_owns_memory(const gts_buffer *buffer)
 
 bool gts_buffer_reusable(const gts_buffer *buffer)
 {
-    return buffer->kind == MEMORY_DEVICE && !buffer->mirror &&
+    return buffer->kind == MEMORY_DEVICE &&
            atomic_load_explicit(&buffer->refs, memory_order_acquire) == 1;
 }

@@ -128,27 +128,34 @@ static int place(const gts_storage_spec *spec, const gts_device_ops **device, un
 }
 
 /* The buffer `reuse` gives for `size` bytes on `device` (NULL where it
- * gives none, or may not be asked: see gts_storage_create_reusing). */
+ * gives none, or may not be asked: see gts_storage_create_reusing), in
+ * the sync state of a new one. */
 static int reused_buffer(gts_buffer_reuse_fn reuse, void *ctx, const gts_device_ops *device,
                          int64_t size, unsigned flags, gts_buffer **out, gts_error *err)
 {
     *out = NULL;
-    if (!reuse || (flags & (GTS_ALLOC_ZERO | GTS_ALLOC_MIRRORED)) ||
-        gts_device_is_host_memory(device))
+    if (!reuse || (flags & GTS_ALLOC_ZERO) || gts_device_is_host_memory(device))
         return GTS_OK;
-    gts_buffer *buffer = reuse(ctx, device, size);
-    if (buffer && (gts_buffer_device(buffer) != device || gts_buffer_size(buffer) != size ||
-                   !gts_buffer_owns_memory(buffer) || gts_buffer_mirrored(buffer))) {
+    bool mirrored = flags & GTS_ALLOC_MIRRORED;
+    gts_buffer *buffer = reuse(ctx, device, size, mirrored ? GTS_ALLOC_MIRRORED : 0);
+    if (!buffer)
+        return GTS_OK;
+    if (gts_buffer_device(buffer) != device || gts_buffer_size(buffer) != size ||
+        !gts_buffer_owns_memory(buffer) || gts_buffer_mirrored(buffer) != mirrored) {
         int rc = gts_error_set(err, GTS_EINVAL,
-                               "reuse: gave a buffer of %lld bytes on %s for %lld bytes of "
-                               "device memory on %s",
-                               (long long)gts_buffer_size(buffer),
-                               gts_buffer_device(buffer)->name, (long long)size, device->name);
+                               "reuse: gave a%s buffer of %lld bytes on %s for a%s one of "
+                               "%lld bytes on %s",
+                               gts_buffer_mirrored(buffer) ? " mirrored" : "",
+                               (long long)gts_buffer_size(buffer), gts_buffer_device(buffer)->name,
+                               mirrored ? " mirrored" : "", (long long)size, device->name);
         gts_buffer_release(buffer);
         return rc;
     }
-    *out = buffer;
-    return GTS_OK;
+    int rc = mirrored ? gts_buffer_set_sync_state(buffer, GTS_SYNC_CLEAN, err) : GTS_OK;
+    if (rc)
+        gts_buffer_release(buffer);
+    *out = rc ? NULL : buffer;
+    return rc;
 }
 
 /* Resolves `resolved` in place and allocates a storage for it on `device`

@@ -123,9 +123,10 @@ void *gts_buffer_data(const gts_buffer *buffer);
 int64_t gts_buffer_size(const gts_buffer *buffer);
 bool gts_buffer_owns_memory(const gts_buffer *buffer);
 /* Whether the buffer may serve a new storage instead of new memory
- * (gts_storage_create_reusing): it owns device memory without a host side,
- * and the caller holds its only reference. Nothing else can then reach
- * it, and nothing can start to: only a holder can make a reference. */
+ * (gts_storage_create_reusing): it owns device memory (with a host side
+ * or without), and the caller holds its only reference. Nothing else can
+ * then reach it, and nothing can start to: only a holder can make a
+ * reference. */
 bool gts_buffer_reusable(const gts_buffer *buffer);
 
 /* The caches: the host's large blocks, and each device and pinned memory

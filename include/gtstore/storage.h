@@ -76,17 +76,20 @@ int gts_storage_create_in_place(gts_storage_spec *spec, unsigned flags, gts_stor
                                 gts_error *err);
 
 /* Memory for a new storage that is not new (gts_storage_create_reusing):
- * a new reference to a buffer of exactly `size` bytes on `device`, one
+ * a new reference to a buffer that gts_buffer_alloc(device, size, flags)
+ * could have made (`flags`: GTS_ALLOC_MIRRORED or 0), one
  * gts_buffer_reusable said may serve, or NULL to allocate. */
 typedef gts_buffer *(*gts_buffer_reuse_fn)(void *ctx, const gts_device_ops *device,
-                                           int64_t size);
+                                           int64_t size, unsigned flags);
 
 /* gts_storage_create_in_place, asking `reuse` (with `ctx`) for the buffer
- * first. It asks only for device memory without a host side (no
- * GTS_MANAGED_GT4PY) and without GTS_ALLOC_ZERO, since a reused block
- * holds old values. The block keeps its stream order (gtstore/access.h):
- * device work still queued on it is waited for as by any access. A buffer
- * that is not the one asked for is GTS_EINVAL (and released). */
+ * first: for memory on a device other than the host, and not where
+ * GTS_ALLOC_ZERO is given, since a reused block holds old values. The
+ * block keeps its stream order (gtstore/access.h): device work still
+ * queued on it is waited for as by any access. A mirrored buffer starts
+ * GTS_SYNC_CLEAN, as a new one does, and keeps its host side (pinned or
+ * not). A buffer that is not the one asked for is GTS_EINVAL (and
+ * released). */
 int gts_storage_create_reusing(gts_storage_spec *spec, unsigned flags, gts_buffer_reuse_fn reuse,
                                void *ctx, gts_storage *out, gts_error *err);
 

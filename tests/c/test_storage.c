@@ -1738,22 +1738,26 @@ typedef struct {
     int calls;
     const gts_device_ops *device;
     int64_t size;
+    unsigned flags;
 } reuse_log;
 
-static gts_buffer *reuse_from_log(void *ctx, const gts_device_ops *device, int64_t size)
+static gts_buffer *reuse_from_log(void *ctx, const gts_device_ops *device, int64_t size,
+                                  unsigned flags)
 {
     reuse_log *log = ctx;
     ++log->calls;
     log->device = device;
     log->size = size;
+    log->flags = flags;
     return log->give ? gts_buffer_retain(log->give) : NULL;
 }
 
-/* gts_storage_create_reusing: asked only for device memory without a host
- * side and without zeroing, for the block size and device libgtstore
- * decided; the buffer given serves the storage (aligned the same as new
- * memory), a wrong one is an error; gts_buffer_reusable and
- * gts_storage_managed beside. On the emulated device. */
+/* gts_storage_create_reusing: asked only for device memory and without
+ * zeroing, for the block size, device and host side libgtstore decided;
+ * the buffer given serves the storage (aligned the same as new memory; a
+ * mirrored one in sync, as a new one), a wrong one is an error;
+ * gts_buffer_reusable and gts_storage_managed beside. On the emulated
+ * device. */
 static void test_create_reusing(void)
 {
     int64_t before = live_buffers();
@@ -1764,13 +1768,13 @@ static void test_create_reusing(void)
     gts_storage_spec spec = spec_of(3, shape, F8);
     spec.preset = &gpu;
     spec.managed = GTS_MANAGED_NONE;
-    reuse_log log = {NULL, 0, NULL, 0};
+    reuse_log log = {NULL, 0, NULL, 0, 1};
     gts_storage first, again;
     /* nothing given: new memory, for the size the geometry needs */
     if (!CHECK_OK(gts_storage_create_reusing(&spec, 0, reuse_from_log, &log, &first, ERR)))
         return;
     CHECK_INT_EQ(log.calls, 1);
-    CHECK(log.device == emulated && log.size == gts_buffer_size(first.buffer));
+    CHECK(log.device == emulated && log.size == gts_buffer_size(first.buffer) && !log.flags);
     CHECK_INT_EQ(gts_storage_managed(&first), GTS_MANAGED_NONE);
     CHECK(gts_buffer_reusable(first.buffer)); /* the storage's is the only reference */
     gts_buffer *block = gts_buffer_retain(first.buffer);
@@ -1790,15 +1794,16 @@ static void test_create_reusing(void)
         CHECK(!gts_buffer_reusable(block)); /* the storage holds it too */
         gts_storage_release(&again);
     }
-    /* not asked where zeroed, mirrored or in host memory; asked for
-     * managed memory (no second side to keep in sync) */
+    /* not asked where zeroed or in host memory; asked for a mirrored
+     * buffer, and for managed memory */
     const struct {
         gts_managed managed;
         unsigned flags;
         bool cpu, asked;
     } cases[] = {{GTS_MANAGED_NONE, GTS_ALLOC_ZERO, false, false},
-                 {GTS_MANAGED_GT4PY, 0, false, false},
+                 {GTS_MANAGED_GT4PY, GTS_ALLOC_ZERO, false, false},
                  {GTS_MANAGED_NONE, 0, true, false},
+                 {GTS_MANAGED_GT4PY, 0, false, true},
                  {GTS_MANAGED_CUDA, 0, false, true}};
     log.give = NULL;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
@@ -1809,17 +1814,42 @@ static void test_create_reusing(void)
         if (CHECK_OK(gts_storage_create_reusing(&spec, cases[i].flags, reuse_from_log, &log,
                                                 &again, ERR))) {
             CHECK((log.calls == calls + 1) == cases[i].asked);
+            CHECK(!cases[i].asked ||
+                  log.flags == (cases[i].managed == GTS_MANAGED_GT4PY ? GTS_ALLOC_MIRRORED : 0));
             CHECK_INT_EQ(gts_storage_managed(&again),
                          cases[i].cpu ? GTS_MANAGED_NONE : cases[i].managed);
             gts_storage_release(&again);
         }
     }
     /* a buffer of another size or device: an error, the buffer released */
-    gts_buffer *small, *host, *mirrored;
-    if (CHECK_OK(gts_buffer_alloc(emulated, 64, GTS_ALLOC_MIRRORED, &mirrored, ERR))) {
-        CHECK(!gts_buffer_reusable(mirrored));
+    /* a mirrored buffer serves a mirrored storage, in sync again */
+    spec = spec_of(3, shape, F8);
+    spec.preset = &gpu;
+    spec.managed = GTS_MANAGED_GT4PY;
+    log.give = NULL;
+    if (CHECK_OK(gts_storage_create_reusing(&spec, 0, reuse_from_log, &log, &first, ERR))) {
+        gts_buffer *mirrored = gts_buffer_retain(first.buffer);
+        CHECK_OK(gts_buffer_set_sync_state(mirrored, GTS_SYNC_DEVICE_DIRTY, ERR));
+        gts_storage_release(&first);
+        CHECK(gts_buffer_reusable(mirrored));
+        spec = spec_of(3, shape, F8);
+        spec.preset = &gpu;
+        spec.managed = GTS_MANAGED_GT4PY;
+        log.give = mirrored;
+        if (CHECK_OK(gts_storage_create_reusing(&spec, 0, reuse_from_log, &log, &again, ERR))) {
+            CHECK(again.buffer == mirrored && log.flags == GTS_ALLOC_MIRRORED);
+            CHECK_INT_EQ(gts_buffer_sync_state(mirrored), GTS_SYNC_CLEAN);
+            gts_storage_release(&again);
+        }
+        /* and not a device-only one */
+        spec = spec_of(3, shape, F8);
+        spec.preset = &gpu;
+        spec.managed = GTS_MANAGED_NONE;
+        CHECK_FAILS(gts_storage_create_reusing(&spec, 0, reuse_from_log, &log, &again, ERR),
+                    GTS_EINVAL, "reuse: gave a mirrored buffer");
         gts_buffer_release(mirrored);
     }
+    gts_buffer *small, *host;
     if (CHECK_OK(gts_buffer_alloc(emulated, 64, 0, &small, ERR)) &&
         CHECK_OK(gts_buffer_alloc(gts_device_host(), 64, 0, &host, ERR))) {
         CHECK(gts_buffer_reusable(small) && !gts_buffer_reusable(host));

@@ -7,7 +7,8 @@ block and gives the right values; that nothing a user still holds (an array
 over the device memory, a DLPack export, a SyncState) lets the block be
 reused; that a reused block waits for the work still queued on it on
 another stream (with the detector: the same rounds with the waits skipped
-see wrong values); that zeroed and mirrored allocations never take one; and
+see wrong values); that zeroed allocations never take one and mirrored
+ones take only mirrored ones, in sync; and
 that the cache limit, clear_cache and the count bound the spares. The CUDA
 case, with CuPy's objects, is in test_gpu_engine_cuda.py.
 """
@@ -102,7 +103,7 @@ def test_another_shape_of_the_same_size_takes_it():
     np.testing.assert_array_equal(values(b * 2.0), 2 * (y + 1))
 
 
-def test_zeros_and_mirrored_storages_take_none_and_give_none():
+def test_zeros_take_none_and_mirrored_storages_take_mirrored_ones():
     a = device(np.ones(SHAPE))
     c = a + 1.0
     del c
@@ -110,12 +111,36 @@ def test_zeros_and_mirrored_storages_take_none_and_give_none():
     z = gtstore.zeros(SHAPE, device="gpu", managed=None)  # a spare holds old values
     assert spares() == (blocks, hits)
     np.testing.assert_array_equal(values(z), 0.0)
-    m = gtstore.storage(np.ones(SHAPE), device="gpu")  # a host side: never a spare
+    m = gtstore.storage(np.ones(SHAPE), device="gpu")  # mirrored: a host side
+    m.host_to_device()  # current on the device: computed there
     r = m + m
-    assert spares() == (blocks, hits)
-    np.testing.assert_array_equal(np.asarray(r), 2.0)
-    del r, m
-    assert spares() == (blocks, hits)
+    assert spares() == (blocks, hits)  # not the device-only spare
+    address = device_address(r)
+    del r
+    assert spares()[0] == blocks + 1
+    r = m * 3.0
+    assert device_address(r) == address and spares() == (blocks, hits + 1)
+    assert r.sync_state.state == 2  # written on the device, from a spare in sync
+    np.testing.assert_array_equal(np.asarray(r), 3.0)
+    d = a * 3.0  # the device-only spare
+    assert spares() == (blocks - 1, hits + 2)
+    np.testing.assert_array_equal(values(d), 3.0)
+
+
+def test_changing_the_host_sides_kind_releases_the_spares():
+    m = gtstore.storage(np.ones(SHAPE), device="gpu")
+    m.host_to_device()
+    r = m + m
+    del r
+    assert spares()[0] == 1
+    pinned = gtstore.pinned_host_sides()
+    gtstore.set_pinned_host_sides(pinned)  # no change: kept
+    assert spares()[0] == 1
+    try:
+        gtstore.set_pinned_host_sides(not pinned)
+        assert spares()[0] == 0
+    finally:
+        gtstore.set_pinned_host_sides(pinned)
 
 
 def test_an_array_of_the_device_memory_keeps_the_block_its_own():
@@ -203,28 +228,33 @@ def test_spares_are_live_buffers_until_cleared():
 def reuse_rounds(rounds):
     """Rounds in which a result whose last write is still queued on stream
     s1 (behind longer work) is released, and its block taken by a result
-    computed on the host (NumPy's engine) or filled on stream s2: wrong
-    values counted."""
+    computed on the host (NumPy's engine; device-only or mirrored) or
+    filled on stream s2: wrong values counted."""
     s1, s2 = gtstore.Stream(), gtstore.Stream()
     busy = gtstore.zeros((128, 128, 16), device="gpu", managed=None)
     a = device(np.full(SHAPE, 3.0))
+    m = gtstore.storage(np.full(SHAPE, 3.0), device="gpu")  # mirrored
+    m.host_to_device()
+    sources = [gtstore.full(SHAPE, float(v), device="gpu", managed=None)
+               for v in range(1, rounds + 1)]
     wrong = 0
     for value in range(1, rounds + 1):
         for make, expected in [(lambda: a - a, 0.0),
                                (lambda: gtstore.full(SHAPE, -1.0, device="gpu", managed=None),
-                                -1.0)]:
+                                -1.0),
+                               (lambda: m - m, 0.0)]:
             c = make()
             c += 0.0  # computed on: a spare once released
             address = device_address(c)
             with s1:
                 for n in range(4):
                     busy[...] = float(n)
-                c[...] = float(value)
-            del c  # a spare while s1 may still write it
+                c[...] = sources[value - 1]  # a device copy (a mirrored c: its device side)
+            del c  # a spare while s1 may still write its device memory
             with s2:
                 r = make()
             assert device_address(r) == address
-            s1.synchronize()  # a fill that ran late has landed by now
+            s1.synchronize()  # a write that ran late has landed by now
             wrong += not (values(r) == expected).all()
     return wrong
 

@@ -11,15 +11,18 @@
  * writable view of the same shape is the call's output).
  *
  * What makes that safe:
- * - the buffer is reusable (gts_buffer_reusable): device memory without a
- *   host side, whose only reference is the engine's block;
+ * - the buffer is reusable (gts_buffer_reusable): device memory, with a
+ *   host side or without, whose only reference is the engine's block;
  * - the engine's objects are private (engine_private): none is referenced
  *   but by the others, so no array a user kept reaches the block;
  * - the block keeps its stream order: the new storage's first device
  *   access on another stream waits for the old work, and a host access
  *   waits for it as for any (gtstore/access.h);
  * - a spare holds old values: only allocations that do not zero take one
- *   (gts_storage_create_reusing asks for no other).
+ *   (gts_storage_create_reusing asks for no other), and a mirrored one
+ *   starts in sync, as a new one;
+ * - a mirrored spare keeps its host side: changing whether new host sides
+ *   are pinned releases the spares (memory.c).
  * The spares are a cache of freed blocks like libgtstore's: they count
  * against gts_cache_limit (clear_cache and set_cache_limit release them),
  * at most MAX_SPARES of them. The GIL guards them: every caller holds it. */
@@ -28,6 +31,8 @@
 
 #include "errors.h"
 #include "storage.h"
+
+#include "gtstore/sync.h"
 
 #define MAX_SPARES 8
 
@@ -178,13 +183,16 @@ void gtpy_spare_offer(PyObject *engine)
 
 /* ---- taking one ---------------------------------------------------------------------------- */
 
-/* gts_buffer_reuse_fn: the newest spare of `size` bytes on `device` (its
- * engine objects go to *ctx). */
-static gts_buffer *take_spare(void *ctx, const gts_device_ops *device, int64_t size)
+/* gts_buffer_reuse_fn: the newest spare of `size` bytes on `device`,
+ * mirrored as `flags` say (its engine objects go to *ctx). */
+static gts_buffer *take_spare(void *ctx, const gts_device_ops *device, int64_t size,
+                              unsigned flags)
 {
+    bool mirrored = flags & GTS_ALLOC_MIRRORED;
     for (int i = spares.count - 1; i >= 0; --i) {
         gts_buffer *buffer = spares.engines[i]->block->buffer;
-        if (gts_buffer_device(buffer) == device && gts_buffer_size(buffer) == size) {
+        if (gts_buffer_device(buffer) == device && gts_buffer_size(buffer) == size &&
+            gts_buffer_mirrored(buffer) == mirrored) {
             *(EngineObject **)ctx = take_out(i);
             ++spares.hits;
             return gts_buffer_retain(buffer);

@@ -89,6 +89,8 @@ static PyObject *api_set_pinned_host_sides(PyObject *self, PyObject *pinned)
         PyErr_Format(PyExc_TypeError, "pinned: expected True or False, got %R", pinned);
         return NULL;
     }
+    if ((pinned == Py_True) != gts_pinned_host_sides())
+        gtpy_spares_trim(0); /* their host sides are of the other kind */
     gts_set_pinned_host_sides(pinned == Py_True);
     Py_RETURN_NONE;
 }
