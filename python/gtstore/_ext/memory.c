@@ -102,9 +102,9 @@ PyMethodDef gtpy_memory_methods[] = {
     {"set_cache_limit", api_set_cache_limit, METH_O,
      "set_cache_limit(nbytes)\n--\n\nSets the cache limit in bytes, evicting down to it; 0 "
      "turns the caches off. The limit applies to each cache: host blocks, each GPU's device "
-     "memory, pinned host memory, spare GPU blocks. The environment variable GTSTORE_CACHE_LIMIT sets the "
-     "initial limit (bytes with an optional K, M or G suffix; default 1 GiB; any other "
-     "form is a ValueError at import)."},
+     "memory, pinned host memory, spare GPU blocks. The environment variable "
+     "GTSTORE_CACHE_LIMIT sets the initial limit (bytes with an optional K, M or G suffix; "
+     "default 1 GiB; any other form is a ValueError at import)."},
     {"clear_cache", api_clear_cache, METH_NOARGS,
      "clear_cache()\n--\n\nReturns every cached block to the system: host blocks, device "
      "memory (once the GPU is done with it), pinned host memory and the spare GPU blocks."},
