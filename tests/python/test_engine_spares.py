@@ -14,6 +14,9 @@ case, with CuPy's objects, is in test_gpu_engine_cuda.py.
 """
 
 import gc
+import subprocess
+import sys
+import textwrap
 
 import numpy as np
 import pytest
@@ -270,3 +273,32 @@ def test_detector_a_spare_taken_without_the_wait_gives_wrong_values():
     finally:
         skip_waits(False)
     assert wrong > 0
+
+
+def test_an_allocation_out_of_memory_releases_the_spares():
+    """In a child process whose address space is capped: three spares of
+    64 MiB are released, and their memory serves a 200 MiB storage that did
+    not fit beside them."""
+    code = textwrap.dedent(
+        """
+        import resource
+        import numpy as np
+        import gtstore as gts
+
+        gts.use_gpu("emulated")
+        a = gts.empty((8 << 20,), device="gpu", managed=None)  # 64 MiB
+        results = [a + float(i) for i in range(3)]
+        del results
+        assert gts.memory_stats()["spare_blocks"] == 3
+        with open("/proc/self/status") as f:
+            vm = next(int(line.split()[1]) << 10 for line in f if line.startswith("VmSize"))
+        resource.setrlimit(resource.RLIMIT_AS, (vm + (100 << 20), resource.RLIM_INFINITY))
+        big = gts.empty((25 << 20,), device="gpu", managed=None)  # 200 MiB
+        assert gts.memory_stats()["spare_blocks"] == 0
+        big[...] = 1.0
+        assert float(big.sum()) == 25 << 20
+        print("ok")
+        """)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0 and "ok" in result.stdout, result.stderr[-2000:]

@@ -207,8 +207,11 @@ PyObject *gtpy_storage_create(gts_storage_spec *spec, unsigned flags, PyObject *
     gts_error err;
     EngineObject *taken = NULL;
     int rc = gts_storage_create_reusing(spec, flags, take_spare, &taken, &g, &err);
-    if (rc == GTS_ENOMEM && spares.count > 0) { /* the spares may hold what is missing */
+    if (rc == GTS_ENOMEM && spares.count > 0) {
+        /* the spares may hold what is missing: released, and the caches
+         * their blocks went to cleared (a device's pool may keep them) */
         gtpy_spares_trim(0);
+        gts_cache_clear();
         rc = gts_storage_create_reusing(spec, flags, NULL, NULL, &g, &err);
     }
     if (rc) {
