@@ -14,7 +14,7 @@ import tracemalloc
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import gtstore as gts
@@ -99,6 +99,11 @@ def test_reductions_take_labels(name, data):
     labels = tuple(s.dims[a] for a in axes)
     given_axis = labels[0] if n == 1 and data.draw(st.booleans()) else labels
     keepdims = data.draw(st.booleans())
+    if name == "prod" and x.dtype == np.float16:
+        # float16 products whose partial products may pass its largest value
+        # overflow or not by the order of the factors: no order is the right one
+        bound = np.prod(np.maximum(np.abs(x.astype(np.float64)), 1.0), axis=tuple(axes))
+        assume(np.all(bound < np.finfo(np.float16).max))
     with np.errstate(all="ignore"):
         result = getattr(s, name)(axis=given_axis, keepdims=keepdims)
         expected = getattr(np, name)(x, axis=tuple(axes), keepdims=keepdims)
