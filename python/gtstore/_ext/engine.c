@@ -16,11 +16,11 @@ static PyObject *import_numpy(void)
     return numpy ? numpy : (numpy = PyImport_ImportModule("numpy"));
 }
 
-/* cupy, the types engine_view.c constructs and cupy.cuda.get_current_stream,
- * imported once. */
+/* cupy and the types engine_view.c constructs, imported once (the current
+ * stream is stream.c's). */
 static int import_cupy(gtpy_engine *e)
 {
-    static PyObject *cupy, *ndarray, *memory_pointer, *unowned_memory, *get_current_stream;
+    static PyObject *cupy, *ndarray, *memory_pointer, *unowned_memory;
     if (!cupy) {
         PyObject *module = PyImport_ImportModule("cupy");
         if (!module && PyErr_ExceptionMatches(PyExc_ImportError)) {
@@ -36,10 +36,7 @@ static int import_cupy(gtpy_engine *e)
                                            : NULL;
         unowned_memory = memory_pointer ? PyObject_GetAttrString(memory, "UnownedMemory") : NULL;
         Py_XDECREF(memory);
-        PyObject *cuda = unowned_memory ? PyObject_GetAttrString(module, "cuda") : NULL;
-        get_current_stream = cuda ? PyObject_GetAttrString(cuda, "get_current_stream") : NULL;
-        Py_XDECREF(cuda);
-        if (!get_current_stream) {
+        if (!unowned_memory) {
             Py_XDECREF(module);
             Py_CLEAR(ndarray);
             Py_CLEAR(memory_pointer);
@@ -52,7 +49,6 @@ static int import_cupy(gtpy_engine *e)
     e->cupy.ndarray = ndarray;
     e->cupy.memory_pointer = memory_pointer;
     e->cupy.unowned_memory = unowned_memory;
-    e->cupy.get_current_stream = get_current_stream;
     return 0;
 }
 
@@ -62,7 +58,6 @@ int gtpy_engine_get(const gts_device_ops *gpu, gtpy_engine *out)
     out->cuda = gpu->engine == GTS_ENGINE_CUPY && gpu->kind == GTS_MEMORY_GPU;
     out->name = out->cuda ? "CuPy" : "NumPy";
     out->cupy.ndarray = out->cupy.memory_pointer = out->cupy.unowned_memory = NULL;
-    out->cupy.get_current_stream = NULL;
     out->stream = NULL;
     out->nbuffers = 0;
     out->overflow = false;

@@ -40,7 +40,7 @@ typedef struct gtpy_engine {
     bool overflow;
     gts_buffer *buffers[GTPY_ENGINE_MAX_BUFFERS];
     struct { /* CuPy's types and functions (borrowed, cached; NULL for NumPy) */
-        PyObject *ndarray, *memory_pointer, *unowned_memory, *get_current_stream;
+        PyObject *ndarray, *memory_pointer, *unowned_memory;
     } cupy;
 } gtpy_engine;
 
