@@ -145,7 +145,8 @@ def test_device_fields_same_bits_as_host(comm, device_aware):
         gts.use_gpu(None)
     same = ok and all(np.array_equal(a.view(np.int64), b.view(np.int64))
                       for a, b in zip(got, host))
-    moved = (2 * sum(n[4] for n in neighbors), 2 * sum(n[5] for n in neighbors))  # 2 exchanges
+    moved = (2 * sum(n.send_bytes for n in neighbors),  # 2 exchanges
+             2 * sum(n.recv_bytes for n in neighbors))
     crossed = (counts["to_host_bytes"], counts["to_device_bytes"])
     all_ranks(comm, same and crossed == ((0, 0) if device_aware else moved),
               f"device fields (device_aware={device_aware}): bits differ from the host's "

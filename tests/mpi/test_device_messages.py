@@ -90,8 +90,8 @@ def test_what_crosses_between_device_and_host(comm, device_aware):
     travels = len(local) < len(plan.neighbors)
     ok = ok and made["live_blocks"] - before["live_blocks"] == (2 if travels or not pinned
                                                                  else 0) + 2
-    sent = sum(n[4] for i, n in enumerate(plan.neighbors) if i not in local)
-    received = sum(n[5] for i, n in enumerate(plan.neighbors) if i not in local)
+    sent = sum(n.send_bytes for i, n in enumerate(plan.neighbors) if i not in local)
+    received = sum(n.recv_bytes for i, n in enumerate(plan.neighbors) if i not in local)
     ok = ok and (local == () if comm.size > 1 else len(local) == len(plan.neighbors))
     for _ in range(3):
         gts.reset_transfer_counts()
@@ -123,14 +123,15 @@ def test_message_buffers_are_pinned_and_own_their_memory(comm):
     device = gd.HaloMessages(plan, device_aware=True)
     assert (pinned.memory, pinned.device) == ("pinned", "emulated_pinned")
     assert (device.memory, device.device) == ("device", "emulated")
-    index = next(i for i, n in enumerate(plan.neighbors) if n[4])
+    index = next(i for i, n in enumerate(plan.neighbors) if n.send_bytes)
     packed = []
     for messages in (pinned, device):
         buffer = messages.send_buffer(index)
         assert not hasattr(buffer, "__cuda_array_interface__")
         messages.pack(index)
         view = memoryview(buffer)
-        assert view.nbytes == buffer.nbytes == plan.neighbors[index][4] and not view.readonly
+        assert view.nbytes == buffer.nbytes == plan.neighbors[index].send_bytes
+        assert not view.readonly
         packed.append(bytes(view))
         view.release()
     assert packed[0] == packed[1] and len(packed[0]) > 0

@@ -97,7 +97,7 @@ def test_device_messages_where_the_mpi_reads_cuda_memory(comm):
     u = part.zeros("f8", defaults="gt:gpu", managed=None)
     plan = gd.HaloPlan(part.partition, part.rank, [u])
     messages = gd.HaloMessages(plan, device_aware=True, mpi_reads=2)
-    buffer = messages.send_buffer(next(i for i, n in enumerate(plan.neighbors) if n[4]))
+    buffer = messages.send_buffer(next(i for i, n in enumerate(plan.neighbors) if n.send_bytes))
     interface = buffer.__cuda_array_interface__
     assert interface["shape"] == (buffer.nbytes,) and interface["typestr"] == "|u1"
     with pytest.raises(BufferError, match="CUDA device memory"):
