@@ -29,6 +29,7 @@
 #include "engine_spares.h"
 #include "engine_objects.h"
 
+#include "convert.h"
 #include "errors.h"
 #include "storage.h"
 
@@ -73,12 +74,12 @@ void gtpy_spares_stats(gtpy_spare_stats *stats)
 
 /* ---- privacy ------------------------------------------------------------------------------ */
 
-/* `obj.name` is `expected` (compared, not kept; false where obj has none). */
-static bool attribute_is(PyObject *obj, const char *name, PyObject *expected)
+/* `obj.name` is `expected` (compared, not kept; false where obj has none
+ * or reading it fails). `interned` caches the name. */
+static bool attribute_is(PyObject *obj, const char *name, PyObject **interned,
+                         PyObject *expected)
 {
-    PyObject *value = PyObject_GetAttrString(obj, name);
-    if (!value)
-        PyErr_Clear();
+    PyObject *value = gtpy_optional_attr(obj, name, interned);
     Py_XDECREF(value);
     return value == expected;
 }
@@ -107,23 +108,22 @@ static void count_pointer(pointer_refs *p, PyObject *pointer)
  * `mem`), which is referenced only from the engine and them. */
 static bool cupy_objects_private(EngineObject *o)
 {
+    static PyObject *data_name, *mem_name;
     pointer_refs p = {.count = 0};
     if (o->pointer)
         count_pointer(&p, o->pointer);
     for (int i = 0; i < 2; ++i) {
         if (!o->views[i])
             continue;
-        PyObject *data = PyObject_GetAttrString(o->views[i], "data");
-        if (!data) {
-            PyErr_Clear();
+        PyObject *data = gtpy_optional_attr(o->views[i], "data", &data_name);
+        if (!data)
             return false;
-        }
         Py_DECREF(data); /* the view holds it */
         count_pointer(&p, data);
     }
     for (int i = 0; i < p.count; ++i)
         if (Py_REFCNT(p.pointers[i]) != p.refs[i] ||
-            !attribute_is(p.pointers[i], "mem", o->memory))
+            !attribute_is(p.pointers[i], "mem", &mem_name, o->memory))
             return false;
     return Py_REFCNT(o->memory) == 1 + p.count;
 }
@@ -140,6 +140,7 @@ static bool cupy_objects_private(EngineObject *o)
  * explains, and the block is not reused. */
 static bool engine_private(EngineObject *o)
 {
+    static PyObject *base_name;
     if (Py_REFCNT(o) != 1)
         return false;
     Py_ssize_t block_refs = 1;
@@ -149,7 +150,7 @@ static bool engine_private(EngineObject *o)
         if (Py_REFCNT(o->views[i]) != 1)
             return false;
         if (o->block->host) {
-            if (!attribute_is(o->views[i], "base", (PyObject *)o->block))
+            if (!attribute_is(o->views[i], "base", &base_name, (PyObject *)o->block))
                 return false;
             ++block_refs;
         }
