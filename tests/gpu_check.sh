@@ -27,6 +27,8 @@
 #                             that would run past it is cut short and fails)
 #   GTSTORE_LIBCUDA           another CUDA driver library (for trying this
 #                             script with tests/c's fake driver)
+#   GTSTORE_COMMIT            the commit the summary names (default: git's
+#                             HEAD here, which a copied tree may not match)
 # The check runs in a venv, build/gpu/venv, that sees the chosen Python's
 # packages; the tools that Python lacks (meson-python, mpi4py, Open MPI,
 # pytest-xdist) are installed there from wheels in .whl/ (no network
@@ -351,7 +353,9 @@ summary() {
     {
         echo "## ./dev gpu-check: $(hostname), $(date -u '+%Y-%m-%d %H:%M UTC')"
         echo
-        echo "- commit: $(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet 2>/dev/null || echo ' (modified)')"
+        # a copy of a working tree may carry a .git of another commit: the
+        # caller's word wins
+        echo "- commit: ${GTSTORE_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet 2>/dev/null || echo ' (modified)')}"
         echo "- GPU: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)"
         echo "- Python: $BASE_PY (venv $WORK/venv); $("$PY" -c 'import numpy; print("NumPy", numpy.__version__)' 2>/dev/null);" \
             "$("$PY" -c 'import cupy; print("CuPy", cupy.__version__)' 2>/dev/null || echo 'no CuPy')"
