@@ -23,6 +23,10 @@
  *   the blocks until a query says the work is done, and an allocation
  *   meanwhile gets another block. Beyond GTS__PARKED_COUNT parked buffers,
  *   a release waits for the oldest; gts_cache_clear waits for them all.
+ *   A block reused by a new storage (gts_storage_create_reusing) while its
+ *   work is still queued is neither freed nor allocated: the new storage's
+ *   access on another stream makes that stream wait for it, and a host
+ *   access waits.
  *   The rounds above run on CUDA too where a CUDA device is present (on a
  *   GPU, the stream-ordered frees meet allocations and writes on the
  *   legacy default stream). */
@@ -486,6 +490,66 @@ static void test_fake_bound(const gts_device_ops *cuda, stat_fn stat)
     gts_device_stream_destroy(cuda, s);
 }
 
+/* gts_buffer_reuse_fn: the buffer in *ctx (a new reference), whatever is
+ * asked (the test asks for what it holds). */
+static gts_buffer *give_held(void *ctx, const gts_device_ops *device, int64_t size,
+                             unsigned flags)
+{
+    (void)device;
+    (void)size;
+    (void)flags;
+    return gts_buffer_retain(ctx);
+}
+
+/* A block reused while a fill on a stream may still run on it: no pool
+ * allocation or free, and the new storage's accesses wait for the fill,
+ * another stream's on the device, the host's on the host. */
+static void test_fake_cuda_reused_block(const gts_device_ops *cuda, stat_fn stat)
+{
+    const int64_t n = 3001;
+    gts_stream s, other;
+    gts_storage_spec spec;
+    gts_storage a, b;
+    void *data;
+    if (!CHECK_OK(gts_device_use_gpu(cuda, ERR)))
+        return;
+    if (CHECK_OK(gts_device_stream_create(cuda, &s, ERR)) &&
+        CHECK_OK(gts_device_stream_create(cuda, &other, ERR)) &&
+        CHECK_OK(gts_storage_spec_init(&spec, 1, &n, F8, ERR))) {
+        spec.managed = GTS_MANAGED_NONE;
+        spec.device = GTS_DEVICE_GPU;
+        spec.has_device = true;
+        gts_storage_spec again = spec;
+        if (CHECK_OK(gts_storage_create_in_place(&spec, GTS_ALLOC_ZERO, &a, ERR))) {
+            fill_on(&a, 7.0, s); /* its event reads as pending for 6 queries */
+            gts_buffer *block = gts_buffer_retain(a.buffer);
+            long long allocs = stat("pool_allocs"), frees = stat("pool_frees");
+            long long waits = stat("event_waits"), stream_waits = stat("stream_event_waits");
+            gts_storage_release(&a);
+            CHECK(gts_buffer_reusable(block));
+            if (CHECK_OK(gts_storage_create_reusing(&again, 0, give_held, block, &b, ERR))) {
+                CHECK(b.buffer == block);
+                CHECK_INT_EQ(stat("pool_allocs"), allocs);
+                CHECK_INT_EQ(stat("pool_frees"), frees);
+                CHECK_OK(gts_storage_access(&b, GTS_SIDE_DEVICE, GTS_ACCESS_WRITE, other, &data,
+                                            ERR));
+                CHECK_INT_EQ(stat("stream_event_waits"), stream_waits + 1); /* `other` waits */
+                CHECK_OK(gts_storage_access_end(&b, GTS_SIDE_DEVICE, GTS_ACCESS_WRITE, other,
+                                                ERR));
+                CHECK_INT_EQ(stat("event_waits"), waits); /* the host did not */
+                CHECK_OK(gts_storage_access(&b, GTS_SIDE_DEVICE, GTS_ACCESS_READ, NULL, &data,
+                                            ERR));
+                CHECK_INT_EQ(stat("event_waits"), waits + 1); /* the host waits now */
+                gts_storage_release(&b);
+            }
+            gts_buffer_release(block);
+        }
+        gts_device_stream_destroy(cuda, other);
+    }
+    gts_device_stream_destroy(cuda, s);
+    CHECK_OK(gts_device_use_gpu(NULL, ERR));
+}
+
 int main(void)
 {
     /* a fake driver's events stay pending for a few queries (read when it
@@ -504,6 +568,7 @@ int main(void)
             test_fake_cuda_halo_blocks(cuda, stat);
             test_fake_cuda_parked(cuda, stat);
             test_fake_bound(cuda, stat);
+            test_fake_cuda_reused_block(cuda, stat);
         }
         test_rounds(cuda, 100);
     }
