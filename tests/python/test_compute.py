@@ -203,13 +203,16 @@ FAMILIES = {
 EXACT = {"arithmetic", "comparison", "logical", "bitwise", "predicate"}
 
 
-def exact(family, ufunc, dtype):
+def exact(family, ufunc, dtype, inputs):
     """Whether gtstore's result must equal NumPy's bit for bit. NumPy's
     float power runs SIMD code on aligned runs and libm's pow on the rest,
     which can differ in the last place: where the elements fall (a storage's
-    padding and alignment against NumPy's) picks one or the other."""
+    padding and alignment against NumPy's) picks one or the other. So does
+    the absolute value of a complex number (a hypot): |3+3j| came out
+    4.242640687119285 on a storage's layout and ...286 on NumPy's."""
     inexact_power = ufunc is np.power and np.dtype(dtype).kind in "fc"
-    return family in EXACT and not inexact_power
+    complex_absolute = ufunc is np.absolute and any(np.iscomplexobj(x) for x in inputs)
+    return family in EXACT and not inexact_power and not complex_absolute
 
 
 class Level(enum.IntEnum):
@@ -314,7 +317,7 @@ def check_call(family, case):
     expected = np.asarray(expected)
     expected = np.broadcast_to(expected, rshape) if expected.shape != rshape else expected
     assert_parameters(result, expected_parameters(storages, rdims, rshape, expected.dtype))
-    assert_values(result, expected, exact=exact(family, ufunc, expected.dtype))
+    assert_values(result, expected, exact=exact(family, ufunc, expected.dtype, theirs))
     return result, expected
 
 
@@ -372,7 +375,7 @@ def test_ufunc_out_and_replication(family, data):
     want = full.transpose([order.index(d) for d in out.dims])
     assert out.dims == tuple(out.dims)
     assert_values(out, np.ascontiguousarray(want),
-                  exact=family != "math" and exact("arithmetic", ufunc, expected.dtype))
+                  exact=family != "math" and exact("arithmetic", ufunc, expected.dtype, theirs))
 
 
 def test_out_replicates_along_missing_dims():
@@ -456,7 +459,7 @@ def test_ufunc_call_on_the_device_like_numpy(family, data):
         assert type(result).__name__ == DEVICE_KINDS[managed] and result.dims == rdims
         expected = np.broadcast_to(np.asarray(expected), rshape)
         assert_values(on_host(result), np.ascontiguousarray(expected),
-                      exact=exact(family, ufunc, expected.dtype))
+                      exact=exact(family, ufunc, expected.dtype, theirs))
 
 
 @pytest.mark.parametrize("family", ["arithmetic", "math", "comparison"])
@@ -485,7 +488,8 @@ def test_out_and_where_on_the_device_like_numpy(family, data):
             assert ufunc(*operands, out=out, where=gts.storage(mask, dims=rdims)) is out
         got = np.asarray(out) if out_on == "ndarray" else on_host(out)
     want = np.where(mask, expected, np.asarray(7).astype(expected.dtype))
-    assert_values(got, want, exact=family != "math" and exact("arithmetic", ufunc, want.dtype))
+    assert_values(got, want,
+                  exact=family != "math" and exact("arithmetic", ufunc, want.dtype, theirs))
 
 
 def test_device_compute_into_host_outputs():
