@@ -1731,6 +1731,15 @@ static void test_reshape(void)
     gts_storage_release(&s);
 }
 
+/* A gt:gpu spec of `shape` (3-d float64) with that memory management. */
+static gts_storage_spec gpu_spec(const int64_t *shape, gts_managed managed)
+{
+    gts_storage_spec spec = spec_of(3, shape, F8);
+    spec.preset = &gpu;
+    spec.managed = managed;
+    return spec;
+}
+
 /* What gts_storage_create_reusing asked for and gives back: the buffer in
  * `give` (a new reference), or none. */
 typedef struct {
@@ -1765,9 +1774,7 @@ static void test_create_reusing(void)
     const gts_device_ops *emulated = gts_device_emulated();
     if (!CHECK_OK(gts_device_use_gpu(emulated, ERR)))
         return;
-    gts_storage_spec spec = spec_of(3, shape, F8);
-    spec.preset = &gpu;
-    spec.managed = GTS_MANAGED_NONE;
+    gts_storage_spec spec = gpu_spec(shape, GTS_MANAGED_NONE);
     reuse_log log = {NULL, 0, NULL, 0, 1};
     gts_storage first, again;
     /* nothing given: new memory, for the size the geometry needs */
@@ -1783,9 +1790,7 @@ static void test_create_reusing(void)
     gts_storage_release(&first);
     CHECK(gts_buffer_reusable(block));
     /* the block given back serves a new storage, element 0 where it was */
-    spec = spec_of(3, shape, F8);
-    spec.preset = &gpu;
-    spec.managed = GTS_MANAGED_NONE;
+    spec = gpu_spec(shape, GTS_MANAGED_NONE);
     log.give = block;
     if (CHECK_OK(gts_storage_create_reusing(&spec, 0, reuse_from_log, &log, &again, ERR))) {
         CHECK(again.buffer == block && log.calls == 2);
@@ -1823,18 +1828,14 @@ static void test_create_reusing(void)
     }
     /* a buffer of another size or device: an error, the buffer released */
     /* a mirrored buffer serves a mirrored storage, in sync again */
-    spec = spec_of(3, shape, F8);
-    spec.preset = &gpu;
-    spec.managed = GTS_MANAGED_GT4PY;
+    spec = gpu_spec(shape, GTS_MANAGED_GT4PY);
     log.give = NULL;
     if (CHECK_OK(gts_storage_create_reusing(&spec, 0, reuse_from_log, &log, &first, ERR))) {
         gts_buffer *mirrored = gts_buffer_retain(first.buffer);
         CHECK_OK(gts_buffer_set_sync_state(mirrored, GTS_SYNC_DEVICE_DIRTY, ERR));
         gts_storage_release(&first);
         CHECK(gts_buffer_reusable(mirrored));
-        spec = spec_of(3, shape, F8);
-        spec.preset = &gpu;
-        spec.managed = GTS_MANAGED_GT4PY;
+        spec = gpu_spec(shape, GTS_MANAGED_GT4PY);
         log.give = mirrored;
         if (CHECK_OK(gts_storage_create_reusing(&spec, 0, reuse_from_log, &log, &again, ERR))) {
             CHECK(again.buffer == mirrored && log.flags == GTS_ALLOC_MIRRORED);
@@ -1842,9 +1843,7 @@ static void test_create_reusing(void)
             gts_storage_release(&again);
         }
         /* and not a device-only one */
-        spec = spec_of(3, shape, F8);
-        spec.preset = &gpu;
-        spec.managed = GTS_MANAGED_NONE;
+        spec = gpu_spec(shape, GTS_MANAGED_NONE);
         CHECK_FAILS(gts_storage_create_reusing(&spec, 0, reuse_from_log, &log, &again, ERR),
                     GTS_EINVAL, "reuse: gave a mirrored buffer");
         gts_buffer_release(mirrored);
@@ -1855,9 +1854,7 @@ static void test_create_reusing(void)
         CHECK(gts_buffer_reusable(small) && !gts_buffer_reusable(host));
         gts_buffer *wrong[] = {small, host};
         for (int w = 0; w < 2; ++w) {
-            spec = spec_of(3, shape, F8);
-            spec.preset = &gpu;
-            spec.managed = GTS_MANAGED_NONE;
+            spec = gpu_spec(shape, GTS_MANAGED_NONE);
             log.give = wrong[w];
             CHECK_FAILS(gts_storage_create_reusing(&spec, 0, reuse_from_log, &log, &again, ERR),
                         GTS_EINVAL, "reuse: gave a buffer of 64 bytes");
