@@ -56,6 +56,47 @@ int gts_buffer_order_record(gts_buffer *buffer, gts_stream stream, gts_error *er
     return gts__order_record(buffer->device, &buffer->order, stream, err);
 }
 
+/* Whether a buffer before `first` is on `device` (whose buffers were then
+ * recorded with it). */
+static bool device_seen(gts_buffer *const *buffers, int first, const gts_device_ops *device)
+{
+    for (int i = 0; i < first; ++i)
+        if (buffers[i]->device == device)
+            return true;
+    return false;
+}
+
+/* One record for each device's buffers, in batches of at most
+ * GTS__ORDER_BATCH (the rare call beyond records more than one event). */
+int gts_buffers_order_record(gts_buffer *const *buffers, int n, gts_stream stream,
+                             gts_error *err)
+{
+    if (n < 0)
+        return gts_error_set(err, GTS_EINVAL, "n: %d is negative", n);
+    for (int i = 0; i < n; ++i)
+        if (!buffers[i])
+            return gts_error_set(err, GTS_EINVAL, "buffers[%d]: NULL", i);
+    int rc = GTS_OK;
+    for (int first = 0; first < n; ++first) {
+        const gts_device_ops *device = buffers[first]->device;
+        if (device_seen(buffers, first, device))
+            continue;
+        gts__order *batch[GTS__ORDER_BATCH];
+        int count = 0;
+        for (int i = first; i < n; ++i) {
+            if (buffers[i]->device == device)
+                batch[count++] = &buffers[i]->order;
+            if (count == GTS__ORDER_BATCH || (i == n - 1 && count > 0)) {
+                int batch_rc = gts__order_record_all(device, batch, count, stream,
+                                                     rc ? NULL : err);
+                rc = rc ? rc : batch_rc;
+                count = 0;
+            }
+        }
+    }
+    return rc;
+}
+
 /* Ends what the access holds: a write in flight. */
 static void end_held(gts_buffer *buffer, gts_access access)
 {

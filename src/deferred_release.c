@@ -61,8 +61,7 @@ static void take_oldest(taken *t, int64_t bytes, int64_t count)
         take_head(t);
 }
 
-/* gts_cache_clear and gts_cache_set_limit (device_pool.h) */
-static void parked_trim(int64_t keep)
+void gts__parked_trim(int64_t keep)
 {
     taken t = {NULL, &t.first};
     pthread_mutex_lock(&lock);
@@ -78,7 +77,6 @@ bool gts__release_park(gts__parked *p)
     /* no query here: the sweep that follows the release asks the oldest */
     if (!gts__order_unfinished(p->device, p->order))
         return false;
-    gts__caches_set_parked_trim(parked_trim);
     p->next = NULL;
     taken t = {NULL, &t.first};
     pthread_mutex_lock(&lock);

@@ -60,6 +60,12 @@ bool gts__release_park(gts__parked *parked);
  * up to the first still pending; with `wait`, every one, waiting for its
  * work on the host. */
 void gts__release_sweep(bool wait);
+/* Frees parked buffers, oldest first, waiting for their work, until at
+ * most `keep` bytes are parked (gts_cache_clear, gts_cache_set_limit:
+ * before the caches are trimmed, so that the blocks freed here are
+ * trimmed with the rest); outside every lock, since their owners' release
+ * callbacks run. */
+void gts__parked_trim(int64_t keep);
 /* How many are parked now (for tests). */
 int64_t gts__release_parked(void);
 

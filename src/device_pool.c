@@ -180,43 +180,6 @@ void gts__pool_stats(gts__cache *cache, gts__cache_stats *out)
     pthread_mutex_unlock(&pool->lock);
 }
 
-/* ---- the caches' limit, for every cache ------------------------------------------ */
-
-/* The trim of the parked buffers (deferred_release.h), once one was parked:
- * a pointer, since they are freed through buffers, which reach the pools. */
-static _Atomic(gts__parked_trim_fn) parked_trim;
-
-void gts__caches_set_parked_trim(gts__parked_trim_fn trim)
-{
-    atomic_store_explicit(&parked_trim, trim, memory_order_release);
-}
-
-/* Parked buffers beyond `keep` bytes freed (their work waited for), first,
- * so that the blocks they free are trimmed with the rest; outside every
- * lock, since their owners' release callbacks run. */
-static void trim_parked(int64_t keep)
-{
-    gts__parked_trim_fn trim = atomic_load_explicit(&parked_trim, memory_order_acquire);
-    if (trim)
-        trim(keep);
-}
-
-void gts_cache_set_limit(int64_t bytes)
-{
-    gts__host_cache_set_limit(bytes);
-    trim_parked(bytes > 0 ? bytes : 0);
-    gts__caches_trim(bytes > 0 ? bytes : 0); /* the device and pinned caches */
-}
-
-void gts_cache_clear(void)
-{
-    trim_parked(0);
-    /* device and pinned blocks first: releasing a pinned block hands its
-     * host memory to the host cache */
-    gts__caches_trim(0);
-    gts__host_cache_clear();
-}
-
 /* ---- host memory for pinning ---------------------------------------------------- */
 
 int gts__host_pages_alloc(int64_t size, unsigned flags, void **out, gts_error *err)

@@ -56,13 +56,6 @@ void gts__cache_register(gts__cache *cache);
 void gts__caches_trim(int64_t keep);
 void gts__caches_stats(gts__cache_stats *device, gts__cache_stats *pinned);
 
-/* Buffers parked until their device work completes (deferred_release.h)
- * hold memory that gts_cache_clear and gts_cache_set_limit must see freed
- * before they trim: `trim` frees parked buffers, waiting for their work,
- * until at most `keep` bytes are parked. Set once something is parked. */
-typedef void (*gts__parked_trim_fn)(int64_t keep);
-void gts__caches_set_parked_trim(gts__parked_trim_fn trim);
-
 /* ---- block pools -------------------------------------------------------- */
 
 #define GTS__POOL_SLOTS 64

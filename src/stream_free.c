@@ -49,7 +49,7 @@ bool gts__stream_free(const gts_device_ops *dev, gts__order *order)
         if (!frees || gts__order_record(dev, frees, legacy, &err) != GTS_OK)
             return false;
     }
-    gts__order_forget(dev, order);
+    gts__order_forget(order);
     return true;
 }
 

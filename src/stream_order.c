@@ -4,6 +4,7 @@
 
 #include <sched.h>
 #include <stdio.h>
+#include <string.h>
 
 static atomic_bool skip_waits;
 
@@ -35,20 +36,27 @@ static void unlock(gts__order *o)
 }
 
 /* What the waits and queries start from, read under the lock: whether
- * work is pending, the event that covers it and how many records it has
+ * work is pending, the event that covers it (a reference of the snapshot's
+ * own where pending: done() drops it) and how many records the order has
  * seen (a later record changes the count). */
 typedef struct order_snapshot {
     bool pending;
-    gts_event event;
+    gts__order_event *event;
     uint64_t records;
 } order_snapshot;
 
 static order_snapshot snapshot(gts__order *o)
 {
     lock(o);
-    order_snapshot now = {o->pending, o->event, o->records};
+    order_snapshot now = {o->pending, o->pending ? gts__order_event_retain(o->event) : NULL,
+                          o->records};
     unlock(o);
     return now;
+}
+
+static void done(order_snapshot seen)
+{
+    gts__order_event_release(seen.event);
 }
 
 /* The event of snapshot `seen` completed: nothing is pending unless a
@@ -79,11 +87,11 @@ int gts__order_host(const gts_device_ops *dev, gts__order *o, gts_error *err)
         return GTS_OK;
     /* A record meanwhile covers this one's work too (stream_order.h), so
      * the event is waited for as it is when the wait begins. */
-    int rc = gts_device_event_synchronize(dev, now.event, err);
-    if (rc)
-        return rc;
-    settle(o, now);
-    return GTS_OK;
+    int rc = gts_device_event_synchronize(dev, now.event->handle, err);
+    if (!rc)
+        settle(o, now);
+    done(now);
+    return rc;
 }
 
 int gts__order_device(const gts_device_ops *dev, gts__order *o, gts_stream stream,
@@ -96,53 +104,122 @@ int gts__order_device(const gts_device_ops *dev, gts__order *o, gts_stream strea
     int rc = GTS_OK;
     lock(o);
     if (o->pending && o->stream != stream)
-        rc = gts_device_event_wait(dev, stream, o->event, err);
+        rc = gts_device_event_wait(dev, stream, o->event->handle, err);
     unlock(o);
     return rc;
 }
 
-/* Under the lock: the event, made on first use, recorded on `stream` after
- * that stream waited for its previous point. */
-static int record_locked(const gts_device_ops *dev, gts__order *o, gts_stream stream,
-                         gts_error *err)
+/* Sorts `o` by address and drops repeats; returns how many are left. A
+ * record of several orders locks them in this order, so that two records
+ * never wait for each other's locks (the other functions hold one). */
+static int sort_unique(gts__order **o, int n)
 {
-    int rc = GTS_OK;
-    if (!o->event && (rc = gts_device_event_create(dev, &o->event, err))) {
-        o->event = NULL;
+    for (int i = 1; i < n; ++i)
+        for (int j = i; j > 0 && (uintptr_t)o[j] < (uintptr_t)o[j - 1]; --j) {
+            gts__order *t = o[j];
+            o[j] = o[j - 1];
+            o[j - 1] = t;
+        }
+    int kept = 0;
+    for (int i = 0; i < n; ++i)
+        if (kept == 0 || o[i] != o[kept - 1])
+            o[kept++] = o[i];
+    return kept;
+}
+
+/* Under the locks: the event every order holds, where nothing else holds
+ * it (no other order, no wait under way), so that it can be recorded again
+ * in place; else NULL. In a loop over the same fields, every call finds
+ * it. */
+static gts__order_event *held_by_these_only(gts__order *const *o, int n)
+{
+    gts__order_event *event = o[0]->event;
+    for (int i = 1; i < n; ++i)
+        if (o[i]->event != event)
+            return NULL;
+    return event && atomic_load_explicit(&event->refs, memory_order_acquire) == n ? event : NULL;
+}
+
+/* Under the locks: `stream` waits for the points recorded on other
+ * streams, then one event is recorded there for all. `replaced` gets the
+ * references the orders held before (NULL where the event is the same). */
+static int record_locked(const gts_device_ops *dev, gts__order *const *o, int n,
+                         gts_stream stream, gts__order_event **replaced, gts_error *err)
+{
+    int rc;
+    const gts__order_event *waited = NULL; /* orders recorded together share it */
+    for (int i = 0; i < n; ++i)
+        if (o[i]->pending && o[i]->stream != stream && o[i]->event != waited) {
+            if ((rc = gts_device_event_wait(dev, stream, o[i]->event->handle, err)))
+                return rc;
+            waited = o[i]->event;
+        }
+    gts__order_event *event = held_by_these_only(o, n);
+    if (event)
+        gts__order_event_retain(event);
+    else if ((rc = gts__order_event_take(dev, &event, err)))
+        return rc;
+    if ((rc = gts_device_event_record(dev, event->handle, stream, err))) {
+        gts__order_event_release(event);
         return rc;
     }
-    if (o->pending && o->stream != stream &&
-        (rc = gts_device_event_wait(dev, stream, o->event, err)))
-        return rc;
-    if ((rc = gts_device_event_record(dev, o->event, stream, err)))
-        return rc;
-    o->stream = stream;
-    o->pending = true;
-    ++o->records;
+    for (int i = 0; i < n; ++i) {
+        replaced[i] = o[i]->event == event ? NULL : o[i]->event;
+        if (replaced[i] || !o[i]->event)
+            o[i]->event = gts__order_event_retain(event);
+        o[i]->stream = stream;
+        o[i]->pending = true;
+        ++o[i]->records;
+    }
+    gts__order_event_release(event); /* the orders hold it now */
     return GTS_OK;
+}
+
+int gts__order_record_all(const gts_device_ops *dev, gts__order *const *orders, int n,
+                          gts_stream stream, gts_error *err)
+{
+    if (!stream || !ordered(dev) || n <= 0)
+        return GTS_OK;
+    if (n > GTS__ORDER_BATCH)
+        return gts_error_set(err, GTS_EINVAL, "orders: %d, more than the %d of one record", n,
+                             GTS__ORDER_BATCH);
+    gts__order *o[GTS__ORDER_BATCH];
+    gts__order_event *replaced[GTS__ORDER_BATCH];
+    memcpy(o, orders, (size_t)n * sizeof *o);
+    n = sort_unique(o, n);
+    for (int i = 0; i < n; ++i)
+        lock(o[i]);
+    int rc = record_locked(dev, o, n, stream, replaced, err);
+    for (int i = 0; i < n; ++i)
+        unlock(o[i]);
+    for (int i = 0; i < n && !rc; ++i)
+        gts__order_event_release(replaced[i]);
+    /* No event: the work is made complete instead (the previous events'
+     * work, which the stream may not have waited for, too). */
+    if (rc && gts_device_synchronize(dev, stream, NULL) == GTS_OK) {
+        bool waited = true;
+        for (int i = 0; i < n; ++i)
+            waited = gts__order_host(dev, o[i], NULL) == GTS_OK && waited;
+        if (waited)
+            rc = GTS_OK;
+    }
+    return rc;
 }
 
 int gts__order_record(const gts_device_ops *dev, gts__order *o, gts_stream stream,
                       gts_error *err)
 {
-    if (!stream || !ordered(dev))
-        return GTS_OK;
-    lock(o);
-    int rc = record_locked(dev, o, stream, err);
-    unlock(o);
-    /* No event: the work is made complete instead (the previous event's
-     * work, which the stream may not have waited for, too). */
-    if (rc && gts_device_synchronize(dev, stream, NULL) == GTS_OK &&
-        gts__order_host(dev, o, NULL) == GTS_OK)
-        rc = GTS_OK;
-    return rc;
+    return gts__order_record_all(dev, &o, 1, stream, err);
 }
 
 bool gts__order_unfinished(const gts_device_ops *dev, gts__order *o)
 {
     if (!ordered(dev))
         return false;
-    return snapshot(o).pending;
+    lock(o);
+    bool pending = o->pending;
+    unlock(o);
+    return pending;
 }
 
 bool gts__order_pending(const gts_device_ops *dev, gts__order *o)
@@ -150,10 +227,12 @@ bool gts__order_pending(const gts_device_ops *dev, gts__order *o)
     if (!ordered(dev))
         return false;
     order_snapshot now = snapshot(o);
-    bool done = false;
-    if (now.pending && gts_device_event_query(dev, now.event, &done, NULL) == GTS_OK && done)
-        return settle(o, now);
-    return now.pending;
+    bool done_now = false, pending = now.pending;
+    if (pending && gts_device_event_query(dev, now.event->handle, &done_now, NULL) == GTS_OK &&
+        done_now)
+        pending = settle(o, now);
+    done(now);
+    return pending;
 }
 
 void gts__order_release(const gts_device_ops *dev, gts__order *o)
@@ -161,17 +240,17 @@ void gts__order_release(const gts_device_ops *dev, gts__order *o)
     if (!o->event)
         return;
     gts_error err;
-    if (o->pending && gts_device_event_synchronize(dev, o->event, &err))
+    if (o->pending && gts_device_event_synchronize(dev, o->event->handle, &err))
         fprintf(stderr, "gtstore: waiting for the device work on a buffer before freeing it: "
                         "%s\n", err.message);
-    gts_device_event_destroy(dev, o->event);
-    o->event = NULL;
+    gts__order_forget(o);
 }
 
-void gts__order_forget(const gts_device_ops *dev, gts__order *o)
+void gts__order_forget(gts__order *o)
 {
-    /* the last reference is gone: nobody else reads the order now */
-    gts_device_event_destroy(dev, o->event);
+    /* the last reference to the buffer is gone: nobody else reads the
+     * order now */
+    gts__order_event_release(o->event);
     o->event = NULL;
     o->pending = false;
 }

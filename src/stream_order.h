@@ -14,7 +14,9 @@
  *   (gts__order_record), after that stream waited for the event's previous
  *   point if it was on another stream. So one event always covers every
  *   stream's work on the buffer: a record never drops work that another
- *   stream queued, whatever threads do meanwhile.
+ *   stream queued, whatever threads do meanwhile. Work on several buffers
+ *   is recorded with one event for all (gts__order_record_all,
+ *   order_event.h).
  * Devices without events (the host and host memory) complete everything on
  * return: there is nothing to order. */
 #ifndef GTSTORE_STREAM_ORDER_H
@@ -25,10 +27,11 @@
 #include <stdint.h>
 
 #include "gtstore/device.h"
+#include "order_event.h"
 
 typedef struct gts__order {
     atomic_bool busy;   /* a spin lock over the fields below (held for a few calls) */
-    gts_event event;    /* NULL until the first record */
+    gts__order_event *event; /* NULL until the first record; one reference */
     gts_stream stream;  /* where the event was last recorded */
     uint64_t records;   /* how many times it was recorded */
     bool pending;       /* recorded, and not yet seen complete */
@@ -49,6 +52,13 @@ int gts__order_device(const gts_device_ops *dev, gts__order *order, gts_stream s
  * only if that fails too. */
 int gts__order_record(const gts_device_ops *dev, gts__order *order, gts_stream stream,
                       gts_error *err);
+/* The most orders one gts__order_record_all takes. */
+#define GTS__ORDER_BATCH 32
+/* Device work on the buffers of `orders` (of device `dev`; at most
+ * GTS__ORDER_BATCH; an order may repeat) was queued on `stream`: as
+ * gts__order_record for each, with one event recorded once. */
+int gts__order_record_all(const gts_device_ops *dev, gts__order *const *orders, int n,
+                          gts_stream stream, gts_error *err);
 /* Whether device work on the buffer may still run: its event is recorded
  * and not seen complete (queried, without waiting). Where the query fails
  * the work counts as pending. */
@@ -57,12 +67,12 @@ bool gts__order_pending(const gts_device_ops *dev, gts__order *order);
  * record not yet seen complete. */
 bool gts__order_unfinished(const gts_device_ops *dev, gts__order *order);
 /* The buffer is freed: the host waits for its device work (none is left
- * where gts__order_pending said so), the event goes. */
+ * where gts__order_pending said so), its reference to the event goes. */
 void gts__order_release(const gts_device_ops *dev, gts__order *order);
 /* The buffer is freed in the order of a stream that waited for its work
- * already (stream_free.h): the event goes without the host waiting (a
- * destroyed event's record still completes). */
-void gts__order_forget(const gts_device_ops *dev, gts__order *order);
+ * already (stream_free.h): its reference to the event goes without the
+ * host waiting (a destroyed or re-recorded event's record still completes). */
+void gts__order_forget(gts__order *order);
 
 /* For the test that proves the asynchronous emulated device detects a
  * missing wait (tests/c/test_stream_order.c): while set, gts__order_host

@@ -76,6 +76,14 @@ int gts_storage_access_end(const gts_storage *storage, gts_side side, gts_access
  * side; the device's errors. */
 int gts_buffer_order_wait(gts_buffer *buffer, gts_side side, gts_stream stream, gts_error *err);
 int gts_buffer_order_record(gts_buffer *buffer, gts_stream stream, gts_error *err);
+/* As gts_buffer_order_record for each of `n` buffers (a buffer may repeat),
+ * recording one event for all those on the same device instead of one
+ * each: what a call that queued work on several buffers (a ufunc's inputs
+ * and outputs) says at its end. Every buffer is recorded, or, where a
+ * record fails, its work is waited for; the first error is returned.
+ * GTS_EINVAL for a NULL buffer (none is recorded) or a negative `n`. */
+int gts_buffers_order_record(gts_buffer *const *buffers, int n, gts_stream stream,
+                             gts_error *err);
 
 #ifdef __cplusplus
 }

@@ -20,6 +20,8 @@
  * of those caches holds at most gts_cache_limit() bytes as well;
  * gts_cache_set_limit and gts_cache_clear cover them all, and
  * gts_memory_stats_get reports them apart from the host cache.
+ * gts_cache_clear also destroys the few device events kept for the stream
+ * order's next records (gtstore/access.h).
  *
  * The host side of a mirrored buffer is the GPU's pinned host memory where
  * it has one (gts_device_pinned), so that syncs run at the bus's speed

@@ -1017,6 +1017,7 @@ static CUresult EventRecord(CUevent e, CUstream s)
         return fail(INVALID_HANDLE);
     pthread_mutex_lock(&lock);
     e->pending = config.event_pending;
+    ++stats.event_records;
     pthread_mutex_unlock(&lock);
     return OK;
 }
@@ -1294,6 +1295,7 @@ long long fake_cuda_stat(const char *name)
         STAT(kernel_arrays), STAT(serial_launches), STAT(pinned_copies), STAT(pools),
         STAT(pool_allocs), STAT(pool_reuses), STAT(pool_frees), STAT(events),
         STAT(live_events), STAT(event_waits), STAT(pointer_queries), STAT(stream_event_waits),
+        STAT(event_records),
     };
 #undef STAT
     fake_cuda_stats now;

@@ -27,6 +27,7 @@ typedef struct fake_cuda_stats {
     long long events, live_events, event_waits; /* created, alive; syncs that waited */
     long long pointer_queries; /* cuPointerGetAttributes */
     long long stream_event_waits; /* cuStreamWaitEvent */
+    long long event_records;      /* cuEventRecord */
 } fake_cuda_stats;
 
 FAKE_CUDA_EXPORT void fake_cuda_stats_get(fake_cuda_stats *out);

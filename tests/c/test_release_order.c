@@ -31,7 +31,6 @@
  *   GPU, the stream-ordered frees meet allocations and writes on the
  *   legacy default stream). */
 #define _POSIX_C_SOURCE 200809L
-#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -49,6 +48,7 @@
 #include "gtstore/sync.h"
 #include "deferred_release.h"
 #include "device_emulated_streams.h" /* the gate: a unit of work of the test's own */
+#include "fake_cuda_stat.h"
 
 static const gts_dtype F8 = {GTS_KIND_FLOAT, 8};
 
@@ -310,22 +310,6 @@ static void test_rounds(const gts_device_ops *dev, int rounds)
 }
 
 /* ---- the fake CUDA driver ------------------------------------------------------------------ */
-
-typedef long long (*stat_fn)(const char *name);
-
-/* The fake driver's counters, where it is the CUDA driver; else NULL. */
-static stat_fn fake_stat(void)
-{
-    const char *path = getenv("GTSTORE_LIBCUDA");
-    void *lib = path ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : NULL;
-    stat_fn fn = NULL;
-    if (lib) {
-        void *symbol = dlsym(lib, "fake_cuda_stat");
-        memcpy(&fn, &symbol, sizeof fn);
-        dlclose(lib);
-    }
-    return fn;
-}
 
 /* A device-only buffer: its memory goes back in the legacy default
  * stream's order (cuMemFreeAsync there), after that stream waited for the

@@ -14,12 +14,17 @@
  *   its data races are intended, so the ThreadSanitizer run leaves it out).
  * - Writes held on the buffer (gts_buffer_write_begin, the work,
  *   gts_buffer_order_record, gts_buffer_write_end), seen by the host and
- *   other streams.
+ *   other streams. The sequence also copies as the Python engine computes:
+ *   the buffers of a call recorded together (gts_buffers_order_record, one
+ *   event for all), and so does a record of more buffers than one batch.
  * - Threads, each with its own stream and rows of one shared mirrored
  *   field, writing on both sides and syncing the whole field: none loses
  *   another's write.
  * - Where a CUDA device is present (the fake driver in the c-fake-cuda
- *   suite), the sequence on it too: its events and stream waits. */
+ *   suite), the sequence on it too: its events and stream waits; with the
+ *   fake driver, a record of several buffers costs one cuEventRecord, a
+ *   record again of the same buffers reuses their event, and a stream
+ *   that waits for buffers recorded together waits once. */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <stdint.h>
@@ -32,6 +37,7 @@
 #include "gtstore/access.h"
 #include "gtstore/storage.h"
 #include "gtstore/sync.h"
+#include "fake_cuda_stat.h"
 #include "stream_order.h" /* the test-only hook */
 
 #define ROWS 8
@@ -137,6 +143,36 @@ static void device_copy(run *r, field *dst, view dv, field *src, view sv, gts_st
                     *model_at(dst, dv, i, j) = *model_at(src, sv, i, j);
         }
         CHECK_OK(gts_storage_access_end(&c, GTS_SIDE_DEVICE, GTS_ACCESS_READ, s, ERR));
+    }
+    gts_storage_release(&d);
+    gts_storage_release(&c);
+}
+
+/* The same copy as the Python extension's engine computes a ufunc: the
+ * input synced and ordered, the output's write held through the buffer
+ * verbs, then one record for the call's buffers (listed with a repeat, as
+ * an output that is also an input would be). */
+static void device_copy_one_record(run *r, field *dst, view dv, field *src, view sv,
+                                   gts_stream s)
+{
+    gts_storage d, c;
+    if (!make_view(dst, dv, &d) || !make_view(src, sv, &c)) {
+        gts_storage_release(&d);
+        return;
+    }
+    gts_buffer *to = d.buffer, *from = c.buffer;
+    if (CHECK_OK(gts_buffer_sync(from, GTS_SIDE_DEVICE, false, s, ERR)) &&
+        CHECK_OK(gts_buffer_order_wait(from, GTS_SIDE_DEVICE, s, ERR)) &&
+        CHECK_OK(gts_buffer_write_begin(to, GTS_SIDE_DEVICE, s, ERR))) {
+        CHECK_OK(gts_device_copy(r->dev, (char *)gts_buffer_data(to) + d.offset, d.strides,
+                                 (char *)gts_buffer_data(from) + c.offset, c.strides, 2, d.shape,
+                                 8, s, ERR));
+        gts_buffer *const call[] = {to, from, to};
+        CHECK_OK(gts_buffers_order_record(call, 3, s, ERR));
+        CHECK_OK(gts_buffer_write_end(to, ERR));
+        for (int64_t i = 0; i < dv.nr; ++i)
+            for (int64_t j = 0; j < dv.nc; ++j)
+                *model_at(dst, dv, i, j) = *model_at(src, sv, i, j);
     }
     gts_storage_release(&d);
     gts_storage_release(&c);
@@ -252,7 +288,10 @@ static void step(run *r)
         view sv = v;
         sv.r0 = rnd(ROWS - (v.nr - 1) * v.rs);
         sv.c0 = rnd(COLS - (v.nc - 1) * v.cs);
-        device_copy(r, f, v, src, sv, s);
+        if (rnd(2))
+            device_copy(r, f, v, src, sv, s);
+        else
+            device_copy_one_record(r, f, v, src, sv, s);
         break;
     }
     case 2:
@@ -472,6 +511,100 @@ static void test_buffer_level(const gts_device_ops *dev)
     run_close(&r);
 }
 
+/* More buffers than one batch (GTS__ORDER_BATCH) in one record, each
+ * filled on a stream: the host and another stream see every fill. */
+static void test_record_many(const gts_device_ops *dev)
+{
+    enum { MANY = GTS__ORDER_BATCH + 8 };
+    field *f = calloc(MANY, sizeof *f);
+    gts_buffer *buffers[2 * MANY];
+    gts_stream s, other;
+    int made = 0;
+    if (!f || !CHECK_OK(gts_device_stream_create(dev, &s, ERR))) {
+        free(f);
+        return;
+    }
+    if (CHECK_OK(gts_device_stream_create(dev, &other, ERR))) {
+        for (; made < MANY && make_field(dev, made % 2 == 0, &f[made]); ++made) {
+            gts_buffer *b = f[made].whole.buffer;
+            double value = made + 1;
+            CHECK_OK(gts_buffer_write_begin(b, GTS_SIDE_DEVICE, s, ERR));
+            CHECK_OK(gts_device_fill(dev, gts_buffer_data(b), 2, f[made].whole.shape,
+                                     f[made].whole.strides, 8, &value, s, ERR));
+            for (int k = 0; k < ROWS * COLS; ++k)
+                f[made].model[k] = value;
+            buffers[made] = buffers[MANY + made] = b; /* each twice */
+        }
+        if (made == MANY) {
+            CHECK_OK(gts_buffers_order_record(buffers, 2 * MANY, s, ERR));
+            for (int i = 0; i < MANY; ++i)
+                CHECK_OK(gts_buffer_write_end(f[i].whole.buffer, ERR));
+            for (int i = 0; i < MANY; ++i)
+                CHECK_INT_EQ(i % 2 ? device_read(dev, &f[i], 0, ROWS, other)
+                                   : host_read(&f[i], 0, ROWS, NULL),
+                             0);
+        }
+        CHECK_OK(gts_buffers_order_record(buffers, 0, s, ERR));
+        buffers[1] = NULL;
+        CHECK_FAILS(gts_buffers_order_record(buffers, 2, s, ERR), GTS_EINVAL, "buffers[1]: NULL");
+        CHECK_FAILS(gts_buffers_order_record(buffers, -1, s, ERR), GTS_EINVAL, "n: -1");
+        gts_device_stream_destroy(dev, other);
+    }
+    for (int i = 0; i < made; ++i)
+        gts_storage_release(&f[i].whole);
+    gts_device_stream_destroy(dev, s);
+    free(f);
+}
+
+/* With the fake CUDA driver: what the records of several buffers cost in
+ * driver calls, and that gts_cache_clear destroys the pooled events. */
+static void test_fake_cuda_one_record(const gts_device_ops *cuda, stat_fn stat)
+{
+    field f[3];
+    gts_stream s, other;
+    int made = 0;
+    gts_cache_clear();
+    long long live = stat("live_events");
+    if (!CHECK_OK(gts_device_stream_create(cuda, &s, ERR)))
+        return;
+    if (CHECK_OK(gts_device_stream_create(cuda, &other, ERR))) {
+        while (made < 3 && make_field(cuda, false, &f[made]))
+            ++made;
+        if (made == 3) {
+            gts_buffer *all[] = {f[0].whole.buffer, f[1].whole.buffer, f[2].whole.buffer,
+                                 f[0].whole.buffer};
+            long long records = stat("event_records"), events = stat("events");
+            CHECK_OK(gts_buffers_order_record(all, 4, s, ERR));
+            CHECK_INT_EQ(stat("event_records"), records + 1); /* one for all */
+            CHECK_INT_EQ(stat("events"), events + 1);
+            CHECK_OK(gts_buffers_order_record(all, 3, s, ERR)); /* the same buffers again */
+            CHECK_INT_EQ(stat("event_records"), records + 2);
+            CHECK_INT_EQ(stat("events"), events + 1); /* their event, recorded again */
+            /* two of them on another stream: it waits once for their shared
+               event; the third keeps it, so theirs is another */
+            long long waits = stat("stream_event_waits");
+            CHECK_OK(gts_buffers_order_record(all, 2, other, ERR));
+            CHECK_INT_EQ(stat("stream_event_waits"), waits + 1);
+            CHECK_INT_EQ(stat("event_records"), records + 3);
+            CHECK_INT_EQ(stat("events"), events + 2);
+            /* one at a time, on the first stream: each waits for `other`'s
+               event, and the lone third reuses its own */
+            for (int i = 0; i < 3; ++i)
+                CHECK_OK(gts_buffer_order_record(all[i], s, ERR));
+            CHECK_INT_EQ(stat("stream_event_waits"), waits + 3);
+            CHECK_INT_EQ(stat("event_records"), records + 6);
+            CHECK_OK(gts_buffer_order_wait(all[2], GTS_SIDE_HOST, NULL, ERR));
+        }
+        gts_device_stream_destroy(cuda, other);
+    }
+    for (int i = 0; i < made; ++i)
+        gts_storage_release(&f[i].whole);
+    gts_device_stream_destroy(cuda, s);
+    CHECK(stat("live_events") > live); /* pooled */
+    gts_cache_clear();
+    CHECK_INT_EQ(stat("live_events"), live);
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "detector") == 0) {
@@ -481,6 +614,7 @@ int main(int argc, char **argv)
     const gts_device_ops *emulated = gts_device_emulated();
     test_random_sequence(emulated, 400);
     test_buffer_level(emulated);
+    test_record_many(emulated);
     for (int round = 0; round < 3; ++round)
         test_threads(emulated);
     const gts_device_ops *cuda;
@@ -488,7 +622,11 @@ int main(int argc, char **argv)
         printf("and on %s\n", cuda->name);
         test_random_sequence(cuda, 200);
         test_buffer_level(cuda);
+        test_record_many(cuda);
         test_threads(cuda);
+        stat_fn stat = fake_stat();
+        if (stat)
+            test_fake_cuda_one_record(cuda, stat);
     }
     return check_summary("stream_order");
 }

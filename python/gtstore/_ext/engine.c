@@ -171,12 +171,9 @@ int gtpy_engine_finish(gtpy_engine *e)
     /* Also after a failure (whose work may be queued in part): its
      * exception is the one raised. */
     gts_error err;
-    int rc = GTS_OK;
-    for (int i = 0; i < e->nbuffers; ++i) {
-        if (rc == GTS_OK)
-            rc = gts_buffer_order_record(e->buffers[i], e->stream, &err);
+    int rc = gts_buffers_order_record(e->buffers, e->nbuffers, e->stream, &err);
+    for (int i = 0; i < e->nbuffers; ++i)
         gts_buffer_release(e->buffers[i]);
-    }
     e->nbuffers = 0;
     /* Where nothing records the work, it completes here: buffers beyond the
      * list (CuPy's stream is never NULL: its stream 0 is the legacy default
