@@ -73,6 +73,8 @@ int gts_buffers_order_record(gts_buffer *const *buffers, int n, gts_stream strea
 {
     if (n < 0)
         return gts_error_set(err, GTS_EINVAL, "n: %d is negative", n);
+    if (n > 0 && !buffers)
+        return gts_error_set(err, GTS_EINVAL, "buffers: NULL");
     for (int i = 0; i < n; ++i)
         if (!buffers[i])
             return gts_error_set(err, GTS_EINVAL, "buffers[%d]: NULL", i);

@@ -81,7 +81,8 @@ int gts_buffer_order_record(gts_buffer *buffer, gts_stream stream, gts_error *er
  * each: what a call that queued work on several buffers (a ufunc's inputs
  * and outputs) says at its end. Every buffer is recorded, or, where a
  * record fails, its work is waited for; the first error is returned.
- * GTS_EINVAL for a NULL buffer (none is recorded) or a negative `n`. */
+ * GTS_EINVAL for a NULL array or buffer (none is recorded) or a negative
+ * `n`. */
 int gts_buffers_order_record(gts_buffer *const *buffers, int n, gts_stream stream,
                              gts_error *err);
 

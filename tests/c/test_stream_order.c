@@ -548,6 +548,7 @@ static void test_record_many(const gts_device_ops *dev)
         buffers[1] = NULL;
         CHECK_FAILS(gts_buffers_order_record(buffers, 2, s, ERR), GTS_EINVAL, "buffers[1]: NULL");
         CHECK_FAILS(gts_buffers_order_record(buffers, -1, s, ERR), GTS_EINVAL, "n: -1");
+        CHECK_FAILS(gts_buffers_order_record(NULL, 1, s, ERR), GTS_EINVAL, "buffers: NULL");
         gts_device_stream_destroy(dev, other);
     }
     for (int i = 0; i < made; ++i)
