@@ -164,9 +164,11 @@ static int record_locked(const gts_device_ops *dev, gts__order *const *o, int n,
         return rc;
     }
     for (int i = 0; i < n; ++i) {
-        replaced[i] = o[i]->event == event ? NULL : o[i]->event;
-        if (replaced[i] || !o[i]->event)
+        replaced[i] = NULL;
+        if (o[i]->event != event) {
+            replaced[i] = o[i]->event;
             o[i]->event = gts__order_event_retain(event);
+        }
         o[i]->stream = stream;
         o[i]->pending = true;
         ++o[i]->records;
