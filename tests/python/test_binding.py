@@ -602,8 +602,14 @@ def test_gpu_signature_reads_device_interfaces(emulated_gpu):
     assert call.domain == (4, 3, 4)
     assert call["inp"].shape == (6, 5, 4) and call["inp"].strides == (160, 32, 8)
     assert call["inp"].data == inp.address + 160 + 32
-    with pytest.raises(ValueError, match="out: device memory has no ndarray view"):
-        call.arrays()
+    # the kernel's arrays: on the emulated device NumPy's, over the host
+    # memory behind the device addresses, in the kernel's order
+    inp.storage[...] = np.arange(120.0)
+    arrays = call.arrays()
+    assert arrays["inp"].shape == (6, 5, 4) and arrays["inp"].strides == (160, 32, 8)
+    np.testing.assert_array_equal(arrays["inp"], np.arange(120.0).reshape(6, 5, 4))
+    arrays["out"][...] = 2.0  # written in place, where the object's memory is
+    np.testing.assert_array_equal(out.storage.to_ndarray(), 2.0)
     # host memory for a gpu stencil: no "gpu" buffer
     with pytest.raises(TypeError, match="inp: cannot read a numpy.ndarray as a field on the gpu"):
         sig.bind(out, np.zeros((6, 5, 4)), origin=(1, 1, 0))

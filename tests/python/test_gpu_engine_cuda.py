@@ -3,7 +3,8 @@
 made once per buffer. The emulated device runs the same steps with NumPy
 (test_gpu_engine.py); this file checks what only CuPy shows: the arrays'
 device pointers are the storages' own, the memory outlives the storage
-where an array or a result does, and every device block is released.
+where an array or a result does, every device block is released, and
+Python kernels of GPU signatures get CuPy arrays.
 
 Skipped, with the reason, where test_gpu_cuda.py is (no CUDA GPU, no CuPy,
 or the fake driver); ./dev gpu-check runs it with GTSTORE_REQUIRE_CUDA=1,
@@ -184,3 +185,41 @@ def test_a_spare_on_another_cupy_stream_waits_for_its_work():
         s1.synchronize()
         s2.synchronize()
         np.testing.assert_array_equal(values(r), 0.0)
+
+
+def test_python_kernels_get_cupy_arrays():
+    """Signature.call and KernelCaller on a GPU signature hand the kernel
+    CuPy arrays over the fields' own memory in the kernel's order (a CuPy
+    array already in that order as it is), and order it on CuPy's current
+    stream: after a fill queued there, before the host's read."""
+    import cupy
+    from gtstore import Field, KernelCaller, Signature
+
+    sig = Signature(out=Field["f8", "IJK"], inp=Field["f8", "IJK"], writes=["out"], device="gpu")
+    seen = {}
+
+    def kernel(domain, origins, out, inp):
+        seen.update(out=out, inp=inp)
+        out[...] = inp * 2.0 + 1.0
+
+    x = np.arange(120.0).reshape(SHAPE)
+    inp = gtstore.storage(x.T.copy(), device="gpu", managed=None, dims="KJI")
+    out = gtstore.zeros(SHAPE, device="gpu")  # mirrored: the host side syncs from the kernel's
+    sig.call(kernel, out, inp)
+    assert type(seen["out"]) is cupy.ndarray and seen["inp"].shape == SHAPE
+    assert seen["inp"].strides == tuple(reversed(inp.strides))
+    assert seen["inp"].data.ptr == inp.__cuda_array_interface__["data"][0]
+    np.testing.assert_array_equal(np.asarray(out), 2 * x + 1)
+    raw = cupy.zeros(SHAPE)
+    sig.call(kernel, raw, inp)
+    assert seen["out"] is raw
+    caller = KernelCaller(sig, kernel)
+    big_in = device(np.zeros((256, 256, 64)))
+    big_out = gtstore.zeros((256, 256, 64), device="gpu")
+    with cupy.cuda.Stream(non_blocking=True):
+        for value in range(1, 6):
+            for _ in range(3):
+                np.sin(big_in, out=big_in)  # longer work first
+            big_in[...] = float(value)
+            caller(big_out, big_in)
+            assert (np.asarray(big_out) == 2 * value + 1).all()

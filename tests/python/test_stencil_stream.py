@@ -15,6 +15,10 @@ fills and assignments on every stream, are checked against a NumPy model.
 A kernel written with the emulated device's engine (NumPy over the host
 memory behind the device addresses) runs too: it starts once its stream's
 queued work, the waits included, is done, and completes before it returns.
+Python kernels (Signature.call, KernelCaller) get the engine's arrays of
+their fields: NumPy's over the emulated device's memory, computed on the
+host once the fields' device work is done; CuPy's on a CUDA GPU, computed
+on CuPy's current stream.
 """
 
 import contextlib
@@ -29,7 +33,8 @@ import gtstore
 from gtstore import Field, Signature
 from gtstore._gtstore import _skip_stream_waits_for_testing as skip_waits
 
-from conftest import run_random_sequences
+from conftest import CudaArray, device_address, run_random_sequences
+from test_gpu_cuda import REASON as NO_CUPY_ON_CUDA
 
 SHAPE = (6, 5, 4)
 COPY = Signature(out=Field["f8", "IJK"], inp=Field["f8", "IJK"], writes=["out"], device="gpu")
@@ -103,6 +108,20 @@ def fill_kernel(call, value, keep):
     keep.append(out)
 
 
+def region(origin, domain):
+    return tuple(slice(o, o + d) for o, d in zip(origin, domain))
+
+
+def engine_kernel(domain, origins, out, inp):
+    """out = 2 inp + 1 over the domain, with the arrays a Python kernel
+    gets (the engine's: NumPy's or CuPy's, in the kernel's order)."""
+    out[region(origins["out"], domain)] = inp[region(origins["inp"], domain)] * 2.0 + 1.0
+    return type(out)
+
+
+ENGINE_COPY = gtstore.KernelCaller(COPY, engine_kernel)
+
+
 # ---- the stream a kernel gets ------------------------------------------------------------------
 
 
@@ -125,7 +144,6 @@ def test_binding_stream_is_the_current_stream(emulated):
 def test_storages_bind_their_device_side(emulated):
     """A Storage on the GPU is read from its own fields (no export), the
     device address of its element 0 plus the origin's offset."""
-    from conftest import device_address
 
     a = gtstore.zeros(SHAPE, device="gpu", halo=(1, 1, 0))
     b = gtstore.ones(SHAPE, device="gpu", managed=None)
@@ -215,6 +233,88 @@ def test_a_failed_kernel_touches_nothing_and_records_its_work(emulated):
     assert (np.asarray(a) == 5.0).all()
 
 
+# ---- Python kernels: the engine's arrays --------------------------------------------------------
+
+
+def test_a_python_kernel_gets_the_engines_arrays(emulated):
+    """NumPy arrays over the device memory (on the emulated device), in
+    the kernel's order, written in place; a read-only Storage's is
+    read-only. KernelCaller passes the same."""
+    values = np.arange(np.prod(SHAPE), dtype=float).reshape(SHAPE)
+    inp = gtstore.storage(values.T.copy(), device="gpu", managed=None, dims="KJI")
+    out = gtstore.zeros(SHAPE, device="gpu", halo=(1, 1, 0))
+    seen = {}
+
+    def kernel(domain, origins, out, inp, scale=1.0):
+        seen.update(out=out, inp=inp, origins=origins, domain=domain)
+        out[region(origins["out"], domain)] = scale * inp[region(origins["inp"], domain)]
+        return "done"
+
+    assert COPY.call(kernel, out, inp, kwargs={"scale": 3.0}) == "done"
+    assert type(seen["out"]) is np.ndarray and seen["inp"].shape == SHAPE
+    assert seen["inp"].strides == tuple(reversed(inp.strides))  # I, J, K of a KJI storage
+    assert seen["origins"] == {"out": (1, 1, 0), "inp": (0, 0, 0)} and seen["domain"] == (4, 3, 4)
+    want = np.zeros(SHAPE)
+    want[1:5, 1:4, :] = 3.0 * values[0:4, 0:3, :]
+    np.testing.assert_array_equal(np.asarray(out), want)
+    assert seen["out"].flags.writeable and seen["inp"].flags.writeable
+    readonly = gtstore.as_storage(CudaArray(inp, readonly=True), dims="KJI")
+    COPY.call(kernel, out, readonly, origin=(0, 0, 0), domain=SHAPE)
+    assert not seen["inp"].flags.writeable
+    np.testing.assert_array_equal(np.asarray(out), values)
+    assert ENGINE_COPY(out, inp, origin=(0, 0, 0), domain=SHAPE) is np.ndarray
+    np.testing.assert_array_equal(np.asarray(out), 2.0 * values + 1.0)
+
+
+def test_a_python_kernel_sees_the_fields_device_work(emulated):
+    """The kernel starts once the fill queued on another stream is done,
+    and the host and other streams see its writes: with `with stream:`
+    current, Signature.call and KernelCaller alike (NumPy computes on the
+    host: its stream is the default one)."""
+    s1, s2, s3 = gtstore.Stream(), gtstore.Stream(), gtstore.Stream()
+    streams = []
+    for value in range(1, 6):
+        inp = filled_behind_work(s1, value)
+        out = gtstore.zeros((64, 64, 8), device="gpu")
+        with s2:
+            if value % 2:
+                COPY.call(engine_kernel, out, inp)
+            else:
+                ENGINE_COPY(out, inp)
+            with COPY.bind(out, inp) as call:
+                streams.append(call.stream)
+        with s3:
+            copied = out.copy()
+        assert (np.asarray(gtstore.storage(copied, device="cpu")) == 2 * value + 1).all()
+        assert (np.asarray(out) == 2 * value + 1).all()
+    assert streams == [s2.ptr] * 5  # a bound C or CUDA kernel's stream stays the current one
+
+
+def test_binding_arrays_wait_for_the_bindings_stream(emulated):
+    """`binding.arrays()` inside `with binding:` on a stream: NumPy's
+    arrays are read once the stream's work, its waits for the fields'
+    device work included, is done."""
+    s1, s2 = gtstore.Stream(), gtstore.Stream()
+    for value in range(1, 6):
+        inp = filled_behind_work(s1, value)
+        out = gtstore.zeros((64, 64, 8), device="gpu", managed=None)
+        with s2, COPY.bind(out, inp) as call:
+            assert call.stream == s2.ptr
+            arrays = call.arrays()
+            np.multiply(arrays["inp"], 2.0, out=arrays["out"])
+        assert (np.asarray(gtstore.storage(out, device="cpu")) == 2 * value).all()
+
+
+def test_a_python_kernel_gets_arrays_of_other_libraries_memory(emulated):
+    """An object described by the CUDA array interface (another library's
+    device memory): the kernel's array is that memory, in place."""
+    base = gtstore.zeros(SHAPE, device="gpu", managed=None)
+    view = types.SimpleNamespace(data=device_address(base), strides=base.strides)
+    inp = gtstore.full(SHAPE, 4.0, device="gpu")
+    COPY.call(engine_kernel, DeviceView(view, SHAPE), inp)
+    assert (base.to_ndarray() == 9.0).all()
+
+
 # The C kernel protocol (gtstore/binding.h) as ctypes sees it: a kernel
 # on the GPU finds its stream in binding->stream.
 MAX_NDIM = 16
@@ -292,6 +392,8 @@ class Sequence:
     def __init__(self, seed, streams, cuda=False):
         self.rng = random.Random(seed)
         self.cuda = cuda  # a CUDA GPU: no NumPy kernel (its memory is not the host's)
+        # a Python kernel computes with the engine: CuPy on a CUDA GPU (not the fake driver's)
+        self.engine = not cuda or NO_CUPY_ON_CUDA is None
         self.streams = streams + [None]
         self.fields = [gtstore.zeros(SHAPE, device="gpu", managed=self.rng.choice(["gt4py", None]))
                        for _ in range(3)]
@@ -312,8 +414,8 @@ class Sequence:
         x, y = self.fields[i], self.fields[j]
         origin, domain, key = random_region(rng)
         value = float(next(self.values))
-        op = rng.randrange(9)
-        if op == 8 and self.cuda:
+        op = rng.randrange(11)
+        if (op == 8 and self.cuda) or (op > 8 and not self.engine):
             op = 0
         if op in (0, 1):  # a copy stencil on the stencils' stream (or the default one)
             with self.on(rng.choice([self.streams[0], None])):
@@ -339,6 +441,13 @@ class Sequence:
             with self.on(self.streams[0]):
                 with COPY.bind(x, y, origin=origin, domain=domain) as call:
                     numpy_kernel(call)
+            self.model[i][key] = 2.0 * self.model[j][key] + 1.0
+        elif op > 8:  # a Python kernel: Signature.call or KernelCaller, on the stencils' stream
+            with self.on(self.streams[0]):
+                if op == 9:
+                    COPY.call(engine_kernel, x, y, origin=origin, domain=domain)
+                else:
+                    ENGINE_COPY(x, y, origin=origin, domain=domain)
             self.model[i][key] = 2.0 * self.model[j][key] + 1.0
         elif op == 6:  # a host read
             self.check(np.array(gtstore.storage(x, device="cpu")), self.model[i])

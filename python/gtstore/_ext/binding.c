@@ -17,6 +17,7 @@
 #include "array_interface.h"
 #include "binding_object.h"
 #include "convert.h"
+#include "engine.h"
 #include "errors.h"
 #include "source.h"
 #include "storage.h"
@@ -195,6 +196,7 @@ static int load_device_side(bind_slot *slot, PyObject *storage, const gts_storag
     slot->desc.data = base ? base + g->offset : NULL;
     slot->desc.device = GTS_DEVICE_GPU;
     slot->device_side = true;
+    slot->memory = gts_buffer_device(g->buffer);
     return 0;
 }
 
@@ -445,20 +447,24 @@ static const gts_device_ops *slot_device(const bind_slot *slot)
     return gts_buffer_device(g.buffer);
 }
 
-int gtpy_slots_stream(bind_slot *slots, int n, gts_device device, gts_stream *out)
+const gts_device_ops *gtpy_slots_gpu(const bind_slot *slots, int n)
+{
+    for (int f = 0; f < n; ++f)
+        if (slots[f].device_side) {
+            const gts_device_ops *device = slot_device(&slots[f]);
+            return device->owner ? device->owner : device; /* a GPU's, for its managed memory */
+        }
+    const gts_device_ops *gpu;
+    return gts_device_gpu(&gpu, NULL) == GTS_OK ? gpu : NULL;
+}
+
+int gtpy_slots_stream(bind_slot *slots, int n, gts_device device, bool engine, gts_stream *out)
 {
     *out = NULL;
-    if (device != GTS_DEVICE_GPU)
-        return 0;
-    const gts_device_ops *gpu = NULL;
-    for (int f = 0; f < n && !gpu; ++f)
-        if (slots[f].device_side) {
-            gpu = slot_device(&slots[f]);
-            gpu = gpu->owner ? gpu->owner : gpu; /* a GPU's, for its managed memory */
-        }
-    if (!gpu && gts_device_gpu(&gpu, NULL) != GTS_OK)
+    const gts_device_ops *gpu = device == GTS_DEVICE_GPU ? gtpy_slots_gpu(slots, n) : NULL;
+    if (!gpu)
         return 0; /* no GPU: no stream but the default one */
-    if (gtpy_current_stream(gpu, out) < 0)
+    if ((engine ? gtpy_engine_stream(gpu, out) : gtpy_current_stream(gpu, out)) < 0)
         return -1;
     /* memory of another device than the stream's (a GPU's managed memory)
      * is ordered on the default stream, by the host */

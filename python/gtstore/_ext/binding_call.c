@@ -4,6 +4,7 @@
 #include "args.h"
 #include "binding_object.h"
 #include "convert.h"
+#include "engine.h"
 #include "errors.h"
 #include "numpy.h"
 
@@ -28,6 +29,7 @@ void gtpy_slots_init(bind_slot *slots, int n)
         slots[f].acquire = slots[f].touch = slots[f].release = NULL;
         slots[f].have_view = slots[f].device_side = slots[f].accessed = false;
         slots[f].stream = NULL;
+        slots[f].memory = NULL;
     }
 }
 
@@ -132,7 +134,7 @@ static PyObject *binding_enter(PyObject *self, PyObject *unused)
         return NULL;
     }
     int n = b->sig->sig.nfields;
-    if (gtpy_slots_stream(b->slots, n, b->sig->sig.device, &b->result.stream) < 0 ||
+    if (gtpy_slots_stream(b->slots, n, b->sig->sig.device, false, &b->result.stream) < 0 ||
         gtpy_slots_acquire(b->slots, n) < 0)
         return NULL;
     b->entered = true;
@@ -256,6 +258,14 @@ static PyObject *field_origin(const SignatureObject *s, const bind_slot *slot, i
     return gtpy_int64_tuple(slot->bound.ndim, slot->bound.origin);
 }
 
+static bool kernel_order(const bind_slot *slot)
+{
+    for (int c = 0; c < slot->bound.ndim; ++c)
+        if (slot->bound.axis[c] != c)
+            return false;
+    return true;
+}
+
 /* Whether the object passed is an ndarray already in the kernel's order,
  * read through its own buffer: it is then its own kernel-order view (a new
  * array would cost its creation, and consumers' buffer-info caches miss on
@@ -265,25 +275,17 @@ static bool is_kernel_order_ndarray(const bind_slot *slot)
     PyObject *ndarray = gtpy_numpy("ndarray");
     if (!ndarray)
         PyErr_Clear();
-    if (!slot->have_view || !ndarray || Py_TYPE(slot->obj) != (PyTypeObject *)ndarray)
-        return false;
-    for (int c = 0; c < slot->bound.ndim; ++c)
-        if (slot->bound.axis[c] != c)
-            return false;
-    return true;
+    return slot->have_view && ndarray && Py_TYPE(slot->obj) == (PyTypeObject *)ndarray &&
+           kernel_order(slot);
 }
 
 /* An ndarray over the whole field (element 0 first) in the kernel's order,
- * whose base is the object passed. */
+ * whose base is the object passed (host memory: a stencil on the CPU). */
 static PyObject *field_array(const SignatureObject *s, const bind_slot *slot, int f)
 {
+    (void)s, (void)f;
     if (is_kernel_order_ndarray(slot))
         return Py_NewRef(slot->obj);
-    if (slot->desc.device != GTS_DEVICE_CPU) {
-        PyErr_Format(PyExc_ValueError, "%s: device memory has no ndarray view",
-                     s->fields[f].name);
-        return NULL;
-    }
     if (!gtpy_numpy_capi()) {
         PyErr_SetString(PyExc_ImportError, "arrays() needs NumPy");
         return NULL;
@@ -297,6 +299,46 @@ static PyObject *field_array(const SignatureObject *s, const bind_slot *slot, in
                                  slot->desc.data, slot->desc.readonly, slot->obj);
 }
 
+/* An array of the engine over a field of a stencil on the GPU, in the
+ * kernel's order: over its Storage's memory, else the object's in place (a
+ * CuPy array already in that order is passed as it is). */
+static PyObject *engine_field_array(const gtpy_engine *e, const bind_slot *slot)
+{
+    if (e->cuda && !slot->storage && Py_TYPE(slot->obj) == (PyTypeObject *)e->cupy.ndarray &&
+        kernel_order(slot))
+        return Py_NewRef(slot->obj);
+    return gtpy_engine_field_array(e, slot->storage, slot->obj, slot->memory, slot->desc.data,
+                                   slot->desc.dtype, slot->bound.ndim, slot->bound.shape,
+                                   slot->bound.strides, slot->desc.readonly);
+}
+
+/* {name: engine array} of a stencil on the GPU. NumPy computes on the
+ * host: it waits for `stream` first, the fields' acquired device work. */
+static PyObject *engine_arrays(const SignatureObject *s, const bind_slot *slots,
+                               gts_stream stream)
+{
+    const gts_device_ops *gpu = gtpy_slots_gpu(slots, s->sig.nfields);
+    gtpy_engine e;
+    gts_error err;
+    if (!gpu) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "arrays(): the stencil computes on the gpu, and there is no GPU");
+        return NULL;
+    }
+    if (gtpy_engine_get(gpu, &e) < 0)
+        return NULL;
+    if (!e.cuda && stream && gts_device_synchronize(gpu, stream, &err) != GTS_OK)
+        return gtpy_raise_null(&err);
+    PyObject *result = PyDict_New();
+    for (int f = 0; result && f < s->sig.nfields; ++f) {
+        PyObject *value = engine_field_array(&e, &slots[f]);
+        if (!value || PyDict_SetItem(result, PyTuple_GET_ITEM(s->names, f), value) < 0)
+            Py_CLEAR(result);
+        Py_XDECREF(value);
+    }
+    return result;
+}
+
 static PyObject *binding_origins(PyObject *self, PyObject *unused)
 {
     (void)unused;
@@ -308,7 +350,7 @@ static PyObject *binding_arrays(PyObject *self, PyObject *unused)
 {
     (void)unused;
     BindingObject *b = (BindingObject *)self;
-    return per_field(b->sig, b->slots, field_array);
+    return gtpy_bound_arrays(b->sig, b->slots, b->entered ? b->result.stream : NULL);
 }
 
 static PyObject *binding_repr(PyObject *self)
@@ -346,7 +388,8 @@ static PyMethodDef binding_methods[] = {
      "origins($self, /)\n--\n\n{name: origin}, each in the kernel's order (I, J, K, data dimensions)."},
     {"arrays", binding_arrays, METH_NOARGS,
      "arrays($self, /)\n--\n\n{name: ndarray}: each field's memory in the kernel's order of dimensions "
-     "(a view, no copy; host memory only)."},
+     "(a view, no copy). For a stencil on the GPU, arrays of its engine: CuPy's on a CUDA GPU, "
+     "NumPy's over the emulated device's memory (after the host waited for self.stream)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -412,9 +455,10 @@ PyObject *gtpy_bound_origins(const SignatureObject *s, const bind_slot *slots)
     return per_field(s, slots, field_origin);
 }
 
-PyObject *gtpy_bound_arrays(const SignatureObject *s, const bind_slot *slots)
+PyObject *gtpy_bound_arrays(const SignatureObject *s, const bind_slot *slots, gts_stream stream)
 {
-    return per_field(s, slots, field_array);
+    return s->sig.device == GTS_DEVICE_GPU ? engine_arrays(s, slots, stream)
+                                           : per_field(s, slots, field_array);
 }
 
 static PyObject *call_kernel(const SignatureObject *s, bind_slot *slots, const gts_binding *b,
@@ -422,7 +466,7 @@ static PyObject *call_kernel(const SignatureObject *s, bind_slot *slots, const g
 {
     PyObject *domain = gtpy_int64_tuple(3, b->domain);
     PyObject *origins = domain ? per_field(s, slots, field_origin) : NULL;
-    PyObject *arrays = origins ? per_field(s, slots, field_array) : NULL;
+    PyObject *arrays = origins ? gtpy_bound_arrays(s, slots, b->stream) : NULL;
     PyObject *head = arrays ? PyTuple_Pack(2, domain, origins) : NULL;
     PyObject *positional = NULL, *result = NULL;
     if (head && kernel_args && kernel_args != Py_None) {
@@ -447,12 +491,13 @@ static PyObject *call_kernel(const SignatureObject *s, bind_slot *slots, const g
 
 /* The bind-acquire-run-finish sequence of call and call_c: `run` gets the
  * bound slots, the binding and the extras (NULL where not given), and
- * returns a new reference or NULL. */
+ * returns a new reference or NULL. A Python kernel (`engine`) computes on
+ * the stream of its engine's arrays (gtpy_slots_stream). */
 typedef PyObject *(*slot_runner)(const SignatureObject *s, bind_slot *slots,
                                  const gts_binding *b, PyObject *kernel, PyObject *const *extras);
 
 static PyObject *bind_and_run(PyObject *self, gtpy_signature *sig, PyObject *const *args,
-                              Py_ssize_t nargs, PyObject *kwnames, slot_runner run)
+                              Py_ssize_t nargs, PyObject *kwnames, slot_runner run, bool engine)
 {
     SignatureObject *s = (SignatureObject *)self;
     int n = s->sig.nfields;
@@ -465,7 +510,7 @@ static PyObject *bind_and_run(PyObject *self, gtpy_signature *sig, PyObject *con
     PyObject *result = NULL;
     PyObject *values[GTPY_MAX_ARGS];
     if (bind_call(s, sig, args + 1, nargs - 1, kwnames, slots, &binding, values) == 0 &&
-        gtpy_slots_stream(slots, n, s->sig.device, &binding.stream) == 0 &&
+        gtpy_slots_stream(slots, n, s->sig.device, engine, &binding.stream) == 0 &&
         gtpy_slots_acquire(slots, n) == 0) {
         result = run(s, slots, &binding, args[0], values + ARG_EXTRAS);
         if (gtpy_slots_finish(s, slots, result != NULL) < 0)
@@ -492,7 +537,7 @@ static PyObject *signature_call(PyObject *self, PyObject *const *args, Py_ssize_
         return NULL;
     }
     static gtpy_signature sig = GTPY_SIGNATURE("call", call_names, 0, 0, 0);
-    return bind_and_run(self, &sig, args, nargs, kwnames, run_python_kernel);
+    return bind_and_run(self, &sig, args, nargs, kwnames, run_python_kernel, true);
 }
 
 /* An address given as an int (`param` names it): 0 to the largest
@@ -580,7 +625,7 @@ static PyObject *signature_call_c(PyObject *self, PyObject *const *args, Py_ssiz
         return NULL;
     }
     static gtpy_signature sig = GTPY_SIGNATURE("call_c", call_c_names, 0, 0, 0);
-    return bind_and_run(self, &sig, args, nargs, kwnames, run_c_kernel);
+    return bind_and_run(self, &sig, args, nargs, kwnames, run_c_kernel, false);
 }
 
 /* ---- built-in stencils ------------------------------------------------------------ */
@@ -698,8 +743,9 @@ PyMethodDef gtpy_signature_methods[] = {
      "**named_fields)\n--\n\n"
      "Binds the fields as bind() does, acquires them, calls kernel(domain, origins, *args, "
      "**arrays, **kwargs) (origins and arrays: {name: ...} in the kernel's order of "
-     "dimensions), then touches the written fields (only if the kernel returned) and "
-     "releases all. Returns the kernel's result."},
+     "dimensions; on the GPU its engine's arrays: CuPy's, computing on CuPy's current stream, or "
+     "NumPy's over the emulated device's memory), then touches the written fields (only if the "
+     "kernel returned) and releases all. Returns the kernel's result."},
     {"call_c", (PyCFunction)(void (*)(void))signature_call_c, METH_FASTCALL | METH_KEYWORDS,
      "call_c($self, kernel, /, *fields, domain=None, origin=None, ctx=None, **named_fields)\n--\n\n"
      "As call(), with a C kernel (gtstore/binding.h's gts_kernel_fn: a capsule, or its address "

@@ -31,6 +31,9 @@ typedef struct bind_slot {
     bool accessed;                       /* its device side was acquired on `stream`: the
                                             release records its event there */
     gts_stream stream;
+    /* the device whose memory desc.data is in, for a stencil on the GPU (a
+     * Storage's or an imported array's buffer's); NULL: the GPU's own */
+    const gts_device_ops *memory;
     bool have_view;
     Py_buffer view;
     int64_t shape[GTS_BIND_MAX_NDIM], strides[GTS_BIND_MAX_NDIM], origin[GTS_BIND_MAX_NDIM];
@@ -65,14 +68,19 @@ void gtpy_slot_clear(bind_slot *slot);
  * None: not given); the warnings become FieldWarnings. */
 int gtpy_bind_slots(const SignatureObject *s, bind_slot *slots, PyObject *domain,
                     PyObject *origin, gts_binding *out);
+/* The GPU a stencil on the GPU computes on: that of its first Storage
+ * bound by its device side (the owner of managed memory), else the GPU
+ * (gts_device_gpu); NULL without one. */
+const gts_device_ops *gtpy_slots_gpu(const bind_slot *slots, int n);
 /* The stream a call's kernel runs on, into *out (binding.c): for a
- * stencil on the GPU the current stream (stream.h) of the device of its
- * first Storage bound by its device side, else of the GPU; NULL (the
- * default stream) on the CPU or without a GPU. Sets the stream of each
- * such slot's accesses: that one where the storage is memory of the
- * stream's device, else the default stream. Before gtpy_slots_acquire; -1
- * with an exception where the current stream cannot be read. */
-int gtpy_slots_stream(bind_slot *slots, int n, gts_device device, gts_stream *out);
+ * stencil on the GPU (gtpy_slots_gpu) the current stream (stream.h) or,
+ * for a Python kernel (`engine`), the stream its engine's arrays compute
+ * on (gtpy_engine_stream); NULL (the default stream) on the CPU or without
+ * a GPU. Sets the stream of each Storage slot's accesses: that one where
+ * the storage is memory of the stream's device, else the default stream.
+ * Before gtpy_slots_acquire; -1 with an exception where the current stream
+ * cannot be read. */
+int gtpy_slots_stream(bind_slot *slots, int n, gts_device device, bool engine, gts_stream *out);
 /* Seed 004's protocol: acquire all (on a failure the acquired ones are
  * released), touch the written ones, release all (each is released even if
  * another fails; the first error is raised). A Storage's host side is
@@ -92,9 +100,13 @@ void gtpy_slots_init(bind_slot *slots, int n);
 void gtpy_slots_clear(bind_slot *slots, int n);
 /* After a run: touch (if it succeeded) and release; the first error wins. */
 int gtpy_slots_finish(const SignatureObject *s, bind_slot *slots, bool succeeded);
-/* {name: origin} and {name: ndarray} of bound slots, in the kernel's order. */
+/* {name: origin} and {name: array} of bound slots, in the kernel's order:
+ * ndarrays over host memory; for a stencil on the GPU, arrays of its
+ * engine (engine.h: CuPy on a CUDA GPU, NumPy over the emulated device's
+ * memory), where NumPy, which computes on the host, first waits for
+ * `stream` (the one the fields were acquired on). */
 PyObject *gtpy_bound_origins(const SignatureObject *s, const bind_slot *slots);
-PyObject *gtpy_bound_arrays(const SignatureObject *s, const bind_slot *slots);
+PyObject *gtpy_bound_arrays(const SignatureObject *s, const bind_slot *slots, gts_stream stream);
 
 int gtpy_bound_field_init(PyObject *module);
 /* gtstore.KernelCaller (kernel_caller.c). */

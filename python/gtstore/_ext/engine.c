@@ -73,6 +73,14 @@ int gtpy_engine_get(const gts_device_ops *gpu, gtpy_engine *out)
     return out->module ? 0 : -1;
 }
 
+int gtpy_engine_stream(const gts_device_ops *gpu, gts_stream *out)
+{
+    *out = NULL;
+    return gpu->engine == GTS_ENGINE_CUPY && gpu->kind == GTS_MEMORY_GPU
+               ? gtpy_cupy_stream(gpu, out)
+               : 0;
+}
+
 bool gtpy_engine_reaches(const gtpy_engine *e, const gts_device_ops *device)
 {
     /* a GPU's memory or one that a GPU owns (managed, pinned) */

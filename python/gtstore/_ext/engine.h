@@ -50,6 +50,11 @@ typedef struct gtpy_engine {
  * Cached: no call into Python once imported but CuPy's current stream. */
 int gtpy_engine_get(const gts_device_ops *gpu, gtpy_engine *out);
 
+/* Where the engine of `gpu` computes, into *out: CuPy's current stream on
+ * a CUDA GPU (gtpy_cupy_stream); NULL, the default stream, for NumPy, which
+ * computes on the host (the emulated device). Imports nothing. */
+int gtpy_engine_stream(const gts_device_ops *gpu, gts_stream *out);
+
 /* Whether the engine reads and writes memory of `device` in place: the
  * GPU's own memory and its managed memory. */
 bool gtpy_engine_reaches(const gtpy_engine *e, const gts_device_ops *device);
@@ -68,6 +73,18 @@ bool gtpy_engine_reaches(const gtpy_engine *e, const gts_device_ops *device);
 PyObject *gtpy_engine_storage_view(gtpy_engine *e, PyObject *storage, int ndim,
                                    const Py_ssize_t *shape, const Py_ssize_t *strides, bool write,
                                    bool operand);
+
+/* An array of the engine over a stencil's bound field, made without an
+ * access (the binding's acquire ordered the memory): `ndim` sizes and byte
+ * strides from element 0 at `element0`, a device address. Over the memory
+ * of `storage` where one is given (its buffer's engine objects, made once);
+ * else over memory of `device` (NULL: the engine's GPU) that `owner` keeps
+ * alive, another library's array. NumPy's arrays of a `readonly` field are
+ * read-only; CuPy has none. */
+PyObject *gtpy_engine_field_array(const gtpy_engine *e, PyObject *storage, PyObject *owner,
+                                  const gts_device_ops *device, char *element0, gts_dtype dtype,
+                                  int ndim, const int64_t *shape, const int64_t *strides,
+                                  bool readonly);
 
 /* engine.asarray(obj): an array-like on the GPU, copied there if it is not
  * (CuPy copies host arrays; NumPy reads them where they are). */

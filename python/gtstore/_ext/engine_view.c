@@ -27,6 +27,7 @@
 #include "storage_object.h"
 
 #include "gtstore/access.h"
+#include "gtstore/geometry.h"
 
 /* ---- the block -------------------------------------------------------------------------- */
 
@@ -93,13 +94,25 @@ static int types_ready(void)
 
 /* cupy.cuda.memory.UnownedMemory(ptr, size, owner, device_id): device_id
  * given, else CuPy asks the driver which device the pointer is on. */
-static PyObject *unowned_memory(const gtpy_engine *e, BlockObject *block)
+static PyObject *unowned_memory(const gtpy_engine *e, char *base, Py_ssize_t size,
+                                PyObject *owner)
 {
-    PyObject *args = Py_BuildValue("(NnOi)", PyLong_FromVoidPtr(block->base), block->size,
-                                   (PyObject *)block, (int)e->gpu->id.id);
+    PyObject *args = Py_BuildValue("(NnOi)", PyLong_FromVoidPtr(base), size, owner,
+                                   (int)e->gpu->id.id);
     PyObject *memory = args ? PyObject_Call(e->cupy.unowned_memory, args, NULL) : NULL;
     Py_XDECREF(args);
     return memory;
+}
+
+/* cupy.cuda.memory.MemoryPointer(memory, offset). */
+static PyObject *memory_pointer(const gtpy_engine *e, PyObject *memory, Py_ssize_t offset)
+{
+    PyObject *number = PyLong_FromSsize_t(offset);
+    PyObject *args[2] = {memory, number};
+    PyObject *pointer = number ? PyObject_Vectorcall(e->cupy.memory_pointer, args, 2, NULL)
+                               : NULL;
+    Py_XDECREF(number);
+    return pointer;
 }
 
 static EngineObject *engine_new(const gtpy_engine *e, const gts_buffer *buffer)
@@ -128,7 +141,7 @@ static EngineObject *engine_new(const gtpy_engine *e, const gts_buffer *buffer)
     }
     o->block = block;
     o->memory = o->pointer = o->views[0] = o->views[1] = NULL;
-    if (e->cuda && !(o->memory = unowned_memory(e, block)))
+    if (e->cuda && !(o->memory = unowned_memory(e, block->base, block->size, (PyObject *)block)))
         Py_CLEAR(o);
     return o;
 }
@@ -190,34 +203,35 @@ static PyObject *numpy_view(BlockObject *block, const view_key *k, bool readonly
                                  (PyObject *)block);
 }
 
-/* cupy.ndarray(shape, dtype, MemoryPointer(memory, offset), strides), the
- * MemoryPointer reused while the offset repeats. CuPy has no read-only
- * arrays. */
-static PyObject *cupy_view(const gtpy_engine *e, EngineObject *o, const view_key *k)
+/* cupy.ndarray(shape, dtype, pointer, strides). */
+static PyObject *cupy_array(const gtpy_engine *e, PyObject *pointer, const view_key *k)
 {
-    if (!o->pointer || o->pointer_offset != k->offset) {
-        PyObject *offset = PyLong_FromSsize_t(k->offset);
-        PyObject *args[2] = {o->memory, offset};
-        PyObject *pointer = offset ? PyObject_Vectorcall(e->cupy.memory_pointer, args, 2, NULL)
-                                   : NULL;
-        Py_XDECREF(offset);
-        if (!pointer)
-            return NULL;
-        Py_XSETREF(o->pointer, pointer);
-        o->pointer_offset = k->offset;
-    }
     PyObject *shape = sizes_tuple(k->ndim, k->shape);
     PyObject *strides = shape ? sizes_tuple(k->ndim, k->strides) : NULL;
     PyObject *dtype = strides ? gtpy_dtype_object(k->dtype) : NULL;
     PyObject *array = NULL;
     if (dtype) {
-        PyObject *args[4] = {shape, dtype, o->pointer, strides};
+        PyObject *args[4] = {shape, dtype, pointer, strides};
         array = PyObject_Vectorcall(e->cupy.ndarray, args, 4, NULL);
     }
     Py_XDECREF(dtype);
     Py_XDECREF(strides);
     Py_XDECREF(shape);
     return array;
+}
+
+/* A CuPy array over the block, the MemoryPointer reused while the offset
+ * repeats. CuPy has no read-only arrays. */
+static PyObject *cupy_view(const gtpy_engine *e, EngineObject *o, const view_key *k)
+{
+    if (!o->pointer || o->pointer_offset != k->offset) {
+        PyObject *pointer = memory_pointer(e, o->memory, k->offset);
+        if (!pointer)
+            return NULL;
+        Py_XSETREF(o->pointer, pointer);
+        o->pointer_offset = k->offset;
+    }
+    return cupy_array(e, o->pointer, k);
 }
 
 static bool same_view(const view_key *a, const view_key *b)
@@ -242,6 +256,18 @@ static PyObject *view_of(const gtpy_engine *e, EngineObject *o, const view_key *
     return array;
 }
 
+/* A key of `dtype` whose element 0 is at `element0` in `buffer` (its
+ * distance from the block, in the device's addresses; NULL for an empty
+ * storage over no memory), without shape yet. */
+static void key_init(view_key *k, gts_dtype dtype, const void *element0, const gts_buffer *buffer)
+{
+    memset(k, 0, sizeof *k); /* compared as bytes */
+    k->dtype = dtype;
+    k->offset = element0 ? (Py_ssize_t)((const char *)element0 -
+                                        (const char *)gts_buffer_data(buffer))
+                         : 0;
+}
+
 PyObject *gtpy_engine_storage_view(gtpy_engine *e, PyObject *storage, int ndim,
                                    const Py_ssize_t *shape, const Py_ssize_t *strides, bool write,
                                    bool operand)
@@ -260,18 +286,75 @@ PyObject *gtpy_engine_storage_view(gtpy_engine *e, PyObject *storage, int ndim,
     if (stream)
         gtpy_engine_add_buffer(e, g.buffer);
     view_key k;
-    memset(&k, 0, sizeof k); /* compared as bytes */
-    k.dtype = g.dtype;
+    key_init(&k, g.dtype, data, g.buffer);
     k.ndim = shape ? ndim : g.ndim;
-    /* element 0's distance from the block, in the device's addresses (NULL
-     * for an empty storage over no memory) */
-    k.offset = data ? (Py_ssize_t)((char *)data - (char *)gts_buffer_data(g.buffer)) : 0;
     for (int d = 0; d < k.ndim; ++d) {
         k.shape[d] = shape ? shape[d] : (Py_ssize_t)g.shape[d];
         k.strides[d] = shape ? strides[d] : (Py_ssize_t)g.strides[d];
     }
     EngineObject *o = engine_of(e, storage, &g);
     PyObject *array = o ? view_of(e, o, &k, readonly, operand) : NULL;
+    Py_XDECREF(o);
+    return array;
+}
+
+/* ---- arrays over a stencil's bound fields ---------------------------------------------- */
+
+/* An array over memory of `device` that no Storage holds, kept alive by
+ * `owner`: NumPy's over the host address behind it, CuPy's over the bytes
+ * the array spans. */
+static PyObject *foreign_array(const gtpy_engine *e, const gts_device_ops *device,
+                               PyObject *owner, char *element0, const view_key *k,
+                               bool readonly)
+{
+    if (!e->cuda) {
+        char *host = device->host_accessible || !element0
+                         ? element0
+                         : gts_device_host_alias(device, element0);
+        if (element0 && !host) {
+            PyErr_Format(PyExc_RuntimeError, "the %s device's memory at %p has no host address",
+                         device->name, (void *)element0);
+            return NULL;
+        }
+        if (!gtpy_numpy_capi()) {
+            PyErr_SetString(PyExc_ImportError, "arrays() needs NumPy");
+            return NULL;
+        }
+        return gtpy_numpy_capi_array(k->dtype, k->ndim, k->shape, k->strides, host, readonly,
+                                     owner);
+    }
+    int64_t low, high;
+    gts_error err;
+    if (gts_strided_extent(k->ndim, (const int64_t *)k->shape, (const int64_t *)k->strides,
+                           k->dtype.itemsize, &low, &high, &err) != GTS_OK)
+        return gtpy_raise_null(&err);
+    PyObject *memory = unowned_memory(e, element0 + low, (Py_ssize_t)(high - low), owner);
+    PyObject *pointer = memory ? memory_pointer(e, memory, (Py_ssize_t)-low) : NULL;
+    PyObject *array = pointer ? cupy_array(e, pointer, k) : NULL;
+    Py_XDECREF(pointer);
+    Py_XDECREF(memory);
+    return array;
+}
+
+PyObject *gtpy_engine_field_array(const gtpy_engine *e, PyObject *storage, PyObject *owner,
+                                  const gts_device_ops *device, char *element0, gts_dtype dtype,
+                                  int ndim, const int64_t *shape, const int64_t *strides,
+                                  bool readonly)
+{
+    gts_storage g;
+    view_key k;
+    if (storage)
+        gtpy_storage_load(storage, &g);
+    key_init(&k, dtype, storage ? element0 : NULL, storage ? g.buffer : NULL);
+    k.ndim = ndim;
+    for (int d = 0; d < ndim; ++d) {
+        k.shape[d] = (Py_ssize_t)shape[d];
+        k.strides[d] = (Py_ssize_t)strides[d];
+    }
+    if (!storage)
+        return foreign_array(e, device ? device : e->gpu, owner, element0, &k, readonly);
+    EngineObject *o = engine_of(e, storage, &g);
+    PyObject *array = o ? view_of(e, o, &k, readonly || g.readonly, false) : NULL;
     Py_XDECREF(o);
     return array;
 }

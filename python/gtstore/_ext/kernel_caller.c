@@ -58,7 +58,7 @@ static PyObject *run_kernel(const KernelCallerObject *c, bind_slot *slots, const
     PyObject *positional = PyTuple_New(2 + nleading);
     PyObject *domain = positional ? gtpy_int64_tuple(3, b->domain) : NULL;
     PyObject *origins = domain ? gtpy_bound_origins(c->sig, slots) : NULL;
-    PyObject *arrays = origins ? gtpy_bound_arrays(c->sig, slots) : NULL;
+    PyObject *arrays = origins ? gtpy_bound_arrays(c->sig, slots, b->stream) : NULL;
     PyObject *result = NULL;
     if (arrays) {
         PyTuple_SET_ITEM(positional, 0, Py_NewRef(domain));
@@ -110,7 +110,7 @@ static PyObject *caller_vectorcall(PyObject *self, PyObject *const *args, size_t
         rc = gtpy_slot_load(&slots[f], a.fields[f], &c->sig->fields[f], c->sig->sig.device);
     gts_binding binding;
     if (rc == 0 && gtpy_bind_slots(c->sig, slots, a.values[0], a.values[1], &binding) == 0 &&
-        gtpy_slots_stream(slots, n, c->sig->sig.device, &binding.stream) == 0 &&
+        gtpy_slots_stream(slots, n, c->sig->sig.device, true, &binding.stream) == 0 &&
         gtpy_slots_acquire(slots, n) == 0) {
         result = run_kernel(c, slots, &binding, &a);
         if (gtpy_slots_finish(c->sig, slots, result != NULL) < 0)
@@ -232,8 +232,9 @@ PyTypeObject gtpy_KernelCaller_Type = {
               "A Python kernel with a stencil's call signature: the fields, then the named "
               "parameters, by position or name, with domain= and origin=. Every call binds "
               "the fields (every check), acquires them, calls kernel(domain, origins, "
-              "*leading, **arrays, **parameters), touches the written fields after a "
-              "successful run and releases all. `leading` keywords are passed positionally "
+              "*leading, **arrays, **parameters) (on the GPU with its engine's arrays, as "
+              "Signature.call), touches the written fields after a successful run and "
+              "releases all. `leading` keywords are passed positionally "
               "(None when not given); `ignored` keywords are accepted and dropped.",
     .tp_new = caller_new,
     .tp_init = caller_init,
