@@ -374,7 +374,11 @@ def _info(**changes):
 
 BAD_INTERFACES = [
     (_Interface([1, 2]), TypeError, "inp: __gt_data_interface__: expected a dict"),
-    (_Interface({"gpu": A.__array_interface__}), ValueError, "inp: __gt_data_interface__ has no buffer on the cpu"),
+    (_Interface({"tpu": A.__array_interface__}), ValueError,
+     "inp: __gt_data_interface__ has no buffer on the cpu or the gpu (its keys: {'tpu': "),
+    # only a "gpu" entry: read there to be copied in, and host memory is not a GPU's
+    (_Interface({"gpu": A.__array_interface__}), ValueError,
+     "inp: __gt_data_interface__: address "),
     (_Interface({None: {"shape": (6, 6, 3)}}), TypeError, "needs 'shape', 'typestr' and 'data'"),
     (_Interface(_info(shape=[6, 6, 3])), None, None),  # a list is a sequence: fine
     (_Interface(_info(shape=(6, -6, 3))), ValueError, "inp: shape: -6 in dimension 1 is negative"),
@@ -610,11 +614,13 @@ def test_gpu_signature_reads_device_interfaces(emulated_gpu):
     np.testing.assert_array_equal(arrays["inp"], np.arange(120.0).reshape(6, 5, 4))
     arrays["out"][...] = 2.0  # written in place, where the object's memory is
     np.testing.assert_array_equal(out.storage.to_ndarray(), 2.0)
-    # host memory for a gpu stencil: no "gpu" buffer
-    with pytest.raises(TypeError, match="inp: cannot read a numpy.ndarray as a field on the gpu"):
-        sig.bind(out, np.zeros((6, 5, 4)), origin=(1, 1, 0))
-    with pytest.raises(ValueError, match="inp: __gt_data_interface__ has no buffer on the gpu"):
-        sig.bind(out, Field(np.zeros((6, 5, 4)), "IJK"), origin=(1, 1, 0))
+    # host memory for a gpu stencil: no "gpu" buffer, so copied in (GDP-3)
+    for host in (np.zeros((6, 5, 4)), Field(np.zeros((6, 5, 4)), "IJK")):
+        with pytest.warns(gtstore.FieldWarning, match="inp: no buffer on the gpu, where the "
+                                                      "stencil computes: copied to device memory"):
+            assert sig.bind(out, host, origin=(1, 1, 0)).domain == (4, 3, 4)
+    with pytest.raises(TypeError, match="inp: cannot read a object as a field: it has no "):
+        sig.bind(out, object(), origin=(1, 1, 0))
 
 
 class _RaisingInterface:

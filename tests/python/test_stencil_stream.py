@@ -152,9 +152,10 @@ def test_storages_bind_their_device_side(emulated):
     assert call["out"].data == device_address(a) + sum(
         o * s for o, s in zip((1, 1, 0), a.strides))
     assert call["inp"].data == device_address(b)  # no halo: origin 0
-    with pytest.raises(ValueError, match="out: its memory is host memory, and the stencil "
-                                         "computes on the gpu"):
-        COPY.bind(gtstore.zeros(SHAPE), b)
+    with pytest.warns(gtstore.FieldWarning, match="out: no buffer on the gpu, where the stencil "
+                                                  "computes: copied to device memory and back"):
+        call = COPY.bind(gtstore.zeros(SHAPE), b)  # host memory: a copy on the GPU (GDP-3)
+    assert call["out"].data != device_address(b)
 
 
 def filled_behind_work(stream, value):
@@ -313,6 +314,94 @@ def test_a_python_kernel_gets_arrays_of_other_libraries_memory(emulated):
     inp = gtstore.full(SHAPE, 4.0, device="gpu")
     COPY.call(engine_kernel, DeviceView(view, SHAPE), inp)
     assert (base.to_ndarray() == 9.0).all()
+
+
+# ---- fields with no buffer where the stencil computes: copied in and out (GDP-3) ---------------
+
+
+class GpuOnly:
+    """Device memory behind a data interface with only a "gpu" entry."""
+
+    def __init__(self, storage, dims="IJK"):
+        self.storage = storage
+        entry = dict(CudaArray(storage).__cuda_array_interface__, dims=dims)
+        self.__gt_data_interface__ = {"gpu": entry}
+
+
+def copied_in(*names, back=()):
+    """The warnings of fields copied to the GPU (those in `back` also back)."""
+    return sorted(f"{name}: no buffer on the gpu, where the stencil computes: copied to device "
+                  f"memory{' and back after the run' if name in back else ''} (slow: transfers "
+                  "on every call)" for name in names)
+
+
+def test_host_memory_is_copied_to_the_gpu_and_back(emulated):
+    """A GPU stencil's fields in host memory (a NumPy array, a Field over
+    one, a CPU Storage) are copied to device memory, which the kernel gets,
+    and the written ones back after a run that succeeds, each with a
+    FieldWarning; a read-only one is refused as a written field, a failed
+    run copies nothing back."""
+    x = np.arange(np.prod(SHAPE), dtype=float).reshape(SHAPE)
+    for make in (np.array, lambda v: Field(np.array(v), "IJK"), gtstore.storage):
+        out, inp = make(np.zeros(SHAPE)), make(x)
+        with pytest.warns(gtstore.FieldWarning) as caught:
+            assert COPY.call(engine_kernel, out, inp) is np.ndarray
+        assert sorted(str(w.message) for w in caught) == copied_in("out", "inp", back="out")
+        np.testing.assert_array_equal(np.asarray(getattr(out, "array", out)), 2 * x + 1)
+    readonly = np.zeros(SHAPE)
+    readonly.flags.writeable = False
+    with pytest.warns(gtstore.FieldWarning), pytest.raises(
+            ValueError, match="out: the stencil writes it, but it is read-only"):
+        COPY.call(engine_kernel, readonly, x)
+    out = np.zeros(SHAPE)
+
+    def failing(domain, origins, out, inp):
+        out[...] = 5.0
+        raise RuntimeError("kernel failed")
+
+    with pytest.warns(gtstore.FieldWarning), pytest.raises(RuntimeError, match="kernel failed"):
+        COPY.call(failing, out, x)
+    assert (out == 0.0).all()
+
+
+@pytest.mark.parametrize("gpu", ["emulated", "cuda"])
+def test_a_copy_back_waits_for_the_kernels_work(gpu):
+    """A kernel that queues its work on the binding's stream and returns:
+    the copy back to host memory holds what it wrote."""
+    if gpu == "cuda" and not cuda_gpu():
+        pytest.skip("no CUDA GPU (nor the fake driver)")
+    gtstore.use_gpu(gpu)
+    try:
+        s, keep = gtstore.Stream(), []
+        for value in range(1, 6):
+            out = np.zeros((64, 64, 8))
+            with s, pytest.warns(gtstore.FieldWarning), FILL.bind(out) as call:
+                assert call.stream == s.ptr
+                fill_kernel(call, float(value), keep)
+            assert (out == value).all()
+    finally:
+        gtstore.use_gpu(None)
+
+
+def test_device_memory_is_copied_to_the_host_and_back(emulated):
+    """A host stencil's field with only a "gpu" buffer: copied to host
+    memory with its labels, and back after the run."""
+    out = gtstore.zeros(SHAPE, device="gpu", managed=None)
+    x = np.arange(np.prod(SHAPE), dtype=float).reshape(SHAPE)
+    inp = gtstore.storage(x.T.copy(), device="gpu", managed=None)
+    host_copy = Signature(out=Field["f8", "IJK"], inp=Field["f8", "IJK"], writes=["out"])
+    with pytest.warns(gtstore.FieldWarning) as caught:
+        assert host_copy.call(engine_kernel, GpuOnly(out), GpuOnly(inp, dims="KJI")) is np.ndarray
+    assert sorted(str(w.message) for w in caught) == sorted(
+        f"{name}: no buffer on the cpu, where the stencil computes: copied to host memory"
+        f"{' and back after the run' if name == 'out' else ''} (slow: transfers on every call)"
+        for name in ("out", "inp"))
+    np.testing.assert_array_equal(out.to_ndarray(), 2 * x + 1)
+    kept = []
+    with pytest.warns(gtstore.FieldWarning):
+        host_copy.call(lambda domain, origins, out, inp: kept.append(inp), out, GpuOnly(inp))
+    assert isinstance(kept[0].base, gtstore.Storage)  # the copy, kept alive by the array
+    np.testing.assert_array_equal(kept[0], x.T)
 
 
 # The C kernel protocol (gtstore/binding.h) as ctypes sees it: a kernel

@@ -156,9 +156,7 @@ int gtpy_cuda_memory(const gtpy_array_info *info, const char *param,
     return rc == GTS_OK ? 0 : gtpy_raise_param(param, &err);
 }
 
-/* The release callback of memory another object owns (ctx: a reference to
- * it); any thread may run it. */
-static void release_object(void *ctx)
+void gtpy_release_object(void *ctx)
 {
     if (!Py_IsInitialized())
         return; /* the interpreter is gone, and the object with it */
@@ -181,7 +179,7 @@ PyObject *gtpy_storage_from_cuda_array(PyObject *obj, PyObject *interface, const
         return NULL;
     if (gts_storage_spec_init(&spec, info.ndim, info.shape, info.dtype, &err) != GTS_OK ||
         gts_storage_wrap_memory(&spec, device, info.data, info.strides, info.readonly,
-                                release_object, obj, &s, &err) != GTS_OK)
+                                gtpy_release_object, obj, &s, &err) != GTS_OK)
         return gtpy_raise_param(param, &err), NULL;
     Py_INCREF(obj); /* the storage's now, released with its memory */
     return gtpy_storage_new(&s, NULL, NULL);

@@ -25,6 +25,9 @@ PyObject *gtpy_mapping_entry(PyObject *map, const char *key);
  * errors name `param`. */
 int gtpy_cuda_memory(const gtpy_array_info *info, const char *param,
                      const gts_device_ops **device);
+/* The release callback of memory another object owns (ctx: a reference to
+ * it); any thread may run it. */
+void gtpy_release_object(void *ctx);
 /* A storage over the memory `interface` (obj's __cuda_array_interface__)
  * describes, without a copy; it keeps `obj` alive. */
 PyObject *gtpy_storage_from_cuda_array(PyObject *obj, PyObject *interface, const char *param);

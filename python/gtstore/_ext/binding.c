@@ -177,19 +177,13 @@ static int load_entry(bind_slot *slot, PyObject *obj, PyObject *info)
 }
 
 static int load_copy_in(bind_slot *slot, PyObject *storage, const gts_storage *g,
-                        const gts_field_spec *spec);
+                        const gts_field_spec *spec, gts_device device);
 
 /* A Storage's device side, for a stencil on the GPU: the device address
  * of its element 0, accessed in the stream order around the run
- * (gtpy_slots_acquire). Host memory is refused: a GPU kernel cannot reach
- * it. */
+ * (gtpy_slots_acquire). */
 static int load_device_side(bind_slot *slot, PyObject *storage, const gts_storage *g)
 {
-    if (gts_buffer_device_kind(g->buffer) != GTS_DEVICE_GPU) {
-        PyErr_SetString(PyExc_ValueError,
-                        "its memory is host memory, and the stencil computes on the gpu");
-        return -1;
-    }
     if (load_storage(slot, storage, g) < 0)
         return -1;
     char *base = gts_buffer_data(g->buffer); /* NULL for an empty storage over no memory */
@@ -200,75 +194,101 @@ static int load_device_side(bind_slot *slot, PyObject *storage, const gts_storag
     return 0;
 }
 
-/* Another library's array that gtpy_source_import made a storage over
- * (`storage`): on the host, its memory where the host reaches it, else a
- * copy in and out; on the GPU, its device memory. The memory stays alive
- * with the object (slot->obj); the storage carries no labels or halo of
- * its own (the object's __gt_dims__, else the annotation's). */
+/* Whether a stencil on `device` reaches the storage's memory in place: on
+ * the host its host side, on the GPU its device memory (a GPU kernel
+ * cannot reach host memory). */
+static bool reaches(const gts_storage *g, gts_device device)
+{
+    return device == GTS_DEVICE_GPU ? gts_buffer_device_kind(g->buffer) == GTS_DEVICE_GPU
+                                    : gtpy_has_host_side(g->buffer);
+}
+
+/* A Storage's memory where the stencil computes, else a copy there (GDP-3's
+ * final text: copy-in, copy-out). */
+static int load_side(bind_slot *slot, PyObject *storage, const gts_storage *g,
+                     gts_device device, const gts_field_spec *spec)
+{
+    if (!reaches(g, device))
+        return load_copy_in(slot, storage, g, spec, device);
+    return device == GTS_DEVICE_GPU ? load_device_side(slot, storage, g)
+                                    : load_storage(slot, storage, g);
+}
+
+/* Memory the reader made a storage over (`storage`: another library's
+ * array it imported, or memory it read in place on the other device): it
+ * carries no labels or halo of its own (the object's __gt_dims__, else the
+ * annotation's), and the object (slot->obj) keeps the memory alive. On the
+ * GPU it is a buffer of this call only, with no device work of gtstore's
+ * to order: the producer's protocol ordered the memory when it was read. */
 static int load_imported(bind_slot *slot, PyObject *storage, gts_device device,
                          const gts_field_spec *spec)
 {
     gts_storage g;
     gtpy_storage_load(storage, &g);
-    int rc;
-    if (device == GTS_DEVICE_CPU) {
-        rc = gtpy_has_host_side(g.buffer) ? load_storage(slot, storage, &g)
-                                          : load_copy_in(slot, storage, &g, spec);
-    } else {
-        rc = load_device_side(slot, storage, &g);
-        /* a buffer of this call only, with no device work of gtstore's to
-         * order: the producer's protocol ordered the memory when it was
-         * imported */
+    int rc = load_side(slot, storage, &g, device, spec);
+    if (rc == 0 && !slot->copy_back) {
         slot->device_side = false;
-        Py_CLEAR(slot->storage);
+        if (device == GTS_DEVICE_GPU)
+            Py_CLEAR(slot->storage);
     }
     slot->desc.dims = NULL;
     slot->desc.halo = NULL;
     return rc;
 }
 
-/* A Storage without a host side, for a stencil on the host: its values
- * copied into a host storage that the stencil uses, and copied back after a
- * run that writes it (GDP-3's final text), with a warning: two transfers per call. */
+/* A field with no buffer on the device where the stencil computes (GDP-3's
+ * final text): its values copied into a storage there that the stencil
+ * uses, and copied back after a run that writes it, with a warning: two
+ * transfers per call. The field stays as read-only as the object's memory. */
 static int load_copy_in(bind_slot *slot, PyObject *storage, const gts_storage *g,
-                        const gts_field_spec *spec)
+                        const gts_field_spec *spec, gts_device device)
 {
-    gts_storage host;
+    const gts_device_ops *target = gts_device_host();
+    gts_storage copy;
     gts_error err;
-    if (gts_storage_copy_to(gts_device_host(), g, &host, &err) != GTS_OK)
+    if ((device == GTS_DEVICE_GPU && gts_device_gpu(&target, &err) != GTS_OK) ||
+        gts_storage_copy_to(target, g, &copy, &err) != GTS_OK)
         return gtpy_raise(&err);
-    PyObject *staging = gtpy_storage_new(&host, NULL, NULL);
+    PyObject *staging = gtpy_storage_new(&copy, NULL, NULL);
     if (!staging)
         return -1;
-    gtpy_storage_load(staging, &host);
-    int rc = load_storage(slot, staging, &host);
+    gtpy_storage_load(staging, &copy);
+    int rc = device == GTS_DEVICE_GPU ? load_device_side(slot, staging, &copy)
+                                      : load_storage(slot, staging, &copy);
     Py_DECREF(staging); /* the slot holds it */
     if (rc < 0)
         return -1;
+    slot->desc.readonly = g->readonly;
     slot->copy_back = Py_NewRef(storage);
     return PyErr_WarnFormat(gtpy_FieldWarning, 1,
-                            "%s: no buffer on the cpu, where the stencil computes: copied to "
-                            "host memory%s (slow: transfers on every call)",
-                            spec->name, spec->written ? " and back after the run" : "");
+                            "%s: no buffer on the %s, where the stencil computes: copied to "
+                            "%s memory%s (slow: transfers on every call)",
+                            spec->name, gtpy_device_name(device),
+                            device == GTS_DEVICE_GPU ? "device" : "host",
+                            spec->written ? " and back after the run" : "");
 }
 
-/* What the reader found as the slot's field: a Storage (its host side,
- * else a copy in), an imported array, or memory in place. */
+/* What the reader found as the slot's field: a Storage (its memory where
+ * the stencil computes, else a copy there), an imported array, or memory
+ * in place, which `other` says is on the other device (copied in). */
 static int load_source(bind_slot *slot, gtpy_source *src, gts_device device,
-                       const gts_field_spec *spec)
+                       const gts_field_spec *spec, bool other)
 {
     if (src->imported)
         return load_imported(slot, src->storage, device, spec);
-    if (!src->storage) {
+    if (!src->storage && !other) {
         load_memory(slot, src, device);
         return 0;
     }
+    if (!src->storage) {
+        PyObject *wrapped = gtpy_source_wrap(src);
+        int rc = wrapped ? load_imported(slot, wrapped, device, spec) : -1;
+        Py_XDECREF(wrapped); /* the slot holds it */
+        return rc;
+    }
     gts_storage g;
     gtpy_storage_load(src->storage, &g);
-    if (device == GTS_DEVICE_GPU)
-        return load_device_side(slot, src->storage, &g);
-    return gtpy_has_host_side(g.buffer) ? load_storage(slot, src->storage, &g)
-                                        : load_copy_in(slot, src->storage, &g, spec);
+    return load_side(slot, src->storage, &g, device, spec);
 }
 
 /* What the object says besides its memory: a data interface entry's keys,
@@ -282,14 +302,25 @@ static int load_labels(bind_slot *slot, PyObject *obj, const gtpy_source *src)
     return load_gt_dims(slot, obj) < 0 ? -1 : load_gt_origin(slot, obj);
 }
 
-/* The TypeError for an object the reader cannot read on `device`. */
-static int unreadable(PyObject *obj, gts_device device)
+/* The error for an object the reader cannot read on either device: a data
+ * interface without either entry, else a TypeError. */
+static int unreadable(PyObject *obj)
 {
+    static PyObject *name;
+    PyObject *interface = gtpy_optional_attr(obj, "__gt_data_interface__", &name);
+    if (interface) {
+        PyErr_Format(PyExc_ValueError,
+                     "__gt_data_interface__ has no buffer on the cpu or the gpu (its keys: %R)",
+                     interface);
+        Py_DECREF(interface);
+        return -1;
+    }
+    if (PyErr_Occurred())
+        return -1;
     PyErr_Format(PyExc_TypeError,
-                 "cannot read a %.100s as a field on the %s: it has no "
-                 "__gt_data_interface__, %s__cuda_array_interface__ or __dlpack__",
-                 Py_TYPE(obj)->tp_name, gtpy_device_name(device),
-                 device == GTS_DEVICE_CPU ? "buffer protocol, __array_interface__, " : "");
+                 "cannot read a %.100s as a field: it has no __gt_data_interface__, buffer "
+                 "protocol, __array_interface__, __cuda_array_interface__ or __dlpack__",
+                 Py_TYPE(obj)->tp_name);
     return -1;
 }
 
@@ -299,11 +330,20 @@ int gtpy_slot_load(bind_slot *slot, PyObject *obj, const gts_field_spec *spec, g
     slot->obj = Py_NewRef(obj);
     gtpy_source src;
     int rc = gtpy_source_read(&src, obj, device, GTS_BIND_MAX_NDIM);
+    bool other = rc == 0; /* nothing on the compute device: the other one's, copied in */
+    if (other) {
+        gtpy_source_release(&src);
+        rc = gtpy_source_read(&src, obj, device == GTS_DEVICE_CPU ? GTS_DEVICE_GPU
+                                                                   : GTS_DEVICE_CPU,
+                              GTS_BIND_MAX_NDIM);
+    }
     if (rc == 0)
-        rc = unreadable(obj, device);
+        rc = unreadable(obj);
     else if (rc > 0)
-        rc = load_source(slot, &src, device, spec) < 0 || load_labels(slot, obj, &src) < 0 ? -1
-                                                                                          : 0;
+        rc = load_source(slot, &src, device, spec, other) < 0 ||
+                     load_labels(slot, obj, &src) < 0
+                 ? -1
+                 : 0;
     gtpy_source_release(&src);
     if (rc == -2)
         return -1; /* the object's getter's exception, unchanged */
@@ -511,13 +551,19 @@ int gtpy_slots_acquire(bind_slot *slots, int n)
     return 0;
 }
 
-/* The result of a copied-in field back to its device storage. */
-static int copy_back(PyObject *device_storage, PyObject *host_storage)
+static int release_side(bind_slot *slot);
+
+/* The result of a copied-in field back to the object's memory. A copy on
+ * the GPU first records the kernel's work on its stream (its release), so
+ * that the copy waits for it. */
+static int copy_back(bind_slot *slot)
 {
     gts_storage dst, src;
     gts_error err;
-    gtpy_storage_load(device_storage, &dst);
-    gtpy_storage_load(host_storage, &src);
+    if (release_side(slot) < 0)
+        return -1;
+    gtpy_storage_load(slot->copy_back, &dst);
+    gtpy_storage_load(slot->storage, &src);
     return gts_storage_assign(&dst, &src, &err) == GTS_OK ? 0 : gtpy_raise(&err);
 }
 
@@ -530,7 +576,7 @@ int gtpy_slots_touch(const SignatureObject *s, bind_slot *slots)
         int done = slots[f].storage ? storage_side(&slots[f], true)
                                     : call_callback(slots[f].touch);
         if (done == 0 && slots[f].copy_back)
-            done = copy_back(slots[f].copy_back, slots[f].storage);
+            done = copy_back(&slots[f]);
         if (done < 0 && rc == 0)
             rc = -1; /* the first error wins; the others are still touched */
         else if (done < 0)

@@ -279,8 +279,9 @@ static bool is_kernel_order_ndarray(const bind_slot *slot)
            kernel_order(slot);
 }
 
-/* An ndarray over the whole field (element 0 first) in the kernel's order,
- * whose base is the object passed (host memory: a stencil on the CPU). */
+/* An ndarray over the whole field (element 0 first) in the kernel's order
+ * (host memory: a stencil on the CPU), whose base keeps the memory alive:
+ * the Storage bound (a copy's too), else the object passed. */
 static PyObject *field_array(const SignatureObject *s, const bind_slot *slot, int f)
 {
     (void)s, (void)f;
@@ -296,7 +297,8 @@ static PyObject *field_array(const SignatureObject *s, const bind_slot *slot, in
         strides[c] = (Py_ssize_t)slot->bound.strides[c];
     }
     return gtpy_numpy_capi_array(slot->desc.dtype, slot->bound.ndim, shape, strides,
-                                 slot->desc.data, slot->desc.readonly, slot->obj);
+                                 slot->desc.data, slot->desc.readonly,
+                                 slot->storage ? slot->storage : slot->obj);
 }
 
 /* An array of the engine over a field of a stencil on the GPU, in the

@@ -12,6 +12,8 @@
 #include "numpy.h"
 #include "storage.h"
 
+#include "gtstore/wrap.h"
+
 #include <string.h>
 
 void gtpy_source_release(gtpy_source *s)
@@ -148,6 +150,7 @@ static void source_init(gtpy_source *s)
     s->ndim = 0;
     s->dtype = (gts_dtype){0};
     s->data = NULL;
+    s->memory = NULL;
 }
 
 static int source_from_storage(gtpy_source *s, PyObject *obj)
@@ -204,9 +207,9 @@ static int read_interface(gtpy_source *s, PyObject *info, const char *what, gts_
                           int max_ndim)
 {
     gtpy_array_info a;
-    const gts_device_ops *memory;
+    s->memory = gts_device_host();
     if (gtpy_array_info_read(info, what, max_ndim, &a) < 0 ||
-        (device == GTS_DEVICE_GPU && gtpy_cuda_memory(&a, what, &memory) < 0))
+        (device == GTS_DEVICE_GPU && gtpy_cuda_memory(&a, what, &s->memory) < 0))
         return -1;
     source_from_info(s, &a);
     s->dtype_known = true;
@@ -231,14 +234,8 @@ static int read_data_interface(gtpy_source *s, PyObject *interface, gts_device d
     } else {
         info = PyDict_GetItemString(interface, "gpu");
     }
-    if (!info) {
-        if (!PyErr_Occurred())
-            PyErr_Format(PyExc_ValueError,
-                         "__gt_data_interface__ has no buffer on the %s, where the stencil "
-                         "computes (its keys: %R)",
-                         gtpy_device_name(device), interface);
-        return -1;
-    }
+    if (!info)
+        return PyErr_Occurred() ? -1 : 0;
     s->entry = Py_NewRef(info);
     return read_interface(s, info, "__gt_data_interface__", device, max_ndim);
 }
@@ -254,6 +251,7 @@ static int read_plain(gtpy_source *s, PyObject *obj, gts_device device, int max_
         if (PyObject_GetBuffer(obj, &s->view, PyBUF_RECORDS_RO) < 0)
             return -1;
         s->have_view = true;
+        s->memory = gts_device_host();
         return source_from_view(s, NULL, max_ndim, true) < 0 ? -1 : 1;
     }
     bool host = device == GTS_DEVICE_CPU;
@@ -291,6 +289,42 @@ int gtpy_source_read(gtpy_source *s, PyObject *obj, gts_device device, int max_n
     int rc = read_data_interface(s, interface, device, max_ndim);
     Py_DECREF(interface);
     return rc;
+}
+
+void gtpy_release_export(void *ctx)
+{
+    if (!Py_IsInitialized())
+        return; /* the interpreter is gone, and the memory with it */
+    PyGILState_STATE gil = PyGILState_Ensure();
+    PyBuffer_Release(ctx);
+    PyMem_RawFree(ctx);
+    PyGILState_Release(gil);
+}
+
+PyObject *gtpy_source_wrap(gtpy_source *s)
+{
+    gts_storage_spec spec;
+    gts_storage g;
+    gts_error err;
+    Py_buffer *export = NULL;
+    if (s->have_view && !(export = PyMem_RawMalloc(sizeof *export)))
+        return PyErr_NoMemory();
+    if (export)
+        *export = s->view;
+    int rc = gts_storage_spec_init(&spec, s->ndim, s->shape, s->dtype, &err);
+    if (rc == GTS_OK)
+        rc = gts_storage_wrap_memory(&spec, s->memory, s->data, s->strides, s->readonly,
+                                     export ? gtpy_release_export : gtpy_release_object,
+                                     export ? (void *)export : (void *)s->array, &g, &err);
+    if (rc != GTS_OK) {
+        PyMem_RawFree(export); /* not taken over: the source still closes the view */
+        return gtpy_raise_null(&err);
+    }
+    if (export)
+        s->have_view = false; /* the memory's now, released with it */
+    else
+        Py_INCREF(s->array);
+    return gtpy_storage_new(&g, NULL, NULL);
 }
 
 int gtpy_source_dtype_error(const gtpy_source *s)

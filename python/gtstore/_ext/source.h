@@ -26,6 +26,7 @@ typedef struct gtpy_source {
      * read-only; NULL for a storage. */
     void *data;
     bool readonly;
+    const gts_device_ops *memory; /* the device of `data` (gtpy_source_read), or NULL */
     PyObject *entry; /* the __gt_data_interface__ entry read (new reference), or NULL */
 } gtpy_source;
 
@@ -49,9 +50,18 @@ PyObject *gtpy_source_import(PyObject *obj, const char *param, bool *found);
  * __cuda_array_interface__ (GPU, its memory located and its stream waited
  * on), else the import of gtpy_source_open. Nothing is converted or copied.
  * 1 when read; 0 without an exception for an object with none of these
- * interfaces; -1 with an exception; -2 with the exception of the object's
- * own __gt_data_interface__ getter (which a caller passes on unchanged). */
+ * interfaces for `device` (a data interface without its entry included);
+ * -1 with an exception; -2 with the exception of the object's own
+ * __gt_data_interface__ getter (which a caller passes on unchanged). */
 int gtpy_source_read(gtpy_source *src, PyObject *obj, gts_device device, int max_ndim);
+/* A new Storage over the memory that gtpy_source_read read in place (not a
+ * Storage or an import), without a copy: it takes over the source's open
+ * buffer export, else keeps the object alive. Its dims are the default
+ * ones: the object's labels are the caller's to apply. */
+PyObject *gtpy_source_wrap(gtpy_source *src);
+/* The release callback of a buffer export that gtstore memory took over
+ * (ctx: a PyMem_RawMalloc'ed Py_buffer); any thread may run it. */
+void gtpy_release_export(void *ctx);
 void gtpy_source_release(gtpy_source *src);
 /* The one reading of the buffer protocol (creation and binding): an open
  * buffer's geometry, element 0 and read-only flag, up to `max_ndim`

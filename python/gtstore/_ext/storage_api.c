@@ -52,18 +52,6 @@ static PyObject *allocate(const gtpy_request *r, gtpy_source *src)
 
 /* ---- wrapping ----------------------------------------------------------------- */
 
-/* The release callback of wrapped Python memory (ctx: the open export);
- * any thread may run it. */
-static void release_export(void *ctx)
-{
-    if (!Py_IsInitialized())
-        return; /* the interpreter is gone, and the memory with it */
-    PyGILState_STATE gil = PyGILState_Ensure();
-    PyBuffer_Release(ctx);
-    PyMem_RawFree(ctx);
-    PyGILState_Release(gil);
-}
-
 /* A libgtstore buffer over the memory of an open export, which it takes
  * over (closing it when the buffer dies). `offset` receives element 0's. */
 static int wrap_view(gtpy_source *src, gts_buffer **buffer, int64_t *offset)
@@ -74,7 +62,7 @@ static int wrap_view(gtpy_source *src, gts_buffer **buffer, int64_t *offset)
     *export = src->view;
     gts_error err;
     if (gts_buffer_wrap_elements(gts_device_host(), export->buf, src->ndim, src->shape,
-                                 src->strides, src->dtype.itemsize, release_export, export,
+                                 src->strides, src->dtype.itemsize, gtpy_release_export, export,
                                  buffer, offset, &err) != 0) {
         PyMem_RawFree(export); /* not taken over: the source still closes the view */
         return gtpy_raise(&err);
