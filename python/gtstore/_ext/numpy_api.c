@@ -10,6 +10,7 @@
  * does when GTSTORE_NUMPY_CAPI=0 is set. */
 #include "numpy.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -144,20 +145,39 @@ PyObject *gtpy_numpy_asarray(void)
     return asarray;
 }
 
+/* Names gtpy_numpy looked up, by the address of the caller's string
+ * (direct-mapped; the text kept to tell a reused address): a ufunc call
+ * looks up several, and the dict's lookup by a C string made a str each
+ * time. */
+enum { RECENT_NAMES = 64, RECENT_NAME_SIZE = 24 };
+static struct {
+    const char *address;
+    char text[RECENT_NAME_SIZE];
+    PyObject *value; /* borrowed from the dict */
+} recent[RECENT_NAMES];
+
 PyObject *gtpy_numpy(const char *name)
 {
     static PyObject *numpy, *cache;
+    size_t slot = ((uintptr_t)name >> 3) % RECENT_NAMES;
+    if (recent[slot].address == name && strcmp(recent[slot].text, name) == 0)
+        return recent[slot].value;
     if ((!numpy && !(numpy = PyImport_ImportModule("numpy"))) ||
         (!cache && !(cache = PyDict_New())))
         return NULL;
     PyObject *value = PyDict_GetItemString(cache, name);
-    if (value)
-        return value;
-    value = PyObject_GetAttrString(numpy, name);
-    if (!value || PyDict_SetItemString(cache, name, value) < 0) {
-        Py_XDECREF(value);
-        return NULL;
+    if (!value) {
+        value = PyObject_GetAttrString(numpy, name);
+        if (!value || PyDict_SetItemString(cache, name, value) < 0) {
+            Py_XDECREF(value);
+            return NULL;
+        }
+        Py_DECREF(value); /* the cache keeps it */
     }
-    Py_DECREF(value); /* the cache keeps it */
+    if (strlen(name) < RECENT_NAME_SIZE) {
+        recent[slot].address = name;
+        strcpy(recent[slot].text, name);
+        recent[slot].value = value;
+    }
     return value;
 }

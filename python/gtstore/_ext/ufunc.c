@@ -467,6 +467,33 @@ static int read_int_attr(PyObject *obj, int which, int *out)
     return 0;
 }
 
+/* A ufunc's nin and nout. NumPy's ufuncs cannot change them: read once
+ * for the last few seen, each kept alive so that its address names it. */
+static int ufunc_arity(PyObject *ufunc, int *nin, int *nout)
+{
+    enum { SEEN = 8 };
+    static struct {
+        PyObject *ufunc;
+        int nin, nout;
+    } seen[SEEN];
+    static int next;
+    for (int i = 0; i < SEEN; ++i)
+        if (seen[i].ufunc == ufunc) {
+            *nin = seen[i].nin;
+            *nout = seen[i].nout;
+            return 0;
+        }
+    if (read_int_attr(ufunc, NAME_NIN, nin) < 0 || read_int_attr(ufunc, NAME_NOUT, nout) < 0)
+        return -1;
+    if (Py_TYPE(ufunc) == (PyTypeObject *)gtpy_numpy("ufunc")) {
+        Py_XSETREF(seen[next].ufunc, Py_NewRef(ufunc));
+        seen[next].nin = *nin;
+        seen[next].nout = *nout;
+        next = (next + 1) % SEEN;
+    }
+    return 0;
+}
+
 /* The outputs given with out=: each a storage, an ndarray, or None. */
 static int load_outputs(call *c, PyObject *out)
 {
@@ -497,8 +524,7 @@ static int call_load(call *c, PyObject *ufunc, PyObject *inputs, PyObject *kwarg
 {
     call_init(c, ufunc);
     c->kwargs = kwargs ? PyDict_Copy(kwargs) : PyDict_New();
-    if (!c->kwargs || read_int_attr(ufunc, NAME_NIN, &c->nin) < 0 ||
-        read_int_attr(ufunc, NAME_NOUT, &c->nout) < 0)
+    if (!c->kwargs || ufunc_arity(ufunc, &c->nin, &c->nout) < 0)
         return -1;
     if (PyTuple_GET_SIZE(inputs) != c->nin) {
         PyErr_Format(PyExc_TypeError, "%S: takes %d inputs, got %zd", ufunc, c->nin,
@@ -1376,6 +1402,12 @@ static PyObject *ufunc_reduce(PyObject *ufunc, const char *method, PyObject *arg
     return result;
 }
 
+PyObject *gtpy_ufunc_call(PyObject *ufunc, PyObject *inputs, PyObject *kwargs)
+{
+    return is_gufunc(ufunc) ? numpy_on_host(ufunc, inputs, kwargs)
+                            : ufunc_call(ufunc, inputs, kwargs);
+}
+
 PyObject *gtpy_storage_array_ufunc(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     (void)self;
@@ -1393,10 +1425,8 @@ PyObject *gtpy_storage_array_ufunc(PyObject *self, PyObject *args, PyObject *kwa
     PyObject *result;
     if (any_defers(inputs, kwargs))
         result = Py_NewRef(Py_NotImplemented);
-    else if (strcmp(method, "__call__") == 0 && is_gufunc(ufunc))
-        result = numpy_on_host(ufunc, inputs, kwargs);
     else if (strcmp(method, "__call__") == 0)
-        result = ufunc_call(ufunc, inputs, kwargs);
+        result = gtpy_ufunc_call(ufunc, inputs, kwargs);
     else if (strcmp(method, "reduce") == 0 || strcmp(method, "accumulate") == 0)
         result = ufunc_reduce(ufunc, method, args, kwargs);
     else if (strcmp(method, "at") == 0)

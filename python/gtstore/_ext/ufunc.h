@@ -7,6 +7,10 @@
 
 /* Storage.__array_ufunc__(ufunc, method, *inputs, **kwargs). */
 PyObject *gtpy_storage_array_ufunc(PyObject *self, PyObject *args, PyObject *kwargs);
+/* Its "__call__": ufunc(*inputs, **kwargs) (kwargs may be NULL), for
+ * callers that know no input or output defers to another participant of
+ * NEP 13 (Python's operators on storages and numbers: storage_compute.c). */
+PyObject *gtpy_ufunc_call(PyObject *ufunc, PyObject *inputs, PyObject *kwargs);
 
 /* storage.<name>(*args, **kwargs) for a reduction NumPy names `name` (sum,
  * prod, mean, std, var, min, max, any, all, argmin, argmax): NumPy's
