@@ -320,11 +320,23 @@ def test_a_python_kernel_gets_arrays_of_other_libraries_memory(emulated):
 
 
 class GpuOnly:
-    """Device memory behind a data interface with only a "gpu" entry."""
+    """Device memory behind a data interface with only a "gpu" entry (with
+    the protocol's callbacks where `calls` is a list: each appends its
+    name, acquire fills the memory with `fresh`, touch also notes the value
+    it finds)."""
 
-    def __init__(self, storage, dims="IJK"):
+    def __init__(self, storage, dims="IJK", calls=None, fresh=None):
         self.storage = storage
         entry = dict(CudaArray(storage).__cuda_array_interface__, dims=dims)
+        if calls is not None:
+            def acquire():
+                calls.append("acquire")
+                storage[...] = fresh
+
+            def touch():
+                calls.append(("touch", float(storage.to_ndarray()[0, 0, 0])))
+
+            entry.update(acquire=acquire, touch=touch, release=lambda: calls.append("release"))
         self.__gt_data_interface__ = {"gpu": entry}
 
 
@@ -402,6 +414,26 @@ def test_device_memory_is_copied_to_the_host_and_back(emulated):
         host_copy.call(lambda domain, origins, out, inp: kept.append(inp), out, GpuOnly(inp))
     assert isinstance(kept[0].base, gtstore.Storage)  # the copy, kept alive by the array
     np.testing.assert_array_equal(kept[0], x.T)
+
+
+def test_a_copied_objects_callbacks_frame_the_copies(emulated):
+    """A data interface's acquire runs before its values are copied in (the
+    kernel sees what acquire wrote), its touch after the copy back, and its
+    release last."""
+    calls, seen = [], []
+    out = gtstore.zeros(SHAPE, device="gpu", managed=None)
+    obj = GpuOnly(out, calls=calls, fresh=3.0)
+    host_fill = Signature(out=Field["f8", "IJK"], writes=["out"])
+
+    def kernel(domain, origins, out):
+        seen.append(float(out[0, 0, 0]))
+        calls.append("kernel")
+        out[...] += 1.0
+
+    with pytest.warns(gtstore.FieldWarning):
+        host_fill.call(kernel, obj)
+    assert calls == ["acquire", "kernel", ("touch", 4.0), "release"] and seen == [3.0]
+    assert (out.to_ndarray() == 4.0).all()
 
 
 # The C kernel protocol (gtstore/binding.h) as ctypes sees it: a kernel

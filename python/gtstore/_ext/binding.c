@@ -534,11 +534,41 @@ static int storage_side(bind_slot *slot, bool write)
     return 0;
 }
 
+/* Values from one storage into another (a copied-in field's copy and the
+ * object's memory, either way). */
+static int copy_values(PyObject *to, PyObject *from)
+{
+    gts_storage dst, src;
+    gts_error err;
+    gtpy_storage_load(to, &dst);
+    gtpy_storage_load(from, &src);
+    return gts_storage_assign(&dst, &src, &err) == GTS_OK ? 0 : gtpy_raise(&err);
+}
+
+/* One field's acquire: the object's own (a data interface's callback);
+ * for a copy of its memory, the values again after that callback, which
+ * may change them; a Storage's side. A failure after the callback releases
+ * the object again, keeping the error. */
+static int acquire_slot(bind_slot *slot)
+{
+    if (call_callback(slot->acquire) < 0)
+        return -1;
+    int rc = slot->copy_back && slot->acquire ? copy_values(slot->storage, slot->copy_back) : 0;
+    if (rc == 0 && slot->storage)
+        rc = storage_side(slot, false);
+    if (rc < 0 && slot->release) {
+        PyObject *error = gtpy_error_take();
+        if (call_callback(slot->release) < 0)
+            PyErr_Clear();
+        gtpy_error_put(error);
+    }
+    return rc;
+}
+
 int gtpy_slots_acquire(bind_slot *slots, int n)
 {
     for (int f = 0; f < n; ++f) {
-        int rc = slots[f].storage ? storage_side(&slots[f], false)
-                                  : call_callback(slots[f].acquire);
+        int rc = acquire_slot(&slots[f]);
         if (rc < 0) {
             /* release what was acquired, keeping this error */
             PyObject *error = gtpy_error_take();
@@ -558,13 +588,7 @@ static int release_side(bind_slot *slot);
  * that the copy waits for it. */
 static int copy_back(bind_slot *slot)
 {
-    gts_storage dst, src;
-    gts_error err;
-    if (release_side(slot) < 0)
-        return -1;
-    gtpy_storage_load(slot->copy_back, &dst);
-    gtpy_storage_load(slot->storage, &src);
-    return gts_storage_assign(&dst, &src, &err) == GTS_OK ? 0 : gtpy_raise(&err);
+    return release_side(slot) < 0 ? -1 : copy_values(slot->copy_back, slot->storage);
 }
 
 int gtpy_slots_touch(const SignatureObject *s, bind_slot *slots)
@@ -573,10 +597,13 @@ int gtpy_slots_touch(const SignatureObject *s, bind_slot *slots)
     for (int f = 0; f < s->sig.nfields; ++f) {
         if (!s->fields[f].written)
             continue;
-        int done = slots[f].storage ? storage_side(&slots[f], true)
-                                    : call_callback(slots[f].touch);
+        /* a Storage's side marked written, a copy's values back, then the
+         * object's own touch (a data interface's callback) */
+        int done = slots[f].storage ? storage_side(&slots[f], true) : 0;
         if (done == 0 && slots[f].copy_back)
             done = copy_back(&slots[f]);
+        if (done == 0)
+            done = call_callback(slots[f].touch);
         if (done < 0 && rc == 0)
             rc = -1; /* the first error wins; the others are still touched */
         else if (done < 0)
