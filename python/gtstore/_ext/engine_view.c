@@ -328,7 +328,8 @@ static PyObject *foreign_array(const gtpy_engine *e, const gts_device_ops *devic
     if (gts_strided_extent(k->ndim, (const int64_t *)k->shape, (const int64_t *)k->strides,
                            k->dtype.itemsize, &low, &high, &err) != GTS_OK)
         return gtpy_raise_null(&err);
-    PyObject *memory = unowned_memory(e, element0 + low, (Py_ssize_t)(high - low), owner);
+    char *lowest = element0 ? element0 + low : NULL; /* NULL: an empty array over no memory */
+    PyObject *memory = unowned_memory(e, lowest, (Py_ssize_t)(high - low), owner);
     PyObject *pointer = memory ? memory_pointer(e, memory, (Py_ssize_t)-low) : NULL;
     PyObject *array = pointer ? cupy_array(e, pointer, k) : NULL;
     Py_XDECREF(pointer);

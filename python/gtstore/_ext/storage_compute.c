@@ -66,9 +66,21 @@ static PyObject *in_place(const char *name, PyObject *a, PyObject *b)
     if (!out_name && !(out_name = Py_BuildValue("(s)", "out")))
         return NULL;
     PyObject *out = ufunc ? PyTuple_Pack(1, a) : NULL;
-    PyObject *args[3] = {a, b, out};
-    PyObject *result = out ? PyObject_Vectorcall(ufunc, args, 2, out_name) : NULL;
-    Py_XDECREF(out);
+    if (!out)
+        return NULL;
+    PyObject *result = NULL;
+    if (plain(a) && plain(b)) { /* as binary: without NumPy's dispatch */
+        PyObject *inputs = PyTuple_Pack(2, a, b);
+        PyObject *kwargs = inputs ? PyDict_New() : NULL;
+        if (kwargs && PyDict_SetItem(kwargs, PyTuple_GET_ITEM(out_name, 0), out) == 0)
+            result = gtpy_ufunc_call(ufunc, inputs, kwargs);
+        Py_XDECREF(kwargs);
+        Py_XDECREF(inputs);
+    } else {
+        PyObject *args[3] = {a, b, out};
+        result = PyObject_Vectorcall(ufunc, args, 2, out_name);
+    }
+    Py_DECREF(out);
     return result;
 }
 
