@@ -299,6 +299,7 @@ typedef struct cuda_device {
     char names[3][NAME_SIZE];   /* of its memory, managed and (device 0) pinned devices */
     _Atomic(bool) loaded;       /* the kernels below are loaded in the context */
     CUfunction copy, fill, batch, negate;
+    CUfunction stencils[4]; /* the built-in stencils, by gts_stencil */
     /* Freed device memory: the driver's stream-ordered pool where the device
      * has them (`pools`; the pool is made on first use), else `blocks`. */
     atomic_bool pools;

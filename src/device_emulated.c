@@ -9,7 +9,9 @@
  * the blocks behind them. Every address it is given is checked to lie in one
  * of its live blocks (GTS_EINVAL otherwise: a host address, a freed block,
  * bytes past the end), and it counts what it does. Its strided fill and copy
- * run the host kernels on its own memory, as a device runs its kernels.
+ * run the host kernels on its own memory, as a device runs its kernels; its
+ * built-in stencils run the GPU's threads (stencil_kernels.h) one after the
+ * other, so that the GPU's code is what its tests run.
  *
  * Freed blocks go to a pool (device_pool.h), as a GPU's do, and are reused
  * for allocations of exactly their size. A cached block is not live: it
@@ -37,6 +39,7 @@
 #include "device_pool.h"
 #include "halo_region.h"
 #include "kernels_private.h"
+#include "stencil_kernels.h"
 #include "strided_range.h"
 
 #if UINTPTR_MAX > 0xffffffffu
@@ -479,6 +482,80 @@ static int emu_negate(const gts_device_ops *dev, void *data, int64_t bytes, gts_
     return GTS_OK;
 }
 
+/* A built-in stencil: every thread of the GPU's kernel in turn, over the
+ * host addresses of its fields, queued on a stream as the other work. */
+typedef struct stencil_work {
+    gts__emu_work base;
+    int stencil;
+    gts_kernel_stencil args;
+} stencil_work;
+
+static void run_stencil_threads(int stencil, const gts_kernel_stencil *k)
+{
+    gts_kernel_thread all = {0, 1};
+    switch (stencil) {
+    case 0: gts_kernel_copy_stencil_thread(k, all); break;
+    case 1: gts_kernel_laplacian_thread(k, all); break;
+    case 2: gts_kernel_hdiff_thread(k, all); break;
+    default: gts_kernel_tridiagonal_thread(k, all); break;
+    }
+}
+
+static void run_stencil(gts__emu_work *work)
+{
+    stencil_work *w = (stencil_work *)work;
+    run_stencil_threads(w->stencil, &w->args);
+    free(w);
+}
+
+/* The launch with host addresses: every byte its threads touch checked to
+ * lie in one live block. */
+static int translate_stencil(const gts_kernel_stencil *args, gts_kernel_stencil *k,
+                             gts_error *err)
+{
+    *k = *args;
+    int rc = GTS_OK;
+    char *host;
+    for (int f = 0; f < k->nfields && !rc; ++f) {
+        long long low, high;
+        char name[24];
+        gts_kernel_stencil_span(k, f, &low, &high);
+        snprintf(name, sizeof name, "stencil field %d", f);
+        if (!(rc = translate(name, (void *)(uintptr_t)k->origin[f], low, high, &host, err)))
+            k->origin[f] = (unsigned long long)(uintptr_t)host;
+    }
+    if (!rc && k->scratch) {
+        long long bytes = k->count * k->domain[2] * (long long)sizeof(double);
+        if (!(rc = translate("scratch", (void *)(uintptr_t)k->scratch, 0, bytes, &host, err)))
+            k->scratch = (unsigned long long)(uintptr_t)host;
+    }
+    return rc;
+}
+
+static int emu_stencil(const gts_device_ops *dev, int stencil, const gts_kernel_stencil *args,
+                       gts_stream s, gts_error *err)
+{
+    (void)dev;
+    gts_kernel_stencil k;
+    int rc = check_stream(s, err);
+    if (!rc && (stencil < 0 || stencil > 3))
+        rc = gts_error_set(err, GTS_EINVAL, "stencil: %d is no built-in stencil", stencil);
+    if (!rc)
+        rc = translate_stencil(args, &k, err);
+    if (rc)
+        return rc;
+    if (!s) {
+        run_stencil_threads(stencil, &k);
+        return GTS_OK;
+    }
+    stencil_work *w = malloc(sizeof *w);
+    if (!w)
+        return gts_error_set(err, GTS_ENOMEM, "out of memory: cannot queue a stencil");
+    *w = (stencil_work){{NULL, run_stencil}, stencil, k};
+    gts__emu_submit(s, &w->base);
+    return GTS_OK;
+}
+
 static void *emu_host_alias(const gts_device_ops *dev, const void *address)
 {
     (void)dev;
@@ -510,6 +587,7 @@ const gts_device_ops gts__device_emulated = {
     .event_synchronize = gts__emu_event_synchronize,
     .event_query = gts__emu_event_query,
     .negate = emu_negate,
+    .stencil = emu_stencil,
 };
 
 /* ---- counts and inspection -------------------------------------------------------- */

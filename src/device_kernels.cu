@@ -5,6 +5,7 @@
  * library itself is built by a C compiler alone. The names are extern "C"
  * so that the driver finds them unmangled. */
 #include "device_kernels.h"
+#include "stencil_kernels.h"
 
 __device__ static __forceinline__ gts_kernel_thread this_thread(void)
 {
@@ -42,4 +43,30 @@ extern "C" __global__ void __launch_bounds__(GTS_KERNEL_THREADS)
 gts_negate_kernel(const gts_kernel_negate n)
 {
     gts_kernel_negate_thread(&n, this_thread());
+}
+
+/* The built-in stencils (gtstore/stencils.h): points, or columns for the
+ * tridiagonal solve, striding over the grid. */
+extern "C" __global__ void __launch_bounds__(GTS_KERNEL_THREADS)
+gts_copy_stencil_kernel(const gts_kernel_stencil s)
+{
+    gts_kernel_copy_stencil_thread(&s, this_thread());
+}
+
+extern "C" __global__ void __launch_bounds__(GTS_KERNEL_THREADS)
+gts_laplacian_kernel(const gts_kernel_stencil s)
+{
+    gts_kernel_laplacian_thread(&s, this_thread());
+}
+
+extern "C" __global__ void __launch_bounds__(GTS_KERNEL_THREADS)
+gts_hdiff_kernel(const gts_kernel_stencil s)
+{
+    gts_kernel_hdiff_thread(&s, this_thread());
+}
+
+extern "C" __global__ void __launch_bounds__(GTS_KERNEL_THREADS)
+gts_tridiagonal_kernel(const gts_kernel_stencil s)
+{
+    gts_kernel_tridiagonal_thread(&s, this_thread());
 }

@@ -1,12 +1,16 @@
 /* Built-in stencils (gtstore/stencils.h): float64 I, J, K fields of any
- * layout, bound by gts_bind. */
+ * layout, bound by gts_bind; run here on the host, or queued on a GPU
+ * (stencil_kernels.h). */
 #include "gtstore/stencils.h"
 
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "gtstore/access.h"
+#include "gtstore/buffer.h"
 #include "gtstore/geometry.h"
+#include "stencil_kernels.h"
 
 #ifdef _OPENMP
 #define OMP(directive) _Pragma(directive)
@@ -41,17 +45,33 @@ static const gts_field_spec tridiagonal_fields[] = {
     {.name = "c", .dtype = F8, .ndim = 3, .dims = IJK},
     {.name = "d", .dtype = F8, .ndim = 3, .dims = IJK},
 };
-static const gts_signature signatures[] = {
-    {2, copy_fields, GTS_DEVICE_CPU},
-    {2, laplacian_fields, GTS_DEVICE_CPU},
-    {3, hdiff_fields, GTS_DEVICE_CPU},
-    {5, tridiagonal_fields, GTS_DEVICE_CPU},
+/* Per device kind: the same fields. */
+static const gts_signature signatures[2][4] = {
+    {
+        {2, copy_fields, GTS_DEVICE_CPU},
+        {2, laplacian_fields, GTS_DEVICE_CPU},
+        {3, hdiff_fields, GTS_DEVICE_CPU},
+        {5, tridiagonal_fields, GTS_DEVICE_CPU},
+    },
+    {
+        {2, copy_fields, GTS_DEVICE_GPU},
+        {2, laplacian_fields, GTS_DEVICE_GPU},
+        {3, hdiff_fields, GTS_DEVICE_GPU},
+        {5, tridiagonal_fields, GTS_DEVICE_GPU},
+    },
 };
-#define NSTENCILS ((int)(sizeof signatures / sizeof signatures[0]))
+#define NSTENCILS ((int)(sizeof signatures[0] / sizeof signatures[0][0]))
+
+const gts_signature *gts_stencil_signature_on(gts_stencil stencil, gts_device device)
+{
+    bool known = (int)stencil >= 0 && (int)stencil < NSTENCILS &&
+                 (device == GTS_DEVICE_CPU || device == GTS_DEVICE_GPU);
+    return known ? &signatures[device][stencil] : NULL;
+}
 
 const gts_signature *gts_stencil_signature(gts_stencil stencil)
 {
-    return (int)stencil >= 0 && (int)stencil < NSTENCILS ? &signatures[stencil] : NULL;
+    return gts_stencil_signature_on(stencil, GTS_DEVICE_CPU);
 }
 
 /* A field as the kernels index it: the origin element and element strides
@@ -134,38 +154,27 @@ static inline void copy_line(double *restrict out, const double *restrict inp, i
 static inline void laplacian_line(double *restrict out, const double *restrict inp, int64_t n,
                                   int64_t so, int64_t si, int64_t di, int64_t dj)
 {
-    for (int64_t t = 0; t < n; ++t) {
-        const double *p = inp + t * si;
-        out[t * so] = p[-di] + p[di] + p[-dj] + p[dj] - 4.0 * p[0];
-    }
+    for (int64_t t = 0; t < n; ++t)
+        out[t * so] = gts_kernel_laplacian(inp + t * si, di, dj);
 }
 
-/* GT4Py's hdiff: lap = 4 inp - neighbours; the fluxes of lap in I and J,
- * zeroed where they run against the gradient of inp; out = inp - coeff *
- * (divergence of the fluxes). */
+/* GT4Py's hdiff (stencil_kernels.h has the formulas). */
 static inline double hdiff_lap(const double *p, int64_t di, int64_t dj)
 {
-    return 4.0 * p[0] - (p[di] + p[-di] + p[dj] + p[-dj]);
+    return gts_kernel_hdiff_lap(p, di, dj);
 }
 
 static inline double limit(double flux, double gradient)
 {
-    return flux * gradient > 0.0 ? 0.0 : flux;
+    return gts_kernel_hdiff_limit(flux, gradient);
 }
 
 static inline void hdiff_line(double *restrict out, const double *restrict inp,
                               const double *restrict coeff, int64_t n, int64_t so, int64_t si,
                               int64_t sc, int64_t di, int64_t dj)
 {
-    for (int64_t t = 0; t < n; ++t) {
-        const double *p = inp + t * si;
-        double lap = hdiff_lap(p, di, dj);
-        double flx = limit(hdiff_lap(p + di, di, dj) - lap, p[di] - p[0]);
-        double flx_west = limit(lap - hdiff_lap(p - di, di, dj), p[0] - p[-di]);
-        double fly = limit(hdiff_lap(p + dj, di, dj) - lap, p[dj] - p[0]);
-        double fly_south = limit(lap - hdiff_lap(p - dj, di, dj), p[0] - p[-dj]);
-        out[t * so] = p[0] - coeff[t * sc] * (flx - flx_west + fly - fly_south);
-    }
+    for (int64_t t = 0; t < n; ++t)
+        out[t * so] = gts_kernel_hdiff(inp + t * si, coeff[t * sc], di, dj);
 }
 
 static void run_line(gts_stencil stencil, const view *v, const int64_t idx[3], int inner,
@@ -173,7 +182,7 @@ static void run_line(gts_stencil stencil, const view *v, const int64_t idx[3], i
 {
     double *base[3] = {NULL, NULL, NULL};
     int64_t step[3] = {1, 1, 1};
-    int nfields = signatures[stencil].nfields;
+    int nfields = signatures[GTS_DEVICE_CPU][stencil].nfields;
     for (int f = 0; f < nfields; ++f) {
         base[f] = v[f].origin + idx[0] * v[f].step[0] + idx[1] * v[f].step[1] +
                   idx[2] * v[f].step[2];
@@ -409,48 +418,70 @@ static int tridiagonal_run(const view *v, const int64_t *n, int64_t points, gts_
                   : GTS_OK;
 }
 
-int gts_stencil_run(gts_stencil stencil, const gts_binding *binding,
-                    const gts_bound_field *fields, gts_error *err)
+/* A call's fields as the kernels index them, checked: the views, their
+ * memory apart from the output's, the domain's points countable, and the
+ * axes from the output's smallest stride (its contiguous dimension for any
+ * layout) to its largest. */
+typedef struct prepared {
+    const gts_signature *sig;
+    view v[GTS_KERNEL_STENCIL_FIELDS];
+    int64_t points;
+    int axis[3]; /* inner, middle, outer */
+} prepared;
+
+static int prepare(gts_stencil stencil, const gts_binding *binding,
+                   const gts_bound_field *fields, prepared *p, gts_error *err)
 {
-    const gts_signature *sig = gts_stencil_signature(stencil);
-    if (!sig)
+    p->sig = gts_stencil_signature(stencil);
+    if (!p->sig)
         return gts_error_set(err, GTS_EINVAL, "stencil: %d is no built-in stencil", (int)stencil);
     if (!binding || !fields)
         return gts_error_set(err, GTS_EINVAL, "stencil: NULL binding");
-    view v[5];
     int rc;
-    for (int f = 0; f < sig->nfields; ++f)
-        if ((rc = make_view(&sig->fields[f], &fields[f], &v[f], err)))
+    for (int f = 0; f < p->sig->nfields; ++f)
+        if ((rc = make_view(&p->sig->fields[f], &fields[f], &p->v[f], err)))
             return rc;
-    if ((rc = check_no_alias(sig, fields, err)))
+    if ((rc = check_no_alias(p->sig, fields, err)))
         return rc;
     /* Every loop count below is at most the domain's points (and fields of
      * zero strides bind any extent in little memory). */
     const int64_t *n = binding->domain;
-    int64_t points;
-    if (gts_mul_overflow(n[0], n[1], &points) || gts_mul_overflow(points, n[2], &points))
+    if (gts_mul_overflow(n[0], n[1], &p->points) || gts_mul_overflow(p->points, n[2], &p->points))
         return gts_error_set(err, GTS_EOVERFLOW,
                              "domain: %lld x %lld x %lld points overflow 64 bits",
                              (long long)n[0], (long long)n[1], (long long)n[2]);
-    /* The inner loop runs along the output's smallest stride (its contiguous
-     * dimension for any layout); the outer one along its largest. */
+    const view *out = &p->v[0];
     int inner = 0;
     for (int c = 1; c < 3; ++c)
-        if (magnitude(v[0].step[c]) < magnitude(v[0].step[inner]))
+        if (magnitude(out->step[c]) < magnitude(out->step[inner]))
             inner = c;
     int outer = (inner + 1) % 3, middle = (inner + 2) % 3;
-    if (magnitude(v[0].step[middle]) > magnitude(v[0].step[outer])) {
+    if (magnitude(out->step[middle]) > magnitude(out->step[outer])) {
         int swap = outer;
         outer = middle;
         middle = swap;
     }
+    p->axis[0] = inner, p->axis[1] = middle, p->axis[2] = outer;
+    return GTS_OK;
+}
+
+int gts_stencil_run(gts_stencil stencil, const gts_binding *binding,
+                    const gts_bound_field *fields, gts_error *err)
+{
+    prepared p;
+    int rc = prepare(stencil, binding, fields, &p, err);
+    if (rc)
+        return rc;
+    const view *v = p.v;
+    const int64_t *n = binding->domain;
+    int inner = p.axis[0], middle = p.axis[1], outer = p.axis[2];
     if (stencil == GTS_STENCIL_TRIDIAGONAL)
-        return tridiagonal_run(v, n, points, err);
+        return tridiagonal_run(v, n, p.points, err);
     /* hdiff along a horizontal contiguous dimension: by rows (above) */
     if (stencil == GTS_STENCIL_HDIFF && inner != 2)
-        return hdiff_by_rows(v, n, points, inner, err);
+        return hdiff_by_rows(v, n, p.points, inner, err);
     int64_t lines = n[outer] * n[middle]; /* at most the points */
-    int parallel = points >= PARALLEL_POINTS;
+    int parallel = p.points >= PARALLEL_POINTS;
     OMP("omp parallel for schedule(static) if(parallel)")
     for (int64_t line = 0; line < lines; ++line) {
         int64_t idx[3];
@@ -461,4 +492,83 @@ int gts_stencil_run(gts_stencil stencil, const gts_binding *binding,
     }
     (void)parallel;
     return GTS_OK;
+}
+
+/* ---- on a GPU: one launch of the device's kernel (stencil_kernels.h) ------ */
+
+/* The launch's arguments from a prepared call. The tridiagonal solve's
+ * threads own columns, along x's smaller horizontal stride first. */
+static void launch_args(gts_stencil stencil, const prepared *p, const gts_binding *binding,
+                        gts_kernel_stencil *k)
+{
+    *k = (gts_kernel_stencil){.nfields = p->sig->nfields};
+    for (int f = 0; f < k->nfields; ++f) {
+        k->origin[f] = (unsigned long long)(uintptr_t)p->v[f].origin;
+        for (int c = 0; c < 3; ++c)
+            k->step[f][c] = p->v[f].step[c];
+        k->extent[f] = (int)p->sig->fields[f].extent[0].lower; /* symmetric, I as J */
+    }
+    for (int c = 0; c < 3; ++c) {
+        k->domain[c] = binding->domain[c];
+        k->axis[c] = p->axis[c];
+    }
+    k->count = p->points;
+    if (stencil == GTS_STENCIL_TRIDIAGONAL) {
+        int q = magnitude(p->v[0].step[0]) <= magnitude(p->v[0].step[1]) ? 0 : 1;
+        k->axis[0] = q, k->axis[1] = 1 - q, k->axis[2] = 2;
+        k->count = binding->domain[0] * binding->domain[1]; /* at most the points */
+    }
+}
+
+/* Device memory for the tridiagonal solve's modified c, used on `stream`
+ * and freed in its order (gts_buffer_release waits for the work recorded
+ * on the buffer): columns x levels doubles. */
+static int scratch_alloc(const gts_device_ops *device, const gts_kernel_stencil *k,
+                         gts_stream stream, gts_buffer **out, gts_error *err)
+{
+    int64_t bytes = 0;
+    int rc = scratch_bytes("tridiagonal", k->count, k->domain[2], &bytes, err);
+    if (!rc)
+        rc = gts_buffer_alloc(device, bytes, 0, out, err);
+    if (!rc && (rc = gts_buffer_order_wait(*out, GTS_SIDE_DEVICE, stream, err))) {
+        gts_buffer_release(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+
+int gts_stencil_launch(const gts_device_ops *device, gts_stencil stencil,
+                       const gts_binding *binding, const gts_bound_field *fields, gts_error *err)
+{
+    if (!device)
+        return gts_error_set(err, GTS_EINVAL, "device: NULL");
+    if (device->kind == GTS_MEMORY_HOST)
+        return gts_stencil_run(stencil, binding, fields, err);
+    prepared p;
+    int rc = prepare(stencil, binding, fields, &p, err);
+    if (rc)
+        return rc;
+    if (!device->stencil)
+        return gts_error_set(err, GTS_ENOTSUP, "device: %s runs no built-in stencil",
+                             device->name);
+    gts_kernel_stencil k;
+    launch_args(stencil, &p, binding, &k);
+    if (k.count == 0 || (stencil == GTS_STENCIL_TRIDIAGONAL && k.domain[2] == 0))
+        return GTS_OK;
+    gts_buffer *scratch = NULL;
+    if (stencil == GTS_STENCIL_TRIDIAGONAL) {
+        if ((rc = scratch_alloc(device, &k, binding->stream, &scratch, err)))
+            return rc;
+        k.scratch = (unsigned long long)(uintptr_t)gts_buffer_data(scratch);
+    }
+    rc = device->stencil(device, (int)stencil, &k, binding->stream, err);
+    if (scratch) {
+        /* the block must not go back while the kernel may run */
+        if (!rc && (rc = gts_buffer_order_record(scratch, binding->stream, err))) {
+            gts_error ignored;
+            gts_device_synchronize(device, binding->stream, &ignored);
+        }
+        gts_buffer_release(scratch);
+    }
+    return rc;
 }

@@ -125,6 +125,9 @@ typedef void *gts_event;
 
 typedef struct gts_device_ops gts_device_ops;
 
+/* The launch arguments of a built-in stencil on a GPU: libgtstore's own. */
+struct gts_kernel_stencil;
+
 /* One strided copy of a batch (gtstore/copy_batch.h): dst = src over
  * `shape`, byte strides, elements of `itemsize` bytes, addresses of the
  * device's memory. */
@@ -222,6 +225,13 @@ struct gts_device_ops {
      * packed values of `dtype` at `data` in place (gts_device_negate). */
     int (*negate)(const gts_device_ops *dev, void *data, int64_t bytes, gts_dtype dtype,
                   gts_stream stream, gts_error *err);
+    /* ---- built-in stencils (ABI 7) ---- */
+    /* Optional (NULL: the device runs none): queues built-in stencil
+     * `stencil` (gtstore/stencils.h) with the launch arguments `args`, a
+     * struct of libgtstore's own (gts_stencil_launch fills and checks
+     * them; not for other implementations), on `stream`. */
+    int (*stencil)(const gts_device_ops *dev, int stencil, const struct gts_kernel_stencil *args,
+                   gts_stream stream, gts_error *err);
 };
 
 /* ---- the registry -------------------------------------------------------- */

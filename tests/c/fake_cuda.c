@@ -57,6 +57,7 @@
 static char *kernel_address(unsigned long long address);
 #define GTS_KERNEL_ADDRESS(address) kernel_address(address)
 #include "device_kernels.h"
+#include "stencil_kernels.h"
 
 typedef int CUresult;
 typedef int CUdevice;
@@ -621,9 +622,21 @@ struct fake_module {
 static struct fake_module modules[MAX_FAKE_DEVICES];
 
 /* The functions of gtstore's kernels; a handle is one of these. */
-enum { COPY_KERNEL, FILL_KERNEL, BATCH_KERNEL, NEGATE_KERNEL, KERNELS };
-static const char *const kernel_names[KERNELS] = {"gts_copy_kernel", "gts_fill_kernel",
-                                                   "gts_copy_batch_kernel", "gts_negate_kernel"};
+enum {
+    COPY_KERNEL,
+    FILL_KERNEL,
+    BATCH_KERNEL,
+    NEGATE_KERNEL,
+    COPY_STENCIL_KERNEL, /* the built-in stencils, in gts_stencil's order */
+    LAPLACIAN_KERNEL,
+    HDIFF_KERNEL,
+    TRIDIAGONAL_KERNEL,
+    KERNELS
+};
+static const char *const kernel_names[KERNELS] = {
+    "gts_copy_kernel",         "gts_fill_kernel",      "gts_copy_batch_kernel",
+    "gts_negate_kernel",       "gts_copy_stencil_kernel", "gts_laplacian_kernel",
+    "gts_hdiff_kernel",        "gts_tridiagonal_kernel"};
 struct fake_function {
     int kernel;
     int device;
@@ -750,6 +763,14 @@ static void run_threads(int kernel, const void *args, unsigned blocks_x, unsigne
                 gts_kernel_fill_thread(args, t);
             else if (kernel == NEGATE_KERNEL)
                 gts_kernel_negate_thread(args, t);
+            else if (kernel == COPY_STENCIL_KERNEL)
+                gts_kernel_copy_stencil_thread(args, t);
+            else if (kernel == LAPLACIAN_KERNEL)
+                gts_kernel_laplacian_thread(args, t);
+            else if (kernel == HDIFF_KERNEL)
+                gts_kernel_hdiff_thread(args, t);
+            else if (kernel == TRIDIAGONAL_KERNEL)
+                gts_kernel_tridiagonal_thread(args, t);
             else
                 gts_kernel_copy_thread(args, t);
         }
@@ -783,6 +804,31 @@ static bool valid_negation(const gts_kernel_negate *n)
            (bytes == 0 || find((uintptr_t)n->data, (size_t)bytes, NULL));
 }
 
+/* A built-in stencil the kernel may run: its fields (as many as the
+ * stencil has), work items that the domain holds, every byte each field's
+ * threads touch, 8-byte aligned, in one live block, and the tridiagonal
+ * solve's scratch memory too. */
+static bool valid_stencil(int kernel, const gts_kernel_stencil *k)
+{
+    static const int nfields[] = {2, 2, 3, 5};
+    int which = kernel - COPY_STENCIL_KERNEL;
+    long long columns = k->domain[0] * k->domain[1];
+    if (k->nfields != nfields[which] || k->count < 1 || k->domain[0] < 1 || k->domain[1] < 1 ||
+        k->domain[2] < 1 || k->count != (kernel == TRIDIAGONAL_KERNEL ? columns : columns * k->domain[2]))
+        return false;
+    for (int f = 0; f < k->nfields; ++f) {
+        long long low, high;
+        gts_kernel_stencil_span(k, f, &low, &high);
+        if (k->origin[f] % 8 || !find((uintptr_t)(k->origin[f] + (unsigned long long)low),
+                                      (size_t)(high - low), NULL))
+            return false;
+    }
+    if (kernel != TRIDIAGONAL_KERNEL)
+        return k->scratch == 0;
+    return k->scratch % 8 == 0 &&
+           find((uintptr_t)k->scratch, (size_t)(columns * k->domain[2] * 8), NULL);
+}
+
 static CUresult LaunchKernel(struct fake_function *f, unsigned gx, unsigned gy, unsigned gz,
                              unsigned bx, unsigned by, unsigned bz, unsigned shared, CUstream s,
                              void **params, void **extra)
@@ -806,6 +852,10 @@ static CUresult LaunchKernel(struct fake_function *f, unsigned gx, unsigned gy, 
         if (!valid_negation(params[0]))
             return fail(700); /* CUDA_ERROR_ILLEGAL_ADDRESS */
         run_threads(f->kernel, params[0], gx, bx);
+    } else if (f->kernel >= COPY_STENCIL_KERNEL) {
+        if (!valid_stencil(f->kernel, params[0]))
+            return fail(700);
+        run_threads(f->kernel, params[0], gx, bx);
     } else {
         const gts_kernel_fill *fill = params[0];
         const gts_kernel_array *a = f->kernel == FILL_KERNEL ? &fill->array : params[0];
@@ -822,6 +872,7 @@ static CUresult LaunchKernel(struct fake_function *f, unsigned gx, unsigned gy, 
         return rc;
     pthread_mutex_lock(&lock);
     ++stats.launches[f->kernel];
+    stats.stencil_launches += f->kernel >= COPY_STENCIL_KERNEL;
     stats.serial_launches += bx == 1;
     stats.kernel_arrays += gy;
     stats.last_grid[0] = gx;
@@ -1295,7 +1346,7 @@ long long fake_cuda_stat(const char *name)
         STAT(kernel_arrays), STAT(serial_launches), STAT(pinned_copies), STAT(pools),
         STAT(pool_allocs), STAT(pool_reuses), STAT(pool_frees), STAT(events),
         STAT(live_events), STAT(event_waits), STAT(pointer_queries), STAT(stream_event_waits),
-        STAT(event_records),
+        STAT(event_records), STAT(stencil_launches),
     };
 #undef STAT
     fake_cuda_stats now;

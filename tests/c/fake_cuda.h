@@ -17,8 +17,9 @@ typedef struct fake_cuda_stats {
     long long htod, dtoh, dtod, generic, memsets[3], async_calls;
     long long live_streams, errors;
     long long modules;              /* cuModuleLoadData */
-    long long launches[4];          /* of gts_copy_kernel, gts_fill_kernel, gts_copy_batch_kernel,
-                                       gts_negate_kernel */
+    long long launches[8];          /* of gts_copy_kernel, gts_fill_kernel, gts_copy_batch_kernel,
+                                       gts_negate_kernel, then the built-in stencils' */
+    long long stencil_launches;     /* of the built-in stencils' kernels, together */
     long long kernel_arrays;        /* arrays the launches ran (a batch: one per row) */
     long long last_grid[2];         /* the last launch's gridDim.x and gridDim.y */
     long long serial_launches;      /* of one thread: elements that may overlap */

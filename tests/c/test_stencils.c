@@ -1,6 +1,8 @@
 /* Built-in stencils (gtstore/stencils.h) against plain loops, on fields in
- * every memory order of I, J, K, bound by gts_bind. */
+ * every memory order of I, J, K, bound by gts_bind; and on each GPU (the
+ * emulated device, CUDA device 0 where there is one) against the host. */
 #include "check.h"
+#include "gtstore/device.h"
 #include "gtstore/stencils.h"
 #include "random.h"
 
@@ -70,6 +72,76 @@ static const gts_dim orders[6][3] = {
     {GTS_DIM_I, GTS_DIM_K, GTS_DIM_J}, {GTS_DIM_J, GTS_DIM_I, GTS_DIM_K},
 };
 
+/* ---- the same call on a GPU ---------------------------------------------- */
+
+#define FIELD_BYTES ((int64_t)N * N * NK * (int64_t)sizeof(double))
+
+/* The GPUs to run on: the emulated device, and CUDA's device 0 (a real GPU,
+ * or the fake driver of the c-fake-cuda suite) where there is one. */
+static int gpus(const gts_device_ops **out)
+{
+    int n = 0;
+    out[n++] = gts_device_emulated();
+    gts_error ignored;
+    if (gts_device_get((gts_device_id){GTS_DL_CUDA, 0}, &out[n], &ignored) == GTS_OK)
+        ++n;
+    return n;
+}
+
+/* Runs `stencil` on `dev` over copies of the host fields `f` (f[0], the
+ * output, as `out_before`), on a stream where the device has them, and
+ * compares the output with the host's (f[0] after gts_stencil_run):
+ * within `tolerance` relatively (a GPU may fuse a multiply and an add). */
+static void device_matches_host(const gts_device_ops *dev, gts_stencil stencil, const field *f,
+                                const double *out_before, const gts_bind_args *args,
+                                double tolerance)
+{
+    const gts_signature *sig = gts_stencil_signature_on(stencil, GTS_DEVICE_GPU);
+    int nf = sig->nfields;
+    void *memory[5] = {NULL};
+    gts_field_desc descs[5];
+    gts_stream stream = NULL;
+    double *result = malloc((size_t)FIELD_BYTES);
+    bool ok = result && (!dev->stream_create || CHECK_OK(gts_device_stream_create(dev, &stream, ERR)));
+    for (int i = 0; i < nf && ok; ++i) {
+        ok = CHECK_OK(gts_device_alloc(dev, FIELD_BYTES, 0, &memory[i], ERR)) &&
+             CHECK_OK(gts_device_copy_to_device(dev, memory[i], i ? f[i].memory : out_before,
+                                                FIELD_BYTES, NULL, ERR));
+        descs[i] = f[i].desc;
+        descs[i].data = memory[i];
+        descs[i].device = GTS_DEVICE_GPU;
+    }
+    gts_binding b;
+    gts_bound_field bound[5];
+    if (ok && CHECK_OK(gts_bind(sig, descs, args, &b, bound, ERR))) {
+        b.stream = stream;
+        if (CHECK_OK(gts_stencil_launch(dev, stencil, &b, bound, ERR)) &&
+            CHECK_OK(gts_device_synchronize(dev, stream, ERR)) &&
+            CHECK_OK(gts_device_copy_to_host(dev, result, memory[0], FIELD_BYTES, NULL, ERR))) {
+            int bad = 0;
+            for (int64_t e = 0; e < N * N * NK; ++e) {
+                double want = f[0].memory[e];
+                bad += !(fabs(result[e] - want) <= tolerance * (1.0 + fabs(want)));
+            }
+            if (!CHECK_INT_EQ(bad, 0))
+                fprintf(stderr, "  stencil %d on %s\n", (int)stencil, dev->name);
+        }
+    }
+    for (int i = 0; i < nf; ++i)
+        gts_device_free(dev, memory[i], FIELD_BYTES);
+    gts_device_stream_destroy(dev, stream);
+    free(result);
+}
+
+static void on_every_gpu(gts_stencil stencil, const field *f, const double *out_before,
+                         const gts_bind_args *args, double tolerance)
+{
+    const gts_device_ops *devices[2];
+    int n = gpus(devices);
+    for (int d = 0; d < n; ++d)
+        device_matches_host(devices[d], stencil, f, out_before, args, tolerance);
+}
+
 static void run_and_compare(gts_stencil stencil, int halo, int out_order, int in_order)
 {
     field f[3];
@@ -81,6 +153,8 @@ static void run_and_compare(gts_stencil stencil, int halo, int out_order, int in
         f[2].memory[i] = 0.1 * (double)rnd(1000) / 1000.0;
         f[0].memory[i] = -99.0;
     }
+    double out_before[N * N * NK];
+    memcpy(out_before, f[0].memory, sizeof out_before);
     const gts_signature *sig = gts_stencil_signature(stencil);
     gts_field_desc descs[3] = {f[0].desc, f[1].desc, f[2].desc};
     int64_t all[3] = {halo, halo, 0};
@@ -105,6 +179,7 @@ static void run_and_compare(gts_stencil stencil, int halo, int out_order, int in
                     bad += fabs(*at(&f[0], i, j, k) - want) > 1e-12;
                 }
         CHECK_INT_EQ(bad, 0);
+        on_every_gpu(stencil, f, out_before, &args, 1e-12);
     }
     for (int i = 0; i < 3; ++i)
         free(f[i].memory);
@@ -134,6 +209,25 @@ static void test_errors(void)
         CHECK_FAILS(gts_stencil_run(GTS_STENCIL_LAPLACIAN, &b, bound, ERR), GTS_EINVAL,
                     "inp: stride 12 is not a multiple");
     CHECK_FAILS(gts_stencil_run((gts_stencil)9, &b, bound, ERR), GTS_EINVAL, "no built-in");
+    CHECK_FAILS(gts_stencil_launch(gts_device_emulated(), (gts_stencil)9, &b, bound, ERR),
+                GTS_EINVAL, "no built-in");
+    CHECK(gts_stencil_signature_on(GTS_STENCIL_COPY, (gts_device)2) == NULL);
+    CHECK(gts_stencil_signature_on(GTS_STENCIL_HDIFF, GTS_DEVICE_GPU)->device == GTS_DEVICE_GPU);
+    /* on a GPU: a device, one with the kernels, and memory of its own */
+    f[1].strides[0] = 8 * N * NK;
+    f[1].shape[0] = N;
+    if (CHECK_OK(gts_bind(sig, descs, &args, &b, bound, ERR))) {
+        CHECK_FAILS(gts_stencil_launch(NULL, GTS_STENCIL_LAPLACIAN, &b, bound, ERR), GTS_EINVAL,
+                    "device: NULL");
+        gts_device_ops without = *gts_device_emulated();
+        without.stencil = NULL;
+        CHECK_FAILS(gts_stencil_launch(&without, GTS_STENCIL_LAPLACIAN, &b, bound, ERR),
+                    GTS_ENOTSUP, "device: emulated runs no built-in stencil");
+        CHECK_FAILS(gts_stencil_launch(gts_device_emulated(), GTS_STENCIL_LAPLACIAN, &b, bound,
+                                       ERR),
+                    GTS_EINVAL, "is not memory of the emulated device");
+        CHECK_OK(gts_stencil_launch(gts_device_host(), GTS_STENCIL_LAPLACIAN, &b, bound, ERR));
+    }
     CHECK(gts_stencil_signature((gts_stencil)-1) == NULL);
     for (int s = 0; s <= GTS_STENCIL_TRIDIAGONAL; ++s)
         CHECK_OK(gts_signature_check(gts_stencil_signature((gts_stencil)s), ERR));
@@ -153,7 +247,10 @@ static void tridiagonal_in(int x_order, int in_order)
         f[2].memory[e] = 3.0 + (double)rnd(1000) / 1000.0; /* b: diagonally dominant */
         f[3].memory[e] = (double)rnd(1000) / 1000.0 - 0.5;  /* c */
         f[4].memory[e] = (double)rnd(1000) / 100.0;         /* d */
+        f[0].memory[e] = -99.0;
     }
+    double out_before[N * N * NK];
+    memcpy(out_before, f[0].memory, sizeof out_before);
     const gts_signature *sig = gts_stencil_signature(GTS_STENCIL_TRIDIAGONAL);
     gts_field_desc descs[5];
     for (int i = 0; i < 5; ++i)
@@ -174,6 +271,7 @@ static void tridiagonal_in(int x_order, int in_order)
                     bad += fabs(lhs - *at(&f[4], i, j, k)) > 1e-10;
                 }
         CHECK_INT_EQ(bad, 0);
+        on_every_gpu(GTS_STENCIL_TRIDIAGONAL, f, out_before, NULL, 1e-10);
     }
     for (int i = 0; i < 5; ++i)
         free(f[i].memory);
