@@ -3,8 +3,9 @@ layout, bound like every gtstore stencil call (``Signature.bind``: any object,
 origins by precedence and permuted by dims, every check on every call).
 
 All take float64 fields labelled I, J, K (any memory order), and keyword-only
-``domain=`` (I, J, K) and ``origin=`` (a sequence for all fields, or a dict of
-field names and ``"_all_"``).
+``domain=`` (I, J, K), ``origin=`` (a sequence for all fields, or a dict of
+field names and ``"_all_"``) and ``device=`` (``"cpu"``, the default, or
+``"gpu"``: one kernel on the GPU, queued on the current stream).
 """
 
 from ._gtstore import (
@@ -18,10 +19,10 @@ from ._gtstore import (
 __all__ = ["copy", "hdiff", "laplacian", "signature", "tridiagonal"]
 
 
-def signature(name):
+def signature(name, device="cpu"):
     """The ``Signature`` of the built-in stencil `name` ("copy", "laplacian", "hdiff",
-    "tridiagonal")."""
-    return _stencil_signature(name)
+    "tridiagonal") on `device` ("cpu" or "gpu")."""
+    return _stencil_signature(name, device)
 
 
 copy = _stencil_copy

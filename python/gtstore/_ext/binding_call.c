@@ -632,24 +632,70 @@ static PyObject *signature_call_c(PyObject *self, PyObject *const *args, Py_ssiz
 
 /* ---- built-in stencils ------------------------------------------------------------ */
 
-static PyObject *builtin_signature(gts_stencil which)
+static const char *const builtin_names[] = {"domain", "origin", "device"};
+
+/* The Signature of a built-in stencil on `device`, made once. */
+static PyObject *builtin_signature(gts_stencil which, gts_device device)
 {
-    static PyObject *signatures[GTS_STENCIL_TRIDIAGONAL + 1];
-    if (!signatures[which])
-        signatures[which] = gtpy_signature_wrap(gts_stencil_signature(which));
-    return signatures[which];
+    static PyObject *signatures[2][GTS_STENCIL_TRIDIAGONAL + 1];
+    if (!signatures[device][which])
+        signatures[device][which] = gtpy_signature_wrap(gts_stencil_signature_on(which, device));
+    return signatures[device][which];
+}
+
+/* The device= keyword, read before the fields (it picks the signature they
+ * bind with): 'cpu' (the default) or 'gpu'. */
+static int builtin_device(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+                          gts_device *out)
+{
+    *out = GTS_DEVICE_CPU;
+    Py_ssize_t n = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    for (Py_ssize_t i = 0; i < n; ++i)
+        if (PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, i), "device") == 0)
+            return gtpy_device(args[nargs + i], false, out);
+    return 0;
+}
+
+/* Where a built-in stencil runs: the host, or the GPU of the fields' device
+ * sides, whose kernel reaches every field's memory (its own, or its
+ * managed memory). */
+static const gts_device_ops *builtin_where(const SignatureObject *s, const bind_slot *slots)
+{
+    int n = s->sig.nfields;
+    if (s->sig.device == GTS_DEVICE_CPU)
+        return gts_device_host();
+    const gts_device_ops *gpu = gtpy_slots_gpu(slots, n);
+    if (!gpu) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "device: the stencil computes on the gpu, and there is no GPU");
+        return NULL;
+    }
+    for (int f = 0; f < n; ++f) {
+        const gts_device_ops *m = slots[f].memory;
+        if (m && (m->owner ? m->owner : m) != gpu) {
+            PyErr_Format(PyExc_ValueError,
+                         "%U: its memory is on the %s device, the stencil runs on %s; copy it "
+                         "there first",
+                         PyTuple_GET_ITEM(s->names, f), m->name, gpu->name);
+            return NULL;
+        }
+    }
+    return gpu;
 }
 
 static PyObject *run_builtin(gts_stencil which, PyObject *const *args, Py_ssize_t nargs,
                              PyObject *kwnames)
 {
     static gtpy_signature sigs[] = {
-        GTPY_SIGNATURE("copy", bind_names, 0, 0, 0),
-        GTPY_SIGNATURE("laplacian", bind_names, 0, 0, 0),
-        GTPY_SIGNATURE("hdiff", bind_names, 0, 0, 0),
-        GTPY_SIGNATURE("tridiagonal", bind_names, 0, 0, 0),
+        GTPY_SIGNATURE("copy", builtin_names, 0, 0, 0),
+        GTPY_SIGNATURE("laplacian", builtin_names, 0, 0, 0),
+        GTPY_SIGNATURE("hdiff", builtin_names, 0, 0, 0),
+        GTPY_SIGNATURE("tridiagonal", builtin_names, 0, 0, 0),
     };
-    SignatureObject *s = (SignatureObject *)builtin_signature(which);
+    gts_device device;
+    if (builtin_device(args, nargs, kwnames, &device) < 0)
+        return NULL;
+    SignatureObject *s = (SignatureObject *)builtin_signature(which, device);
     if (!s)
         return NULL;
     enum { MAX_FIELDS = 5 };
@@ -657,15 +703,20 @@ static PyObject *run_builtin(gts_stencil which, PyObject *const *args, Py_ssize_
     int n = s->sig.nfields;
     gts_binding binding;
     gtpy_slots_init(slots, n);
-    PyObject *values[2];
+    PyObject *values[3];
+    const gts_device_ops *where = NULL;
     int rc = bind_call(s, &sigs[which], args, nargs, kwnames, slots, &binding, values);
+    if (rc == 0 && !(where = builtin_where(s, slots)))
+        rc = -1;
+    if (rc == 0)
+        rc = gtpy_slots_stream(slots, n, device, false, &binding.stream);
     if (rc == 0 && (rc = gtpy_slots_acquire(slots, n)) == 0) {
         gts_bound_field bound[MAX_FIELDS];
         for (int f = 0; f < n; ++f)
             bound[f] = slots[f].bound;
         gts_error err;
         Py_BEGIN_ALLOW_THREADS
-        rc = gts_stencil_run(which, &binding, bound, &err);
+        rc = gts_stencil_launch(where, which, &binding, bound, &err);
         Py_END_ALLOW_THREADS
         if (rc != GTS_OK)
             gtpy_raise(&err);
@@ -703,33 +754,47 @@ static PyObject *stencil_tridiagonal(PyObject *module, PyObject *const *args, Py
     return run_builtin(GTS_STENCIL_TRIDIAGONAL, args, nargs, kwnames);
 }
 
-static PyObject *stencil_signature(PyObject *module, PyObject *name)
+static PyObject *stencil_signature(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
+                                   PyObject *kwnames)
 {
     (void)module;
     static const char *const names[] = {"copy", "laplacian", "hdiff", "tridiagonal"};
-    int which = gtpy_choice(name, "stencil", names, 4,
+    static const char *const params[] = {"name", "device"};
+    static gtpy_signature sig = GTPY_SIGNATURE("_stencil_signature", params, 2, 1, 1);
+    PyObject *v[2];
+    gts_device device = GTS_DEVICE_CPU;
+    if (gtpy_parse_args(&sig, args, nargs, kwnames, v) < 0 ||
+        (v[1] && gtpy_device(v[1], false, &device) < 0))
+        return NULL;
+    int which = gtpy_choice(v[0], "stencil", names, 4,
                             "'copy', 'laplacian', 'hdiff' or 'tridiagonal'");
-    return which < 0 ? NULL : Py_XNewRef(builtin_signature((gts_stencil)which));
+    return which < 0 ? NULL : Py_XNewRef(builtin_signature((gts_stencil)which, device));
 }
 
 #define FASTCALL(f) (PyCFunction)(void (*)(void))(f), METH_FASTCALL | METH_KEYWORDS
+#define BUILTIN_DEVICE_DOC                                                                    \
+    "device='gpu': one kernel on the GPU, queued on the current stream (the fields' device "   \
+    "sides ordered there; host fields copied in and out, with a FieldWarning)."
 PyMethodDef gtpy_stencil_methods[] = {
     {"copy", FASTCALL(stencil_copy),
-     "copy(out, inp, *, domain=None, origin=None)\n--\n\nout = inp over the domain."},
+     "copy(out, inp, *, domain=None, origin=None, device='cpu')\n--\n\nout = inp over the domain. "
+     BUILTIN_DEVICE_DOC},
     {"laplacian", FASTCALL(stencil_laplacian),
-     "laplacian(out, inp, *, domain=None, origin=None)\n--\n\n"
+     "laplacian(out, inp, *, domain=None, origin=None, device='cpu')\n--\n\n"
      "out = inp[i-1] + inp[i+1] + inp[j-1] + inp[j+1] - 4 inp over the domain (inp: extent 1 "
-     "in I and J)."},
+     "in I and J). " BUILTIN_DEVICE_DOC},
     {"hdiff", FASTCALL(stencil_hdiff),
-     "hdiff(out, inp, coeff, *, domain=None, origin=None)\n--\n\n"
+     "hdiff(out, inp, coeff, *, domain=None, origin=None, device='cpu')\n--\n\n"
      "The horizontal diffusion of GT4Py's examples, with flux limiter, into out (inp: extent 2 "
-     "in I and J)."},
+     "in I and J). " BUILTIN_DEVICE_DOC},
     {"tridiagonal", FASTCALL(stencil_tridiagonal),
-     "tridiagonal(x, a, b, c, d, *, domain=None, origin=None)\n--\n\n"
+     "tridiagonal(x, a, b, c, d, *, domain=None, origin=None, device='cpu')\n--\n\n"
      "Per column, the Thomas algorithm along K for a[k] x[k-1] + b[k] x[k] + c[k] x[k+1] = d[k] "
-     "over the domain's K (a at its first and c at its last level are not read; no pivoting)."},
-    {"_stencil_signature", stencil_signature, METH_O,
-     "_stencil_signature(name, /)\n--\n\nThe Signature of a built-in stencil, by name."},
+     "over the domain's K (a at its first and c at its last level are not read; no pivoting). "
+     BUILTIN_DEVICE_DOC},
+    {"_stencil_signature", FASTCALL(stencil_signature),
+     "_stencil_signature(name, /, device='cpu')\n--\n\nThe Signature of a built-in stencil, by "
+     "name, on the device kind."},
     {NULL, NULL, 0, NULL},
 };
 

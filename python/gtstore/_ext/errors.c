@@ -46,8 +46,10 @@ int gtpy_prefix_error(const char *name)
 {
     PyObject *error = gtpy_error_take();
     PyObject *text = error ? PyObject_Str(error) : NULL;
+    /* a warning turned into an error names what it is about already */
     if (text && PyErr_GivenExceptionMatches(error, PyExc_Exception) &&
-        !PyErr_GivenExceptionMatches(error, PyExc_MemoryError)) {
+        !PyErr_GivenExceptionMatches(error, PyExc_MemoryError) &&
+        !PyErr_GivenExceptionMatches(error, PyExc_Warning)) {
         PyErr_Format((PyObject *)Py_TYPE(error), "%s: %U", name, text);
         PyObject *prefixed = gtpy_error_take();
         if (prefixed)

@@ -1,0 +1,219 @@
+"""Built-in stencils on the GPU (``device="gpu"``): one kernel per call,
+queued on the current stream, against NumPy references.
+
+Run on every GPU gtstore can reach: the emulated device always (its streams
+run the kernel's threads later, on a worker, after a random delay, so that
+a missing wait or record gives a wrong value here), and CUDA where a driver
+answers (a GPU, or the fake driver of tests/c as device 0, which runs the
+same per-thread code).
+"""
+
+import contextlib
+import ctypes
+import os
+import warnings
+
+import numpy as np
+import pytest
+
+import gtstore
+from gtstore import Field, stencils
+from gtstore._gtstore import _skip_stream_waits_for_testing as skip_waits
+
+from test_stencils import hdiff_ref, lap_ref
+
+SHAPE = (14, 11, 5)
+LAYOUTS = ["IJK", "KJI", "JKI"]
+
+
+def cuda_present():
+    try:
+        gtstore.use_gpu("cuda")
+        return True
+    except Exception:  # noqa: BLE001 - absent, for whatever reason
+        return False
+    finally:
+        gtstore.use_gpu(None)
+
+
+GPUS = ["emulated"] + (["cuda"] if cuda_present() else [])
+
+
+@pytest.fixture(params=GPUS)
+def gpu(request):
+    gtstore.use_gpu(request.param)
+    yield request.param
+    gtstore.use_gpu(None)
+
+
+def stencil_launches():
+    """The fake CUDA driver's count of stencil kernels run, or None (the
+    emulated device, or a real driver)."""
+    library = os.environ.get("GTSTORE_LIBCUDA", "")
+    if "fake_cuda" not in os.path.basename(library):
+        return None
+    fake = ctypes.CDLL(library)  # the driver the library loaded: the same handle
+    fake.fake_cuda_stat.restype = ctypes.c_longlong
+    fake.fake_cuda_stat.argtypes = [ctypes.c_char_p]
+    return fake.fake_cuda_stat(b"stencil_launches")
+
+
+def on_gpu(values, layout="IJK", halo=None):
+    """A device-only GPU storage of `values` (I, J, K) in memory order `layout`."""
+    return gtstore.storage(values, device="gpu", managed=None, layout=layout, halo=halo)
+
+
+def host(storage):
+    """A GPU storage's values (I, J, K) on the host (no CuPy needed)."""
+    return np.asarray(gtstore.storage(storage, device="cpu"))
+
+
+@contextlib.contextmanager
+def no_copies():
+    """Every field is bound in place: a copy in would warn."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", gtstore.FieldWarning)
+        yield
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_each_stencil_on_device_storages(gpu, layout):
+    rng = np.random.default_rng(3)
+    inp, coeff = rng.random(SHAPE), 0.1 * rng.random(SHAPE)
+    before = stencil_launches() if gpu == "cuda" else None
+    with no_copies():
+        out = on_gpu(np.full(SHAPE, -1.0), layout)
+        stencils.copy(out, on_gpu(inp, layout[::-1]), device="gpu")
+        np.testing.assert_array_equal(host(out), inp)
+
+        out = on_gpu(np.full(SHAPE, -1.0), layout)
+        stencils.laplacian(out, on_gpu(inp, "JIK"), origin=(1, 1, 0), device="gpu")
+        result = host(out)
+        np.testing.assert_allclose(result[1:-1, 1:-1], lap_ref(inp), rtol=1e-12)
+        assert (result[0] == -1).all() and (result[:, -1] == -1).all()  # outside the domain
+
+        out = on_gpu(np.zeros(SHAPE), layout)
+        stencils.hdiff(out, on_gpu(inp, layout[::-1]), on_gpu(coeff, layout),
+                       origin=(2, 2, 0), device="gpu")
+        np.testing.assert_allclose(host(out)[2:-2, 2:-2], hdiff_ref(inp, coeff),
+                                   rtol=1e-12)
+    if before is not None:
+        assert stencil_launches() - before == 3
+
+
+def test_copy_runs_where_device_says(gpu):
+    """device= picks the signature: "cpu" (the default) reads the host side
+    of a mirrored storage, "gpu" its device side."""
+    values = np.arange(np.prod(SHAPE), dtype=float).reshape(SHAPE)
+    out, inp = gtstore.zeros(SHAPE, device="gpu"), gtstore.storage(values, device="gpu")
+    stencils.copy(out, inp, device="gpu")
+    np.testing.assert_array_equal(np.asarray(out), values)
+    out[...] = 0.0
+    stencils.copy(out, inp)
+    np.testing.assert_array_equal(np.asarray(out), values)
+    assert stencils.signature("hdiff", device="gpu").device == "gpu"
+    assert stencils.signature("hdiff").device == "cpu"
+
+
+def test_tridiagonal_on_the_gpu(gpu):
+    rng = np.random.default_rng(11)
+    shape = (5, 4, 7)
+    a, c = rng.random(shape) - 0.5, rng.random(shape) - 0.5
+    b, d = 3 + rng.random(shape), 10 * rng.random(shape)
+    for layout in LAYOUTS:
+        x = on_gpu(np.zeros(shape), layout)
+        with no_copies():
+            stencils.tridiagonal(x, on_gpu(a, layout[::-1]), on_gpu(b), on_gpu(c, layout),
+                                 on_gpu(d), device="gpu")
+        result = host(x)
+        for i in range(shape[0]):
+            for j in range(shape[1]):
+                m = np.diag(b[i, j]) + np.diag(a[i, j, 1:], -1) + np.diag(c[i, j, :-1], 1)
+                np.testing.assert_allclose(result[i, j], np.linalg.solve(m, d[i, j]),
+                                           rtol=1e-12)
+    x = on_gpu(np.full(shape, -1.0))
+    stencils.tridiagonal(x, on_gpu(a), on_gpu(b), on_gpu(c), on_gpu(d), domain=(5, 4, 1),
+                         device="gpu")  # one level: x = d / b
+    np.testing.assert_allclose(host(x)[:, :, 0], d[:, :, 0] / b[:, :, 0], rtol=1e-15)
+    assert (host(x)[:, :, 1:] == -1).all()
+
+
+def stream_sequences(rounds):
+    """Sequences on a stream, each kernel reading the last one's output,
+    the input written on another stream first, the result read on the
+    host; returns how many rounds gave wrong values."""
+    rng = np.random.default_rng(5)
+    values = rng.random(SHAPE)
+    twice = lap_ref(lap_ref(values))
+    producer, consumer = gtstore.Stream(), gtstore.Stream()
+    wrong = 0
+    for _ in range(rounds):
+        inp = on_gpu(np.zeros(SHAPE), halo=(2, 2, 0))
+        lap = on_gpu(np.zeros(SHAPE), halo=(2, 2, 0))
+        out = on_gpu(np.zeros(SHAPE), halo=(2, 2, 0))
+        with producer:
+            inp[...] = on_gpu(values, halo=(2, 2, 0))
+        with consumer:
+            stencils.laplacian(lap, inp, origin=(1, 1, 0), domain=(12, 9, 5), device="gpu")
+            stencils.laplacian(out, lap, device="gpu")  # origin: the halo
+            stencils.copy(inp, out, device="gpu")  # then overwrites its input
+        wrong += not (np.allclose(host(out)[2:-2, 2:-2], twice, rtol=1e-12) and
+                      np.allclose(host(inp)[2:-2, 2:-2], twice, rtol=1e-12))
+    return wrong
+
+
+def test_stencils_follow_the_stream_order(gpu):
+    """Every wait is needed: on the emulated device a missing one reads
+    values not yet written (the detector below)."""
+    assert stream_sequences(5) == 0
+
+
+def test_detector_a_missing_wait_gives_wrong_values(emulated_gpu):
+    skip_waits(True)
+    try:
+        wrong = stream_sequences(10)
+    finally:
+        skip_waits(False)
+    assert wrong > 0
+
+
+def test_host_fields_are_copied_in_and_out(gpu):
+    """Host memory on a GPU stencil: copied to the GPU, the output back."""
+    rng = np.random.default_rng(8)
+    inp, coeff = rng.random(SHAPE), np.full(SHAPE, 0.05)
+    out = np.zeros(SHAPE)
+    with pytest.warns(gtstore.FieldWarning) as caught:
+        stencils.hdiff(out, inp, Field(coeff, "IJK"), origin=(2, 2, 0), device="gpu")
+    assert len(caught) == 3
+    assert "and back after the run" in str(caught[0].message)
+    np.testing.assert_allclose(out[2:-2, 2:-2], hdiff_ref(inp, coeff), rtol=1e-12)
+    with no_copies(), pytest.raises(gtstore.FieldWarning, match="^out: no buffer on the gpu"):
+        stencils.copy(out, inp, device="gpu")  # the warning as an error, named once
+
+
+def test_errors_on_the_gpu(gpu):
+    a = on_gpu(np.zeros(SHAPE))
+    with pytest.raises(ValueError, match="inp: shares memory with the output out"):
+        stencils.laplacian(a, a, origin=(1, 1, 0), device="gpu")
+    with pytest.raises(ValueError, match="inp: dimension I: origin 0 - lower extent 1"):
+        stencils.laplacian(a, on_gpu(np.zeros(SHAPE)), device="gpu")
+    with pytest.raises(ValueError, match="device: expected 'cpu' or 'gpu', got 'tpu'"):
+        stencils.laplacian(a, on_gpu(np.zeros(SHAPE)), device="tpu")
+    with pytest.raises(ValueError, match="device: expected 'cpu' or 'gpu'"):
+        stencils.signature("copy", device=0)
+    if gpu == "cuda":  # a field on the emulated device, the stencil on CUDA
+        gtstore.use_gpu("emulated")
+        elsewhere = on_gpu(np.zeros(SHAPE))
+        gtstore.use_gpu("cuda")
+        with pytest.raises(ValueError, match="inp: its memory is on the emulated device, the "
+                                             "stencil runs on cuda:0"):
+            stencils.copy(on_gpu(np.zeros(SHAPE)), elsewhere, device="gpu")
+
+
+def test_no_gpu_is_a_clear_error():
+    """Without a GPU (none chosen, no driver) device="gpu" names the cause."""
+    gtstore.use_gpu(None)
+    if gtstore.gpu() is not None:
+        pytest.skip("a GPU is present")
+    with pytest.raises((RuntimeError, NotImplementedError), match="out: device: .*CUDA"):
+        stencils.copy(np.zeros(SHAPE), np.ones(SHAPE), device="gpu")
