@@ -21,6 +21,14 @@ the storages' own memory (``to_cupy()``), so both work on the same bytes.
   of host fields (``gt:cpu_ifirst``) and an NDSL-style CuPy update (per
   neighbour and field a slice copied into a packed buffer and back: 48
   copies per exchange). Target: at most 0.2 ms. Needs mpi4py.
+- (g5) the built-in stencils on the GPU (``stencils.laplacian`` and
+  ``stencils.hdiff`` with ``device="gpu"``, one kernel each) on ``gt:gpu``
+  storages of 256 x 256 x 80 float64, against the same stencils written as
+  CuPy array expressions (as NumPy-style stencil code runs on a GPU with
+  CuPy: a kernel and a temporary per operation), and the share of the
+  bandwidth bound: the bytes the stencil must move (its fields over the
+  domain) at the speed of CuPy's copy of a field. Target: faster than the
+  CuPy expressions.
 
 Without a CUDA GPU or without CuPy the table says "not run" and why.
 """
@@ -234,9 +242,71 @@ def exchange(quick: bool) -> Table:
     return table
 
 
+def cupy_laplacian(xp, out, inp):
+    """The built-in laplacian as array expressions (``xp``: NumPy or CuPy)."""
+    out[1:-1, 1:-1] = inp[:-2, 1:-1] + inp[2:, 1:-1] + inp[1:-1, :-2] + inp[1:-1, 2:] \
+        - 4 * inp[1:-1, 1:-1]
+
+
+def cupy_hdiff(xp, out, inp, coeff):
+    """GT4Py's hdiff with flux limiter as array expressions."""
+    lap = 4 * inp[1:-1, 1:-1] - (inp[:-2, 1:-1] + inp[2:, 1:-1] + inp[1:-1, :-2] + inp[1:-1, 2:])
+    flx = lap[1:, 1:-1] - lap[:-1, 1:-1]
+    flx = xp.where(flx * (inp[2:-1, 2:-2] - inp[1:-2, 2:-2]) > 0, 0, flx)
+    fly = lap[1:-1, 1:] - lap[1:-1, :-1]
+    fly = xp.where(fly * (inp[2:-2, 2:-1] - inp[2:-2, 1:-2]) > 0, 0, fly)
+    out[2:-2, 2:-2] = inp[2:-2, 2:-2] - coeff[2:-2, 2:-2] * (
+        flx[1:] - flx[:-1] + fly[:, 1:] - fly[:, :-1])
+
+
+def builtin_stencils(quick: bool) -> Table:
+    ns = namespace()
+    cupy = ns["cupy"]
+    make = dict(defaults="gt:gpu", managed=None)
+    rng = np.random.default_rng(0)
+    inp = gts.storage(rng.random(SHAPE), **make)
+    coeff = gts.full(SHAPE, 0.05, **make)
+    out, theirs = gts.zeros(SHAPE, **make), gts.zeros(SHAPE, **make)
+    ns.update(stencils=gts.stencils, out=out, inp=inp, coeff=coeff, cout=theirs.to_cupy(),
+              cinp=inp.to_cupy(), ccoeff=coeff.to_cupy(), lap=cupy_laplacian, hdiff=cupy_hdiff)
+    cases = {
+        "gts lap": "stencils.laplacian(out, inp, origin=(1, 1, 0), device='gpu'); sync()",
+        "cupy lap": "lap(cupy, cout, cinp); sync()",
+        "gts hdiff": "stencils.hdiff(out, inp, coeff, origin=(2, 2, 0), device='gpu'); sync()",
+        "cupy hdiff": "hdiff(cupy, cout, cinp, ccoeff); sync()",
+        "copy": "cout[...] = cinp; sync()",
+    }
+    same = {}
+    for name, inner in (("lap", 1), ("hdiff", 2)):
+        exec(cases[f"gts {name}"], ns)
+        exec(cases[f"cupy {name}"], ns)
+        cut = (slice(inner, -inner), slice(inner, -inner))
+        same[name] = bool(cupy.allclose(out.to_cupy()[cut], ns["cout"][cut], rtol=1e-12))
+    t = time_interleaved(cases, ns, repeat=5 if quick else 21,
+                         batch_seconds=0.02 if quick else 0.1)
+    field_bytes = 8 * np.prod(SHAPE)
+    copy_bw = 2 * field_bytes / t["copy"].median
+    table = Table(f"(g5) built-in stencils on {gts.gpu()['name']}: {SHAPE} float64, gt:gpu "
+                  f"(strides {inp.strides}), device memory only (ms per call)",
+                  ["stencil", "gtstore kernel", "CuPy expressions", "CuPy / gtstore",
+                   "bandwidth bound", "gtstore % of bound", "target"])
+    for name, nfields, inner in (("lap", 2, 1), ("hdiff", 3, 2)):
+        ours, cupys = t[f"gts {name}"].median, t[f"cupy {name}"].median
+        points = (SHAPE[0] - 2 * inner) * (SHAPE[1] - 2 * inner) * SHAPE[2]
+        bound = nfields * 8 * points / copy_bw
+        table.rows.append(["laplacian" if name == "lap" else "hdiff", fmt_time(ours, "ms"),
+                           fmt_time(cupys, "ms"), fmt_ratio(cupys / ours),
+                           fmt_time(bound, "ms"), f"{100 * bound / ours:.0f}%",
+                           f"faster than CuPy: {verdict(ours < cupys)}"])
+    table.notes.append(f"CuPy's copy of a field: {copy_bw / 1e9:.0f} GB/s (bytes read + written); "
+                       f"the results agree with CuPy's (rtol 1e-12): {same}")
+    return table
+
+
 def run(quick: bool) -> List[Table]:
     reason = why_not()
     if reason:
         return [Table("(g) GPU benchmarks", ["benchmark", "result"],
                       [["all", f"not run: {reason}"]])]
-    return [strided(quick), allocation(quick), syncs(quick), exchange(quick)]
+    return [strided(quick), allocation(quick), syncs(quick), exchange(quick),
+            builtin_stencils(quick)]
