@@ -11,6 +11,7 @@
 #include "gtstore/buffer.h"
 #include "gtstore/geometry.h"
 #include "stencil_kernels.h"
+#include "strided_plan.h"
 
 #ifdef _OPENMP
 #define OMP(directive) _Pragma(directive)
@@ -537,6 +538,26 @@ static int scratch_alloc(const gts_device_ops *device, const gts_kernel_stencil 
     return rc;
 }
 
+/* The output's points over the domain are distinct elements: a GPU's
+ * threads write them at once, and two writing one element would race. */
+static int check_distinct_output(const prepared *p, const gts_bound_field *out,
+                                 const int64_t *domain, gts_error *err)
+{
+    gts__strided_plan plan;
+    int64_t strides[3];
+    for (int c = 0; c < 3; ++c)
+        strides[c] = p->v[0].step[c] * (int64_t)sizeof(double);
+    if (!gts__strided_plan_init(&plan, out->origin_data, strides, out->origin_data, strides, 3,
+                                domain, (int64_t)sizeof(double)) ||
+        gts__strided_plan_distinct(&plan))
+        return GTS_OK;
+    return gts_error_set(err, GTS_EINVAL,
+                         "%s: its points over the domain share memory (element strides %lld, "
+                         "%lld, %lld in I, J, K); a GPU's threads would race on them",
+                         p->sig->fields[0].name, (long long)p->v[0].step[0],
+                         (long long)p->v[0].step[1], (long long)p->v[0].step[2]);
+}
+
 int gts_stencil_launch(const gts_device_ops *device, gts_stencil stencil,
                        const gts_binding *binding, const gts_bound_field *fields, gts_error *err)
 {
@@ -551,6 +572,8 @@ int gts_stencil_launch(const gts_device_ops *device, gts_stencil stencil,
     if (!device->stencil)
         return gts_error_set(err, GTS_ENOTSUP, "device: %s runs no built-in stencil",
                              device->name);
+    if ((rc = check_distinct_output(&p, &fields[0], binding->domain, err)))
+        return rc;
     gts_kernel_stencil k;
     launch_args(stencil, &p, binding, &k);
     if (k.count == 0 || (stencil == GTS_STENCIL_TRIDIAGONAL && k.domain[2] == 0))

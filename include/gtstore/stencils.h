@@ -60,8 +60,9 @@ int gts_stencil_run(gts_stencil stencil, const gts_binding *binding,
  * may differ from the host's in the last bits). The tridiagonal solve takes
  * scratch memory of the domain's points from the device, freed in the
  * stream's order. Errors: those of gts_stencil_run, GTS_EINVAL for a NULL
- * device, GTS_ENOTSUP for a device without built-in stencils, the
- * device's errors. */
+ * device or an output whose points over the domain share memory (the
+ * threads would race on them), GTS_ENOTSUP for a device without built-in
+ * stencils, the device's errors. */
 int gts_stencil_launch(const gts_device_ops *device, gts_stencil stencil,
                        const gts_binding *binding, const gts_bound_field *fields,
                        gts_error *err);

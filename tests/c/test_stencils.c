@@ -228,6 +228,27 @@ static void test_errors(void)
                     GTS_EINVAL, "is not memory of the emulated device");
         CHECK_OK(gts_stencil_launch(gts_device_host(), GTS_STENCIL_LAPLACIAN, &b, bound, ERR));
     }
+    /* an output whose points share memory: GPU threads would race */
+    const gts_device_ops *emulated = gts_device_emulated();
+    void *memory[2] = {NULL, NULL};
+    int64_t bytes = (int64_t)N * N * NK * 8;
+    if (CHECK_OK(gts_device_alloc(emulated, bytes, 0, &memory[0], ERR)) &&
+        CHECK_OK(gts_device_alloc(emulated, bytes, 0, &memory[1], ERR))) {
+        const gts_signature *gpu_sig = gts_stencil_signature_on(GTS_STENCIL_COPY, GTS_DEVICE_GPU);
+        gts_field_desc gpu_descs[2] = {f[0].desc, f[0].desc};
+        int64_t repeated[3] = {8 * N * NK, 8 * NK, 0}; /* K: stride 0 */
+        gpu_descs[0].data = memory[0];
+        gpu_descs[0].strides = repeated;
+        gpu_descs[1].data = memory[1];
+        for (int i = 0; i < 2; ++i)
+            gpu_descs[i].device = GTS_DEVICE_GPU;
+        if (CHECK_OK(gts_bind(gpu_sig, gpu_descs, NULL, &b, bound, ERR)))
+            CHECK_FAILS(gts_stencil_launch(emulated, GTS_STENCIL_COPY, &b, bound, ERR),
+                        GTS_EINVAL, "out: its points over the domain share memory (element "
+                                    "strides 48, 4, 0 in I, J, K)");
+    }
+    gts_device_free(emulated, memory[0], bytes);
+    gts_device_free(emulated, memory[1], bytes);
     CHECK(gts_stencil_signature((gts_stencil)-1) == NULL);
     for (int s = 0; s <= GTS_STENCIL_TRIDIAGONAL; ++s)
         CHECK_OK(gts_signature_check(gts_stencil_signature((gts_stencil)s), ERR));
