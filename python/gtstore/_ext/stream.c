@@ -96,8 +96,10 @@ int gtpy_cupy_stream(const gts_device_ops *device, gts_stream *out)
         if (!get_current_stream)
             return -1;
     }
-    PyObject *stream = PyObject_CallNoArgs(get_current_stream);
-    PyObject *ptr = stream ? PyObject_GetAttrString(stream, "ptr") : NULL;
+    static PyObject *ptr_name; /* interned once: this runs on every GPU operation */
+    PyObject *stream = PyObject_CallNoArgs(get_current_stream), *ptr = NULL;
+    if (stream && gtpy_lookup_attr(stream, "ptr", &ptr_name, &ptr) == 0 && !ptr)
+        PyErr_Format(PyExc_TypeError, "CuPy's current stream %.200R has no ptr", stream);
     Py_XDECREF(stream);
     void *handle = ptr ? PyLong_AsVoidPtr(ptr) : NULL;
     Py_XDECREF(ptr);
