@@ -322,18 +322,14 @@ static void hdiff_rows_run(const view *v, int q, int p, int64_t k, int64_t p0, i
 /* Rows per task: the first two rows of a task are its warm-up. */
 #define HDIFF_ROWS_PER_TASK 32
 
-/* `points`: the domain's, checked by gts_stencil_run. */
-static int hdiff_by_rows(const view *v, const int64_t *n, int64_t points, int q, gts_error *err)
+/* `points`: the domain's, `bytes` the scratch rows' (hdiff_scratch), both
+ * checked by prepare. */
+static int hdiff_by_rows(const view *v, const int64_t *n, int64_t points, int q, int64_t bytes,
+                         gts_error *err)
 {
     int p = 1 - q;
     int64_t chunks = n[p] / HDIFF_ROWS_PER_TASK + (n[p] % HDIFF_ROWS_PER_TASK != 0);
     int64_t tasks = chunks * n[2]; /* at most the points */
-    int64_t length, bytes;
-    int rc;
-    if (gts_add_overflow(n[q], 2, &length))
-        length = INT64_MAX; /* scratch_bytes refuses it */
-    if ((rc = scratch_bytes("hdiff", 6, length, &bytes, err)))
-        return rc;
     int parallel = tasks > 1 && points >= PARALLEL_POINTS;
     int failed = 0;
     OMP("omp parallel if(parallel) reduction(|:failed)")
@@ -392,14 +388,19 @@ static void tridiagonal_row(const view *v, int q, int p, int64_t j, int64_t nq, 
             *at(x, q, p, t, j, k) -= cp[k * nq + t] * *at(x, q, p, t, j, k + 1);
 }
 
-/* `points`: the domain's, checked by gts_stencil_run. */
-static int tridiagonal_run(const view *v, const int64_t *n, int64_t points, gts_error *err)
+/* The horizontal dimension whose columns a row of the solve holds: x's
+ * smaller stride. */
+static int tridiagonal_row_axis(const view *x)
 {
-    int q = magnitude(v[0].step[0]) <= magnitude(v[0].step[1]) ? 0 : 1, p = 1 - q;
-    int64_t bytes;
-    int rc = scratch_bytes("tridiagonal", n[2], n[q], &bytes, err);
-    if (rc)
-        return rc;
+    return magnitude(x->step[0]) <= magnitude(x->step[1]) ? 0 : 1;
+}
+
+/* `points`: the domain's, `bytes` the scratch plane's, both checked by
+ * prepare. */
+static int tridiagonal_run(const view *v, const int64_t *n, int64_t points, int64_t bytes,
+                           gts_error *err)
+{
+    int q = tridiagonal_row_axis(&v[0]), p = 1 - q;
     int parallel = n[p] > 1 && points >= PARALLEL_POINTS;
     int failed = 0;
     OMP("omp parallel if(parallel) reduction(|:failed)")
@@ -427,8 +428,47 @@ typedef struct prepared {
     const gts_signature *sig;
     view v[GTS_KERNEL_STENCIL_FIELDS];
     int64_t points;
-    int axis[3]; /* inner, middle, outer */
+    int axis[3];     /* inner, middle, outer */
+    int64_t scratch; /* bytes of each host thread's scratch memory (0: none) */
 } prepared;
+
+/* The host's scratch memory per thread: hdiff along a horizontal
+ * contiguous dimension keeps 6 rows (hdiff_by_rows), the tridiagonal solve
+ * a plane of levels x a row of columns. */
+static int host_scratch(gts_stencil stencil, prepared *p, const int64_t *n, gts_error *err)
+{
+    p->scratch = 0;
+    if (stencil == GTS_STENCIL_TRIDIAGONAL)
+        return scratch_bytes("tridiagonal", n[2], n[tridiagonal_row_axis(&p->v[0])], &p->scratch,
+                             err);
+    if (stencil != GTS_STENCIL_HDIFF || p->axis[0] == 2)
+        return GTS_OK;
+    int64_t length;
+    if (gts_add_overflow(n[p->axis[0]], 2, &length))
+        length = INT64_MAX; /* scratch_bytes refuses it */
+    return scratch_bytes("hdiff", 6, length, &p->scratch, err);
+}
+
+/* The output's points over the domain are distinct elements: threads
+ * write them at once (OpenMP's here, a GPU's), and two writing one
+ * element would race. */
+static int check_distinct_output(const prepared *p, const gts_bound_field *out,
+                                 const int64_t *domain, gts_error *err)
+{
+    gts__strided_plan plan;
+    int64_t strides[3];
+    for (int c = 0; c < 3; ++c)
+        strides[c] = p->v[0].step[c] * (int64_t)sizeof(double);
+    if (!gts__strided_plan_init(&plan, out->origin_data, strides, out->origin_data, strides, 3,
+                                domain, (int64_t)sizeof(double)) ||
+        gts__strided_plan_distinct(&plan))
+        return GTS_OK;
+    return gts_error_set(err, GTS_EINVAL,
+                         "%s: its points over the domain share memory (element strides %lld, "
+                         "%lld, %lld in I, J, K); threads writing them at once would race",
+                         p->sig->fields[0].name, (long long)p->v[0].step[0],
+                         (long long)p->v[0].step[1], (long long)p->v[0].step[2]);
+}
 
 static int prepare(gts_stencil stencil, const gts_binding *binding,
                    const gts_bound_field *fields, prepared *p, gts_error *err)
@@ -463,7 +503,9 @@ static int prepare(gts_stencil stencil, const gts_binding *binding,
         middle = swap;
     }
     p->axis[0] = inner, p->axis[1] = middle, p->axis[2] = outer;
-    return GTS_OK;
+    if ((rc = host_scratch(stencil, p, n, err)))
+        return rc;
+    return check_distinct_output(p, &fields[0], n, err);
 }
 
 int gts_stencil_run(gts_stencil stencil, const gts_binding *binding,
@@ -477,10 +519,10 @@ int gts_stencil_run(gts_stencil stencil, const gts_binding *binding,
     const int64_t *n = binding->domain;
     int inner = p.axis[0], middle = p.axis[1], outer = p.axis[2];
     if (stencil == GTS_STENCIL_TRIDIAGONAL)
-        return tridiagonal_run(v, n, p.points, err);
+        return tridiagonal_run(v, n, p.points, p.scratch, err);
     /* hdiff along a horizontal contiguous dimension: by rows (above) */
     if (stencil == GTS_STENCIL_HDIFF && inner != 2)
-        return hdiff_by_rows(v, n, p.points, inner, err);
+        return hdiff_by_rows(v, n, p.points, inner, p.scratch, err);
     int64_t lines = n[outer] * n[middle]; /* at most the points */
     int parallel = p.points >= PARALLEL_POINTS;
     OMP("omp parallel for schedule(static) if(parallel)")
@@ -515,7 +557,7 @@ static void launch_args(gts_stencil stencil, const prepared *p, const gts_bindin
     }
     k->count = p->points;
     if (stencil == GTS_STENCIL_TRIDIAGONAL) {
-        int q = magnitude(p->v[0].step[0]) <= magnitude(p->v[0].step[1]) ? 0 : 1;
+        int q = tridiagonal_row_axis(&p->v[0]);
         k->axis[0] = q, k->axis[1] = 1 - q, k->axis[2] = 2;
         k->count = binding->domain[0] * binding->domain[1]; /* at most the points */
     }
@@ -538,26 +580,6 @@ static int scratch_alloc(const gts_device_ops *device, const gts_kernel_stencil 
     return rc;
 }
 
-/* The output's points over the domain are distinct elements: a GPU's
- * threads write them at once, and two writing one element would race. */
-static int check_distinct_output(const prepared *p, const gts_bound_field *out,
-                                 const int64_t *domain, gts_error *err)
-{
-    gts__strided_plan plan;
-    int64_t strides[3];
-    for (int c = 0; c < 3; ++c)
-        strides[c] = p->v[0].step[c] * (int64_t)sizeof(double);
-    if (!gts__strided_plan_init(&plan, out->origin_data, strides, out->origin_data, strides, 3,
-                                domain, (int64_t)sizeof(double)) ||
-        gts__strided_plan_distinct(&plan))
-        return GTS_OK;
-    return gts_error_set(err, GTS_EINVAL,
-                         "%s: its points over the domain share memory (element strides %lld, "
-                         "%lld, %lld in I, J, K); a GPU's threads would race on them",
-                         p->sig->fields[0].name, (long long)p->v[0].step[0],
-                         (long long)p->v[0].step[1], (long long)p->v[0].step[2]);
-}
-
 int gts_stencil_launch(const gts_device_ops *device, gts_stencil stencil,
                        const gts_binding *binding, const gts_bound_field *fields, gts_error *err)
 {
@@ -572,8 +594,6 @@ int gts_stencil_launch(const gts_device_ops *device, gts_stencil stencil,
     if (!device->stencil)
         return gts_error_set(err, GTS_ENOTSUP, "device: %s runs no built-in stencil",
                              device->name);
-    if ((rc = check_distinct_output(&p, &fields[0], binding->domain, err)))
-        return rc;
     gts_kernel_stencil k;
     launch_args(stencil, &p, binding, &k);
     if (k.count == 0 || (stencil == GTS_STENCIL_TRIDIAGONAL && k.domain[2] == 0))

@@ -45,8 +45,11 @@ const gts_signature *gts_stencil_signature(gts_stencil stencil);
 const gts_signature *gts_stencil_signature_on(gts_stencil stencil, gts_device device);
 
 /* Runs the stencil on fields bound with its signature. GTS_EINVAL for an
- * unknown stencil, or for a field whose origin address or strides are not
- * multiples of 8 bytes (float64 loads there would be undefined behaviour). */
+ * unknown stencil, for a field whose origin address or strides are not
+ * multiples of 8 bytes (float64 loads there would be undefined behaviour),
+ * for an output sharing memory with an input, and for an output whose
+ * points over the domain share memory (the threads writing them would
+ * race). */
 int gts_stencil_run(gts_stencil stencil, const gts_binding *binding,
                     const gts_bound_field *fields, gts_error *err);
 
@@ -60,9 +63,8 @@ int gts_stencil_run(gts_stencil stencil, const gts_binding *binding,
  * may differ from the host's in the last bits). The tridiagonal solve takes
  * scratch memory of the domain's points from the device, freed in the
  * stream's order. Errors: those of gts_stencil_run, GTS_EINVAL for a NULL
- * device or an output whose points over the domain share memory (the
- * threads would race on them), GTS_ENOTSUP for a device without built-in
- * stencils, the device's errors. */
+ * device, GTS_ENOTSUP for a device without built-in stencils, the
+ * device's errors. */
 int gts_stencil_launch(const gts_device_ops *device, gts_stencil stencil,
                        const gts_binding *binding, const gts_bound_field *fields,
                        gts_error *err);

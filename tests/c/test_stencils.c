@@ -228,7 +228,15 @@ static void test_errors(void)
                     GTS_EINVAL, "is not memory of the emulated device");
         CHECK_OK(gts_stencil_launch(gts_device_host(), GTS_STENCIL_LAPLACIAN, &b, bound, ERR));
     }
-    /* an output whose points share memory: GPU threads would race */
+    /* an output whose points share memory: threads would race (host, GPU) */
+    descs[0] = f[0].desc;
+    descs[1] = f[1].desc;
+    int64_t kept = f[0].strides[2];
+    f[0].strides[2] = 0;
+    if (CHECK_OK(gts_bind(gts_stencil_signature(GTS_STENCIL_COPY), descs, NULL, &b, bound, ERR)))
+        CHECK_FAILS(gts_stencil_run(GTS_STENCIL_COPY, &b, bound, ERR), GTS_EINVAL,
+                    "out: its points over the domain share memory");
+    f[0].strides[2] = kept;
     const gts_device_ops *emulated = gts_device_emulated();
     void *memory[2] = {NULL, NULL};
     int64_t bytes = (int64_t)N * N * NK * 8;

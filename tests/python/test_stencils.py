@@ -201,3 +201,14 @@ def test_sizes_that_overflow_are_refused(name, shape, origin, message):
     fields = [ZeroStrides(shape) for _ in stencils.signature(name).fields]
     with pytest.raises(ValueError, match=message):
         stencil(*fields, origin=origin)
+
+
+def test_an_output_that_repeats_elements_is_refused():
+    """An output whose points share memory (stride 0 over several points):
+    the threads writing it would race."""
+    with pytest.raises(ValueError, match=r"out: its points over the domain share memory "
+                                         r"\(element strides 0, 0, 0 in I, J, K\)"):
+        stencils.copy(ZeroStrides((4, 4, 4)), np.ones((4, 4, 4)))
+    one = ZeroStrides((1, 1, 1))  # one point: nothing repeats
+    stencils.copy(one, np.full((1, 1, 1), 3.0))
+    assert one.element[0] == 3.0
