@@ -37,6 +37,8 @@ def cuda_present():
 
 
 GPUS = ["emulated"] + (["cuda"] if cuda_present() else [])
+if os.environ.get("GTSTORE_REQUIRE_CUDA") and "cuda" not in GPUS:  # ./dev gpu-check
+    raise RuntimeError("GTSTORE_REQUIRE_CUDA is set, but gtstore reaches no CUDA GPU")
 
 
 @pytest.fixture(params=GPUS)
