@@ -33,6 +33,7 @@
 
 #include "gtstore/geometry.h"
 #include "gtstore/kernels.h"
+#include "gtstore/stencils.h"
 #include "device_emulated.h"
 #include "device_emulated_streams.h"
 #include "device_host.h"
@@ -509,19 +510,20 @@ static void run_stencil(gts__emu_work *work)
 }
 
 /* The launch with host addresses: every byte its threads touch checked to
- * lie in one live block. */
-static int translate_stencil(const gts_kernel_stencil *args, gts_kernel_stencil *k,
+ * lie in one live block (its managed memory, host memory, is not its
+ * own: its kernels do not reach it). */
+static int translate_stencil(int stencil, const gts_kernel_stencil *args, gts_kernel_stencil *k,
                              gts_error *err)
 {
+    const gts_signature *sig = gts_stencil_signature((gts_stencil)stencil);
     *k = *args;
     int rc = GTS_OK;
     char *host;
     for (int f = 0; f < k->nfields && !rc; ++f) {
         long long low, high;
-        char name[24];
         gts_kernel_stencil_span(k, f, &low, &high);
-        snprintf(name, sizeof name, "stencil field %d", f);
-        if (!(rc = translate(name, (void *)(uintptr_t)k->origin[f], low, high, &host, err)))
+        if (!(rc = translate(sig->fields[f].name, (void *)(uintptr_t)k->origin[f], low, high,
+                             &host, err)))
             k->origin[f] = (unsigned long long)(uintptr_t)host;
     }
     if (!rc && k->scratch) {
@@ -541,7 +543,7 @@ static int emu_stencil(const gts_device_ops *dev, int stencil, const gts_kernel_
     if (!rc && (stencil < 0 || stencil > 3))
         rc = gts_error_set(err, GTS_EINVAL, "stencil: %d is no built-in stencil", stencil);
     if (!rc)
-        rc = translate_stencil(args, &k, err);
+        rc = translate_stencil(stencil, args, &k, err);
     if (rc)
         return rc;
     if (!s) {

@@ -203,6 +203,10 @@ def test_errors_on_the_gpu(gpu):
         stencils.laplacian(a, on_gpu(np.zeros(SHAPE)), device="tpu")
     with pytest.raises(ValueError, match="device: expected 'cpu' or 'gpu'"):
         stencils.signature("copy", device=0)
+    if gpu == "emulated":  # its managed memory is host memory, out of its kernels' reach
+        managed = gtstore.zeros(SHAPE, device="gpu", managed="cuda")
+        with pytest.raises(ValueError, match="inp: 0x.* is not memory of the emulated device"):
+            stencils.copy(on_gpu(np.zeros(SHAPE)), managed, device="gpu")
     if gpu == "cuda":  # a field on the emulated device, the stencil on CUDA
         gtstore.use_gpu("emulated")
         elsewhere = on_gpu(np.zeros(SHAPE))
