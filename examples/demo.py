@@ -140,6 +140,14 @@ def gpu_storage():
     device_sum = float(g.to_ndarray().sum())  # the device side (NumPy or CuPy), synced first
     print(f"  the device side sums to {device_sum:.0f} (64 * 64 * 80 = {64 * 64 * 80}): "
           f"{g.sync_state}")
+    lap = gtstore.zeros(SHAPE, defaults="gt:gpu", halo=((3, 3), (3, 3), (0, 0)))
+    with gtstore.Stream():  # queued there; the call returns at once
+        gtstore.stencils.laplacian(lap, g, device="gpu")
+    edge = float(np.asarray(lap)[3, 3:-3, 0].sum())  # the host waits for the kernel
+    n = SHAPE[1] - 6  # the points of a row of the domain: n - 2 of -1, 2 corners of -2
+    assert edge == -(n - 2) - 4, edge
+    print(f"  stencils.laplacian(lap, g, device='gpu'), one kernel on a stream: the domain's "
+          f"first row sums to {edge:.0f} ({n - 2} points of -1, 2 corners of -2)")
     if gpu["name"] == "emulated":
         after = gtstore.transfer_counts()
         print(f"  transfers to the device: {after['to_device'] - before['to_device']}, "
