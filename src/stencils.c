@@ -322,7 +322,7 @@ static void hdiff_rows_run(const view *v, int q, int p, int64_t k, int64_t p0, i
 /* Rows per task: the first two rows of a task are its warm-up. */
 #define HDIFF_ROWS_PER_TASK 32
 
-/* `points`: the domain's, `bytes` the scratch rows' (hdiff_scratch), both
+/* `points`: the domain's, `bytes` the scratch rows' (host_scratch), both
  * checked by prepare. */
 static int hdiff_by_rows(const view *v, const int64_t *n, int64_t points, int q, int64_t bytes,
                          gts_error *err)
@@ -421,9 +421,10 @@ static int tridiagonal_run(const view *v, const int64_t *n, int64_t points, int6
 }
 
 /* A call's fields as the kernels index them, checked: the views, their
- * memory apart from the output's, the domain's points countable, and the
+ * memory apart from the output's, the domain's points countable, the
+ * host's scratch memory sizable, the output's points distinct; and the
  * axes from the output's smallest stride (its contiguous dimension for any
- * layout) to its largest. */
+ * layout) to its largest, along which the loops (or a GPU's threads) run. */
 typedef struct prepared {
     const gts_signature *sig;
     view v[GTS_KERNEL_STENCIL_FIELDS];
