@@ -33,7 +33,6 @@
 
 #include "gtstore/geometry.h"
 #include "gtstore/kernels.h"
-#include "gtstore/stencils.h"
 #include "device_emulated.h"
 #include "device_emulated_streams.h"
 #include "device_host.h"
@@ -512,18 +511,16 @@ static void run_stencil(gts__emu_work *work)
 /* The launch with host addresses: every byte its threads touch checked to
  * lie in one live block (its managed memory, host memory, is not its
  * own: its kernels do not reach it). */
-static int translate_stencil(int stencil, const gts_kernel_stencil *args, gts_kernel_stencil *k,
-                             gts_error *err)
+static int translate_stencil(const gts_kernel_stencil *args, const char *const *names,
+                             gts_kernel_stencil *k, gts_error *err)
 {
-    const gts_signature *sig = gts_stencil_signature((gts_stencil)stencil);
     *k = *args;
     int rc = GTS_OK;
     char *host;
     for (int f = 0; f < k->nfields && !rc; ++f) {
         long long low, high;
         gts_kernel_stencil_span(k, f, &low, &high);
-        if (!(rc = translate(sig->fields[f].name, (void *)(uintptr_t)k->origin[f], low, high,
-                             &host, err)))
+        if (!(rc = translate(names[f], (void *)(uintptr_t)k->origin[f], low, high, &host, err)))
             k->origin[f] = (unsigned long long)(uintptr_t)host;
     }
     if (!rc && k->scratch) {
@@ -535,7 +532,7 @@ static int translate_stencil(int stencil, const gts_kernel_stencil *args, gts_ke
 }
 
 static int emu_stencil(const gts_device_ops *dev, int stencil, const gts_kernel_stencil *args,
-                       gts_stream s, gts_error *err)
+                       const char *const *names, gts_stream s, gts_error *err)
 {
     (void)dev;
     gts_kernel_stencil k;
@@ -543,7 +540,7 @@ static int emu_stencil(const gts_device_ops *dev, int stencil, const gts_kernel_
     if (!rc && (stencil < 0 || stencil > 3))
         rc = gts_error_set(err, GTS_EINVAL, "stencil: %d is no built-in stencil", stencil);
     if (!rc)
-        rc = translate_stencil(stencil, args, &k, err);
+        rc = translate_stencil(args, names, &k, err);
     if (rc)
         return rc;
     if (!s) {

@@ -605,7 +605,10 @@ int gts_stencil_launch(const gts_device_ops *device, gts_stencil stencil,
             return rc;
         k.scratch = (unsigned long long)(uintptr_t)gts_buffer_data(scratch);
     }
-    rc = device->stencil(device, (int)stencil, &k, binding->stream, err);
+    const char *names[GTS_KERNEL_STENCIL_FIELDS];
+    for (int f = 0; f < p.sig->nfields; ++f)
+        names[f] = p.sig->fields[f].name;
+    rc = device->stencil(device, (int)stencil, &k, names, binding->stream, err);
     if (scratch) {
         /* the block must not go back while the kernel may run */
         if (!rc && (rc = gts_buffer_order_record(scratch, binding->stream, err))) {

@@ -229,9 +229,10 @@ struct gts_device_ops {
     /* Optional (NULL: the device runs none): queues built-in stencil
      * `stencil` (gtstore/stencils.h) with the launch arguments `args`, a
      * struct of libgtstore's own (gts_stencil_launch fills and checks
-     * them; not for other implementations), on `stream`. */
+     * them; not for other implementations), on `stream`. `names`: the
+     * fields' names, for messages. */
     int (*stencil)(const gts_device_ops *dev, int stencil, const struct gts_kernel_stencil *args,
-                   gts_stream stream, gts_error *err);
+                   const char *const *names, gts_stream stream, gts_error *err);
 };
 
 /* ---- the registry -------------------------------------------------------- */
