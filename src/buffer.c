@@ -14,6 +14,7 @@
 #include "device_pool.h"
 #include "host_memory.h"
 #include "stream_free.h"
+#include "stream_order.h"
 
 /* ---- statistics -------------------------------------------------------- */
 
@@ -154,6 +155,22 @@ static int add_mirror(gts_buffer *buffer, unsigned flags, gts_error *err)
     return GTS_OK;
 }
 
+/* Zeros for a new buffer on a CUDA GPU: a memset queued on the legacy
+ * default stream (where its block was freed, stream_free.h) and the
+ * buffer's order recorded after it, so that creating zeros does not wait on
+ * the host (the device's own zeroing synchronises) and every access from
+ * elsewhere waits for the memset. */
+static int zero_in_stream_order(gts_buffer *buffer, gts_stream legacy, gts_error *err)
+{
+    static const unsigned char zero = 0;
+    const int64_t unit = 1;
+    int rc = gts__order_device(buffer->device, &buffer->order, legacy, err);
+    if (!rc)
+        rc = gts_device_fill(buffer->device, buffer->data, 1, &buffer->size, &unit, 1, &zero,
+                             legacy, err);
+    return rc ? rc : gts__order_record(buffer->device, &buffer->order, legacy, err);
+}
+
 int gts_buffer_alloc(const gts_device_ops *device, int64_t size, unsigned flags,
                      gts_buffer **out, gts_error *err)
 {
@@ -167,7 +184,9 @@ int gts_buffer_alloc(const gts_device_ops *device, int64_t size, unsigned flags,
     if (!buffer)
         return gts__host_out_of_memory(err, (int64_t)sizeof *buffer);
     void *block;
-    int rc = gts_device_alloc(device, size, flags & GTS_ALLOC_ZERO, &block, err);
+    gts_stream legacy = flags & GTS_ALLOC_ZERO && size > 0 ? gts_device_legacy_stream(device)
+                                                            : NULL;
+    int rc = gts_device_alloc(device, size, legacy ? 0 : flags & GTS_ALLOC_ZERO, &block, err);
     if (rc) {
         free(buffer);
         return rc;
@@ -175,7 +194,8 @@ int gts_buffer_alloc(const gts_device_ops *device, int64_t size, unsigned flags,
     buffer_init(buffer, device, MEMORY_DEVICE, block, size);
     /* the block may be one freed in a stream's order whose last work has
      * not run yet (freed_in_stream_order) */
-    if ((rc = gts__stream_free_order_new(device, &buffer->order, err))) {
+    if ((rc = gts__stream_free_order_new(device, &buffer->order, err)) ||
+        (legacy && (rc = zero_in_stream_order(buffer, legacy, err)))) {
         gts_buffer_release(buffer);
         return rc;
     }

@@ -67,7 +67,9 @@ typedef struct view {
     int64_t r0, rs, nr, c0, cs, nc;
 } view;
 
-static bool make_field(const gts_device_ops *dev, bool mirrored, field *f)
+/* A field of zeros; `zeroed` false: of garbage, made without device work
+ * (on a CUDA GPU zeros are a memset queued with an event of their own). */
+static bool make_field_zeroed(const gts_device_ops *dev, bool mirrored, bool zeroed, field *f)
 {
     gts_storage_spec spec;
     int64_t shape[2] = {ROWS, COLS};
@@ -75,9 +77,14 @@ static bool make_field(const gts_device_ops *dev, bool mirrored, field *f)
         return false;
     f->mirrored = mirrored;
     memset(f->model, 0, sizeof f->model);
-    unsigned flags = GTS_ALLOC_ZERO | (mirrored ? GTS_ALLOC_MIRRORED : 0);
+    unsigned flags = (zeroed ? GTS_ALLOC_ZERO : 0) | (mirrored ? GTS_ALLOC_MIRRORED : 0);
     return CHECK_OK(gts_storage_create_on(dev, &spec, flags, &f->whole, ERR)) &&
            CHECK(gts_buffer_mirrored(f->whole.buffer) == mirrored);
+}
+
+static bool make_field(const gts_device_ops *dev, bool mirrored, field *f)
+{
+    return make_field_zeroed(dev, mirrored, true, f);
 }
 
 static view random_view(int64_t row_first, int64_t row_count)
@@ -557,6 +564,35 @@ static void test_record_many(const gts_device_ops *dev)
     free(f);
 }
 
+/* With the fake CUDA driver: zeros on a CUDA GPU are a memset queued on the
+ * legacy default stream with the buffer's event recorded after it, and the
+ * host does not wait until it reads them. */
+static void test_fake_cuda_zeros_queued(const gts_device_ops *cuda, stat_fn stat)
+{
+    for (int mirrored = 0; mirrored < 2; ++mirrored) {
+        long long syncs = stat("stream_syncs"), records = stat("event_records");
+        long long queued = stat("async_calls");
+        field f;
+        if (!make_field(cuda, mirrored, &f))
+            continue;
+        CHECK_INT_EQ(stat("stream_syncs"), syncs); /* before: a cuStreamSynchronize */
+        CHECK(stat("async_calls") > queued);
+        CHECK_INT_EQ(stat("event_records"), records + 1);
+        int64_t bytes = gts_buffer_size(f.whole.buffer); /* the whole block is zeroed */
+        unsigned char *block = malloc((size_t)bytes);
+        if (block && CHECK_OK(gts_buffer_order_wait(f.whole.buffer, GTS_SIDE_HOST, NULL, ERR)) &&
+            CHECK_OK(gts_device_copy_to_host(cuda, block, gts_buffer_data(f.whole.buffer), bytes,
+                                             NULL, ERR))) {
+            int64_t nonzero = 0;
+            for (int64_t i = 0; i < bytes; ++i)
+                nonzero += block[i] != 0;
+            CHECK_INT_EQ(nonzero, 0);
+        }
+        free(block);
+        gts_storage_release(&f.whole);
+    }
+}
+
 /* With the fake CUDA driver: what the records of several buffers cost in
  * driver calls, and that gts_cache_clear destroys the pooled events. */
 static void test_fake_cuda_one_record(const gts_device_ops *cuda, stat_fn stat)
@@ -569,7 +605,7 @@ static void test_fake_cuda_one_record(const gts_device_ops *cuda, stat_fn stat)
     if (!CHECK_OK(gts_device_stream_create(cuda, &s, ERR)))
         return;
     if (CHECK_OK(gts_device_stream_create(cuda, &other, ERR))) {
-        while (made < 3 && make_field(cuda, false, &f[made]))
+        while (made < 3 && make_field_zeroed(cuda, false, false, &f[made]))
             ++made;
         if (made == 3) {
             gts_buffer *all[] = {f[0].whole.buffer, f[1].whole.buffer, f[2].whole.buffer,
@@ -627,8 +663,10 @@ int main(int argc, char **argv)
         test_record_many(cuda);
         test_threads(cuda);
         stat_fn stat = fake_stat();
-        if (stat)
+        if (stat) {
             test_fake_cuda_one_record(cuda, stat);
+            test_fake_cuda_zeros_queued(cuda, stat);
+        }
     }
     return check_summary("stream_order");
 }
