@@ -184,8 +184,8 @@ int gts_buffer_alloc(const gts_device_ops *device, int64_t size, unsigned flags,
     if (!buffer)
         return gts__host_out_of_memory(err, (int64_t)sizeof *buffer);
     void *block;
-    gts_stream legacy = flags & GTS_ALLOC_ZERO && size > 0 ? gts_device_legacy_stream(device)
-                                                            : NULL;
+    bool zero = (flags & GTS_ALLOC_ZERO) && size > 0;
+    gts_stream legacy = zero ? gts_device_legacy_stream(device) : NULL;
     int rc = gts_device_alloc(device, size, legacy ? 0 : flags & GTS_ALLOC_ZERO, &block, err);
     if (rc) {
         free(buffer);
