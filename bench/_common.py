@@ -39,6 +39,25 @@ class Table:
     notes: List[str] = field(default_factory=list)
 
 
+def array_laplacian(out, inp):
+    """The built-in laplacian as NumPy-style array expressions (NumPy or CuPy
+    arrays): what stencil code written with array slices does."""
+    out[1:-1, 1:-1] = inp[:-2, 1:-1] + inp[2:, 1:-1] + inp[1:-1, :-2] + inp[1:-1, 2:] \
+        - 4 * inp[1:-1, 1:-1]
+
+
+def array_hdiff(xp, out, inp, coeff):
+    """GT4Py's hdiff with flux limiter as array expressions of module `xp`
+    (numpy or cupy)."""
+    lap = 4 * inp[1:-1, 1:-1] - (inp[:-2, 1:-1] + inp[2:, 1:-1] + inp[1:-1, :-2] + inp[1:-1, 2:])
+    flx = lap[1:, 1:-1] - lap[:-1, 1:-1]
+    flx = xp.where(flx * (inp[2:-1, 2:-2] - inp[1:-2, 2:-2]) > 0, 0, flx)
+    fly = lap[1:-1, 1:] - lap[1:-1, :-1]
+    fly = xp.where(fly * (inp[2:-2, 2:-1] - inp[2:-2, 1:-2]) > 0, 0, fly)
+    out[2:-2, 2:-2] = inp[2:-2, 2:-2] - coeff[2:-2, 2:-2] * (
+        flx[1:] - flx[:-1] + fly[:, 1:] - fly[:, :-1])
+
+
 def gt4py_storage():
     """``gt4py.storage``, or ``None`` when GT4Py cannot be imported."""
     try:

@@ -32,7 +32,8 @@ from typing import List
 
 import numpy as np
 
-from _common import Table, fmt_ratio, fmt_time, time_interleaved, verdict
+from _common import (Table, array_hdiff, array_laplacian, fmt_ratio, fmt_time, time_interleaved,
+                     verdict)
 
 import gtstore as gts
 from gtstore import Field, Signature
@@ -165,19 +166,8 @@ def gt4py_call_with_storages(quick: bool, gtscript) -> Table:
     return table
 
 
-def _numpy_laplacian(out, inp):
-    out[1:-1, 1:-1] = inp[:-2, 1:-1] + inp[2:, 1:-1] + inp[1:-1, :-2] + inp[1:-1, 2:] \
-        - 4 * inp[1:-1, 1:-1]
-
-
 def _numpy_hdiff(out, inp, coeff):
-    lap = 4 * inp[1:-1, 1:-1] - (inp[:-2, 1:-1] + inp[2:, 1:-1] + inp[1:-1, :-2] + inp[1:-1, 2:])
-    flx = lap[1:, 1:-1] - lap[:-1, 1:-1]
-    flx = np.where(flx * (inp[2:-1, 2:-2] - inp[1:-2, 2:-2]) > 0, 0, flx)
-    fly = lap[1:-1, 1:] - lap[1:-1, :-1]
-    fly = np.where(fly * (inp[2:-2, 2:-1] - inp[2:-2, 1:-2]) > 0, 0, fly)
-    out[2:-2, 2:-2] = inp[2:-2, 2:-2] - coeff[2:-2, 2:-2] * (
-        flx[1:] - flx[:-1] + fly[:, 1:] - fly[:, :-1])
+    array_hdiff(np, out, inp, coeff)
 
 
 def _gt4py_large(gtscript):
@@ -217,7 +207,7 @@ def builtin(quick: bool, gtscript) -> Table:
     inp[...] = rng.random(LARGE)
     coeff[...] = 0.1
     ns = {"gts": gts, "np": np, "out": out, "inp": inp, "coeff": coeff, "dst": dst,
-          "nlap": _numpy_laplacian, "nhdiff": _numpy_hdiff}
+          "nlap": array_laplacian, "nhdiff": _numpy_hdiff}
     d1 = (LARGE[0] - 2, LARGE[1] - 2, LARGE[2])
     d2 = (LARGE[0] - 4, LARGE[1] - 4, LARGE[2])
     cases = {

@@ -399,6 +399,18 @@ def pytest_collection_finish(session):
     gc.freeze()
 
 
+def cuda_present():
+    """Whether gtstore reaches a CUDA GPU (a real one, or the fake driver of
+    tests/c given as GTSTORE_LIBCUDA)."""
+    try:
+        gtstore.use_gpu("cuda")
+        return True
+    except Exception:  # noqa: BLE001 - absent, for whatever reason
+        return False
+    finally:
+        gtstore.use_gpu(None)
+
+
 @pytest.fixture
 def emulated_gpu():
     """The emulated device plays the GPU for the test (``pytestmark =

@@ -18,18 +18,10 @@ import pytest
 
 import gtstore
 
+from conftest import cuda_present
+
 MIB = 1 << 20
 SHAPE = (256, 256, 80)  # 40 MiB of float64
-
-
-def cuda_present():
-    try:
-        gtstore.use_gpu("cuda")
-        return True
-    except Exception:  # noqa: BLE001 - absent, for whatever reason
-        return False
-    finally:
-        gtstore.use_gpu(None)
 
 
 GPUS = ["emulated"] + (["cuda"] if cuda_present() else [])

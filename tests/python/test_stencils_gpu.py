@@ -20,20 +20,11 @@ import gtstore
 from gtstore import Field, stencils
 from gtstore._gtstore import _skip_stream_waits_for_testing as skip_waits
 
+from conftest import cuda_present
 from test_stencils import hdiff_ref, lap_ref
 
 SHAPE = (14, 11, 5)
 LAYOUTS = ["IJK", "KJI", "JKI"]
-
-
-def cuda_present():
-    try:
-        gtstore.use_gpu("cuda")
-        return True
-    except Exception:  # noqa: BLE001 - absent, for whatever reason
-        return False
-    finally:
-        gtstore.use_gpu(None)
 
 
 GPUS = ["emulated"] + (["cuda"] if cuda_present() else [])
