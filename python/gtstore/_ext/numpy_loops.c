@@ -32,12 +32,41 @@ static int broken(PyObject *function)
     return truth;
 }
 
-PyObject *gtpy_numpy_loop_call(PyObject *function, PyObject *args, PyObject *kwargs)
+/* The call's positional arguments as a tuple and its keywords as a dict
+ * (new references in *args and *kwargs). */
+static int unpack(PyObject *const *stack, size_t nargs, PyObject *names, PyObject **args,
+                  PyObject **kwargs)
+{
+    *args = PyTuple_New((Py_ssize_t)nargs);
+    *kwargs = *args ? PyDict_New() : NULL;
+    if (!*kwargs) {
+        Py_CLEAR(*args);
+        return -1;
+    }
+    for (size_t i = 0; i < nargs; ++i)
+        PyTuple_SET_ITEM(*args, (Py_ssize_t)i, Py_NewRef(stack[i]));
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(names); ++i)
+        if (PyDict_SetItem(*kwargs, PyTuple_GET_ITEM(names, i), stack[nargs + (size_t)i]) < 0) {
+            Py_CLEAR(*args);
+            Py_CLEAR(*kwargs);
+            return -1;
+        }
+    return 0;
+}
+
+PyObject *gtpy_numpy_loop_call(PyObject *function, PyObject *const *stack, size_t nargs,
+                               PyObject *names)
 {
     int route = broken(function);
     if (route < 0)
         return NULL;
-    if (!route || !kwargs) /* (a ufunc call here always has out=) */
-        return PyObject_Call(function, args, kwargs);
-    return PyObject_CallMethod(loops, "call", "OOO", function, args, kwargs);
+    if (!route) /* (a ufunc call here always has out=) */
+        return PyObject_Vectorcall(function, stack, nargs, names);
+    PyObject *args, *kwargs;
+    if (unpack(stack, nargs, names, &args, &kwargs) < 0)
+        return NULL;
+    PyObject *result = PyObject_CallMethod(loops, "call", "OOO", function, args, kwargs);
+    Py_DECREF(args);
+    Py_DECREF(kwargs);
+    return result;
 }

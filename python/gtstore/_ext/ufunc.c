@@ -39,7 +39,7 @@
 /* What one call has: the operands (inputs, then `where` if it is an
  * array, then the outputs), their libgtstore views and NumPy views. */
 typedef struct call {
-    PyObject *ufunc, *kwargs; /* kwargs: a copy without out and where */
+    PyObject *ufunc, *kwargs; /* kwargs: a copy without out and where (or NULL) */
     int nin, nout, nops;      /* nops: inputs and `where` */
     bool has_where, on_device;
     PyObject *objs[MAX_OPS];   /* borrowed: the operands as given; outputs NULL if absent */
@@ -283,39 +283,66 @@ static PyObject *dtype_key(const call *c, int k)
     return PyObject_GetAttrString(c->arrays[k] ? c->arrays[k] : obj, "dtype");
 }
 
-/* The dtypes NumPy resolves for the outputs: ufunc.resolve_dtypes of the
- * inputs' (`dtype=`, `signature=` and `casting=` passed on), remembered per
- * ufunc and input dtypes where nothing else was given. A new tuple of
- * nin + nout dtypes. */
-static PyObject *resolve_dtypes(call *c)
+/* The dtypes NumPy resolved for a ufunc and its inputs' keys, remembered
+ * in a direct-mapped table. The keys are compared by identity: NumPy's
+ * dtypes of the built-in types and Python's number types are singletons,
+ * so a hit costs a few pointer compares where a dict's key would be a
+ * tuple made, hashed and compared (and equality would confuse `float`
+ * with np.dtype(float)). An entry holds its objects, so no address is
+ * reused while it is there. */
+#define RESOLVED_SLOTS 128
+typedef struct resolved_entry {
+    PyObject *ufunc, *dtypes; /* dtypes: the tuple of nin + nout */
+    int nin;
+    PyObject *keys[MAX_OPS / 2];
+} resolved_entry;
+
+static resolved_entry resolved[RESOLVED_SLOTS];
+
+static resolved_entry *resolved_slot(PyObject *ufunc, int nin, PyObject *const *keys)
 {
-    static PyObject *cache;
-    PyObject *dtype = keyword(c->kwargs, NAME_DTYPE);
-    PyObject *signature = keyword(c->kwargs, NAME_SIGNATURE);
-    PyObject *casting = keyword(c->kwargs, NAME_CASTING);
-    bool plain = !dtype && !signature && !casting;
-    PyObject *key = PyTuple_New(1 + c->nin + c->nout);
-    if (!key)
-        return NULL;
-    PyTuple_SET_ITEM(key, 0, Py_NewRef(c->ufunc));
-    for (int k = 0; k < c->nin + c->nout; ++k) {
-        PyObject *item = k < c->nin ? dtype_key(c, k) : Py_NewRef(Py_None);
-        if (!item)
-            return Py_DECREF(key), NULL;
-        PyTuple_SET_ITEM(key, 1 + k, item);
-    }
-    if (!cache && !(cache = PyDict_New()))
-        return Py_DECREF(key), NULL;
-    PyObject *found = plain ? PyDict_GetItemWithError(cache, key) : NULL;
-    if (found || PyErr_Occurred()) {
-        Py_DECREF(key);
-        return Py_XNewRef(found);
-    }
-    PyObject *dtypes = PyTuple_GetSlice(key, 1, 1 + c->nin + c->nout);
-    PyObject *kw = PyDict_New();
-    PyObject *method = PyObject_GetAttrString(c->ufunc, "resolve_dtypes");
-    PyObject *resolved = NULL;
-    if (dtypes && kw && method && (!signature || !PyDict_SetItemString(kw, "signature", signature)) &&
+    uintptr_t h = (uintptr_t)ufunc;
+    for (int k = 0; k < nin; ++k)
+        h = h * 31 + ((uintptr_t)keys[k] >> 4);
+    return &resolved[(h ^ (h >> 7)) % RESOLVED_SLOTS];
+}
+
+static bool resolved_matches(const resolved_entry *e, PyObject *ufunc, int nin,
+                             PyObject *const *keys)
+{
+    return e->ufunc == ufunc && e->nin == nin &&
+           memcmp(e->keys, keys, (size_t)nin * sizeof *keys) == 0;
+}
+
+/* Stores `dtypes` for the call's ufunc and `keys` (new references taken). */
+static void resolved_store(resolved_entry *e, PyObject *ufunc, int nin, PyObject *const *keys,
+                           PyObject *dtypes)
+{
+    resolved_entry old = *e;
+    e->ufunc = Py_NewRef(ufunc);
+    e->dtypes = Py_NewRef(dtypes);
+    e->nin = nin;
+    for (int k = 0; k < nin; ++k)
+        e->keys[k] = Py_NewRef(keys[k]);
+    /* after the entry is whole: a dealloc may run code that calls here */
+    Py_XDECREF(old.ufunc);
+    Py_XDECREF(old.dtypes);
+    for (int k = 0; old.ufunc && k < old.nin; ++k)
+        Py_DECREF(old.keys[k]);
+}
+
+/* ufunc.resolve_dtypes of the inputs' keys, `dtype=`, `signature=` and
+ * `casting=` passed on. */
+static PyObject *numpy_resolve_dtypes(const call *c, PyObject *const *keys, PyObject *dtype,
+                                      PyObject *signature, PyObject *casting)
+{
+    PyObject *dtypes = PyTuple_New(c->nin + c->nout);
+    for (int k = 0; dtypes && k < c->nin + c->nout; ++k)
+        PyTuple_SET_ITEM(dtypes, k, Py_NewRef(k < c->nin ? keys[k] : Py_None));
+    PyObject *kw = dtypes ? PyDict_New() : NULL;
+    PyObject *method = kw ? PyObject_GetAttrString(c->ufunc, "resolve_dtypes") : NULL;
+    PyObject *resolved_dtypes = NULL;
+    if (method && (!signature || !PyDict_SetItemString(kw, "signature", signature)) &&
         (!casting || !PyDict_SetItemString(kw, "casting", casting))) {
         if (dtype && !signature) { /* dtype=: the outputs' (NumPy's meaning) */
             PyObject *sig = PyTuple_New(c->nin + c->nout);
@@ -328,20 +355,39 @@ static PyObject *resolve_dtypes(call *c)
             Py_XDECREF(sig);
         }
         PyObject *args = kw ? PyTuple_Pack(1, dtypes) : NULL;
-        resolved = args ? PyObject_Call(method, args, kw) : NULL;
+        resolved_dtypes = args ? PyObject_Call(method, args, kw) : NULL;
         Py_XDECREF(args);
     }
     Py_XDECREF(method);
     Py_XDECREF(kw);
     Py_XDECREF(dtypes);
-    if (resolved && plain) {
-        if (PyDict_GET_SIZE(cache) > 4096)
-            PyDict_Clear(cache); /* a bound, for programs that make ufuncs */
-        if (PyDict_SetItem(cache, key, resolved) < 0)
-            Py_CLEAR(resolved);
-    }
-    Py_DECREF(key);
-    return resolved;
+    return resolved_dtypes;
+}
+
+/* The dtypes NumPy resolves for the outputs, remembered per ufunc and
+ * input keys where nothing else was given. A new tuple of nin + nout
+ * dtypes. */
+static PyObject *resolve_dtypes(call *c)
+{
+    PyObject *dtype = keyword(c->kwargs, NAME_DTYPE);
+    PyObject *signature = keyword(c->kwargs, NAME_SIGNATURE);
+    PyObject *casting = keyword(c->kwargs, NAME_CASTING);
+    bool plain = !dtype && !signature && !casting;
+    PyObject *keys[MAX_OPS / 2];
+    int n = 0;
+    while (n < c->nin && (keys[n] = dtype_key(c, n)))
+        ++n;
+    PyObject *dtypes = NULL;
+    resolved_entry *e = n == c->nin ? resolved_slot(c->ufunc, n, keys) : NULL;
+    if (e && plain && resolved_matches(e, c->ufunc, n, keys))
+        dtypes = Py_NewRef(e->dtypes);
+    else if (e && !PyErr_Occurred())
+        dtypes = numpy_resolve_dtypes(c, keys, dtype, signature, casting);
+    if (dtypes && plain && e->dtypes != dtypes)
+        resolved_store(e, c->ufunc, n, keys, dtypes);
+    for (int k = 0; k < n; ++k)
+        Py_DECREF(keys[k]);
+    return dtypes;
 }
 
 /* ---- outputs ------------------------------------------------------------------------------ */
@@ -523,8 +569,10 @@ static int load_outputs(call *c, PyObject *out)
 static int call_load(call *c, PyObject *ufunc, PyObject *inputs, PyObject *kwargs)
 {
     call_init(c, ufunc);
-    c->kwargs = kwargs ? PyDict_Copy(kwargs) : PyDict_New();
-    if (!c->kwargs || ufunc_arity(ufunc, &c->nin, &c->nout) < 0)
+    /* a copy, without out and where: none where no keyword was given */
+    if (kwargs && PyDict_GET_SIZE(kwargs) > 0 && !(c->kwargs = PyDict_Copy(kwargs)))
+        return -1;
+    if (ufunc_arity(ufunc, &c->nin, &c->nout) < 0)
         return -1;
     if (PyTuple_GET_SIZE(inputs) != c->nin) {
         PyErr_Format(PyExc_TypeError, "%S: takes %d inputs, got %zd", ufunc, c->nin,
@@ -590,34 +638,73 @@ static int call_allocate(call *c)
     return rc;
 }
 
+/* The keywords' names of a call: out (unless an assignment), where, then
+ * the other keywords in kwargs' order. Without other keywords, the same
+ * tuple each time. A new reference. */
+static PyObject *keyword_names(const call *c, bool with_out, bool with_where)
+{
+    static PyObject *fixed[2][2];
+    PyObject **known = &fixed[with_out][with_where];
+    Py_ssize_t extra = c->kwargs ? PyDict_GET_SIZE(c->kwargs) : 0;
+    if (extra == 0 && *known)
+        return Py_NewRef(*known);
+    PyObject *names = PyTuple_New(with_out + with_where + extra);
+    Py_ssize_t n = 0, pos = 0;
+    PyObject *key, *value;
+    if (names && with_out)
+        PyTuple_SET_ITEM(names, n++, Py_NewRef(name(NAME_OUT)));
+    if (names && with_where)
+        PyTuple_SET_ITEM(names, n++, Py_NewRef(name(NAME_WHERE)));
+    while (names && extra && PyDict_Next(c->kwargs, &pos, &key, &value))
+        PyTuple_SET_ITEM(names, n++, Py_NewRef(key));
+    if (names && extra == 0)
+        *known = Py_NewRef(names);
+    return names;
+}
+
 /* function(*views, out=views[, where=view], **kwargs), or for an
  * assignment (one input, the value; one output, the target)
- * function(target, value, **kwargs): NumPy's copyto or the engine's. */
+ * function(target, value, **kwargs): NumPy's copyto or the engine's. One
+ * vectorcall: a dict of keywords would cost its making and NumPy's
+ * unpacking of it. */
 static int invoke(call *c, PyObject *function, bool with_where, bool assign)
 {
-    int n = assign ? 2 : c->nin;
-    PyObject *args = PyTuple_New(n);
+    /* NumPy's ufuncs take a dozen keywords: more is an error they report */
+    enum { MAX_KEYWORDS = 32 };
+    PyObject *stack[MAX_OPS + MAX_KEYWORDS];
+    Py_ssize_t extra = c->kwargs ? PyDict_GET_SIZE(c->kwargs) : 0;
+    if (extra > MAX_KEYWORDS - 2) {
+        PyErr_Format(PyExc_TypeError, "%S: %zd keyword arguments are more than any ufunc takes",
+                     c->ufunc, extra);
+        return -1;
+    }
     PyObject *outs = assign ? NULL : PyTuple_New(c->nout);
-    if (!args || (!assign && !outs)) {
-        Py_XDECREF(args);
+    PyObject *names = assign || outs ? keyword_names(c, !assign, with_where) : NULL;
+    if (!names) {
         Py_XDECREF(outs);
         return -1;
     }
+    int n = 0;
     if (assign) {
-        PyTuple_SET_ITEM(args, 0, Py_NewRef(c->views[1]));
-        PyTuple_SET_ITEM(args, 1, Py_NewRef(c->views[0]));
+        stack[n++] = c->views[1];
+        stack[n++] = c->views[0];
     }
     for (int k = 0; !assign && k < c->nin; ++k)
-        PyTuple_SET_ITEM(args, k, Py_NewRef(c->views[k]));
+        stack[n++] = c->views[k];
+    size_t nargs = (size_t)n;
     for (int i = 0; !assign && i < c->nout; ++i)
         PyTuple_SET_ITEM(outs, i, Py_NewRef(c->views[c->nops + i]));
-    int rc = assign ? 0 : PyDict_SetItem(c->kwargs, name(NAME_OUT), outs);
-    if (rc == 0 && with_where)
-        rc = PyDict_SetItem(c->kwargs, name(NAME_WHERE), c->views[c->nin]);
-    PyObject *result = rc == 0 ? assign ? PyObject_Call(function, args, c->kwargs)
-                                       : gtpy_numpy_loop_call(function, args, c->kwargs)
-                                : NULL;
-    Py_DECREF(args);
+    if (!assign)
+        stack[n++] = outs;
+    if (with_where)
+        stack[n++] = c->views[c->nin];
+    Py_ssize_t pos = 0;
+    PyObject *key, *value;
+    while (extra && PyDict_Next(c->kwargs, &pos, &key, &value))
+        stack[n++] = value;
+    PyObject *result = assign ? PyObject_Vectorcall(function, stack, nargs, names)
+                              : gtpy_numpy_loop_call(function, stack, nargs, names);
+    Py_DECREF(names);
     Py_XDECREF(outs);
     Py_XDECREF(result);
     return result ? 0 : -1;

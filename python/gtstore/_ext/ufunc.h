@@ -24,9 +24,12 @@ PyObject *gtpy_storage_reduction(PyObject *self, const char *name, PyObject *arg
  * device GDP-3's first draft chooses. */
 int gtpy_storage_assign_by_dims(PyObject *target, PyObject *value);
 
-/* function(*args, **kwargs) for one ufunc call whose operands (args and
- * kwargs["out"], a tuple) are arrays over the storages' memory, or around
- * a bug of NumPy's loops that the call would meet (numpy_loops.c). */
-PyObject *gtpy_numpy_loop_call(PyObject *function, PyObject *args, PyObject *kwargs);
+/* function(*args, **kwargs) as a vectorcall (`stack`: the `nargs`
+ * positional arguments, then the values of the keywords `names` names) for
+ * one ufunc call whose operands (the positional ones and out=, a tuple) are
+ * arrays over the storages' memory, or around a bug of NumPy's loops that
+ * the call would meet (numpy_loops.c). */
+PyObject *gtpy_numpy_loop_call(PyObject *function, PyObject *const *stack, size_t nargs,
+                               PyObject *names);
 
 #endif
