@@ -667,6 +667,29 @@ def test_dtype_follows_numpy_with_python_scalars():
         gts.ones((3,), "u1") + 1000
 
 
+def test_result_dtypes_stay_numpys_across_many_remembered_calls():
+    """The resolved dtypes are remembered per ufunc and input keys (a
+    table of 128 entries compared by identity): more combinations than
+    that, each met twice, in an order where one key differs only as a
+    Python float from a float64 scalar, still give NumPy's dtypes."""
+    ufuncs = (np.add, np.multiply, np.subtract, np.true_divide, np.maximum, np.less)
+    dtypes = ("i1", "u1", "i2", "i4", "i8", "u4", "f4", "f8", "c8", "c16")
+    others = (1, 1.5, np.float64(1.5), np.int8(1), True, 1j)
+    for _ in range(2):
+        for ufunc in ufuncs:
+            for dtype in dtypes:
+                s = gts.ones((2,), dtype, dims="K")
+                a = np.ones(2, dtype)
+                for other in others:
+                    try:
+                        expected = ufunc(a, other)
+                    except TypeError:
+                        continue
+                    result = ufunc(s, other)
+                    assert result.dtype == expected.dtype, (ufunc, dtype, other)
+                    np.testing.assert_array_equal(np.asarray(result), expected)
+
+
 def test_subclasses_of_python_numbers_as_operands():
     """Once an AttributeError ('Level' object has no attribute 'dtype')."""
     s = gts.ones((3,), "f4", dims="K")
