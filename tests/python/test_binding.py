@@ -44,6 +44,79 @@ def test_ndarrays_origin_all_and_shape_domain(lap):
     assert call.origins() == {"out": (1, 1, 0), "inp": (1, 1, 0)}
 
 
+def _ndarrays():
+    """ndarrays of every dtype storages hold, in layouts a field meets."""
+    base = np.arange(120).reshape(4, 5, 6)
+    arrays = {dtype: base.astype(dtype) for dtype in
+              ("?", "i1", "u1", "i2", "u2", "i4", "u4", "l", "L", "q", "Q", "e", "f4", "f8",
+               "c8", "c16")}
+    f8 = arrays["f8"]
+    read_only = f8.copy()
+    read_only.flags.writeable = False
+    arrays.update({
+        "fortran": np.asfortranarray(f8),
+        "transposed": f8.transpose(2, 0, 1),
+        "negative strides": f8[::-1, ::2, ::-3],
+        "read-only": read_only,
+        "broadcast (stride 0)": np.broadcast_to(np.arange(6.0), (4, 5, 6)),
+    })
+    return arrays
+
+
+NDARRAYS = _ndarrays()
+
+
+@pytest.mark.parametrize("name", list(NDARRAYS))
+def test_ndarrays_bind_as_their_buffer_would(name):
+    """An ndarray is read from NumPy's array struct, not through its buffer
+    export: it binds the same memory, shape, strides, dtype and
+    writability as the same array seen through the buffer protocol (a
+    memoryview), and, in the kernel's order, is its own kernel array."""
+    a = NDARRAYS[name]
+    sig = Signature(a=Field[a.dtype, "IJK"])
+    call = sig.bind(a)
+    through_buffer = sig.bind(memoryview(a))
+    assert tuple(call["a"]) == tuple(through_buffer["a"])
+    assert call["a"].data == a.__array_interface__["data"][0]
+    assert call.domain == a.shape
+    assert call.arrays()["a"] is a
+    writes = Signature(a=Field[a.dtype, "IJK"], writes=["a"])
+    if a.flags.writeable:
+        assert tuple(writes.bind(a)["a"]) == tuple(writes.bind(memoryview(a))["a"])
+    else:
+        for obj in (a, memoryview(a)):
+            with pytest.raises(ValueError, match="a: the stencil writes it, but it is read-only"):
+                writes.bind(obj)
+
+
+@pytest.mark.parametrize("dtype, error", [
+    (">f8", "a: dtype: format: '>d' is not in native byte order"),
+    ("g", "a: dtype: format: unsupported buffer format 'g'"),
+    ("M8[s]", "a: cannot include dtype 'M' in a buffer"),
+    ("U3", "a: dtype: format: unsupported buffer format '3w'"),
+])
+def test_ndarrays_of_other_dtypes_are_refused_naming_the_field(dtype, error):
+    """Those the C read does not take go through the buffer protocol, which
+    refuses them (the messages of the release before the C read)."""
+    sig = Signature(a=Field["f8", "IJK"])
+    with pytest.raises((TypeError, ValueError), match=error):
+        sig.bind(np.zeros((2, 3, 4), dtype))
+
+
+def test_ndarray_subclasses_keep_their_labels_and_origin():
+    """A subclass may carry __gt_dims__ and __gt_origin__: it is read
+    through the general path, which honours them."""
+    class Labelled(np.ndarray):
+        __gt_dims__ = ("K", "J", "I")
+        __gt_origin__ = (0, 1, 2)
+
+    a = np.arange(24.0).reshape(2, 3, 4).view(Labelled)
+    call = Signature(a=Field["f8", "IJK"]).bind(a)
+    assert call["a"].shape == (4, 3, 2)
+    assert call["a"].origin == (2, 1, 0)
+    assert call.arrays()["a"] is not a
+
+
 def test_origin_precedence(lap):
     out = gtstore.zeros((10, 10, 4), halo=(2, 2, 0))
     inp = gtstore.zeros((10, 10, 4), halo=(1, 1, 0))

@@ -19,6 +19,7 @@
 #include "convert.h"
 #include "engine.h"
 #include "errors.h"
+#include "numpy.h"
 #include "source.h"
 #include "storage.h"
 #include "stream.h"
@@ -34,7 +35,7 @@ void gtpy_slot_clear(bind_slot *slot)
 {
     if (slot->have_view)
         PyBuffer_Release(&slot->view);
-    slot->have_view = false;
+    slot->have_view = slot->in_place = false;
     Py_CLEAR(slot->obj);
     Py_CLEAR(slot->storage);
     Py_CLEAR(slot->copy_back);
@@ -99,6 +100,7 @@ static void load_memory(bind_slot *slot, gtpy_source *src, gts_device device)
     slot->desc.strides = slot->strides;
     slot->view = src->view;
     slot->have_view = src->have_view;
+    slot->in_place = true;
     src->have_view = false;
 }
 
@@ -295,7 +297,9 @@ static int load_source(bind_slot *slot, gtpy_source *src, gts_device device,
  * else __gt_dims__ and __gt_origin__ (a Storage's fields say it all). */
 static int load_labels(bind_slot *slot, PyObject *obj, const gtpy_source *src)
 {
-    if (src->storage && !src->imported)
+    /* an ndarray has neither attribute: its type defines none, and its
+     * instances have no __dict__ */
+    if ((src->storage && !src->imported) || gtpy_numpy_is_ndarray(obj))
         return 0;
     if (src->entry)
         return load_entry(slot, obj, src->entry);

@@ -27,7 +27,8 @@ void gtpy_slots_init(bind_slot *slots, int n)
     for (int f = 0; f < n; ++f) {
         slots[f].obj = slots[f].storage = slots[f].copy_back = NULL;
         slots[f].acquire = slots[f].touch = slots[f].release = NULL;
-        slots[f].have_view = slots[f].device_side = slots[f].accessed = false;
+        slots[f].in_place = slots[f].have_view = slots[f].device_side = false;
+        slots[f].accessed = false;
         slots[f].stream = NULL;
         slots[f].memory = NULL;
     }
@@ -267,16 +268,12 @@ static bool kernel_order(const bind_slot *slot)
 }
 
 /* Whether the object passed is an ndarray already in the kernel's order,
- * read through its own buffer: it is then its own kernel-order view (a new
- * array would cost its creation, and consumers' buffer-info caches miss on
- * every new array). */
+ * read in place: it is then its own kernel-order view (a new array would
+ * cost its creation, and consumers' buffer-info caches miss on every new
+ * array). */
 static bool is_kernel_order_ndarray(const bind_slot *slot)
 {
-    PyObject *ndarray = gtpy_numpy("ndarray");
-    if (!ndarray)
-        PyErr_Clear();
-    return slot->have_view && ndarray && Py_TYPE(slot->obj) == (PyTypeObject *)ndarray &&
-           kernel_order(slot);
+    return slot->in_place && gtpy_numpy_is_ndarray(slot->obj) && kernel_order(slot);
 }
 
 /* An ndarray over the whole field (element 0 first) in the kernel's order

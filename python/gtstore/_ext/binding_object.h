@@ -34,7 +34,8 @@ typedef struct bind_slot {
     /* the device whose memory desc.data is in, for a stencil on the GPU (a
      * Storage's or an imported array's buffer's); NULL: the GPU's own */
     const gts_device_ops *memory;
-    bool have_view;
+    bool in_place;  /* the object's memory, read in place (load_memory) */
+    bool have_view; /* the buffer export that memory came with */
     Py_buffer view;
     int64_t shape[GTS_BIND_MAX_NDIM], strides[GTS_BIND_MAX_NDIM], origin[GTS_BIND_MAX_NDIM];
     int64_t call_origin[GTS_BIND_MAX_NDIM];

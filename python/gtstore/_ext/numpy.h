@@ -3,6 +3,7 @@
 #define GTSTORE_EXT_NUMPY_H
 
 #include "ext.h"
+#include "array_interface.h"
 
 /* numpy.<name>, imported on first use and cached (a borrowed reference). */
 PyObject *gtpy_numpy(const char *name);
@@ -14,5 +15,15 @@ bool gtpy_numpy_capi(void);
 PyObject *gtpy_numpy_capi_array(gts_dtype dtype, int ndim, const Py_ssize_t *shape,
                                 const Py_ssize_t *strides, void *data, bool readonly,
                                 PyObject *base);
+/* Whether `obj` is an ndarray, not a subclass. */
+bool gtpy_numpy_is_ndarray(PyObject *obj);
+/* An ndarray (not a subclass) of a dtype storages hold, in the machine's
+ * byte order and of at most `max_ndim` dimensions, read from NumPy's array
+ * struct through the C API: its memory, shape, strides, dtype and
+ * read-only flag, without the buffer protocol (whose export builds a
+ * format string and caches its info per array: most of the cost of
+ * reading an array). False for any other object, or without the C API;
+ * nothing is raised. */
+bool gtpy_numpy_read(PyObject *obj, int max_ndim, gtpy_array_info *out);
 
 #endif

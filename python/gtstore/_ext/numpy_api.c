@@ -135,6 +135,88 @@ PyObject *gtpy_numpy_capi_array(gts_dtype dtype, int ndim, const Py_ssize_t *sha
     return array;
 }
 
+/* ---- reading an ndarray ------------------------------------------------- */
+
+/* The start of NumPy's array and descriptor structs, the same in NumPy 1.x
+ * and 2.x (their public ABI; the descriptor's fields after type_num moved
+ * in 2.x, so only these are read). */
+typedef struct {
+    PyObject_HEAD
+    char *data;
+    int nd;
+    intptr_t *dimensions;
+    intptr_t *strides;
+    PyObject *base;
+    PyObject *descr;
+    int flags;
+} array_head;
+
+typedef struct {
+    PyObject_HEAD
+    PyTypeObject *typeobj;
+    char kind, type, byteorder, former_flags;
+    int type_num;
+} descr_head;
+
+/* The storage dtype of one of NumPy's type numbers; false for the others
+ * (long double, object, strings, datetimes, user dtypes). */
+static bool dtype_of_type_number(int number, gts_dtype *out)
+{
+    uint8_t long_size = (uint8_t)sizeof(long);
+    switch (number) {
+    case NPY_BOOL: *out = (gts_dtype){GTS_KIND_BOOL, 1}; return true;
+    case NPY_BYTE: *out = (gts_dtype){GTS_KIND_INT, 1}; return true;
+    case NPY_UBYTE: *out = (gts_dtype){GTS_KIND_UINT, 1}; return true;
+    case NPY_SHORT: *out = (gts_dtype){GTS_KIND_INT, 2}; return true;
+    case NPY_USHORT: *out = (gts_dtype){GTS_KIND_UINT, 2}; return true;
+    case NPY_INT: *out = (gts_dtype){GTS_KIND_INT, 4}; return true;
+    case NPY_UINT: *out = (gts_dtype){GTS_KIND_UINT, 4}; return true;
+    case NPY_LONG: *out = (gts_dtype){GTS_KIND_INT, long_size}; return true;
+    case NPY_ULONG: *out = (gts_dtype){GTS_KIND_UINT, long_size}; return true;
+    case NPY_LONGLONG: *out = (gts_dtype){GTS_KIND_INT, 8}; return true;
+    case NPY_ULONGLONG: *out = (gts_dtype){GTS_KIND_UINT, 8}; return true;
+    case NPY_HALF: *out = (gts_dtype){GTS_KIND_FLOAT, 2}; return true;
+    case NPY_FLOAT: *out = (gts_dtype){GTS_KIND_FLOAT, 4}; return true;
+    case NPY_DOUBLE: *out = (gts_dtype){GTS_KIND_FLOAT, 8}; return true;
+    case NPY_CFLOAT: *out = (gts_dtype){GTS_KIND_COMPLEX, 8}; return true;
+    case NPY_CDOUBLE: *out = (gts_dtype){GTS_KIND_COMPLEX, 16}; return true;
+    default: return false;
+    }
+}
+
+bool gtpy_numpy_is_ndarray(PyObject *obj)
+{
+    if (gtpy_numpy_capi())
+        return Py_TYPE(obj) == api.array_type;
+    PyObject *ndarray = gtpy_numpy("ndarray");
+    if (!ndarray)
+        PyErr_Clear();
+    return ndarray && Py_TYPE(obj) == (PyTypeObject *)ndarray;
+}
+
+bool gtpy_numpy_read(PyObject *obj, int max_ndim, gtpy_array_info *out)
+{
+    if (!gtpy_numpy_capi() || Py_TYPE(obj) != api.array_type)
+        return false;
+    const array_head *a = (const array_head *)obj;
+    const descr_head *d = (const descr_head *)a->descr;
+    /* '=' native, '|' not applicable (one byte); '<' and '>' name the
+     * other byte order (NumPy writes the machine's as '=') */
+    if (a->nd < 0 || a->nd > max_ndim || (d->byteorder != '=' && d->byteorder != '|') ||
+        !dtype_of_type_number(d->type_num, &out->dtype))
+        return false;
+    out->ndim = a->nd;
+    for (int i = 0; i < a->nd; ++i) {
+        out->shape[i] = (int64_t)a->dimensions[i];
+        out->strides[i] = (int64_t)a->strides[i];
+    }
+    out->data = a->data;
+    out->readonly = !(a->flags & NPY_ARRAY_WRITEABLE);
+    out->has_stream = false;
+    out->stream = 0;
+    return true;
+}
+
 /* ---- the numpy module --------------------------------------------------- */
 
 PyObject *gtpy_numpy_asarray(void)

@@ -281,6 +281,15 @@ int gtpy_source_read(gtpy_source *s, PyObject *obj, gts_device device, int max_n
     if (gtpy_is_storage(obj)) /* its own fields, on either side */
         return source_from_storage(s, obj) < 0 ? -1 : 1;
     s->array = Py_NewRef(obj);
+    gtpy_array_info info;
+    if (device == GTS_DEVICE_CPU && gtpy_numpy_read(obj, max_ndim, &info)) {
+        /* an ndarray: no interface of its own to look up, and its struct
+         * read directly (the array, which s->array holds, owns the memory) */
+        source_from_info(s, &info);
+        s->dtype_known = true;
+        s->memory = gts_device_host();
+        return 1;
+    }
     PyObject *interface;
     if (gtpy_lookup_attr(obj, "__gt_data_interface__", &interface_name, &interface) < 0)
         return -2; /* the getter's own exception, for the caller to pass on */

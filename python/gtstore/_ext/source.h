@@ -44,7 +44,8 @@ PyObject *gtpy_source_import(PyObject *obj, const char *param, bool *found);
 /* The reading of gtpy_source_open in place, for a stencil call on
  * `device` (binding.c), up to `max_ndim` dimensions and only dtypes
  * libgtstore knows: a Storage (its fields, whichever side the stencil
- * uses: the caller accesses it), else the object's
+ * uses: the caller accesses it), an ndarray on the host (its struct:
+ * gtpy_numpy_read; `array` keeps it, no buffer is exported), else the object's
  * __gt_data_interface__ entry for the device (None or "cpu", "gpu"), the
  * buffer protocol (host), __array_interface__ (host) or
  * __cuda_array_interface__ (GPU, its memory located and its stream waited
