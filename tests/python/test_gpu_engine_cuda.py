@@ -223,3 +223,21 @@ def test_python_kernels_get_cupy_arrays():
             big_in[...] = float(value)
             caller(big_out, big_in)
             assert (np.asarray(big_out) == 2 * value + 1).all()
+
+
+def test_work_on_managed_memory_completes_on_return():
+    """No event orders CUDA managed memory (libgtstore's own work on it
+    waits for the device and completes on return): a ufunc that touches it
+    on a CuPy stream has completed when it returns, so that work of another
+    stream cannot overtake it."""
+    import cupy
+
+    big = (256, 256, 80)
+    x = np.random.default_rng(4).random(big)
+    managed = device(x, managed="cuda")
+    plain = device(x)
+    with cupy.cuda.Stream(non_blocking=True) as stream:
+        for _ in range(3):
+            result = managed * 2.0 + plain
+            assert stream.done
+    np.testing.assert_array_equal(values(result), 3 * x)

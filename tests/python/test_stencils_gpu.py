@@ -39,8 +39,8 @@ def gpu(request):
     gtstore.use_gpu(None)
 
 
-def stencil_launches():
-    """The fake CUDA driver's count of stencil kernels run, or None (the
+def fake_cuda_stat(name):
+    """A count of the fake CUDA driver's (tests/c/fake_cuda.c), or None (the
     emulated device, or a real driver)."""
     library = os.environ.get("GTSTORE_LIBCUDA", "")
     if "fake_cuda" not in os.path.basename(library):
@@ -48,7 +48,12 @@ def stencil_launches():
     fake = ctypes.CDLL(library)  # the driver the library loaded: the same handle
     fake.fake_cuda_stat.restype = ctypes.c_longlong
     fake.fake_cuda_stat.argtypes = [ctypes.c_char_p]
-    return fake.fake_cuda_stat(b"stencil_launches")
+    return fake.fake_cuda_stat(name.encode())
+
+
+def stencil_launches():
+    """The fake CUDA driver's count of stencil kernels run, or None."""
+    return fake_cuda_stat("stencil_launches")
 
 
 def on_gpu(values, layout="IJK", halo=None):
@@ -205,6 +210,29 @@ def test_errors_on_the_gpu(gpu):
         with pytest.raises(ValueError, match="inp: its memory is on the emulated device, the "
                                              "stencil runs on cuda:0"):
             stencils.copy(on_gpu(np.zeros(SHAPE)), elsewhere, device="gpu")
+
+
+def test_managed_memory_work_completes_on_return(gpu):
+    """No event orders a GPU's managed memory: libgtstore's own work on it
+    waits for the whole device and completes on return. A stencil on a
+    stream that touches it completes before the call returns too (the
+    stream synchronised), so that work on another stream cannot overtake
+    it; with device memory only, the call returns without waiting."""
+    if gpu != "cuda":
+        pytest.skip("the emulated device's kernels do not reach its managed memory")
+    inp = np.random.default_rng(5).random(SHAPE)
+    managed = gtstore.zeros(SHAPE, device="gpu", managed="cuda")
+    device_only = on_gpu(np.zeros(SHAPE))
+    source = on_gpu(inp)
+    with gtstore.Stream():
+        before = fake_cuda_stat("stream_syncs")
+        stencils.copy(device_only, source, device="gpu")
+        assert fake_cuda_stat("stream_syncs") == before  # queued, not waited for
+        stencils.copy(managed, source, device="gpu")
+        after = fake_cuda_stat("stream_syncs")
+        assert before is None or after > before
+    np.testing.assert_array_equal(host(managed), inp)
+    np.testing.assert_array_equal(host(device_only), inp)
 
 
 def test_no_gpu_is_a_clear_error():

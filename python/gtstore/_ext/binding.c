@@ -511,10 +511,13 @@ int gtpy_slots_stream(bind_slot *slots, int n, gts_device device, bool engine, g
     if ((engine ? gtpy_engine_stream(gpu, out) : gtpy_current_stream(gpu, out)) < 0)
         return -1;
     /* memory of another device than the stream's (a GPU's managed memory)
-     * is ordered on the default stream, by the host */
+     * is ordered by the host: libgtstore's own work on it waits for the
+     * whole device and completes on return, and so does the call's */
     for (int f = 0; f < n; ++f)
-        if (slots[f].device_side)
-            slots[f].stream = slot_device(&slots[f]) == gpu ? *out : NULL;
+        if (slots[f].device_side) {
+            slots[f].stream = *out;
+            slots[f].host_ordered = slot_device(&slots[f]) != gpu;
+        }
     return 0;
 }
 
@@ -532,7 +535,8 @@ static int storage_side(bind_slot *slot, bool write)
     gts_error err;
     void *data;
     gts_access access = write ? GTS_ACCESS_WRITE : GTS_ACCESS_READ;
-    if (gts_storage_access(&g, GTS_SIDE_DEVICE, access, slot->stream, &data, &err) != GTS_OK)
+    if (gts_storage_access(&g, GTS_SIDE_DEVICE, access, slot->host_ordered ? NULL : slot->stream,
+                           &data, &err) != GTS_OK)
         return gtpy_raise(&err);
     slot->accessed = true;
     return 0;
@@ -616,9 +620,10 @@ int gtpy_slots_touch(const SignatureObject *s, bind_slot *slots)
     return rc;
 }
 
-/* After a run on the GPU: the buffer's event recorded on the slot's
+/* After a run on the GPU: the buffer's event recorded on the call's
  * stream, after the kernel's work there (read fields too, so that a later
- * write waits for the reads), as libgtstore's own copies do. */
+ * write waits for the reads), as libgtstore's own copies do; for memory
+ * ordered by the host, that work completed. */
 static int release_side(bind_slot *slot)
 {
     if (!slot->accessed)
@@ -627,10 +632,14 @@ static int release_side(bind_slot *slot)
     gts_storage g;
     gts_error err;
     gtpy_storage_load(slot->storage, &g);
-    return gts_storage_access_end(&g, GTS_SIDE_DEVICE, GTS_ACCESS_READ, slot->stream, &err) ==
-                   GTS_OK
-               ? 0
-               : gtpy_raise(&err);
+    const gts_device_ops *device = gts_buffer_device(g.buffer);
+    int rc = !slot->host_ordered
+                 ? gts_storage_access_end(&g, GTS_SIDE_DEVICE, GTS_ACCESS_READ, slot->stream, &err)
+             : slot->stream
+                 ? gts_device_synchronize(device->owner ? device->owner : device, slot->stream,
+                                          &err)
+                 : GTS_OK;
+    return rc == GTS_OK ? 0 : gtpy_raise(&err);
 }
 
 int gtpy_slots_release(bind_slot *slots, int n)

@@ -28,7 +28,7 @@ void gtpy_slots_init(bind_slot *slots, int n)
         slots[f].obj = slots[f].storage = slots[f].copy_back = NULL;
         slots[f].acquire = slots[f].touch = slots[f].release = NULL;
         slots[f].in_place = slots[f].have_view = slots[f].device_side = false;
-        slots[f].accessed = false;
+        slots[f].accessed = slots[f].host_ordered = false;
         slots[f].stream = NULL;
         slots[f].memory = NULL;
     }

@@ -30,7 +30,11 @@ typedef struct bind_slot {
                                             order (gtstore/access.h) */
     bool accessed;                       /* its device side was acquired on `stream`: the
                                             release records its event there */
-    gts_stream stream;
+    bool host_ordered;                   /* memory no event orders (a GPU's managed
+                                            memory): accessed on the default stream, and
+                                            the call's work on `stream` completes at the
+                                            release */
+    gts_stream stream;                   /* the call's */
     /* the device whose memory desc.data is in, for a stencil on the GPU (a
      * Storage's or an imported array's buffer's); NULL: the GPU's own */
     const gts_device_ops *memory;

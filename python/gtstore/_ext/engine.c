@@ -60,7 +60,7 @@ int gtpy_engine_get(const gts_device_ops *gpu, gtpy_engine *out)
     out->cupy.ndarray = out->cupy.memory_pointer = out->cupy.unowned_memory = NULL;
     out->stream = NULL;
     out->nbuffers = 0;
-    out->overflow = false;
+    out->unrecorded = false;
     if (!out->cuda && (gpu->engine != GTS_ENGINE_NUMPY ||
                        (gpu->kind != GTS_MEMORY_GPU && gpu->kind != GTS_MEMORY_HOST))) {
         PyErr_Format(PyExc_NotImplementedError, "computing on the %s device is not supported",
@@ -171,7 +171,7 @@ void gtpy_engine_add_buffer(gtpy_engine *e, gts_buffer *buffer)
     if (e->nbuffers < GTPY_ENGINE_MAX_BUFFERS)
         e->buffers[e->nbuffers++] = gts_buffer_retain(buffer);
     else
-        e->overflow = true;
+        e->unrecorded = true;
 }
 
 int gtpy_engine_finish(gtpy_engine *e)
@@ -184,11 +184,11 @@ int gtpy_engine_finish(gtpy_engine *e)
         gts_buffer_release(e->buffers[i]);
     e->nbuffers = 0;
     /* Where nothing records the work, it completes here: buffers beyond the
-     * list (CuPy's stream is never NULL: its stream 0 is the legacy default
-     * stream, gts_device_legacy_stream). */
-    if (rc == GTS_OK && e->cuda && (e->overflow || !e->stream))
+     * list, managed memory (CuPy's stream is never NULL: its stream 0 is
+     * the legacy default stream, gts_device_legacy_stream). */
+    if (rc == GTS_OK && e->cuda && (e->unrecorded || !e->stream))
         rc = gts_device_synchronize(e->gpu, e->stream, &err);
-    e->overflow = false;
+    e->unrecorded = false;
     if (PyErr_Occurred())
         return -1;
     return rc == GTS_OK ? 0 : gtpy_raise(&err);

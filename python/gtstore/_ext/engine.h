@@ -35,9 +35,10 @@ typedef struct gtpy_engine {
     gts_stream stream; /* where it computes: CuPy's current stream; NULL for NumPy */
     /* the buffers whose device sides one call's views access (their own
      * references), recorded on `stream` by gtpy_engine_finish; where more
-     * than fit, the stream is synchronised instead */
+     * than fit, or a view is of memory no event orders (a GPU's managed
+     * memory, ordered by the host), the stream is synchronised instead */
     int nbuffers;
-    bool overflow;
+    bool unrecorded;
     gts_buffer *buffers[GTPY_ENGINE_MAX_BUFFERS];
     struct { /* CuPy's types and functions (borrowed, cached; NULL for NumPy) */
         PyObject *ndarray, *memory_pointer, *unowned_memory;

@@ -285,6 +285,8 @@ PyObject *gtpy_engine_storage_view(gtpy_engine *e, PyObject *storage, int ndim,
         return gtpy_raise_null(&err);
     if (stream)
         gtpy_engine_add_buffer(e, g.buffer);
+    else if (e->stream) /* managed memory, ordered by the host: the work completes */
+        e->unrecorded = true;
     view_key k;
     key_init(&k, g.dtype, data, g.buffer);
     k.ndim = shape ? ndim : g.ndim;
