@@ -488,6 +488,9 @@ static int prepare(gts_stencil stencil, const gts_binding *binding,
     /* Every loop count below is at most the domain's points (and fields of
      * zero strides bind any extent in little memory). */
     const int64_t *n = binding->domain;
+    if (n[0] < 0 || n[1] < 0 || n[2] < 0) /* (a binding not made by gts_bind) */
+        return gts_error_set(err, GTS_EINVAL, "domain: (%lld, %lld, %lld) has a negative extent",
+                             (long long)n[0], (long long)n[1], (long long)n[2]);
     if (gts_mul_overflow(n[0], n[1], &p->points) || gts_mul_overflow(p->points, n[2], &p->points))
         return gts_error_set(err, GTS_EOVERFLOW,
                              "domain: %lld x %lld x %lld points overflow 64 bits",

@@ -238,6 +238,16 @@ static void test_errors(void)
         CHECK_FAILS(gts_stencil_run(GTS_STENCIL_COPY, &b, bound, ERR), GTS_EINVAL,
                     "out: its points over the domain share memory");
     f[0].strides[2] = kept;
+    /* a negative extent in a binding gts_bind did not make (its product
+     * positive): refused on the host and the GPU alike */
+    if (CHECK_OK(gts_bind(gts_stencil_signature(GTS_STENCIL_COPY), descs, NULL, &b, bound, ERR))) {
+        b.domain[0] = -2;
+        b.domain[1] = -3;
+        CHECK_FAILS(gts_stencil_run(GTS_STENCIL_COPY, &b, bound, ERR), GTS_EINVAL,
+                    "domain: (-2, -3, 4) has a negative extent");
+        CHECK_FAILS(gts_stencil_launch(gts_device_emulated(), GTS_STENCIL_COPY, &b, bound, ERR),
+                    GTS_EINVAL, "domain: (-2, -3, 4) has a negative extent");
+    }
     const gts_device_ops *emulated = gts_device_emulated();
     void *memory[2] = {NULL, NULL};
     int64_t bytes = (int64_t)N * N * NK * 8;
