@@ -663,6 +663,10 @@ def test_dtype_follows_numpy_with_python_scalars():
     assert (gts.ones((3,), "i1") / 2).dtype == np.float64
     assert (gts.ones((3,), "i4") > 1).dtype == np.bool_
     assert np.add(s, 1, dtype="f8").dtype == np.float64
+    assert np.add(s, 1, dtype=None).dtype == np.float32  # None: NumPy's default, not float64
+    assert np.add(gts.ones((3,), "i8"), 1, dtype=None).dtype == np.int64
+    with pytest.raises(TypeError, match="where: expected True or an array of bool, got None"):
+        np.add(s, 1, where=None)  # NumPy would leave its result unwritten
     with pytest.raises(OverflowError):
         gts.ones((3,), "u1") + 1000
 
@@ -1517,3 +1521,20 @@ print("checked", checked)
     result = run_python(code, timeout=300)
     assert result.returncode == 0, (result.returncode, result.stderr[-3000:])
     assert "checked" in result.stdout
+
+
+@pytest.mark.parametrize("answer", [(np.dtype("f8"),), np.dtype("f8"), None])
+def test_a_foreign_ufuncs_resolve_dtypes_is_checked(answer):
+    """Once read past the end of a too short tuple."""
+    class Foreign:
+        nin, nout, signature = 2, 1, None
+
+        def resolve_dtypes(self, dtypes, **kwargs):
+            return answer
+
+        def __call__(self, *args, **kwargs):
+            return None
+
+    s = gts.ones((3, 3))
+    with pytest.raises(TypeError, match="resolve_dtypes gave .*, not a tuple of 3 dtypes"):
+        s.__array_ufunc__(Foreign(), "__call__", s, s)

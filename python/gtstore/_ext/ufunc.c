@@ -361,6 +361,13 @@ static PyObject *numpy_resolve_dtypes(const call *c, PyObject *const *keys, PyOb
     Py_XDECREF(method);
     Py_XDECREF(kw);
     Py_XDECREF(dtypes);
+    if (resolved_dtypes && (!PyTuple_Check(resolved_dtypes) ||
+                            PyTuple_GET_SIZE(resolved_dtypes) != c->nin + c->nout)) {
+        /* a ufunc of another library's making */
+        PyErr_Format(PyExc_TypeError, "%S: resolve_dtypes gave %.200R, not a tuple of %d dtypes",
+                     c->ufunc, resolved_dtypes, c->nin + c->nout);
+        Py_CLEAR(resolved_dtypes);
+    }
     return resolved_dtypes;
 }
 
@@ -370,6 +377,8 @@ static PyObject *numpy_resolve_dtypes(const call *c, PyObject *const *keys, PyOb
 static PyObject *resolve_dtypes(call *c)
 {
     PyObject *dtype = keyword(c->kwargs, NAME_DTYPE);
+    if (dtype == Py_None) /* NumPy's default: not np.dtype(None), float64 */
+        dtype = NULL;
     PyObject *signature = keyword(c->kwargs, NAME_SIGNATURE);
     PyObject *casting = keyword(c->kwargs, NAME_CASTING);
     bool plain = !dtype && !signature && !casting;
@@ -585,6 +594,13 @@ static int call_load(call *c, PyObject *ufunc, PyObject *inputs, PyObject *kwarg
         (where && PyDict_DelItem(c->kwargs, name(NAME_WHERE)) < 0)) {
         Py_XDECREF(out);
         Py_XDECREF(where);
+        return -1;
+    }
+    if (where == Py_None) { /* NumPy takes it as no element and leaves the output unwritten */
+        PyErr_Format(PyExc_TypeError, "%S: where: expected True or an array of bool, got None",
+                     ufunc);
+        Py_XDECREF(out);
+        Py_DECREF(where);
         return -1;
     }
     c->has_where = where && where != Py_True;
