@@ -65,7 +65,11 @@ int gts_buffer_alloc_host(int64_t size, unsigned flags, gts_buffer **out, gts_er
 
 /* Allocates `size` bytes on `device` (see gtstore/device.h), owned by the new
  * buffer. On the host this is gts_buffer_alloc_host; on other devices the
- * block comes from the device's alloc and goes back through its free. */
+ * block comes from the device's alloc and goes back through its free.
+ * GTS_ALLOC_ZERO on a device with streams (CUDA) queues the zeroing on the
+ * legacy default stream and records it as the buffer's last device work,
+ * without waiting: use the memory through gtstore/access.h, or wait with
+ * gts_buffer_order_wait, before handing gts_buffer_data to other code. */
 int gts_buffer_alloc(const gts_device_ops *device, int64_t size, unsigned flags,
                      gts_buffer **out, gts_error *err);
 

@@ -94,7 +94,8 @@ typedef struct gts_device_id {
 
 /* Allocation flags. */
 enum {
-    GTS_ALLOC_ZERO = 1 /* the block reads as zeros (like calloc) */
+    GTS_ALLOC_ZERO = 1 /* the block reads as zeros (like calloc); for a buffer, in its
+                          stream order (gts_buffer_alloc) */
 };
 
 /* What kind of memory a device is: what callers ask instead of comparing
