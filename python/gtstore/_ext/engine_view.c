@@ -258,10 +258,11 @@ static PyObject *view_of(const gtpy_engine *e, EngineObject *o, const view_key *
 
 /* A key of `dtype` whose element 0 is at `element0` in `buffer` (its
  * distance from the block, in the device's addresses; NULL for an empty
- * storage over no memory), without shape yet. */
+ * storage over no memory), without shape yet (same_view reads the first
+ * ndim entries only: nothing else is cleared). */
 static void key_init(view_key *k, gts_dtype dtype, const void *element0, const gts_buffer *buffer)
 {
-    memset(k, 0, sizeof *k); /* compared as bytes */
+    k->ndim = 0;
     k->dtype = dtype;
     k->offset = element0 ? (Py_ssize_t)((const char *)element0 -
                                         (const char *)gts_buffer_data(buffer))

@@ -483,7 +483,7 @@ static void call_init(call *c, PyObject *ufunc)
 
 static void call_release(call *c)
 {
-    for (int k = 0; k < MAX_OPS; ++k) {
+    for (int k = 0; k < c->nops + c->nout; ++k) { /* (no operand is stored beyond) */
         Py_CLEAR(c->arrays[k]);
         Py_CLEAR(c->made[k]);
         Py_CLEAR(c->views[k]);
