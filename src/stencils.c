@@ -22,6 +22,19 @@
 /* Points from which a stencil runs in parallel. */
 #define PARALLEL_POINTS ((int64_t)1 << 15)
 
+/* The loops that compute, not only move memory, are also built for
+ * x86-64-v3 (AVX2: four doubles a vector instead of SSE2's two), and the
+ * dynamic loader picks the version the CPU runs (GNU ifunc): hdiff takes
+ * about 1.4x less time on such a CPU, and the same build runs on any
+ * x86-64. GCC only: in ISO C mode it fuses no multiply and add, so both
+ * versions give the same numbers (clang would fuse, and clang 14 exports
+ * the clones' resolvers of static functions). */
+#if defined(__x86_64__) && defined(__ELF__) && defined(__GNUC__) && !defined(__clang__)
+#define CPU_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define CPU_CLONES
+#endif
+
 #define F8 {GTS_KIND_FLOAT, 8}
 #define IJK {GTS_DIM_I, GTS_DIM_J, GTS_DIM_K}
 #define EXTENT(n) {{n, n}, {n, n}, {0, 0}}
@@ -178,8 +191,8 @@ static inline void hdiff_line(double *restrict out, const double *restrict inp,
         out[t * so] = gts_kernel_hdiff(inp + t * si, coeff[t * sc], di, dj);
 }
 
-static void run_line(gts_stencil stencil, const view *v, const int64_t idx[3], int inner,
-                     int64_t n)
+CPU_CLONES static void run_line(gts_stencil stencil, const view *v, const int64_t idx[3],
+                                int inner, int64_t n)
 {
     double *base[3] = {NULL, NULL, NULL};
     int64_t step[3] = {1, 1, 1};
@@ -290,8 +303,8 @@ static inline void hdiff_row(double *restrict out, const double *restrict inp,
 }
 
 /* Rows p0 .. p1 - 1 of plane k, along q. */
-static void hdiff_rows_run(const view *v, int q, int p, int64_t k, int64_t p0, int64_t p1,
-                           int64_t n, hdiff_rows *r)
+CPU_CLONES static void hdiff_rows_run(const view *v, int q, int p, int64_t k, int64_t p0,
+                                      int64_t p1, int64_t n, hdiff_rows *r)
 {
     const view *o = &v[0], *in = &v[1], *c = &v[2];
     int64_t sq = in->step[q], sp = in->step[p];
@@ -367,8 +380,8 @@ static inline double *at(const view *v, int q, int p, int64_t t, int64_t j, int6
     return v->origin + t * v->step[q] + j * v->step[p] + k * v->step[2];
 }
 
-static void tridiagonal_row(const view *v, int q, int p, int64_t j, int64_t nq, int64_t nk,
-                            double *restrict cp)
+CPU_CLONES static void tridiagonal_row(const view *v, int q, int p, int64_t j, int64_t nq,
+                                       int64_t nk, double *restrict cp)
 {
     const view *x = &v[0], *a = &v[1], *b = &v[2], *c = &v[3], *d = &v[4];
     for (int64_t k = 0; k < nk; ++k)
