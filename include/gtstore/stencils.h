@@ -45,7 +45,8 @@ const gts_signature *gts_stencil_signature(gts_stencil stencil);
 const gts_signature *gts_stencil_signature_on(gts_stencil stencil, gts_device device);
 
 /* Runs the stencil on fields bound with its signature. GTS_EINVAL for an
- * unknown stencil, for a field whose origin address or strides are not
+ * unknown stencil, for a negative domain extent (a binding gts_bind did not
+ * make), for a field whose origin address or strides are not
  * multiples of 8 bytes (float64 loads there would be undefined behaviour),
  * for an output sharing memory with an input, and for an output whose
  * points over the domain share memory (the threads writing them would
