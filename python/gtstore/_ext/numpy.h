@@ -17,10 +17,12 @@ PyObject *gtpy_numpy_capi_array(gts_dtype dtype, int ndim, const Py_ssize_t *sha
                                 PyObject *base);
 /* Whether `obj` is an ndarray, not a subclass. */
 bool gtpy_numpy_is_ndarray(PyObject *obj);
-/* An ndarray (not a subclass) of a dtype storages hold, in the machine's
- * byte order and of at most `max_ndim` dimensions, read from NumPy's array
+/* An ndarray (not a subclass) of a dtype storages hold (NumPy's own
+ * descriptor of it: the machine's byte order, no fields) and of at most
+ * `max_ndim` dimensions, read from NumPy's array
  * struct through the C API: its memory, shape, strides, dtype and
- * read-only flag, without the buffer protocol (whose export builds a
+ * read-only flag (also for a view NumPy warns about writing, as its buffer
+ * export is), without the buffer protocol (whose export builds a
  * format string and caches its info per array: most of the cost of
  * reading an array). False for any other object, or without the C API;
  * nothing is raised. */

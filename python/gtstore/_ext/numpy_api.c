@@ -29,6 +29,9 @@ enum { /* NumPy's type numbers */
 };
 
 #define NPY_ARRAY_WRITEABLE 0x0400
+/* A view NumPy warns about writing (np.broadcast_arrays' broadcast results):
+ * its buffer export is read-only. */
+#define NPY_ARRAY_WARN_ON_WRITE 0x80000000u
 
 static struct {
     int state; /* 0 not tried, 1 bound, -1 unavailable */
@@ -194,16 +197,26 @@ bool gtpy_numpy_is_ndarray(PyObject *obj)
     return ndarray && Py_TYPE(obj) == (PyTypeObject *)ndarray;
 }
 
+/* NumPy's descriptor of a built-in type number (borrowed, cached): native
+ * byte order, no fields, no metadata. */
+static PyObject *canonical_descr(int number)
+{
+    if (!api.descrs[number] && !(api.descrs[number] = api.descr_from_type(number)))
+        PyErr_Clear(); /* then nothing is read in C */
+    return api.descrs[number];
+}
+
 bool gtpy_numpy_read(PyObject *obj, int max_ndim, gtpy_array_info *out)
 {
     if (!gtpy_numpy_capi() || Py_TYPE(obj) != api.array_type)
         return false;
     const array_head *a = (const array_head *)obj;
     const descr_head *d = (const descr_head *)a->descr;
-    /* '=' native, '|' not applicable (one byte); '<' and '>' name the
-     * other byte order (NumPy writes the machine's as '=') */
-    if (a->nd < 0 || a->nd > max_ndim || (d->byteorder != '=' && d->byteorder != '|') ||
-        !dtype_of_type_number(d->type_num, &out->dtype))
+    /* only the canonical descriptor of its type number: another one may
+     * have the other byte order, fields over the same bytes (a union) or
+     * metadata, which the buffer protocol's reading refuses or reports */
+    if (a->nd < 0 || a->nd > max_ndim || !dtype_of_type_number(d->type_num, &out->dtype) ||
+        a->descr != canonical_descr(d->type_num))
         return false;
     out->ndim = a->nd;
     for (int i = 0; i < a->nd; ++i) {
@@ -211,7 +224,8 @@ bool gtpy_numpy_read(PyObject *obj, int max_ndim, gtpy_array_info *out)
         out->strides[i] = (int64_t)a->strides[i];
     }
     out->data = a->data;
-    out->readonly = !(a->flags & NPY_ARRAY_WRITEABLE);
+    unsigned flags = (unsigned)a->flags;
+    out->readonly = !(flags & NPY_ARRAY_WRITEABLE) || (flags & NPY_ARRAY_WARN_ON_WRITE);
     out->has_stream = false;
     out->stream = 0;
     return true;
