@@ -92,25 +92,43 @@ bool gtpy_numpy_capi(void)
     return api.state == 1;
 }
 
+/* NumPy's type numbers of the dtypes storages hold, both ways. A dtype
+ * takes the first number of its kind and size: int for 4 bytes, then long
+ * (64 bits where long is, as NumPy's default integer), then long long. */
+static const struct {
+    int number;
+    gts_dtype dtype;
+} TYPES[] = {
+    {NPY_BOOL, {GTS_KIND_BOOL, 1}},     {NPY_BYTE, {GTS_KIND_INT, 1}},
+    {NPY_UBYTE, {GTS_KIND_UINT, 1}},    {NPY_SHORT, {GTS_KIND_INT, 2}},
+    {NPY_USHORT, {GTS_KIND_UINT, 2}},   {NPY_INT, {GTS_KIND_INT, 4}},
+    {NPY_UINT, {GTS_KIND_UINT, 4}},     {NPY_LONG, {GTS_KIND_INT, sizeof(long)}},
+    {NPY_ULONG, {GTS_KIND_UINT, sizeof(long)}}, {NPY_LONGLONG, {GTS_KIND_INT, 8}},
+    {NPY_ULONGLONG, {GTS_KIND_UINT, 8}}, {NPY_HALF, {GTS_KIND_FLOAT, 2}},
+    {NPY_FLOAT, {GTS_KIND_FLOAT, 4}},   {NPY_DOUBLE, {GTS_KIND_FLOAT, 8}},
+    {NPY_CFLOAT, {GTS_KIND_COMPLEX, 8}}, {NPY_CDOUBLE, {GTS_KIND_COMPLEX, 16}},
+};
+enum { NTYPES = sizeof TYPES / sizeof TYPES[0] };
+
+/* -1 for a dtype storages do not hold. */
 static int type_number(gts_dtype dtype)
 {
-    bool long64 = sizeof(long) == 8;
-    switch (dtype.kind) {
-    case GTS_KIND_BOOL: return NPY_BOOL;
-    case GTS_KIND_INT:
-    case GTS_KIND_UINT: {
-        bool u = dtype.kind == GTS_KIND_UINT;
-        switch (dtype.itemsize) {
-        case 1: return u ? NPY_UBYTE : NPY_BYTE;
-        case 2: return u ? NPY_USHORT : NPY_SHORT;
-        case 4: return u ? NPY_UINT : NPY_INT;
-        default: return long64 ? (u ? NPY_ULONG : NPY_LONG) : (u ? NPY_ULONGLONG : NPY_LONGLONG);
+    for (int i = 0; i < NTYPES; ++i)
+        if (TYPES[i].dtype.kind == dtype.kind && TYPES[i].dtype.itemsize == dtype.itemsize)
+            return TYPES[i].number;
+    return -1;
+}
+
+/* The storage dtype of one of NumPy's type numbers; false for the others
+ * (long double, object, strings, datetimes, user dtypes). */
+static bool dtype_of_type_number(int number, gts_dtype *out)
+{
+    for (int i = 0; i < NTYPES; ++i)
+        if (TYPES[i].number == number) {
+            *out = TYPES[i].dtype;
+            return true;
         }
-    }
-    case GTS_KIND_FLOAT:
-        return dtype.itemsize == 2 ? NPY_HALF : dtype.itemsize == 4 ? NPY_FLOAT : NPY_DOUBLE;
-    default: return dtype.itemsize == 8 ? NPY_CFLOAT : NPY_CDOUBLE;
-    }
+    return false;
 }
 
 PyObject *gtpy_numpy_capi_array(gts_dtype dtype, int ndim, const Py_ssize_t *shape,
@@ -124,6 +142,11 @@ PyObject *gtpy_numpy_capi_array(gts_dtype dtype, int ndim, const Py_ssize_t *sha
         return NULL;
     }
     int number = type_number(dtype);
+    if (number < 0) {
+        PyErr_Format(PyExc_TypeError, "NumPy has no type of kind '%c' and %d bytes", dtype.kind,
+                     dtype.itemsize);
+        return NULL;
+    }
     if (!api.descrs[number] && !(api.descrs[number] = api.descr_from_type(number)))
         return NULL;
     Py_INCREF(api.descrs[number]); /* stolen by new_from_descr */
@@ -160,32 +183,6 @@ typedef struct {
     char kind, type, byteorder, former_flags;
     int type_num;
 } descr_head;
-
-/* The storage dtype of one of NumPy's type numbers; false for the others
- * (long double, object, strings, datetimes, user dtypes). */
-static bool dtype_of_type_number(int number, gts_dtype *out)
-{
-    uint8_t long_size = (uint8_t)sizeof(long);
-    switch (number) {
-    case NPY_BOOL: *out = (gts_dtype){GTS_KIND_BOOL, 1}; return true;
-    case NPY_BYTE: *out = (gts_dtype){GTS_KIND_INT, 1}; return true;
-    case NPY_UBYTE: *out = (gts_dtype){GTS_KIND_UINT, 1}; return true;
-    case NPY_SHORT: *out = (gts_dtype){GTS_KIND_INT, 2}; return true;
-    case NPY_USHORT: *out = (gts_dtype){GTS_KIND_UINT, 2}; return true;
-    case NPY_INT: *out = (gts_dtype){GTS_KIND_INT, 4}; return true;
-    case NPY_UINT: *out = (gts_dtype){GTS_KIND_UINT, 4}; return true;
-    case NPY_LONG: *out = (gts_dtype){GTS_KIND_INT, long_size}; return true;
-    case NPY_ULONG: *out = (gts_dtype){GTS_KIND_UINT, long_size}; return true;
-    case NPY_LONGLONG: *out = (gts_dtype){GTS_KIND_INT, 8}; return true;
-    case NPY_ULONGLONG: *out = (gts_dtype){GTS_KIND_UINT, 8}; return true;
-    case NPY_HALF: *out = (gts_dtype){GTS_KIND_FLOAT, 2}; return true;
-    case NPY_FLOAT: *out = (gts_dtype){GTS_KIND_FLOAT, 4}; return true;
-    case NPY_DOUBLE: *out = (gts_dtype){GTS_KIND_FLOAT, 8}; return true;
-    case NPY_CFLOAT: *out = (gts_dtype){GTS_KIND_COMPLEX, 8}; return true;
-    case NPY_CDOUBLE: *out = (gts_dtype){GTS_KIND_COMPLEX, 16}; return true;
-    default: return false;
-    }
-}
 
 bool gtpy_numpy_is_ndarray(PyObject *obj)
 {
