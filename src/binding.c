@@ -433,3 +433,35 @@ int gts_bind(const gts_signature *sig, const gts_field_desc *fields, const gts_b
     }
     return GTS_OK;
 }
+
+/* ---- memory ---------------------------------------------------------------------- */
+
+/* The bytes [low, high) a field's elements span, as addresses; false for
+ * none (empty, or no memory) and true with the whole address space for a
+ * span beyond 64 bits, so that it counts as overlapping. */
+static bool field_bytes(const gts_field_desc *f, uintptr_t *low, uintptr_t *high)
+{
+    int64_t below, above;
+    gts_error err;
+    if (gts_strided_extent(f->ndim, f->shape, f->strides, f->dtype.itemsize, &below, &above,
+                           &err) != GTS_OK) {
+        *low = 0, *high = UINTPTR_MAX;
+        return true;
+    }
+    if (!f->data || above <= below)
+        return false;
+    /* on integers (a pointer moved outside its object is undefined); a
+     * field that wraps past the address space spans all of it */
+    *low = (uintptr_t)f->data + (uintptr_t)below;
+    *high = (uintptr_t)f->data + (uintptr_t)above;
+    if (*high < *low)
+        *low = 0, *high = UINTPTR_MAX;
+    return true;
+}
+
+bool gts_fields_may_share_memory(const gts_field_desc *a, const gts_field_desc *b)
+{
+    uintptr_t a_low, a_high, b_low, b_high;
+    return field_bytes(a, &a_low, &a_high) && field_bytes(b, &b_low, &b_high) &&
+           a_low < b_high && b_low < a_high;
+}

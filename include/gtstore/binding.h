@@ -156,6 +156,14 @@ int gts_bind(const gts_signature *sig, const gts_field_desc *fields, const gts_b
 typedef int (*gts_kernel_fn)(const gts_binding *binding, const gts_bound_field *fields,
                              int nfields, void *ctx, gts_error *err);
 
+/* Whether two fields' memory may overlap: the bytes from the lowest to
+ * the highest of each one's elements intersect (bounds only, as NumPy's
+ * may_share_memory: fields that interleave without a shared byte count
+ * too). Empty fields and fields of NULL data share none. The fields are
+ * valid ones (gts_bind accepted them, or a storage's); where a span does
+ * not fit in 64 bits they count as overlapping. */
+bool gts_fields_may_share_memory(const gts_field_desc *a, const gts_field_desc *b);
+
 /* The canonical order of `ndim` labels: order[c] is the index in `dims` of
  * the c-th dimension the kernel indexes (I, J, K, then data dimensions by
  * number). The labels must be valid and unrepeated. */

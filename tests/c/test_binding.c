@@ -352,6 +352,37 @@ static void test_canonical(void)
     CHECK(order[0] == 3 && order[1] == 4 && order[2] == 1 && order[3] == 2 && order[4] == 0);
 }
 
+/* Bounds only: fields share memory where the bytes from their lowest to
+ * their highest element intersect. */
+static void test_may_share_memory(void)
+{
+    field a, b;
+    field_init(&a, memory_a, 2, 5, 10); /* 100 doubles of memory_a */
+    field_init(&b, memory_a + 100, 2, 5, 10);
+    CHECK(!gts_fields_may_share_memory(&a.desc, &b.desc)); /* adjacent */
+    CHECK(gts_fields_may_share_memory(&a.desc, &a.desc));
+    b.desc.data = memory_a + 99; /* one element in common */
+    CHECK(gts_fields_may_share_memory(&a.desc, &b.desc) &&
+          gts_fields_may_share_memory(&b.desc, &a.desc));
+    field_init(&b, memory_a + 1, 2, 5, 5); /* every other element: interleaved */
+    b.strides[0] = 8 * 50, b.strides[1] = 8 * 10, b.strides[2] = 16;
+    CHECK(gts_fields_may_share_memory(&a.desc, &b.desc));
+    field_init(&b, memory_a + 199, 2, 5, 10); /* negative strides down to memory_a + 100 */
+    for (int d = 0; d < 3; ++d)
+        b.strides[d] = -b.strides[d];
+    CHECK(!gts_fields_may_share_memory(&a.desc, &b.desc));
+    b.desc.data = memory_a + 198;
+    CHECK(gts_fields_may_share_memory(&a.desc, &b.desc));
+    field_init(&b, memory_a, 2, 0, 10); /* no elements */
+    CHECK(!gts_fields_may_share_memory(&a.desc, &b.desc));
+    field_init(&b, NULL, 2, 5, 10);
+    CHECK(!gts_fields_may_share_memory(&a.desc, &b.desc));
+    field_init(&b, memory_b, 2, 5, 10);
+    CHECK(!gts_fields_may_share_memory(&a.desc, &b.desc));
+    b.strides[0] = INT64_MAX; /* a span beyond 64 bits: counted as overlapping */
+    CHECK(gts_fields_may_share_memory(&a.desc, &b.desc));
+}
+
 int main(void)
 {
     test_signature_check();
@@ -362,5 +393,6 @@ int main(void)
     test_description_checks();
     test_expectations();
     test_canonical();
+    test_may_share_memory();
     return check_summary("binding");
 }

@@ -706,6 +706,37 @@ def test_gpu_signature_reads_device_interfaces(emulated_gpu):
         sig.bind(out, object(), origin=(1, 1, 0))
 
 
+def test_copies_that_share_memory_are_refused(emulated_gpu):
+    """A field bound as a copy (it has no buffer where the stencil computes)
+    that shares memory with another field, either of them written: the run
+    would not see its own writes through the other field, or one copy back
+    would undo the other's writes. Refused on either device; fields that are
+    only read may share memory."""
+    both = Signature(a=Field["f8", "IJK"], b=Field["f8", "IJK"], writes=["a", "b"], device="gpu")
+    h = np.arange(120.0).reshape(6, 5, 4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FieldWarning)  # each copy warns
+        for a, b in [(h, h), (h[:3], h[2:]), (h[:, :, ::2], h[:, :, 1::2])]:  # bounds overlap
+            with pytest.raises(ValueError, match=r"^a and b share memory, and the stencil "
+                                                 r"computes on a copy of a \(no buffer on the "
+                                                 r"gpu\), which would not see the other's "
+                                                 r"writes; pass separate fields$"):
+                both.bind(a, b)
+        assert both.bind(h[:3], h[3:]).domain == (3, 5, 4)  # apart
+        device = gtstore.zeros((6, 5, 4), device="gpu", managed=None)
+        assert both.bind(device, h).domain == (6, 5, 4)  # the copy's own memory is apart
+        reads = Signature(out=Field["f8", "IJK"], x=Field["f8", "IJK"], y=Field["f8", "IJK"],
+                          writes=["out"], device="gpu")
+        assert reads.bind(device, h, h).domain == (6, 5, 4)
+        # a stencil on the host: device-only memory is the copy
+        host = Signature(a=Field["f8", "IJK"], b=Field["f8", "IJK"], writes=["b"])
+        with pytest.raises(ValueError, match=r"^a and b share memory, and the stencil computes "
+                                             r"on a copy of a \(no buffer on the cpu\)"):
+            host.bind(device, device[:, :3])
+        assert host.bind(device[:2], device[2:4]).domain == (2, 5, 4)  # I outermost
+    np.testing.assert_array_equal(h, np.arange(120.0).reshape(6, 5, 4))
+
+
 class _RaisingInterface:
     """An object whose __gt_data_interface__ (or __gt_dims__) getter raises."""
 

@@ -212,6 +212,27 @@ def test_errors_on_the_gpu(gpu):
             stencils.copy(on_gpu(np.zeros(SHAPE)), elsewhere, device="gpu")
 
 
+def test_copies_that_share_memory_are_refused(gpu):
+    """An output that shares memory with an input is refused on the host
+    (the kernels read what they write); on the GPU, where host memory is
+    copied in, the same call is refused too, not computed from a copy."""
+    h = np.random.default_rng(5).random(SHAPE)
+    before = h.copy()
+    for out, inp in [(h, h), (h[1:], h[:-1])]:
+        with pytest.raises(ValueError, match="inp: shares memory with the output out"):
+            stencils.laplacian(out, inp, origin=(1, 1, 0))
+        with pytest.warns(gtstore.FieldWarning), \
+                pytest.raises(ValueError, match=r"^out and inp share memory, and the stencil "
+                                                r"computes on a copy of out \(no buffer on the "
+                                                r"gpu\)"):
+            stencils.laplacian(out, inp, origin=(1, 1, 0), device="gpu")
+    np.testing.assert_array_equal(h, before)
+    out = np.zeros(SHAPE)  # inputs may share memory
+    with pytest.warns(gtstore.FieldWarning):
+        stencils.hdiff(out, h, Field(h, "IJK"), origin=(2, 2, 0), device="gpu")
+    np.testing.assert_allclose(out[2:-2, 2:-2], hdiff_ref(h, h), rtol=1e-12)
+
+
 def test_managed_memory_work_completes_on_return(gpu):
     """No event orders a GPU's managed memory: libgtstore's own work on it
     waits for the whole device and completes on return. A stencil on a

@@ -421,6 +421,53 @@ static int read_origins(const SignatureObject *s, PyObject *origin, bind_slot *s
     return 0;
 }
 
+/* The memory a slot's field is in: the object's own, where a copy of it
+ * is bound (`storage` holds fields of the copy's storage). */
+static gts_field_desc home_memory(const bind_slot *slot, gts_storage *storage)
+{
+    if (!slot->copy_back)
+        return slot->desc;
+    gtpy_storage_load(slot->copy_back, storage);
+    char *base = gts_buffer_data(storage->buffer); /* NULL: an empty storage, no memory */
+    return (gts_field_desc){.data = base ? base + storage->offset : NULL,
+                            .dtype = storage->dtype,
+                            .ndim = storage->ndim,
+                            .shape = storage->shape,
+                            .strides = storage->strides};
+}
+
+/* A field bound as a copy (no buffer where the stencil computes) that
+ * shares memory with another field, either of them written: the run would
+ * read a copy of what it writes, or a copy back would undo the other's
+ * writes, where the same call on the memory itself would not. Refused,
+ * whichever device the stencil runs on. */
+static int check_copies_apart(const SignatureObject *s, const bind_slot *slots)
+{
+    int n = s->sig.nfields;
+    for (int c = 0; c < n; ++c) {
+        if (!slots[c].copy_back)
+            continue;
+        gts_storage copied, other_storage;
+        gts_field_desc home = home_memory(&slots[c], &copied);
+        for (int o = 0; o < n; ++o) {
+            if (o == c || (o < c && slots[o].copy_back) || /* that pair was checked */
+                !(s->fields[c].written || s->fields[o].written))
+                continue;
+            gts_field_desc other = home_memory(&slots[o], &other_storage);
+            if (gts_fields_may_share_memory(&home, &other)) {
+                PyErr_Format(PyExc_ValueError,
+                             "%s and %s share memory, and the stencil computes on a copy of "
+                             "%s (no buffer on the %s), which would not see the other's "
+                             "writes; pass separate fields",
+                             s->fields[c].name, s->fields[o].name, s->fields[c].name,
+                             gtpy_device_name(s->sig.device));
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
 int gtpy_bind_slots(const SignatureObject *s, bind_slot *slots, PyObject *domain,
                     PyObject *origin, gts_binding *out)
 {
@@ -455,6 +502,8 @@ int gtpy_bind_slots(const SignatureObject *s, bind_slot *slots, PyObject *domain
         gtpy_raise(&err);
         goto done;
     }
+    if (check_copies_apart(s, slots) < 0)
+        goto done;
     for (int f = 0; f < n; ++f)
         slots[f].bound = bound[f];
     rc = 0;
