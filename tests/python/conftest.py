@@ -13,6 +13,7 @@ import gc
 import itertools
 import operator
 import os
+import pickle
 import re
 import subprocess
 import sys
@@ -75,6 +76,35 @@ CPU_PRESETS = tuple(p for p in PRESETS if ga.get_preset(p)["device"] == "cpu")
 GPU_PRESETS = tuple(p for p in PRESETS if ga.get_preset(p)["device"] == "gpu")
 #: Presets whose layout follows the dimension names.
 NAMED_PRESETS = tuple(p for p in PRESETS if PRESET_TABLE.get(p, (0, "C"))[1] not in ("C", "F"))
+
+
+def _ndarrays():
+    """ndarrays of every dtype storages hold, in layouts a field meets: the
+    readers of ndarrays (NumPy's struct, in C) are compared with the buffer
+    protocol over the same arrays."""
+    base = np.arange(120).reshape(4, 5, 6)
+    arrays = {dtype: base.astype(dtype) for dtype in
+              ("?", "i1", "u1", "i2", "u2", "i4", "u4", "l", "L", "q", "Q", "e", "f4", "f8",
+               "c8", "c16")}
+    f8 = arrays["f8"]
+    read_only = f8.copy()
+    read_only.flags.writeable = False
+    arrays.update({
+        "fortran": np.asfortranarray(f8),
+        "transposed": f8.transpose(2, 0, 1),
+        "negative strides": f8[::-1, ::2, ::-3],
+        "read-only": read_only,
+        "broadcast (stride 0)": np.broadcast_to(np.arange(6.0), (4, 5, 6)),
+        # NumPy warns on writing it; its buffer export is read-only
+        "broadcast_arrays": np.broadcast_arrays(np.arange(6.0), f8)[0],
+        # a descriptor equal to, but not, NumPy's own (read through the buffer)
+        "unpickled": pickle.loads(pickle.dumps(f8)),
+    })
+    return arrays
+
+
+#: ndarrays by name (_ndarrays).
+NDARRAYS = _ndarrays()
 
 
 def preset_rule(name):

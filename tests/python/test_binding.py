@@ -4,7 +4,6 @@ the shapes, the __gt_interface__ sketch's acquire/touch/release order, and bad i
 
 from __future__ import annotations
 
-import pickle
 import warnings
 
 import numpy as np
@@ -13,7 +12,7 @@ import pytest
 import gtstore
 from gtstore import Alignment, DefaultParameters, Field, FieldWarning, LayoutMap, Signature
 
-from conftest import CudaArray
+from conftest import NDARRAYS, CudaArray
 
 LAP = dict(
     out=Field["f8", "IJK"],
@@ -45,30 +44,6 @@ def test_ndarrays_origin_all_and_shape_domain(lap):
     assert call.origins() == {"out": (1, 1, 0), "inp": (1, 1, 0)}
 
 
-def _ndarrays():
-    """ndarrays of every dtype storages hold, in layouts a field meets."""
-    base = np.arange(120).reshape(4, 5, 6)
-    arrays = {dtype: base.astype(dtype) for dtype in
-              ("?", "i1", "u1", "i2", "u2", "i4", "u4", "l", "L", "q", "Q", "e", "f4", "f8",
-               "c8", "c16")}
-    f8 = arrays["f8"]
-    read_only = f8.copy()
-    read_only.flags.writeable = False
-    arrays.update({
-        "fortran": np.asfortranarray(f8),
-        "transposed": f8.transpose(2, 0, 1),
-        "negative strides": f8[::-1, ::2, ::-3],
-        "read-only": read_only,
-        "broadcast (stride 0)": np.broadcast_to(np.arange(6.0), (4, 5, 6)),
-        # NumPy warns on writing it; its buffer export is read-only
-        "broadcast_arrays": np.broadcast_arrays(np.arange(6.0), f8)[0],
-        # a descriptor equal to, but not, NumPy's own (read through the buffer)
-        "unpickled": pickle.loads(pickle.dumps(f8)),
-    })
-    return arrays
-
-
-NDARRAYS = _ndarrays()
 
 
 @pytest.mark.parametrize("name", list(NDARRAYS))

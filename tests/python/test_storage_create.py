@@ -9,9 +9,11 @@ tested in test_storage_indexing.py and test_storage_protocols.py.
 """
 
 import copy
+import gc
 import math
 import pickle
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -22,9 +24,10 @@ import gtstore
 import gtstore.arrays as ga
 from conftest import (
     CPU_PRESETS,
-    DTYPES,
     DTYPE_IDS,
+    DTYPES,
     GPU_PRESETS,
+    NDARRAYS,
     PRESETS,
     address_of,
     default_dims,
@@ -913,6 +916,32 @@ def test_as_storage_zero_copy(make_source):
     assert source[1, 2, 3] == -5
     source[0, 1, 2] = -6
     assert s[0, 1, 2] == -6
+
+
+@pytest.mark.parametrize("name", list(NDARRAYS))
+def test_ndarrays_are_read_as_their_buffer_would_be(name):
+    """as_storage and storage read an ndarray from NumPy's array struct, not
+    through its buffer export: the same memory, geometry, dtype,
+    writability and values as the same array seen through the buffer
+    protocol (a memoryview). The storage keeps the array alive."""
+    a = NDARRAYS[name]
+    with warnings.catch_warnings():  # broadcast_arrays' result warns on reading its address
+        warnings.simplefilter("ignore", FutureWarning)
+        element0 = a.__array_interface__["data"][0]
+    wrapped, through_buffer = gtstore.as_storage(a), gtstore.as_storage(memoryview(a))
+    for attr in ("shape", "strides", "dtype", "layout"):
+        assert getattr(wrapped, attr) == getattr(through_buffer, attr), attr
+    assert address_of(wrapped, (0, 0, 0)) == element0
+    assert wrapped.data.readonly == memoryview(a).readonly
+    np.testing.assert_array_equal(host(wrapped), a)
+    copied = gtstore.storage(a)
+    assert copied.dtype == a.dtype and not np.shares_memory(host(copied), a)
+    np.testing.assert_array_equal(host(copied), a)
+    fresh = a.copy()
+    s = gtstore.as_storage(fresh[1:])
+    del fresh  # only the storage holds the view, and the view the array
+    gc.collect()
+    np.testing.assert_array_equal(host(s), a[1:])
 
 
 def test_as_storage_takes_the_keywords():

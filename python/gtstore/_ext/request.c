@@ -127,7 +127,8 @@ static int convert_template(const gtpy_request *r, const gtpy_source *src, int n
         return src->imported && !r->dims ? source_dims(r, src, nbase, out) : 0;
     }
     out->like = (gts_template){.ndim = src->ndim, .shape = src->shape, .strides = src->strides,
-                               .itemsize = src->have_view ? src->view.itemsize : 0};
+                               .itemsize = src->dtype_known ? src->dtype.itemsize
+                                           : src->have_view ? src->view.itemsize : 0};
     return r->dims ? 0 : source_dims(r, src, nbase, out);
 }
 

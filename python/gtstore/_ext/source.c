@@ -177,6 +177,14 @@ int gtpy_source_open(gtpy_source *s, PyObject *obj, const char *param)
     }
     if (gtpy_is_storage(obj))
         return source_from_storage(s, obj);
+    gtpy_array_info info;
+    if (gtpy_numpy_read(obj, GTS_MAX_NDIM, &info)) { /* its struct, as gtpy_source_read */
+        s->array = Py_NewRef(obj);
+        source_from_info(s, &info);
+        s->dtype_known = true;
+        s->memory = gts_device_host();
+        return 0;
+    }
     if (PyObject_CheckBuffer(obj) && PyObject_GetBuffer(obj, &s->view, PyBUF_RECORDS_RO) == 0) {
         s->array = Py_NewRef(obj);
     } else {
@@ -198,6 +206,7 @@ int gtpy_source_open(gtpy_source *s, PyObject *obj, const char *param)
         }
     }
     s->have_view = true;
+    s->memory = gts_device_host();
     return source_from_view(s, s->param, GTS_MAX_NDIM, false);
 }
 
@@ -310,29 +319,34 @@ void gtpy_release_export(void *ctx)
     PyGILState_Release(gil);
 }
 
+int gtpy_source_wrap_in(gtpy_source *s, const gts_storage_spec *spec, gts_storage *out,
+                        gts_error *err)
+{
+    Py_buffer *export = NULL;
+    if (s->have_view && !(export = PyMem_RawMalloc(sizeof *export)))
+        return gts_error_set(err, GTS_ENOMEM, "out of memory for a buffer export");
+    if (export)
+        *export = s->view;
+    int rc = gts_storage_wrap_memory(spec, s->memory, s->data, s->strides, s->readonly,
+                                     export ? gtpy_release_export : gtpy_release_object,
+                                     export ? (void *)export : (void *)s->array, out, err);
+    if (rc != GTS_OK)
+        PyMem_RawFree(export); /* not taken over: the source still closes the view */
+    else if (export)
+        s->have_view = false; /* the memory's now, released with it */
+    else
+        Py_INCREF(s->array);
+    return rc;
+}
+
 PyObject *gtpy_source_wrap(gtpy_source *s)
 {
     gts_storage_spec spec;
     gts_storage g;
     gts_error err;
-    Py_buffer *export = NULL;
-    if (s->have_view && !(export = PyMem_RawMalloc(sizeof *export)))
-        return PyErr_NoMemory();
-    if (export)
-        *export = s->view;
-    int rc = gts_storage_spec_init(&spec, s->ndim, s->shape, s->dtype, &err);
-    if (rc == GTS_OK)
-        rc = gts_storage_wrap_memory(&spec, s->memory, s->data, s->strides, s->readonly,
-                                     export ? gtpy_release_export : gtpy_release_object,
-                                     export ? (void *)export : (void *)s->array, &g, &err);
-    if (rc != GTS_OK) {
-        PyMem_RawFree(export); /* not taken over: the source still closes the view */
+    if (gts_storage_spec_init(&spec, s->ndim, s->shape, s->dtype, &err) != GTS_OK ||
+        gtpy_source_wrap_in(s, &spec, &g, &err) != GTS_OK)
         return gtpy_raise_null(&err);
-    }
-    if (export)
-        s->have_view = false; /* the memory's now, released with it */
-    else
-        Py_INCREF(s->array);
     return gtpy_storage_new(&g, NULL, NULL);
 }
 
@@ -354,7 +368,7 @@ int gtpy_copy_source(PyObject *target, void *data, const int64_t *strides, int n
     gts_error err;
     int rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = gts_copy(data, strides, src->view.buf, src->strides, ndim, shape, dtype.itemsize, &err);
+    rc = gts_copy(data, strides, src->data, src->strides, ndim, shape, dtype.itemsize, &err);
     Py_END_ALLOW_THREADS
     return rc ? gtpy_raise(&err) : 0;
 }

@@ -4,9 +4,10 @@
 
 #include "array_interface.h"
 
-/* A data, template or wrap argument: a gtstore storage, read from its own
- * fields (on any device, without an export), or an array read through the
- * buffer protocol. */
+/* A data, template or wrap argument, or a stencil call's field: a gtstore
+ * storage, read from its own fields (on any device, without an export), or
+ * an array read in place (an ndarray's struct, the buffer protocol, an
+ * interface's dict), or imported. */
 typedef struct gtpy_source {
     const char *param; /* "data" or "a" */
     PyObject *array;   /* the object read (new reference) */
@@ -14,25 +15,27 @@ typedef struct gtpy_source {
     bool imported;     /* `storage` was made by the reader over another object's memory:
                           it has no dims or halo of its own (the object's __gt_dims__, else
                           the arguments, label it) */
-    bool have_view;      /* false for a storage */
+    bool have_view;      /* `view` is an open buffer export of `array` */
     Py_buffer view;
     int ndim;
     int64_t shape[GTS_MAX_NDIM], strides[GTS_MAX_NDIM];
     bool dtype_known; /* a native dtype libgtstore supports */
     bool byteswapped; /* a supported dtype in the other byte order */
     gts_dtype dtype;
-    /* Read in place (gtpy_source_read) through the buffer protocol or an
-     * interface's dict: element 0 on the side read, and whether it is
-     * read-only; NULL for a storage. */
+    /* Memory read in place (an ndarray's struct, the buffer protocol or an
+     * interface's dict): element 0 on the side read, whether it is
+     * read-only, and its device; `memory` NULL for a storage, an import or
+     * an object whose memory is not known (gtpy_source_open's fallback
+     * through NumPy's asarray without an export). */
     void *data;
     bool readonly;
-    const gts_device_ops *memory; /* the device of `data` (gtpy_source_read), or NULL */
+    const gts_device_ops *memory;
     PyObject *entry; /* the __gt_data_interface__ entry read (new reference), or NULL */
 } gtpy_source;
 
 /* source.c: the one reader of array objects. A Storage is read from its
- * fields; host memory through the buffer protocol or NumPy (the array
- * interface, __array__); device arrays (__cuda_array_interface__, or a
+ * fields; host memory from an ndarray's struct (gtpy_numpy_read), through
+ * the buffer protocol or NumPy (the array interface, __array__); device arrays (__cuda_array_interface__, or a
  * __dlpack__ whose __dlpack_device__ is not the CPU) and objects that only
  * speak DLPack are imported as a storage over their memory (`imported`),
  * which keeps the producer alive. */
@@ -55,10 +58,15 @@ PyObject *gtpy_source_import(PyObject *obj, const char *param, bool *found);
  * -1 with an exception; -2 with the exception of the object's own
  * __gt_data_interface__ getter (which a caller passes on unchanged). */
 int gtpy_source_read(gtpy_source *src, PyObject *obj, gts_device device, int max_ndim);
-/* A new Storage over the memory that gtpy_source_read read in place (not a
+/* A storage of `spec` over the memory read in place (`memory` set: not a
  * Storage or an import), without a copy: it takes over the source's open
- * buffer export, else keeps the object alive. Its dims are the default
- * ones: the object's labels are the caller's to apply. */
+ * buffer export, else keeps the object alive. libgtstore's status, with
+ * `err` filled on failure (the source is then unchanged). */
+int gtpy_source_wrap_in(gtpy_source *src, const gts_storage_spec *spec, gts_storage *out,
+                        gts_error *err);
+/* A new Storage over the memory gtpy_source_read read in place, as
+ * gtpy_source_wrap_in: its dims are the default ones (the object's labels
+ * are the caller's to apply). */
 PyObject *gtpy_source_wrap(gtpy_source *src);
 /* The release callback of a buffer export that gtstore memory took over
  * (ctx: a PyMem_RawMalloc'ed Py_buffer); any thread may run it. */

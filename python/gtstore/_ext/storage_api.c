@@ -52,25 +52,6 @@ static PyObject *allocate(const gtpy_request *r, gtpy_source *src)
 
 /* ---- wrapping ----------------------------------------------------------------- */
 
-/* A libgtstore buffer over the memory of an open export, which it takes
- * over (closing it when the buffer dies). `offset` receives element 0's. */
-static int wrap_view(gtpy_source *src, gts_buffer **buffer, int64_t *offset)
-{
-    Py_buffer *export = PyMem_RawMalloc(sizeof *export);
-    if (!export)
-        return PyErr_NoMemory(), -1;
-    *export = src->view;
-    gts_error err;
-    if (gts_buffer_wrap_elements(gts_device_host(), export->buf, src->ndim, src->shape,
-                                 src->strides, src->dtype.itemsize, gtpy_release_export, export,
-                                 buffer, offset, &err) != 0) {
-        PyMem_RawFree(export); /* not taken over: the source still closes the view */
-        return gtpy_raise(&err);
-    }
-    src->have_view = false; /* the buffer owns the export now */
-    return 0;
-}
-
 /* dims given for a storage must be its own: as_storage does not relabel. */
 static int check_dims_kept(const gtpy_request *r, const gts_storage *data, const gts_storage *s)
 {
@@ -89,29 +70,20 @@ static PyObject *wrap_resolved(const gtpy_request *r, gtpy_source *src, gtpy_res
 {
     const gts_storage *data = &resolved->like_storage; /* if src->storage */
     gts_storage s;
-    gts_buffer *buffer;
-    int64_t offset = 0;
-    bool readonly;
     gts_error err;
+    int rc;
     if (src->storage) { /* the same buffer: the same memory and sync state */
-        buffer = gts_buffer_retain(data->buffer);
-        offset = data->offset;
-        readonly = data->readonly;
+        rc = gts_storage_wrap(gtpy_spec(resolved), data->buffer, data->offset, src->strides,
+                              data->readonly, &s, &err);
+    } else if (src->memory && src->dtype_known) {
+        rc = gtpy_source_wrap_in(src, gtpy_spec(resolved), &s, &err);
     } else {
-        if (!src->have_view || !src->dtype_known) {
-            PyErr_Format(PyExc_TypeError,
-                         "data: %.200R cannot be wrapped: it exports no memory in a native "
-                         "dtype that gtstore supports",
-                         src->array);
-            return NULL;
-        }
-        readonly = src->view.readonly;
-        if (wrap_view(src, &buffer, &offset) < 0)
-            return NULL;
+        PyErr_Format(PyExc_TypeError,
+                     "data: %.200R cannot be wrapped: it exports no memory in a native dtype "
+                     "that gtstore supports",
+                     src->array);
+        return NULL;
     }
-    int rc = gts_storage_wrap(gtpy_spec(resolved), buffer, offset, src->strides, readonly, &s,
-                              &err);
-    gts_buffer_release(buffer); /* the storage holds its own reference */
     if (rc == GTS_ENOTSUP && (r->device || r->preset)) { /* the kind asked for: say who asked */
         PyErr_Format(PyExc_NotImplementedError, "%s=%.200R: %s",
                      r->device ? "device" : r->preset_param, r->device ? r->device : r->preset,

@@ -44,9 +44,9 @@ static int open_side(side *s, PyObject *obj, const char *param, bool device)
                               : gtpy_has_host_side(g.buffer);
         if (reaches && (device || gts_buffer_host(g.buffer)))
             return 0;
-    } else if (!device && s->src.have_view) {
-        s->element0 = s->src.view.buf;
-        s->readonly = s->src.view.readonly;
+    } else if (!device && s->src.memory) { /* host memory read in place */
+        s->element0 = s->src.data;
+        s->readonly = s->src.readonly;
         return 0;
     }
     PyErr_Format(PyExc_ValueError,
