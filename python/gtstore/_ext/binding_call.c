@@ -284,10 +284,6 @@ static PyObject *field_array(const SignatureObject *s, const bind_slot *slot, in
     (void)s, (void)f;
     if (is_kernel_order_ndarray(slot))
         return Py_NewRef(slot->obj);
-    if (!gtpy_numpy_capi()) {
-        PyErr_SetString(PyExc_ImportError, "arrays() needs NumPy");
-        return NULL;
-    }
     Py_ssize_t shape[GTS_BIND_MAX_NDIM], strides[GTS_BIND_MAX_NDIM];
     for (int c = 0; c < slot->bound.ndim; ++c) {
         shape[c] = (Py_ssize_t)slot->bound.shape[c];

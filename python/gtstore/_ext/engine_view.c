@@ -319,10 +319,6 @@ static PyObject *foreign_array(const gtpy_engine *e, const gts_device_ops *devic
                          device->name, (void *)element0);
             return NULL;
         }
-        if (!gtpy_numpy_capi()) {
-            PyErr_SetString(PyExc_ImportError, "arrays() needs NumPy");
-            return NULL;
-        }
         return gtpy_numpy_capi_array(k->dtype, k->ndim, k->shape, k->strides, host, readonly,
                                      owner);
     }
