@@ -23,6 +23,7 @@
 #include "gtstore/copy_batch.h"
 #include "gtstore/kernels.h"
 #include "gtstore/sync.h"
+#include "buffer_private.h"
 #include "halo_layout.h"
 #include "halo_region.h"
 #include "copy_batch_private.h"
@@ -441,22 +442,32 @@ static int begin_device_access(const gts__halo_transfer *t, gts_stream stream, i
     return GTS_OK;
 }
 
-/* Records the copies of the fields [0, begun) on `stream`, read or
- * written, in each buffer's stream order: a later writer waits for the
- * packing's reads, a later reader for the unpacking's writes. The first
- * error is kept. */
-static int end_device_access(const gts__halo_transfer *t, gts_stream stream, int begun, int rc,
-                             gts_error *err)
+/* Records the work queued on `stream` in the stream order of the message
+ * block and of the fields [0, begun) accessed on their GPU, read or
+ * written: a later writer waits for the packing's reads, a later reader
+ * for the unpacking's writes. One event for the block and every field on
+ * its GPU (an exchange's fields are), recorded once; a field elsewhere
+ * gets its own. Their accesses end so (device_access holds no write).
+ * Recorded after an error (rc) too: whatever was queued is waited for.
+ * The first error is kept. */
+static int record_queued(const gts__halo_transfer *t, gts_stream stream, int begun, int rc,
+                         gts_error *err)
 {
+    gts__halo_block_order *o = t->order;
+    gts__order *orders[GTS__ORDER_BATCH] = {&o->order};
+    int n = 1;
     for (int f = 0; f < begun; ++f) {
-        unsigned char use = t->device_fields[f];
-        int end_rc = use ? gts_storage_access_end(gts__halo_plan_field(t->plan, f),
-                                                  GTS_SIDE_DEVICE, device_access(use), stream,
-                                                  rc ? NULL : err)
-                         : GTS_OK;
-        rc = rc ? rc : end_rc;
+        gts_buffer *buffer = t->device_fields[f] ? gts__halo_plan_field(t->plan, f)->buffer
+                                                 : NULL;
+        if (buffer && buffer->device == o->device && n < GTS__ORDER_BATCH) {
+            orders[n++] = &buffer->order;
+        } else if (buffer) {
+            int alone_rc = gts_buffer_order_record(buffer, stream, rc ? NULL : err);
+            rc = rc ? rc : alone_rc;
+        }
     }
-    return rc;
+    int record_rc = gts__order_record_all(o->device, orders, n, stream, rc ? NULL : err);
+    return rc ? rc : record_rc;
 }
 
 static int run_host(const gts__halo_transfer *t, gts_error *err)
@@ -530,9 +541,7 @@ static int run_queued(const gts__halo_transfer *t, gts_stream stream, gts_error 
         rc = run_negations(t, true, stream, err);
     if (!rc && !t->send && !(rc = run_crossings(t, stream, err)))
         rc = run_devices(t, stream, err);
-    /* recorded even after an error: whatever was queued is waited for */
-    int record_rc = gts__order_record(o->device, &o->order, stream, rc ? NULL : err);
-    rc = end_device_access(t, stream, begun, rc ? rc : record_rc, err);
+    rc = record_queued(t, stream, begun, rc, err);
     return !rc && t->send ? run_negations(t, false, stream, err) : rc;
 }
 

@@ -27,6 +27,9 @@
  *   work is still queued is neither freed nor allocated: the new storage's
  *   access on another stream makes that stream wait for it, and a host
  *   access waits.
+ *   Halo messages whose blocks may be blocks freed in stream order wait
+ *   for those frees, and a pack or an unpack on a stream records one event
+ *   for its block and fields.
  *   The rounds above run on CUDA too where a CUDA device is present (on a
  *   GPU, the stream-ordered frees meet allocations and writes on the
  *   legacy default stream). */
@@ -416,6 +419,52 @@ static void test_fake_cuda_halo_blocks(const gts_device_ops *cuda, stat_fn stat)
     gts_storage_release(&field);
 }
 
+/* A pack or an unpack on a stream records its work once: one event for
+ * the message block and the fields it copied on their GPU (one record per
+ * field and one for the block before). */
+static void test_fake_cuda_halo_one_record(const gts_device_ops *cuda, stat_fn stat)
+{
+    gts_partition one;
+    gts_storage_spec spec;
+    gts_storage fields[3];
+    int made = 0;
+    gts_stream s;
+    if (!CHECK_OK(gts_partition_init(&one, 2, NULL, (int64_t[]){4, 3}, (int[]){1, 1},
+                                     (bool[]){true, true}, 1, ERR)) ||
+        !CHECK_OK(gts_storage_spec_init(&spec, 2, (int64_t[]){6, 5}, F8, ERR)) ||
+        !CHECK_OK(gts_device_stream_create(cuda, &s, ERR)))
+        return;
+    spec.has_dims = spec.has_halo = true;
+    spec.dims[0] = GTS_DIM_I;
+    spec.dims[1] = GTS_DIM_J;
+    spec.halo[0] = spec.halo[1] = (gts_halo){1, 1};
+    spec.managed = GTS_MANAGED_NONE;
+    while (made < 3 && CHECK_OK(gts_storage_create_on(cuda, &spec, GTS_ALLOC_ZERO,
+                                                      &fields[made], ERR)))
+        ++made;
+    gts_halo_plan *plan = NULL;
+    gts_halo_messages *m = NULL;
+    if (made == 3 && CHECK_OK(gts_halo_plan_create(&one, 0, 3, fields, &plan, ERR)) &&
+        CHECK_OK(gts_halo_messages_create(plan, GTS_HALO_MEMORY_DEVICE, &m, ERR))) {
+        for (int round = 0; round < 2; ++round) {
+            long long records = stat("event_records");
+            CHECK_OK(gts_halo_messages_pack_all_on(m, s, ERR));
+            CHECK_INT_EQ(stat("event_records"), records + 1);
+            CHECK_OK(gts_halo_messages_unpack_all_on(m, s, ERR));
+            CHECK_INT_EQ(stat("event_records"), records + 2);
+        }
+        void *data; /* the host waits for the fields' last work */
+        for (int f = 0; f < 3; ++f)
+            CHECK_OK(gts_storage_access(&fields[f], GTS_SIDE_DEVICE, GTS_ACCESS_READ, NULL,
+                                        &data, ERR));
+    }
+    gts_halo_messages_destroy(m);
+    gts_halo_plan_destroy(plan);
+    for (int f = 0; f < made; ++f)
+        gts_storage_release(&fields[f]);
+    gts_device_stream_destroy(cuda, s);
+}
+
 /* A mirrored buffer (a pinned host side, which the host reuses out of any
  * stream's order) is parked instead: the release neither waits for the
  * event nor frees the blocks until a query says the work is done, and an
@@ -550,6 +599,7 @@ int main(void)
         if (stat) {
             test_fake_cuda_stream_ordered_free(cuda, stat);
             test_fake_cuda_halo_blocks(cuda, stat);
+            test_fake_cuda_halo_one_record(cuda, stat);
             test_fake_cuda_parked(cuda, stat);
             test_fake_bound(cuda, stat);
             test_fake_cuda_reused_block(cuda, stat);
