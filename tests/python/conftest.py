@@ -99,6 +99,10 @@ def _ndarrays():
         "broadcast_arrays": np.broadcast_arrays(np.arange(6.0), f8)[0],
         # a descriptor equal to, but not, NumPy's own (read through the buffer)
         "unpickled": pickle.loads(pickle.dumps(f8)),
+        # contiguous, with a stride of 0 on an extent of 1: the export gives
+        # the C (or Fortran) order's strides
+        "C order, an extent of 1": f8[:, 0, :][:, None, :],
+        "Fortran order, an extent of 1": np.asfortranarray(f8[:, 0, :])[:, None, :],
     })
     return arrays
 

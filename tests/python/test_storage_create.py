@@ -918,13 +918,18 @@ def test_as_storage_zero_copy(make_source):
     assert s[0, 1, 2] == -6
 
 
-@pytest.mark.parametrize("name", list(NDARRAYS))
+EMPTY = {"empty": np.zeros((0, 5, 6)), "empty, Fortran order": np.zeros((4, 0, 6), order="F"),
+         "empty, sliced": np.zeros((4, 5, 6))[:, :0, ::2]}
+
+
+@pytest.mark.parametrize("name", list(NDARRAYS) + list(EMPTY))
 def test_ndarrays_are_read_as_their_buffer_would_be(name):
     """as_storage and storage read an ndarray from NumPy's array struct, not
-    through its buffer export: the same memory, geometry, dtype,
-    writability and values as the same array seen through the buffer
-    protocol (a memoryview). The storage keeps the array alive."""
-    a = NDARRAYS[name]
+    through its buffer export: the same memory, geometry (a contiguous
+    array's strides as its export recomputes them), dtype, writability and
+    values as the same array seen through the buffer protocol (a
+    memoryview). The storage keeps the array alive."""
+    a = NDARRAYS[name] if name in NDARRAYS else EMPTY[name]
     with warnings.catch_warnings():  # broadcast_arrays' result warns on reading its address
         warnings.simplefilter("ignore", FutureWarning)
         element0 = a.__array_interface__["data"][0]

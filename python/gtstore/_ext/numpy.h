@@ -21,8 +21,9 @@ bool gtpy_numpy_is_ndarray(PyObject *obj);
  * descriptor of it: the machine's byte order, no fields) and of at most
  * `max_ndim` dimensions, read from NumPy's array
  * struct through the C API: its memory, shape, strides, dtype and
- * read-only flag (also for a view NumPy warns about writing, as its buffer
- * export is), without the buffer protocol (whose export builds a
+ * read-only flag, each as its buffer export gives them (a contiguous
+ * array's strides recomputed in its order; read-only also for a view
+ * NumPy warns about writing), without the buffer protocol (whose export builds a
  * format string and caches its info per array: most of the cost of
  * reading an array). False for any other object, or without the C API;
  * nothing is raised. */

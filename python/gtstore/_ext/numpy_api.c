@@ -28,6 +28,8 @@ enum { /* NumPy's type numbers */
     NPY_FLOAT = 11, NPY_DOUBLE = 12, NPY_CFLOAT = 14, NPY_CDOUBLE = 15, NPY_HALF = 23
 };
 
+#define NPY_ARRAY_C_CONTIGUOUS 0x0001
+#define NPY_ARRAY_F_CONTIGUOUS 0x0002
 #define NPY_ARRAY_WRITEABLE 0x0400
 /* A view NumPy warns about writing (np.broadcast_arrays' broadcast results):
  * its buffer export is read-only. */
@@ -216,12 +218,25 @@ bool gtpy_numpy_read(PyObject *obj, int max_ndim, gtpy_array_info *out)
         a->descr != canonical_descr(d->type_num))
         return false;
     out->ndim = a->nd;
+    unsigned flags = (unsigned)a->flags;
     for (int i = 0; i < a->nd; ++i) {
         out->shape[i] = (int64_t)a->dimensions[i];
         out->strides[i] = (int64_t)a->strides[i];
     }
+    /* The strides its buffer export gives: a contiguous array's are
+     * recomputed in C order, else in Fortran order (NumPy leaves any
+     * stride on an extent of 1, and zeros on an empty array). */
+    if (flags & (NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_F_CONTIGUOUS)) {
+        int64_t step = out->dtype.itemsize;
+        bool c_order = flags & NPY_ARRAY_C_CONTIGUOUS;
+        for (int k = 0; k < a->nd; ++k) {
+            int i = c_order ? a->nd - 1 - k : k;
+            out->strides[i] = step;
+            if (gts_mul_overflow(step, out->shape[i], &step))
+                return false; /* an empty array of huge extents: its export says */
+        }
+    }
     out->data = a->data;
-    unsigned flags = (unsigned)a->flags;
     out->readonly = !(flags & NPY_ARRAY_WRITEABLE) || (flags & NPY_ARRAY_WARN_ON_WRITE);
     out->has_stream = false;
     out->stream = 0;
