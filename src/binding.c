@@ -443,12 +443,14 @@ static bool field_bytes(const gts_field_desc *f, uintptr_t *low, uintptr_t *high
 {
     int64_t below, above;
     gts_error err;
+    if (!f->data)
+        return false;
     if (gts_strided_extent(f->ndim, f->shape, f->strides, f->dtype.itemsize, &below, &above,
                            &err) != GTS_OK) {
         *low = 0, *high = UINTPTR_MAX;
         return true;
     }
-    if (!f->data || above <= below)
+    if (above <= below)
         return false;
     /* on integers (a pointer moved outside its object is undefined); a
      * field that wraps past the address space spans all of it */

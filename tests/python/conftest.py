@@ -101,7 +101,7 @@ def _ndarrays():
         "unpickled": pickle.loads(pickle.dumps(f8)),
         # contiguous, with a stride of 0 on an extent of 1: the export gives
         # the C (or Fortran) order's strides
-        "C order, an extent of 1": f8[:, 0, :][:, None, :],
+        "C order, an extent of 1": np.ascontiguousarray(f8[:, 0, :])[:, None, :],
         "Fortran order, an extent of 1": np.asfortranarray(f8[:, 0, :])[:, None, :],
     })
     return arrays

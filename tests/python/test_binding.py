@@ -709,6 +709,14 @@ def test_copies_that_share_memory_are_refused(emulated_gpu):
                                              r"on a copy of a \(no buffer on the cpu\)"):
             host.bind(device, device[:, :3])
         assert host.bind(device[:2], device[2:4]).domain == (2, 5, 4)  # I outermost
+        # the two sides of one mirrored storage: bound by its host side, and
+        # copied from its device side (another library's array over it)
+        mirrored = gtstore.zeros((6, 5, 4), device="gpu")
+        for sig, a, b in [(host, mirrored, CudaArray(mirrored)),
+                          (both, mirrored, np.asarray(mirrored))]:
+            with pytest.raises(ValueError, match=r"^b and a share memory, and the stencil "
+                                                 r"computes on a copy of b"):
+                sig.bind(a, b)
     np.testing.assert_array_equal(h, np.arange(120.0).reshape(6, 5, 4))
 
 

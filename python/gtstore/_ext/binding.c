@@ -421,26 +421,53 @@ static int read_origins(const SignatureObject *s, PyObject *origin, bind_slot *s
     return 0;
 }
 
-/* The memory a slot's field is in: the object's own, where a copy of it
- * is bound (`storage` holds fields of the copy's storage). */
-static gts_field_desc home_memory(const bind_slot *slot, gts_storage *storage)
+/* The memory of a slot's field, each side of it: the object's own where a
+ * copy of it is bound, and both sides of a storage with two (a mirrored
+ * buffer puts each element at the same offset in both). Returns how many
+ * (0 for a storage over no memory); `storage` holds what `sides` point
+ * into. */
+static int field_memory(const bind_slot *slot, gts_field_desc sides[2], gts_storage *storage)
 {
-    if (!slot->copy_back)
-        return slot->desc;
-    gtpy_storage_load(slot->copy_back, storage);
-    char *base = gts_buffer_data(storage->buffer); /* NULL: an empty storage, no memory */
-    return (gts_field_desc){.data = base ? base + storage->offset : NULL,
-                            .dtype = storage->dtype,
-                            .ndim = storage->ndim,
-                            .shape = storage->shape,
-                            .strides = storage->strides};
+    PyObject *obj = slot->copy_back ? slot->copy_back : slot->storage;
+    if (!obj) {
+        sides[0] = slot->desc;
+        return 1;
+    }
+    gtpy_storage_load(obj, storage);
+    gts_field_desc side = {.dtype = storage->dtype,
+                           .ndim = storage->ndim,
+                           .shape = storage->shape,
+                           .strides = storage->strides};
+    char *device = gts_buffer_data(storage->buffer);
+    char *host = gts_buffer_mirrored(storage->buffer) ? gts_buffer_host(storage->buffer) : NULL;
+    int n = 0;
+    if (device) {
+        side.data = device + storage->offset;
+        sides[n++] = side;
+    }
+    if (host && host != device) {
+        side.data = host + storage->offset;
+        sides[n++] = side;
+    }
+    return n;
+}
+
+static bool share_memory(const gts_field_desc *a, int na, const gts_field_desc *b, int nb)
+{
+    for (int i = 0; i < na; ++i)
+        for (int j = 0; j < nb; ++j)
+            if (gts_fields_may_share_memory(&a[i], &b[j]))
+                return true;
+    return false;
 }
 
 /* A field bound as a copy (no buffer where the stencil computes) that
  * shares memory with another field, either of them written: the run would
  * read a copy of what it writes, or a copy back would undo the other's
  * writes, where the same call on the memory itself would not. Refused,
- * whichever device the stencil runs on. */
+ * whichever device the stencil runs on. The other field's memory counts on
+ * either side (a mirrored storage bound by its host side, the copy made
+ * from its device side). */
 static int check_copies_apart(const SignatureObject *s, const bind_slot *slots)
 {
     int n = s->sig.nfields;
@@ -448,13 +475,14 @@ static int check_copies_apart(const SignatureObject *s, const bind_slot *slots)
         if (!slots[c].copy_back)
             continue;
         gts_storage copied, other_storage;
-        gts_field_desc home = home_memory(&slots[c], &copied);
+        gts_field_desc home[2], other[2];
+        int nhome = field_memory(&slots[c], home, &copied);
         for (int o = 0; o < n; ++o) {
             if (o == c || (o < c && slots[o].copy_back) || /* that pair was checked */
                 !(s->fields[c].written || s->fields[o].written))
                 continue;
-            gts_field_desc other = home_memory(&slots[o], &other_storage);
-            if (gts_fields_may_share_memory(&home, &other)) {
+            int nother = field_memory(&slots[o], other, &other_storage);
+            if (share_memory(home, nhome, other, nother)) {
                 PyErr_Format(PyExc_ValueError,
                              "%s and %s share memory, and the stencil computes on a copy of "
                              "%s (no buffer on the %s), which would not see the other's "

@@ -22,7 +22,7 @@
 /* One side: its element 0 (a device or host address), strides and flags. */
 typedef struct side {
     gtpy_source src;
-    gts_buffer *buffer; /* a storage's (borrowed), else NULL (an exported host view) */
+    gts_buffer *buffer; /* a storage's (borrowed), else NULL (host memory read in place) */
     void *element0;
     bool readonly;
 } side;
@@ -111,8 +111,9 @@ static int read_state(PyObject *obj, gts_sync_state *state, PyObject **shared)
     return -1;
 }
 
-/* What keeps both sides' memory alive: the host export (left open) and
- * the two objects read. Released once, from any thread. */
+/* What keeps both sides' memory alive: the host side's buffer export, if
+ * it was read through one (left open), and the two objects read. Released
+ * once, from any thread. */
 typedef struct keep_alive {
     Py_buffer view;
     bool have_view;
