@@ -372,6 +372,22 @@ static void test_fake_cuda_stream_ordered_free(const gts_device_ops *cuda, stat_
     gts_device_stream_destroy(cuda, s);
 }
 
+/* One rank, periodic in I and J (every neighbour is itself), and the spec
+ * of a device-only 6 x 5 field with a halo of 1 on it. */
+static bool halo_field_spec(gts_partition *one, gts_storage_spec *spec)
+{
+    if (!CHECK_OK(gts_partition_init(one, 2, NULL, (int64_t[]){4, 3}, (int[]){1, 1},
+                                     (bool[]){true, true}, 1, ERR)) ||
+        !CHECK_OK(gts_storage_spec_init(spec, 2, (int64_t[]){6, 5}, F8, ERR)))
+        return false;
+    spec->has_dims = spec->has_halo = true;
+    spec->dims[0] = GTS_DIM_I;
+    spec->dims[1] = GTS_DIM_J;
+    spec->halo[0] = spec->halo[1] = (gts_halo){1, 1};
+    spec->managed = GTS_MANAGED_NONE;
+    return true;
+}
+
 /* Halo messages made while a free in stream order may still wait for its
  * work: their blocks (device messages, staging) may be the freed ones, so
  * packing them on another stream waits for the frees first (one stream
@@ -383,16 +399,8 @@ static void test_fake_cuda_halo_blocks(const gts_device_ops *cuda, stat_fn stat)
     gts_storage field, x;
     gts_stream s, other;
     void *data;
-    if (!CHECK_OK(gts_partition_init(&one, 2, NULL, (int64_t[]){4, 3}, (int[]){1, 1},
-                                     (bool[]){true, true}, 1, ERR)) ||
-        !CHECK_OK(gts_storage_spec_init(&spec, 2, (int64_t[]){6, 5}, F8, ERR)))
-        return;
-    spec.has_dims = spec.has_halo = true;
-    spec.dims[0] = GTS_DIM_I;
-    spec.dims[1] = GTS_DIM_J;
-    spec.halo[0] = spec.halo[1] = (gts_halo){1, 1};
-    spec.managed = GTS_MANAGED_NONE;
-    if (!CHECK_OK(gts_storage_create_on(cuda, &spec, GTS_ALLOC_ZERO, &field, ERR)))
+    if (!halo_field_spec(&one, &spec) ||
+        !CHECK_OK(gts_storage_create_on(cuda, &spec, GTS_ALLOC_ZERO, &field, ERR)))
         return;
     /* the field's own order settled: the host waited for it */
     CHECK_OK(gts_storage_access(&field, GTS_SIDE_DEVICE, GTS_ACCESS_READ, NULL, &data, ERR));
@@ -429,16 +437,8 @@ static void test_fake_cuda_halo_one_record(const gts_device_ops *cuda, stat_fn s
     gts_storage fields[3];
     int made = 0;
     gts_stream s;
-    if (!CHECK_OK(gts_partition_init(&one, 2, NULL, (int64_t[]){4, 3}, (int[]){1, 1},
-                                     (bool[]){true, true}, 1, ERR)) ||
-        !CHECK_OK(gts_storage_spec_init(&spec, 2, (int64_t[]){6, 5}, F8, ERR)) ||
-        !CHECK_OK(gts_device_stream_create(cuda, &s, ERR)))
+    if (!halo_field_spec(&one, &spec) || !CHECK_OK(gts_device_stream_create(cuda, &s, ERR)))
         return;
-    spec.has_dims = spec.has_halo = true;
-    spec.dims[0] = GTS_DIM_I;
-    spec.dims[1] = GTS_DIM_J;
-    spec.halo[0] = spec.halo[1] = (gts_halo){1, 1};
-    spec.managed = GTS_MANAGED_NONE;
     while (made < 3 && CHECK_OK(gts_storage_create_on(cuda, &spec, GTS_ALLOC_ZERO,
                                                       &fields[made], ERR)))
         ++made;
