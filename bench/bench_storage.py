@@ -10,6 +10,10 @@ gt:gpu's parameters on the CPU, which pads I from 16 to 32.
 Slicing a 70 x 70 x 80 storage (halo 3 in I and J) against the same key on
 a NumPy array: the interior, a column, a strided slice and the domain view.
 Targets: creation <= 3x np.empty, slicing <= 3x NumPy's slicing.
+
+Wrapping a NumPy array without a copy (as_storage, with and without dims
+and a halo) against NumPy's own view of it and xarray's DataArray over
+it (no target: how much a labelled view of existing memory costs).
 """
 
 from __future__ import annotations
@@ -142,7 +146,42 @@ def slicing(quick: bool) -> Table:
     return table
 
 
+def wrapping(quick: bool) -> Table:
+    try:
+        import xarray as xr
+    except ImportError:
+        xr = None
+    a = np.zeros(SHAPE)
+    ns = {"a": a, "np": np, "gts": gts, "xr": xr, "halo": HALO}
+    cases = {
+        "np view": "a.view()",
+        "gts": "gts.as_storage(a)",
+        "gts dims halo": "gts.as_storage(a, dims='IJK', halo=halo)",
+    }
+    if xr is not None:
+        cases["xr"] = "xr.DataArray(a, dims=('I', 'J', 'K'))"
+    t = time_interleaved(cases, ns, repeat=7 if quick else 41,
+                         batch_seconds=0.01 if quick else 0.05)
+    table = Table(f"(d3) wrapping a {SHAPE} float64 NumPy array without a copy (ns per call)",
+                  ["call", "min ns", "median ns", "ratio to a.view() (median)",
+                   "xarray / gtstore (median)"])
+    for name, label in (("np view", "a.view()"), ("gts", "gts.as_storage(a)"),
+                        ("gts dims halo", "gts.as_storage(a, dims='IJK', halo=...)")):
+        timing = t[name]
+        speedup = "-" if name == "np view" else (
+            "not installed" if xr is None else fmt_ratio(t["xr"].median / timing.median))
+        table.rows.append([label, fmt_time(timing.min, "ns"), fmt_time(timing.median, "ns"),
+                           fmt_ratio(timing.median / t["np view"].median), speedup])
+    if xr is not None:
+        table.rows.append(["xarray.DataArray(a, dims=('I', 'J', 'K'))",
+                           fmt_time(t["xr"].min, "ns"), fmt_time(t["xr"].median, "ns"),
+                           fmt_ratio(t["xr"].median / t["np view"].median), "-"])
+    table.notes.append(f"{len(t['np view'].samples)} batches per call, taken in turn; "
+                       "the storages are freed inside the loop")
+    return table
+
+
 def run(quick: bool) -> List[Table]:
     gs = gt4py_storage()
     register_presets(gs)
-    return [creation(quick, gs), slicing(quick)]
+    return [creation(quick, gs), slicing(quick), wrapping(quick)]
