@@ -59,6 +59,30 @@ def test_ufuncs_out_and_where(managed):
     np.testing.assert_array_equal(values(c), np.where(mask, x - y, 2 * (x + y)))
 
 
+def test_in_place_calls_give_cupy_one_array():
+    """An in-place call (`c += a`, `out=` an input) passes CuPy the same
+    array as input and output: CuPy copies an input that is another array
+    over its output's memory first, from its own memory pool."""
+    import cupy
+
+    rng = np.random.default_rng(4)
+    x, y = rng.random(SHAPE), rng.random(SHAPE)
+    a, c = device(x), device(y)
+    c += a  # the views made and cached
+    pool = cupy.get_default_memory_pool()
+    cupy.cuda.get_current_stream().synchronize()
+    pool.free_all_blocks()
+    for _ in range(3):
+        c += a
+        np.multiply(c, 0.5, out=c)
+        np.sin(c, out=c)
+    assert pool.total_bytes() == 0  # no copy of c was made
+    expected = y + x
+    for _ in range(3):
+        expected = np.sin((expected + x) * 0.5)
+    np.testing.assert_allclose(values(c), expected, rtol=1e-12)
+
+
 def test_alternating_views_of_one_buffer():
     x = np.arange(60.0).reshape(6, 10)
     a, out = device(x), device(np.zeros((6, 10)))
@@ -146,11 +170,12 @@ def test_spare_blocks_with_cupys_objects():
     assert d.to_cupy().data.ptr == address and spares() == (0, hits + 1)
     np.testing.assert_array_equal(values(d), 3 * x)
     as_array = lambda p: cupy.ndarray(SHAPE, cupy.float64, p)  # noqa: E731
-    for keep, read, expected in [
+    for keep, read, expected in [  # each pass from no spare block
         (lambda s: s.to_cupy(), lambda k: k, 2 * x),
         (lambda s: s.to_cupy()[1:], lambda k: k, 2 * x[1:]),  # another MemoryPointer
         (lambda s: s.to_cupy().data, as_array, 2 * x),  # the MemoryPointer alone
     ]:
+        gtstore.clear_cache()
         r = a * 2.0
         kept = keep(r)
         del r
@@ -159,7 +184,7 @@ def test_spare_blocks_with_cupys_objects():
         np.testing.assert_array_equal(cupy.asnumpy(read(kept)), expected)
         for s in others:
             np.testing.assert_array_equal(values(s), 5 * x)
-        del kept, others
+        del kept, others, s
     gtstore.clear_cache()
 
 

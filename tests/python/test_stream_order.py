@@ -418,13 +418,31 @@ def test_cuda_array_interface_exports_the_current_stream():
     assert (np.asarray(gtstore.storage(b, device="cpu")) == 5.0).all()
 
 
+def test_cuda_stream_protocol():
+    """__cuda_stream__ (the CUDA stream protocol, which CuPy's
+    Stream.from_external reads): (0, the handle) for a CUDA GPU's stream; a
+    TypeError for the emulated device's, whose handles are no CUDA
+    streams."""
+    with pytest.raises(TypeError, match="__cuda_stream__: a stream of the emulated device is "
+                                        "no CUDA stream"):
+        gtstore.Stream().__cuda_stream__()
+    if not cuda_gpu():
+        pytest.skip("no CUDA GPU (nor the fake driver)")
+    s = gtstore.Stream()
+    assert s.__cuda_stream__() == (0, s.ptr) and s.ptr != 0
+    assert gtstore.Stream(ptr=0).__cuda_stream__() == (0, 0)
+
+
 def test_cupys_current_stream_is_the_default_on_cuda():
     """On CUDA, where CuPy is imported, its current stream is gtstore's
     default current stream (its stream 0, and no CuPy, the legacy default
     stream: a stream, 1), and `with stream:` makes the stream CuPy's
-    current one too. A stand-in for CuPy's stream API (cupy.cuda's
-    get_current_stream and ExternalStream) in a child interpreter, so that
-    the fake driver's streams play CuPy's."""
+    current one too: through Stream.from_external and the CUDA stream
+    protocol (CuPy 14), else ExternalStream (before). gtstore asks for the
+    current stream of its GPU (device 0). A stand-in for CuPy's stream API
+    (cupy.cuda's get_current_stream, Stream.from_external and
+    ExternalStream) in a child interpreter, so that the fake driver's
+    streams play CuPy's."""
     if not cuda_gpu():
         pytest.skip("no CUDA GPU (nor the fake driver)")
     code = textwrap.dedent(
@@ -449,8 +467,14 @@ def test_cupys_current_stream_is_the_default_on_cuda():
         print("legacy", a.__cuda_array_interface__["stream"] == 1)  # no CuPy yet
 
         current = [0]  # CuPy's default: its stream 0, the legacy default stream
+        asked = set()
+
+        def get_current_stream(device_id=-1):
+            asked.add(device_id)
+            return types.SimpleNamespace(ptr=current[0])
+
         cuda = types.ModuleType("cupy.cuda")
-        cuda.get_current_stream = lambda: types.SimpleNamespace(ptr=current[0])
+        cuda.get_current_stream = get_current_stream
         cuda.ExternalStream = ExternalStream
         cupy = types.ModuleType("cupy")
         cupy.cuda = cuda
@@ -465,6 +489,17 @@ def test_cupys_current_stream_is_the_default_on_cuda():
             a[...] = 4.0
             print("current", a.__cuda_array_interface__["stream"] == mine.ptr)
         print("entered", entered == [mine.ptr, -mine.ptr])
+        protocol = []
+
+        def from_external(obj):
+            protocol.append(obj.__cuda_stream__())
+            return ExternalStream(protocol[-1][1])
+
+        cuda.Stream = types.SimpleNamespace(from_external=from_external)
+        with mine:
+            a[...] = 5.0
+        print("protocol", protocol == [(0, mine.ptr)], entered[2:] == [mine.ptr, -mine.ptr])
+        print("asked", asked == {0})
         print("values", float(np.asarray(a).min()), float(np.asarray(a).max()))
         """
     )
@@ -472,7 +507,8 @@ def test_cupys_current_stream_is_the_default_on_cuda():
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["legacy", "True", "zero", "True", "default", "True",
                                      "current", "True", "entered", "True",
-                                     "values", "4.0", "4.0"], result.stdout
+                                     "protocol", "True", "True", "asked", "True",
+                                     "values", "5.0", "5.0"], result.stdout
 
 
 @pytest.mark.parametrize(

@@ -27,7 +27,8 @@ static int import_cupy(gtpy_engine *e)
             PyErr_Clear();
             PyErr_SetString(PyExc_RuntimeError,
                             "computing with storages on a CUDA GPU needs CuPy, which is not "
-                            "installed (pip install cupy-cuda12x); or copy the storages to the "
+                            "installed (pip install cupy-cuda13x, or cupy-cuda12x for a CUDA 12 "
+                            "driver); or copy the storages to the "
                             "host (gtstore.storage(s, device='cpu'))");
         }
         PyObject *memory = module ? PyImport_ImportModule("cupy.cuda.memory") : NULL;

@@ -245,9 +245,14 @@ static bool same_view(const view_key *a, const view_key *b)
 static PyObject *view_of(const gtpy_engine *e, EngineObject *o, const view_key *k, bool readonly,
                          bool operand)
 {
-    PyObject **last = &o->views[readonly];
+    PyObject **last = &o->views[readonly], *other = o->views[!readonly];
     if (operand && *last && same_view(&o->keys[readonly], k))
         return Py_NewRef(*last);
+    /* CuPy has no read-only arrays, and copies an input that is another
+     * object over its output's memory first (an in-place `c += a` would
+     * allocate and copy c): the same array serves reading and writing */
+    if (operand && e->cuda && other && same_view(&o->keys[!readonly], k))
+        return Py_NewRef(other);
     PyObject *array = e->cuda ? cupy_view(e, o, k) : numpy_view(o->block, k, readonly);
     if (array && operand) {
         Py_XSETREF(*last, Py_NewRef(array));

@@ -97,7 +97,12 @@ int gtpy_cupy_stream(const gts_device_ops *device, gts_stream *out)
             return -1;
     }
     static PyObject *ptr_name; /* interned once: this runs on every GPU operation */
-    PyObject *stream = PyObject_CallNoArgs(get_current_stream), *ptr = NULL;
+    /* the current stream of the device's own GPU, not of CuPy's current
+     * device */
+    PyObject *ordinal = PyLong_FromLong(device->id.id);
+    PyObject *stream = ordinal ? PyObject_CallOneArg(get_current_stream, ordinal) : NULL;
+    PyObject *ptr = NULL;
+    Py_XDECREF(ordinal);
     if (stream && gtpy_lookup_attr(stream, "ptr", &ptr_name, &ptr) == 0 && !ptr)
         PyErr_Format(PyExc_TypeError, "CuPy's current stream %.200R has no ptr", stream);
     Py_XDECREF(stream);
@@ -360,6 +365,26 @@ static PyObject *stream_synchronize(PyObject *self, PyObject *unused)
     Py_RETURN_NONE;
 }
 
+/* A CuPy stream over the same handle: Stream.from_external(s) (CuPy 14 on,
+ * through the CUDA stream protocol, __cuda_stream__: it keeps `s` alive),
+ * else ExternalStream(ptr) (before; deprecated since). */
+static PyObject *cupy_stream_over(PyObject *cuda, StreamObject *s)
+{
+    static PyObject *stream_name, *from_external_name;
+    PyObject *type = gtpy_optional_attr(cuda, "Stream", &stream_name);
+    PyObject *from_external =
+        type ? gtpy_optional_attr(type, "from_external", &from_external_name) : NULL;
+    Py_XDECREF(type);
+    if (from_external) {
+        PyObject *stream = PyObject_CallOneArg(from_external, (PyObject *)s);
+        Py_DECREF(from_external);
+        return stream;
+    }
+    return PyErr_Occurred() ? NULL
+                            : PyObject_CallMethod(cuda, "ExternalStream", "N",
+                                                  PyLong_FromVoidPtr(s->handle));
+}
+
 /* CuPy's stream of the same handle, entered too where CuPy is imported and
  * the stream is CUDA's, so that CuPy computes where gtstore queues (None
  * otherwise; a new reference). */
@@ -368,9 +393,7 @@ static PyObject *enter_cupy(StreamObject *s)
     PyObject *cuda = is_cuda_gpu(s->device) ? imported_cupy_cuda() : NULL;
     if (!cuda)
         return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
-    PyObject *stream = s->owner ? Py_NewRef(s->owner)
-                                : PyObject_CallMethod(cuda, "ExternalStream", "N",
-                                                      PyLong_FromVoidPtr(s->handle));
+    PyObject *stream = s->owner ? Py_NewRef(s->owner) : cupy_stream_over(cuda, s);
     Py_DECREF(cuda);
     PyObject *done = stream ? PyObject_CallMethod(stream, "__enter__", NULL) : NULL;
     Py_XDECREF(done);
@@ -441,7 +464,23 @@ static PyObject *stream_repr(PyObject *self)
                                 s->device->name, s->owned ? "" : " (not owned)");
 }
 
+/* The CUDA stream protocol: (version 0, the cudaStream_t as an int). */
+static PyObject *stream_cuda_stream(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    StreamObject *s = (StreamObject *)self;
+    if (!is_cuda_gpu(s->device))
+        return PyErr_Format(PyExc_TypeError,
+                            "__cuda_stream__: a stream of the %s device is no CUDA stream",
+                            s->device->name);
+    return Py_BuildValue("(iN)", 0, PyLong_FromVoidPtr(s->handle));
+}
+
 static PyMethodDef stream_methods[] = {
+    {"__cuda_stream__", stream_cuda_stream, METH_NOARGS,
+     "__cuda_stream__()\n--\n\nThe CUDA stream protocol: (0, the cudaStream_t as an int), "
+     "as CuPy's Stream.from_external reads it. A TypeError for a stream of a device other "
+     "than a CUDA GPU."},
     {"synchronize", stream_synchronize, METH_NOARGS,
      "synchronize()\n--\n\nWaits until the work queued on the stream has completed."},
     {"__enter__", stream_enter, METH_NOARGS,
