@@ -27,12 +27,16 @@ int gts_storage_wrap_memory(const gts_storage_spec *spec, const gts_device_ops *
 }
 
 /* The two sides of a mirrored buffer put every element at the same offset:
- * equal strides, except along dims of extent 0 or 1, which no offset uses. */
+ * equal strides, except along dims of extent 1, which no offset uses, and
+ * any strides for an array of no elements. */
 static int check_same_strides(int ndim, const int64_t *shape, const int64_t *device_strides,
                               const int64_t *host_strides, gts_error *err)
 {
     if (ndim > 0 && (!device_strides || !host_strides))
         return gts_error_set(err, GTS_EINVAL, "strides: NULL");
+    for (int d = 0; d < ndim; ++d)
+        if (shape[d] == 0)
+            return GTS_OK;
     for (int d = 0; d < ndim; ++d)
         if (shape[d] > 1 && device_strides[d] != host_strides[d])
             return gts_error_set(err, GTS_EINVAL,

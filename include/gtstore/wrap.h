@@ -37,7 +37,8 @@ int gts_storage_wrap_memory(const gts_storage_spec *spec, const gts_device_ops *
  * the same elements: `device_element0` in `device` memory the host cannot
  * reach and `host_element0` in host memory, with the same byte strides on
  * both sides (a mirrored buffer has one layout: every element sits at the
- * same offset on either side; dims of extent 0 or 1 may differ), in sync
+ * same offset on either side; dims of extent 1 may differ, and so may
+ * every stride of an array of no elements), in sync
  * state `state` (which side holds writes the other lacks). The spec's
  * managed must be GTS_MANAGED_GT4PY. GTS_EINVAL for host-accessible
  * `device` memory, different strides or an invalid state. `release(ctx)`

@@ -232,6 +232,17 @@ def test_wrap_host_and_device_buffers_as_one_storage():
     np.testing.assert_array_equal(on_host(memory), np.zeros((4, 5)))  # the device side follows
 
 
+def test_empty_sides_of_any_strides():
+    """An array of no elements has no offsets to agree on: its two sides
+    wrap whatever strides they have (NumPy's export of an empty array gives
+    C-order strides, a device storage its layout's)."""
+    device = gtstore.zeros((4, 0, 6), device="gpu", managed=None, layout="KJI")
+    host = np.zeros((4, 0, 6))
+    assert device.strides != memoryview(host).strides
+    s = gtstore.as_storage(host, CudaArray(device))
+    assert s.shape == (4, 0, 6) and s.size == 0
+
+
 def test_device_data_default_state_is_data_current():
     memory, _ = device_values((2, 3))
     host = np.full((2, 3), 7.0)
