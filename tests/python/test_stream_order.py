@@ -438,8 +438,7 @@ def test_cupys_current_stream_is_the_default_on_cuda():
     default current stream (its stream 0, and no CuPy, the legacy default
     stream: a stream, 1), and `with stream:` makes the stream CuPy's
     current one too: through Stream.from_external and the CUDA stream
-    protocol (CuPy 14), else ExternalStream (before). gtstore asks for the
-    current stream of its GPU (device 0). A stand-in for CuPy's stream API
+    protocol (CuPy 14), else ExternalStream (before). A stand-in for CuPy's stream API
     (cupy.cuda's get_current_stream, Stream.from_external and
     ExternalStream) in a child interpreter, so that the fake driver's
     streams play CuPy's."""
@@ -447,7 +446,7 @@ def test_cupys_current_stream_is_the_default_on_cuda():
         pytest.skip("no CUDA GPU (nor the fake driver)")
     code = textwrap.dedent(
         """
-        import sys, types
+        import gc, sys, threading, types, weakref
         import numpy as np
         import gtstore
 
@@ -467,14 +466,8 @@ def test_cupys_current_stream_is_the_default_on_cuda():
         print("legacy", a.__cuda_array_interface__["stream"] == 1)  # no CuPy yet
 
         current = [0]  # CuPy's default: its stream 0, the legacy default stream
-        asked = set()
-
-        def get_current_stream(device_id=-1):
-            asked.add(device_id)
-            return types.SimpleNamespace(ptr=current[0])
-
         cuda = types.ModuleType("cupy.cuda")
-        cuda.get_current_stream = get_current_stream
+        cuda.get_current_stream = lambda: types.SimpleNamespace(ptr=current[0])
         cuda.ExternalStream = ExternalStream
         cupy = types.ModuleType("cupy")
         cupy.cuda = cuda
@@ -491,15 +484,26 @@ def test_cupys_current_stream_is_the_default_on_cuda():
         print("entered", entered == [mine.ptr, -mine.ptr])
         protocol = []
 
-        def from_external(obj):
-            protocol.append(obj.__cuda_stream__())
-            return ExternalStream(protocol[-1][1])
+        class Foreign(ExternalStream):  # keeps the object, as CuPy 14's does
+            made = []
 
-        cuda.Stream = types.SimpleNamespace(from_external=from_external)
+            def __init__(self, obj):
+                protocol.append(obj.__cuda_stream__())
+                super().__init__(protocol[-1][1])
+                self.foreign = obj
+                Foreign.made.append(weakref.ref(self))
+
+        cuda.Stream = types.SimpleNamespace(from_external=Foreign)
         with mine:
             a[...] = 5.0
         print("protocol", protocol == [(0, mine.ptr)], entered[2:] == [mine.ptr, -mine.ptr])
-        print("asked", asked == {0})
+        # a thread that ends inside `with`: its stream and CuPy's, which
+        # hold each other, are collected
+        thread = threading.Thread(target=lambda: gtstore.Stream().__enter__())
+        thread.start()
+        thread.join()
+        gc.collect()
+        print("collected", len(Foreign.made) == 2 and Foreign.made[1]() is None)
         print("values", float(np.asarray(a).min()), float(np.asarray(a).max()))
         """
     )
@@ -507,7 +511,7 @@ def test_cupys_current_stream_is_the_default_on_cuda():
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["legacy", "True", "zero", "True", "default", "True",
                                      "current", "True", "entered", "True",
-                                     "protocol", "True", "True", "asked", "True",
+                                     "protocol", "True", "True", "collected", "True",
                                      "values", "5.0", "5.0"], result.stdout
 
 

@@ -97,12 +97,9 @@ int gtpy_cupy_stream(const gts_device_ops *device, gts_stream *out)
             return -1;
     }
     static PyObject *ptr_name; /* interned once: this runs on every GPU operation */
-    /* the current stream of the device's own GPU, not of CuPy's current
-     * device */
-    PyObject *ordinal = PyLong_FromLong(device->id.id);
-    PyObject *stream = ordinal ? PyObject_CallOneArg(get_current_stream, ordinal) : NULL;
-    PyObject *ptr = NULL;
-    Py_XDECREF(ordinal);
+    /* CuPy's current device's, where CuPy computes (the storages must be on
+     * it: docs/storage.md) */
+    PyObject *stream = PyObject_CallNoArgs(get_current_stream), *ptr = NULL;
     if (stream && gtpy_lookup_attr(stream, "ptr", &ptr_name, &ptr) == 0 && !ptr)
         PyErr_Format(PyExc_TypeError, "CuPy's current stream %.200R has no ptr", stream);
     Py_XDECREF(stream);
@@ -330,9 +327,31 @@ static PyObject *stream_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
     return (PyObject *)s;
 }
 
+/* The garbage collector sees what a stream holds: a `with` left entered (a
+ * thread ended inside it) holds CuPy's stream over this one, which holds
+ * this one (Stream.from_external). */
+static int stream_traverse(PyObject *self, visitproc visit, void *arg)
+{
+    StreamObject *s = (StreamObject *)self;
+    Py_VISIT(s->owner);
+    Py_VISIT(s->entered);
+    return 0;
+}
+
+/* A stream that owns its handle uses no reference to destroy it: what a
+ * cycle's collection clears. */
+static int stream_clear(PyObject *self)
+{
+    StreamObject *s = (StreamObject *)self;
+    Py_CLEAR(s->owner);
+    Py_CLEAR(s->entered);
+    return 0;
+}
+
 static void stream_dealloc(PyObject *self)
 {
     StreamObject *s = (StreamObject *)self;
+    PyObject_GC_UnTrack(self);
     if (s->owned) {
         PyObject *type, *value, *traceback;
         PyErr_Fetch(&type, &value, &traceback);
@@ -346,8 +365,7 @@ static void stream_dealloc(PyObject *self)
         gts_device_stream_destroy(s->device, s->handle);
         Py_END_ALLOW_THREADS
     }
-    Py_XDECREF(s->owner);
-    Py_XDECREF(s->entered);
+    stream_clear(self);
     Py_TYPE(self)->tp_free(self);
 }
 
@@ -375,14 +393,11 @@ static PyObject *cupy_stream_over(PyObject *cuda, StreamObject *s)
     PyObject *from_external =
         type ? gtpy_optional_attr(type, "from_external", &from_external_name) : NULL;
     Py_XDECREF(type);
-    if (from_external) {
-        PyObject *stream = PyObject_CallOneArg(from_external, (PyObject *)s);
-        Py_DECREF(from_external);
-        return stream;
-    }
-    return PyErr_Occurred() ? NULL
-                            : PyObject_CallMethod(cuda, "ExternalStream", "N",
-                                                  PyLong_FromVoidPtr(s->handle));
+    if (!from_external)
+        return PyObject_CallMethod(cuda, "ExternalStream", "N", PyLong_FromVoidPtr(s->handle));
+    PyObject *stream = PyObject_CallOneArg(from_external, (PyObject *)s);
+    Py_DECREF(from_external);
+    return stream;
 }
 
 /* CuPy's stream of the same handle, entered too where CuPy is imported and
@@ -402,10 +417,21 @@ static PyObject *enter_cupy(StreamObject *s)
     return stream;
 }
 
+/* The list of entries, or a RuntimeError once a collection cleared it (a
+ * finalizer of the same garbage may still call). */
+static PyObject *entries(StreamObject *s, const char *method)
+{
+    if (!s->entered)
+        PyErr_Format(PyExc_RuntimeError, "%s: the stream is being collected", method);
+    return s->entered;
+}
+
 static PyObject *stream_enter(PyObject *self, PyObject *unused)
 {
     (void)unused;
     StreamObject *s = (StreamObject *)self;
+    if (!entries(s, "__enter__"))
+        return NULL;
     PyObject *var = current_var();
     PyObject *cupy = var ? enter_cupy(s) : NULL;
     PyObject *token = cupy ? PyContextVar_Set(var, self) : NULL;
@@ -421,6 +447,8 @@ static PyObject *stream_exit(PyObject *self, PyObject *args)
 {
     (void)args;
     StreamObject *s = (StreamObject *)self;
+    if (!entries(s, "__exit__"))
+        return NULL;
     Py_ssize_t n = PyList_GET_SIZE(s->entered);
     if (n == 0) {
         PyErr_SetString(PyExc_RuntimeError, "__exit__: the stream was not entered");
@@ -513,9 +541,11 @@ PyTypeObject gtpy_Stream_Type = {
               "`with stream:` makes it current: gtstore's operations on storages of its device "
               "are queued on it and return without waiting (docs/storage.md, Stream order).",
     .tp_basicsize = sizeof(StreamObject),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
     .tp_new = stream_new,
     .tp_dealloc = stream_dealloc,
+    .tp_traverse = stream_traverse,
+    .tp_clear = stream_clear,
     .tp_repr = stream_repr,
     .tp_methods = stream_methods,
     .tp_getset = stream_getset,
