@@ -109,8 +109,9 @@ int gtpy_engine_check_keywords(const gtpy_engine *e, PyObject *ufunc, PyObject *
 /* Ends the call: the work the engine queued on its stream is recorded as
  * the last device work of each buffer its views accessed (no wait; the
  * host waits only where it touches them later), and their references go.
- * Work no event orders (managed memory) completes here. Every call that made views of storages ends with it, also after a
- * failure: the pending exception is kept and -1 returned. */
+ * Work no event orders (managed memory) completes here. Every call that
+ * made views of storages ends with it, also after a failure: the pending
+ * exception is kept and -1 returned. */
 int gtpy_engine_finish(gtpy_engine *e);
 /* Adds `buffer` to those gtpy_engine_finish records (engine_view.c). */
 void gtpy_engine_add_buffer(gtpy_engine *e, gts_buffer *buffer);

@@ -23,8 +23,8 @@ bool gtpy_numpy_is_ndarray(PyObject *obj);
  * struct through the C API: its memory, shape, strides, dtype and
  * read-only flag, each as its buffer export gives them (a contiguous
  * array's strides recomputed in its order; read-only also for a view
- * NumPy warns about writing), without the buffer protocol (whose export builds a
- * format string and caches its info per array: most of the cost of
+ * NumPy warns about writing), without the buffer protocol (whose export
+ * builds a format string and caches its info per array: most of the cost of
  * reading an array). False for any other object, or without the C API;
  * nothing is raised. */
 bool gtpy_numpy_read(PyObject *obj, int max_ndim, gtpy_array_info *out);

@@ -81,6 +81,20 @@ static void source_from_info(gtpy_source *s, const gtpy_array_info *info)
     s->readonly = info->readonly;
 }
 
+/* An ndarray (not a subclass, of a dtype storages hold) read from its
+ * struct (gtpy_numpy_read), no export opened: the array, which the caller
+ * holds in s->array, owns the memory. False for other objects. */
+static bool source_from_ndarray(gtpy_source *s, PyObject *obj, int max_ndim)
+{
+    gtpy_array_info info;
+    if (!gtpy_numpy_read(obj, max_ndim, &info))
+        return false;
+    source_from_info(s, &info);
+    s->dtype_known = true;
+    s->memory = gts_device_host();
+    return true;
+}
+
 /* The source's geometry and dtype from its open buffer: any dtype (the
  * creation functions convert), or where `strict` only libgtstore's. */
 static int source_from_view(gtpy_source *s, const char *param, int max_ndim, bool strict)
@@ -177,12 +191,8 @@ int gtpy_source_open(gtpy_source *s, PyObject *obj, const char *param)
     }
     if (gtpy_is_storage(obj))
         return source_from_storage(s, obj);
-    gtpy_array_info info;
-    if (gtpy_numpy_read(obj, GTS_MAX_NDIM, &info)) { /* its struct, as gtpy_source_read */
+    if (source_from_ndarray(s, obj, GTS_MAX_NDIM)) {
         s->array = Py_NewRef(obj);
-        source_from_info(s, &info);
-        s->dtype_known = true;
-        s->memory = gts_device_host();
         return 0;
     }
     if (PyObject_CheckBuffer(obj) && PyObject_GetBuffer(obj, &s->view, PyBUF_RECORDS_RO) == 0) {
@@ -290,15 +300,9 @@ int gtpy_source_read(gtpy_source *s, PyObject *obj, gts_device device, int max_n
     if (gtpy_is_storage(obj)) /* its own fields, on either side */
         return source_from_storage(s, obj) < 0 ? -1 : 1;
     s->array = Py_NewRef(obj);
-    gtpy_array_info info;
-    if (device == GTS_DEVICE_CPU && gtpy_numpy_read(obj, max_ndim, &info)) {
-        /* an ndarray: no interface of its own to look up, and its struct
-         * read directly (the array, which s->array holds, owns the memory) */
-        source_from_info(s, &info);
-        s->dtype_known = true;
-        s->memory = gts_device_host();
+    /* an ndarray has no interface of its own to look up */
+    if (device == GTS_DEVICE_CPU && source_from_ndarray(s, obj, max_ndim))
         return 1;
-    }
     PyObject *interface;
     if (gtpy_lookup_attr(obj, "__gt_data_interface__", &interface_name, &interface) < 0)
         return -2; /* the getter's own exception, for the caller to pass on */

@@ -35,7 +35,8 @@ typedef struct gtpy_source {
 
 /* source.c: the one reader of array objects. A Storage is read from its
  * fields; host memory from an ndarray's struct (gtpy_numpy_read), through
- * the buffer protocol or NumPy (the array interface, __array__); device arrays (__cuda_array_interface__, or a
+ * the buffer protocol or NumPy (the array interface, __array__); device
+ * arrays (__cuda_array_interface__, or a
  * __dlpack__ whose __dlpack_device__ is not the CPU) and objects that only
  * speak DLPack are imported as a storage over their memory (`imported`),
  * which keeps the producer alive. */

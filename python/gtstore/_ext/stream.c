@@ -338,8 +338,8 @@ static int stream_traverse(PyObject *self, visitproc visit, void *arg)
     return 0;
 }
 
-/* A stream that owns its handle uses no reference to destroy it: what a
- * cycle's collection clears. */
+/* What a cycle's collection drops: the references only. A stream that
+ * owns its handle destroys it at dealloc, without them. */
 static int stream_clear(PyObject *self)
 {
     StreamObject *s = (StreamObject *)self;
