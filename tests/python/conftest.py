@@ -8,6 +8,7 @@ against gtstore's own output.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import gc
 import itertools
@@ -17,6 +18,7 @@ import pickle
 import re
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -109,6 +111,16 @@ def _ndarrays():
 
 #: ndarrays by name (_ndarrays).
 NDARRAYS = _ndarrays()
+
+
+@contextlib.contextmanager
+def refused(exception, match):
+    """A stencil call refused with `exception` (a message matching `match`)
+    before it copies anything: no copy-in FieldWarning comes with it."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", gtstore.FieldWarning)
+        with pytest.raises(exception, match=match):
+            yield
 
 
 def preset_rule(name):

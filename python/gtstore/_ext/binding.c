@@ -179,7 +179,7 @@ static int load_entry(bind_slot *slot, PyObject *obj, PyObject *info)
 }
 
 static int load_copy_in(bind_slot *slot, PyObject *storage, const gts_storage *g,
-                        const gts_field_spec *spec, gts_device device);
+                        gts_device device);
 
 /* A Storage's device side, for a stencil on the GPU: the device address
  * of its element 0, accessed in the stream order around the run
@@ -207,11 +207,10 @@ static bool reaches(const gts_storage *g, gts_device device)
 
 /* A Storage's memory where the stencil computes, else a copy there (GDP-3's
  * final text: copy-in, copy-out). */
-static int load_side(bind_slot *slot, PyObject *storage, const gts_storage *g,
-                     gts_device device, const gts_field_spec *spec)
+static int load_side(bind_slot *slot, PyObject *storage, const gts_storage *g, gts_device device)
 {
     if (!reaches(g, device))
-        return load_copy_in(slot, storage, g, spec, device);
+        return load_copy_in(slot, storage, g, device);
     return device == GTS_DEVICE_GPU ? load_device_side(slot, storage, g)
                                     : load_storage(slot, storage, g);
 }
@@ -222,12 +221,11 @@ static int load_side(bind_slot *slot, PyObject *storage, const gts_storage *g,
  * annotation's), and the object (slot->obj) keeps the memory alive. On the
  * GPU it is a buffer of this call only, with no device work of gtstore's
  * to order: the producer's protocol ordered the memory when it was read. */
-static int load_imported(bind_slot *slot, PyObject *storage, gts_device device,
-                         const gts_field_spec *spec)
+static int load_imported(bind_slot *slot, PyObject *storage, gts_device device)
 {
     gts_storage g;
     gtpy_storage_load(storage, &g);
-    int rc = load_side(slot, storage, &g, device, spec);
+    int rc = load_side(slot, storage, &g, device);
     if (rc == 0 && !slot->copy_back) {
         slot->device_side = false;
         if (device == GTS_DEVICE_GPU)
@@ -243,7 +241,7 @@ static int load_imported(bind_slot *slot, PyObject *storage, gts_device device,
  * uses, and copied back after a run that writes it, with a warning: two
  * transfers per call. The field stays as read-only as the object's memory. */
 static int load_copy_in(bind_slot *slot, PyObject *storage, const gts_storage *g,
-                        const gts_field_spec *spec, gts_device device)
+                        gts_device device)
 {
     const gts_device_ops *target = gts_device_host();
     gts_storage copy;
@@ -262,35 +260,29 @@ static int load_copy_in(bind_slot *slot, PyObject *storage, const gts_storage *g
         return -1;
     slot->desc.readonly = g->readonly;
     slot->copy_back = Py_NewRef(storage);
-    return PyErr_WarnFormat(gtpy_FieldWarning, 1,
-                            "%s: no buffer on the %s, where the stencil computes: copied to "
-                            "%s memory%s (slow: transfers on every call)",
-                            spec->name, gtpy_device_name(device),
-                            device == GTS_DEVICE_GPU ? "device" : "host",
-                            spec->written ? " and back after the run" : "");
+    return 0; /* its warning comes once the binding is accepted (warn_copies) */
 }
 
 /* What the reader found as the slot's field: a Storage (its memory where
  * the stencil computes, else a copy there), an imported array, or memory
  * in place, which `other` says is on the other device (copied in). */
-static int load_source(bind_slot *slot, gtpy_source *src, gts_device device,
-                       const gts_field_spec *spec, bool other)
+static int load_source(bind_slot *slot, gtpy_source *src, gts_device device, bool other)
 {
     if (src->imported)
-        return load_imported(slot, src->storage, device, spec);
+        return load_imported(slot, src->storage, device);
     if (!src->storage && !other) {
         load_memory(slot, src, device);
         return 0;
     }
     if (!src->storage) {
         PyObject *wrapped = gtpy_source_wrap(src);
-        int rc = wrapped ? load_imported(slot, wrapped, device, spec) : -1;
+        int rc = wrapped ? load_imported(slot, wrapped, device) : -1;
         Py_XDECREF(wrapped); /* the slot holds it */
         return rc;
     }
     gts_storage g;
     gtpy_storage_load(src->storage, &g);
-    return load_side(slot, src->storage, &g, device, spec);
+    return load_side(slot, src->storage, &g, device);
 }
 
 /* What the object says besides its memory: a data interface entry's keys,
@@ -344,7 +336,7 @@ int gtpy_slot_load(bind_slot *slot, PyObject *obj, const gts_field_spec *spec, g
     if (rc == 0)
         rc = unreadable(obj);
     else if (rc > 0)
-        rc = load_source(slot, &src, device, spec, other) < 0 ||
+        rc = load_source(slot, &src, device, other) < 0 ||
                      load_labels(slot, obj, &src) < 0
                  ? -1
                  : 0;
@@ -496,6 +488,25 @@ static int check_copies_apart(const SignatureObject *s, const bind_slot *slots)
     return 0;
 }
 
+/* The warning of each field bound as a copy (load_copy_in), given only for
+ * a binding that is accepted: a refused call warns of no copy it never
+ * makes. */
+static int warn_copies(const SignatureObject *s, const bind_slot *slots)
+{
+    gts_device device = s->sig.device;
+    for (int f = 0; f < s->sig.nfields; ++f) {
+        if (slots[f].copy_back &&
+            PyErr_WarnFormat(gtpy_FieldWarning, 1,
+                             "%s: no buffer on the %s, where the stencil computes: copied to "
+                             "%s memory%s (slow: transfers on every call)",
+                             s->fields[f].name, gtpy_device_name(device),
+                             device == GTS_DEVICE_GPU ? "device" : "host",
+                             s->fields[f].written ? " and back after the run" : "") < 0)
+            return -1;
+    }
+    return 0;
+}
+
 int gtpy_bind_slots(const SignatureObject *s, bind_slot *slots, PyObject *domain,
                     PyObject *origin, gts_binding *out)
 {
@@ -530,7 +541,7 @@ int gtpy_bind_slots(const SignatureObject *s, bind_slot *slots, PyObject *domain
         gtpy_raise(&err);
         goto done;
     }
-    if (check_copies_apart(s, slots) < 0)
+    if (check_copies_apart(s, slots) < 0 || warn_copies(s, slots) < 0)
         goto done;
     for (int f = 0; f < n; ++f)
         slots[f].bound = bound[f];
