@@ -16,6 +16,7 @@
 #include "gtstore/device.h"
 #include "gtstore/kernels.h"
 #include "gtstore/layout.h"
+#include "kernels_private.h"
 #include "random.h"
 
 #define MAXD 4
@@ -30,9 +31,10 @@ typedef struct arena {
     int64_t size;
 } arena;
 
+/* 64-byte aligned, so that a view can start where streaming stores may go. */
 static arena arena_new(int64_t size)
 {
-    arena a = {malloc((size_t)(size ? size : 1)), size};
+    arena a = {aligned_alloc(64, (size_t)(size + 63) / 64 * 64 + 64), size};
     for (int64_t i = 0; i < size; ++i)
         a.bytes[i] = (unsigned char)xorshift64();
     return a;
@@ -327,6 +329,7 @@ typedef struct copy_case {
     int dst_layout[MAXD], src_layout[MAXD];
     int64_t dst_pad[MAXD], src_pad[MAXD];
     unsigned dst_negative, src_negative;
+    bool dst_aligned; /* dst starts 64-byte aligned (it may take streaming stores) */
 } copy_case;
 
 /* src and dst side by side in one arena, a gap of untouched bytes around. */
@@ -336,9 +339,12 @@ static bool run_copy(const char *what, const copy_case *c)
     int64_t gap = 2 * c->itemsize;
     int64_t src_span = make_view(&sv, c->ndim, c->shape, c->src_layout, c->src_pad,
                                  c->src_negative, c->itemsize, gap);
+    int64_t dst_start = 2 * gap + src_span;
+    if (c->dst_aligned)
+        dst_start = (dst_start + 63) / 64 * 64;
     int64_t dst_span = make_view(&dv, c->ndim, c->shape, c->dst_layout, c->dst_pad,
-                                 c->dst_negative, c->itemsize, 2 * gap + src_span);
-    arena a = arena_new(3 * gap + src_span + dst_span);
+                                 c->dst_negative, c->itemsize, dst_start);
+    arena a = arena_new(dst_start + dst_span + gap);
     bool ok = run_case(what, a, &dv, &sv, NULL, c->ndim, c->shape, c->itemsize);
     free(a.bytes);
     return ok;
@@ -360,6 +366,7 @@ static copy_case random_copy_case(void)
     }
     c.dst_negative = (unsigned)rnd(1 << c.ndim);
     c.src_negative = (unsigned)rnd(1 << c.ndim);
+    c.dst_aligned = rnd(2);
     return c;
 }
 
@@ -379,23 +386,30 @@ static void test_copy_random(void)
 static void test_copy_fixed(void)
 {
     const copy_case cases[] = {
-        {2, {37, 45}, 8, {0, 1}, {1, 0}, {0}, {0}, 0, 0},
-        {2, {37, 45}, 1, {1, 0}, {0, 1}, {0, 3}, {2, 0}, 0, 0},
-        {2, {37, 45}, 4, {0, 1}, {1, 0}, {1, 0}, {0, 2}, 0, 0}, /* edges of 4x4 blocks */
-        {2, {37, 45}, 8, {0, 1}, {1, 0}, {0}, {0}, 1, 2},
-        {3, {5, 40, 6}, 16, {0, 1, 2}, {2, 1, 0}, {0}, {0}, 0, 0},
-        {3, {5, 40, 6}, 2, {1, 0, 2}, {2, 0, 1}, {1, 1, 1}, {0}, 2, 1},
-        {4, {3, 4, 5, 6}, 4, {0, 1, 2, 3}, {3, 2, 1, 0}, {0}, {0}, 0, 15},
-        {0, {0}, 16, {0}, {0}, {0}, {0}, 0, 0},
-        {3, {4, 0, 5}, 8, {0, 1, 2}, {2, 1, 0}, {0}, {0}, 0, 0},
+        {2, {37, 45}, 8, {0, 1}, {1, 0}, {0}, {0}, 0, 0, false},
+        {2, {37, 45}, 1, {1, 0}, {0, 1}, {0, 3}, {2, 0}, 0, 0, false},
+        {2, {37, 45}, 4, {0, 1}, {1, 0}, {1, 0}, {0, 2}, 0, 0, false}, /* edges of 4x4 blocks */
+        {2, {37, 45}, 8, {0, 1}, {1, 0}, {0}, {0}, 1, 2, false},
+        {3, {5, 40, 6}, 16, {0, 1, 2}, {2, 1, 0}, {0}, {0}, 0, 0, false},
+        {3, {5, 40, 6}, 2, {1, 0, 2}, {2, 0, 1}, {1, 1, 1}, {0}, 2, 1, false},
+        {4, {3, 4, 5, 6}, 4, {0, 1, 2, 3}, {3, 2, 1, 0}, {0}, {0}, 0, 15, false},
+        {0, {0}, 16, {0}, {0}, {0}, {0}, 0, 0, false},
+        {3, {4, 0, 5}, 8, {0, 1, 2}, {2, 1, 0}, {0}, {0}, 0, 0, false},
         /* large */
-        {2, {512, 512}, 8, {0, 1}, {1, 0}, {0}, {0}, 0, 0},
-        {2, {1200, 1100}, 1, {1, 0}, {0, 1}, {0}, {0, 7}, 0, 0},
-        {3, {64, 64, 80}, 4, {0, 1, 2}, {2, 1, 0}, {0}, {0}, 5, 2},
-        {1, {300000}, 8, {0}, {0}, {0}, {0}, 0, 0},
-        {1, {300000}, 4, {0}, {0}, {0}, {0}, 1, 0},
-        {2, {1000, 300}, 16, {0, 1}, {0, 1}, {0, 2}, {1, 0}, 0, 3},
-        {3, {2, 3, 100000}, 8, {0, 1, 2}, {1, 0, 2}, {0}, {0}, 0, 0},
+        {2, {512, 512}, 8, {0, 1}, {1, 0}, {0}, {0}, 0, 0, false},
+        {2, {1200, 1100}, 1, {1, 0}, {0, 1}, {0}, {0, 7}, 0, 0, false},
+        {3, {64, 64, 80}, 4, {0, 1, 2}, {2, 1, 0}, {0}, {0}, 5, 2, false},
+        {1, {300000}, 8, {0}, {0}, {0}, {0}, 0, 0, false},
+        {1, {300000}, 4, {0}, {0}, {0}, {0}, 1, 0, false},
+        {2, {1000, 300}, 16, {0, 1}, {0, 1}, {0, 2}, {1, 0}, 0, 3, false},
+        {3, {2, 3, 100000}, 8, {0, 1, 2}, {1, 0, 2}, {0}, {0}, 0, 0, false},
+        /* rows of dst a multiple of 32 bytes apart from an aligned start: the
+         * transposing kernels may stream their stores */
+        {2, {37, 45}, 8, {0, 1}, {1, 0}, {0, 3}, {0}, 0, 0, true},
+        {2, {37, 45}, 4, {0, 1}, {1, 0}, {0, 3}, {1, 0}, 0, 0, true},
+        {3, {4, 37, 45}, 8, {0, 1, 2}, {0, 2, 1}, {0, 0, 3}, {0}, 0, 0, true},
+        {2, {512, 512}, 8, {0, 1}, {1, 0}, {0}, {0}, 0, 0, true},
+        {2, {37, 45}, 8, {0, 1}, {1, 0}, {0, 3}, {0}, 1, 0, true}, /* runs backwards */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
         char what[32];
@@ -480,6 +494,13 @@ int main(void)
         test_copy_overlapping();
     }
     device = NULL;
+    /* the layout-changing copies again, streaming their stores wherever the
+     * destination's alignment lets them (by default only copies of a
+     * quarter of the last-level cache do) */
+    gts__copy_set_streaming_bytes(0);
+    test_copy_random();
+    test_copy_fixed();
+    gts__copy_set_streaming_bytes(-1);
     gts_transfer_counts counts;
     gts_device_emulated_counts(&counts);
     CHECK(counts.live_blocks == 0 && counts.copies > 2000 && counts.fills > 90);
