@@ -30,7 +30,9 @@ static int apply_halo(const gtsf_options *o, gts_storage_spec *spec, gts_error *
 }
 
 /* Fortran's aligned index counts from 1 at the first domain point: index
- * 0 of the storage is 1 - the lower halo. */
+ * 0 of the storage is 1 - the lower halo. An index outside the field is
+ * said in those terms (the caller's indices and dimensions from 1), which
+ * the C index the resolution would report is not. */
 static int apply_aligned_index(const gtsf_options *o, gts_storage_spec *spec, gts_error *err)
 {
     int rc = check_count("aligned_index", o->naligned_index, spec->ndim, err);
@@ -38,8 +40,14 @@ static int apply_aligned_index(const gtsf_options *o, gts_storage_spec *spec, gt
         return rc;
     spec->has_aligned_index = true;
     for (int d = 0; d < spec->ndim; ++d) {
-        int64_t lower = spec->has_halo ? spec->halo[d].lower : 0;
-        spec->aligned_index[d] = o->aligned_index[d] - 1 + lower;
+        int64_t lower = spec->has_halo ? spec->halo[d].lower : 0, given = o->aligned_index[d];
+        int64_t first = 1 - lower, last = spec->shape[d] - lower; /* the field's bounds */
+        if ((given < first || given > last) && !(spec->shape[d] == 0 && given == first))
+            return gts_error_set(err, GTS_EINVAL,
+                                 "aligned_index: %lld in dimension %d is outside the field's "
+                                 "bounds %lld:%lld",
+                                 (long long)given, d + 1, (long long)first, (long long)last);
+        spec->aligned_index[d] = given - first;
     }
     return GTS_OK;
 }
@@ -76,7 +84,9 @@ int gtsf_spec_make(const gtsf_options *o, int ndim, const int64_t *shape, gts_dt
         spec->alignment_size = o->alignment; /* checked by the resolution */
     if (!rc && o->device != -1) {
         if (o->device != GTS_DEVICE_CPU && o->device != GTS_DEVICE_GPU)
-            return gts_error_set(err, GTS_EINVAL, "device: %d", (int)o->device);
+            return gts_error_set(err, GTS_EINVAL,
+                                 "device: %d is neither GTS_CPU (%d) nor GTS_GPU (%d)",
+                                 (int)o->device, GTS_DEVICE_CPU, GTS_DEVICE_GPU);
         spec->has_device = true;
         spec->device = (gts_device)o->device;
     }

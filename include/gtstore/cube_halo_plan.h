@@ -20,8 +20,9 @@
  * field (same dtype, shape, halo and layout). Across a turned edge the
  * receiver's u halo is filled from the sender's v or u, negated as
  * gts_cube_vector_rule says; the negation is made in the packed message,
- * in host memory (messages in device memory cannot hold a negated piece
- * yet: GTS_EINVAL when packing one there).
+ * where the message is: on the host for host memory, on the device (its
+ * `negate` entry, gts_device_negate) for device memory. A device without
+ * one refuses device messages holding a negated piece (GTS_ENOTSUP).
  *
  * Cube corners: the halo cells past both edges of a tile corner lie on no
  * tile; no message fills them, and they keep what they held (FV3 fills

@@ -245,6 +245,19 @@ contains
     call gts_allocate(f, u, [4, 4], st, alignment=-8, errmsg=msg)
     call check(st == GTS_EINVAL .and. index(msg, 'alignment') > 0, 'negative alignment: ' // &
                trim(msg))
+    ! said in the caller's terms: Fortran indices, dimensions from 1
+    call gts_allocate(f, u, [4, 4], st, halo=[1, 0], aligned_index=[1, 5], errmsg=msg)
+    call check(st == GTS_EINVAL .and. &
+               index(msg, 'aligned_index: 5 in dimension 2 is outside the field''s bounds 1:4') > 0, &
+               'aligned index past the end: ' // trim(msg))
+    call gts_allocate(f, u, [4, 4], st, halo=[1, 0], aligned_index=[-1, 1], errmsg=msg)
+    call check(st == GTS_EINVAL .and. index(msg, 'aligned_index: -1 in dimension 1') > 0 .and. &
+               index(msg, 'bounds 0:3') > 0, 'aligned index before the halo: ' // trim(msg))
+    call gts_allocate(f, u, [4, 4], st, halo=[1, 0], aligned_index=[0, 4], errmsg=msg)
+    call check_ok('aligned index at the first halo point and the last point')
+    call gts_allocate(f, u, [4, 4], st, device=7, errmsg=msg)
+    call check(st == GTS_EINVAL .and. index(msg, 'device: 7 is neither GTS_CPU (0) nor GTS_GPU (1)') &
+               > 0, 'device of no kind: ' // trim(msg))
     call gts_allocate(f, u, [4, 4], st, errmsg=msg)
     call check_ok('allocate')
     call gts_pointer(f, r, st, errmsg=msg)
