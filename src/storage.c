@@ -595,16 +595,58 @@ static bool dropped_dims(const gts_storage *view, int ndim, const int64_t *shape
     return k == ndim;
 }
 
-int gts_storage_reshape(gts_storage *view, int ndim, const int64_t *shape, gts_error *err)
+/* `shape` with its one extent of -1 (NumPy's "whatever is left") replaced
+ * by the view's size over the product of the others, into `out`. Any other
+ * negative extent, two -1s, or a -1 beside an extent of 0 (nothing to
+ * divide by) is GTS_EINVAL. A size the others do not divide is left to
+ * the reshape's own check, as any shape of another size. */
+static int known_extents(const gts_storage *view, int ndim, const int64_t *shape, int64_t *out,
+                         gts_error *err)
+{
+    int unknown = -1;
+    int64_t known = 1;
+    bool overflow = false;
+    for (int d = 0; d < ndim; ++d) {
+        out[d] = shape[d];
+        if (shape[d] == -1 && unknown < 0)
+            unknown = d;
+        else if (shape[d] == -1)
+            return gts_error_set(err, GTS_EINVAL,
+                                 "shape: -1 at positions %d and %d (at most one extent is "
+                                 "inferred)",
+                                 unknown, d);
+        else if (shape[d] < 0)
+            return gts_error_set(err, GTS_EINVAL, "shape: negative extent %lld at position %d",
+                                 (long long)shape[d], d);
+        else
+            overflow = overflow || gts_mul_overflow(known, shape[d], &known);
+    }
+    if (unknown < 0)
+        return GTS_OK;
+    if (known == 0)
+        return gts_error_set(err, GTS_EINVAL,
+                             "shape: -1 at position %d beside an extent of 0 (no extent to "
+                             "infer)",
+                             unknown);
+    int64_t size = gts_storage_size(view);
+    out[unknown] = overflow || size % known ? -1 : size / known;
+    return GTS_OK;
+}
+
+int gts_storage_reshape(gts_storage *view, int ndim, const int64_t *given, gts_error *err)
 {
     bool dropped[GTS_MAX_NDIM];
-    if (!view || ndim < 0 || ndim > GTS_MAX_NDIM || (ndim > 0 && !shape))
+    int64_t shape[GTS_MAX_NDIM];
+    if (!view || ndim < 0 || ndim > GTS_MAX_NDIM || (ndim > 0 && !given))
         return gts_error_set(err, GTS_EINVAL, "shape: %d extents (at most %d), or NULL", ndim,
                              GTS_MAX_NDIM);
+    int rc = known_extents(view, ndim, given, shape, err);
+    if (rc)
+        return rc;
     if (!dropped_dims(view, ndim, shape, dropped)) {
         char from[GTS__TUPLE_TEXT_SIZE], to[GTS__TUPLE_TEXT_SIZE];
         gts__shape_text(view->ndim, view->shape, from);
-        gts__shape_text(ndim, shape, to);
+        gts__shape_text(ndim, given, to);
         return gts_error_set(err, GTS_EINVAL,
                              "reshape: cannot reshape a storage of shape %s to %s as a view "
                              "with dims (only dims of extent 1 can be dropped)",
@@ -670,6 +712,38 @@ int gts_storage_transpose(gts_storage *view, const int *axes, gts_error *err)
         view->layout[i] = old.layout[d];
     }
     return GTS_OK;
+}
+
+/* The axis of `view` labelled `dim`, or -1. */
+static int axis_of(const gts_storage *view, gts_dim dim)
+{
+    for (int a = 0; a < view->ndim; ++a)
+        if (view->dims[a] == dim)
+            return a;
+    return -1;
+}
+
+int gts_storage_transpose_like(gts_storage *view, const gts_storage *like, gts_error *err)
+{
+    int axes[GTS_MAX_NDIM], n = like->ndim;
+    bool fits = view->ndim == n;
+    for (int d = 0; fits && d < n; ++d) {
+        axes[d] = axis_of(view, like->dims[d]);
+        fits = axes[d] >= 0 && view->shape[axes[d]] == like->shape[d];
+    }
+    if (!fits) {
+        char dims[GTS__TUPLE_TEXT_SIZE], shape[GTS__TUPLE_TEXT_SIZE];
+        char like_dims[GTS__TUPLE_TEXT_SIZE], like_shape[GTS__TUPLE_TEXT_SIZE];
+        gts__dims_text(view->ndim, view->dims, dims);
+        gts__shape_text(view->ndim, view->shape, shape);
+        gts__dims_text(n, like->dims, like_dims);
+        gts__shape_text(n, like->shape, like_shape);
+        return gts_error_set(err, GTS_EINVAL,
+                             "dims: a storage of dims %s and shape %s is no transpose of one of "
+                             "dims %s and shape %s",
+                             dims, shape, like_dims, like_shape);
+    }
+    return gts_storage_transpose(view, axes, err);
 }
 
 /* `value` elements of `from` bytes as elements of `to` bytes, into `out`;

@@ -158,14 +158,23 @@ int gts_storage_insert_dim(gts_storage *view, int dim, gts_error *err);
 /* Reshapes to `shape` (`ndim` extents) as a view, where that is one: the
  * same shape, or the same without dimensions of extent 1, which are
  * dropped as gts_storage_index(view, d, 0) drops them (the first ones
- * where several of extent 1 could go). A reshape that regroups the values
- * has no labels to give them: GTS_EINVAL naming both shapes, the view
- * unchanged. */
+ * where several of extent 1 could go). One extent may be -1, as in NumPy:
+ * the view's size over the product of the others (GTS_EINVAL for two -1s,
+ * another negative extent, or a -1 beside an extent of 0). A reshape that
+ * regroups the values has no labels to give them: GTS_EINVAL naming both
+ * shapes, the view unchanged. */
 int gts_storage_reshape(gts_storage *view, int ndim, const int64_t *shape, gts_error *err);
 
 /* Permutes the dimensions: new dimension i is old dimension axes[i] (NULL:
  * reversed). Shape, strides, dims, halo and aligned_index move together. */
 int gts_storage_transpose(gts_storage *view, const int *axes, gts_error *err);
+
+/* Permutes the dimensions into the order of `like`'s, matched by label (as
+ * GDP-3's first draft lines storages up by dims): `view` must have the same
+ * labels, each of the same extent; else GTS_EINVAL naming both dims and
+ * shapes, the view unchanged. A copy between a storage and another's
+ * transpose by labels is then one of equal shapes. */
+int gts_storage_transpose_like(gts_storage *view, const gts_storage *like, gts_error *err);
 
 /* Reads the same bytes as another dtype (NumPy's ndarray.view(dtype)). Of
  * the same itemsize, everything else stays. Of another itemsize, as NumPy:

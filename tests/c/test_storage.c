@@ -997,6 +997,24 @@ static void test_transpose(void)
     CHECK_FAILS(gts_storage_transpose(&v, (const int[]){0, 1, 3}, ERR), GTS_EINVAL, "axes");
     CHECK_FAILS(gts_storage_transpose(&v, (const int[]){-1, 0, 1}, ERR), GTS_EINVAL, "axes");
     CHECK(same_storage(&v, &before));
+    /* like another's dims, matched by label: (J, I, K) back to the root's
+     * (I, J, K), every element where it was */
+    if (CHECK_OK(gts_storage_transpose_like(&v, &root, ERR))) {
+        CHECK(v.dims[0] == GTS_DIM_I && v.dims[1] == GTS_DIM_J && v.dims[2] == GTS_DIM_K);
+        CHECK(ints_eq(3, v.shape, root.shape) && ints_eq(3, v.strides, root.strides));
+        CHECK(get(&v, (const int64_t[]){1, 2, 3}) == 1 * 30 + 2 * 5 + 3);
+    }
+    gts_storage other;
+    gts_storage_view(&root, &other);
+    CHECK_OK(gts_storage_slice(&other, 1, 0, 1, 2, ERR)); /* J of another extent */
+    before = v;
+    CHECK_FAILS(gts_storage_transpose_like(&v, &other, ERR), GTS_EINVAL,
+                "dims: a storage of dims ('I', 'J', 'K') and shape (7, 6, 5) is no transpose "
+                "of one of dims ('I', 'J', 'K') and shape (7, 2, 5)");
+    CHECK_OK(gts_storage_index(&other, 1, 0, ERR)); /* another number of dims */
+    CHECK_FAILS(gts_storage_transpose_like(&v, &other, ERR), GTS_EINVAL, "no transpose");
+    CHECK(same_storage(&v, &before));
+    gts_storage_release(&other);
     gts_storage_release(&v);
     gts_storage_release(&root);
 }
@@ -1726,7 +1744,20 @@ static void test_reshape(void)
     CHECK_FAILS(gts_storage_reshape(&v, 5, (const int64_t[]){3, 1, 4, 1, 1}, ERR), GTS_EINVAL,
                 "to (3, 1, 4, 1, 1)");
     CHECK_FAILS(gts_storage_reshape(&v, -1, NULL, ERR), GTS_EINVAL, "shape: -1 extents");
+    /* one extent of -1: the rest of the size, as NumPy infers it */
+    CHECK_FAILS(gts_storage_reshape(&v, 2, (const int64_t[]){-1, -1}, ERR), GTS_EINVAL,
+                "shape: -1 at positions 0 and 1 (at most one extent is inferred)");
+    CHECK_FAILS(gts_storage_reshape(&v, 2, (const int64_t[]){-3, 4}, ERR), GTS_EINVAL,
+                "shape: negative extent -3 at position 0");
+    CHECK_FAILS(gts_storage_reshape(&v, 2, (const int64_t[]){0, -1}, ERR), GTS_EINVAL,
+                "shape: -1 at position 1 beside an extent of 0");
+    CHECK_FAILS(gts_storage_reshape(&v, 2, (const int64_t[]){5, -1}, ERR), GTS_EINVAL,
+                "to (5, -1)"); /* 5 does not divide 12 */
+    CHECK_FAILS(gts_storage_reshape(&v, 2, (const int64_t[]){INT64_MAX, -1}, ERR), GTS_EINVAL,
+                "cannot reshape");
     CHECK(v.ndim == 4 && ints_eq(4, v.shape, s.shape));
+    if (CHECK_OK(gts_storage_reshape(&v, 2, (const int64_t[]){-1, 4}, ERR)))
+        CHECK(v.ndim == 2 && v.shape[0] == 3 && v.dims[0] == GTS_DIM_I && v.dims[1] == GTS_DIM_K);
     gts_storage_release(&v);
     gts_storage_release(&s);
 }

@@ -18,7 +18,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import gtstore as gts
-from conftest import PRESETS, live, run_python
+from conftest import PRESETS, cuda_present, live, run_python
 
 LABELS = ("I", "J", "K", "0")
 DTYPES = ("float64", "float32", "float16", "int32", "uint8", "int8", "int64", "bool")
@@ -593,6 +593,34 @@ def test_cuda_storages_where_the_engine_allows():
         return
     if not os.environ.get("GTSTORE_LIBCUDA"):  # CuPy's GPU is gtstore's
         np.testing.assert_array_equal(values(s.cumsum("K")), x.cumsum(2))
+
+
+@pytest.mark.parametrize("gpu", ["emulated"] + (["cuda"] if cuda_present() else []))
+def test_assignment_of_a_transpose_by_dims_needs_no_engine(gpu):
+    """A device storage assigned another whose dims are its own in another
+    order (same extents) is assigned as one of its own dims would be:
+    copied by gtstore's strided kernels, or cast, on a CUDA GPU without
+    CuPy too (the fake driver in CI)."""
+    gts.use_gpu(gpu)
+    try:
+        x = np.arange(24.0).reshape(2, 3, 4)
+        s = gts.zeros((2, 3, 4), dims="IJK", device="gpu", managed=None)
+        t = gts.storage(x.transpose(2, 0, 1).copy(), dims="KIJ", device="gpu", managed=None)
+        s[...] = t
+        np.testing.assert_array_equal(values(s), x)
+        y = np.random.default_rng(3).random((4, 2, 3))  # K, I, J
+        u = gts.storage(y, dims="KIJ", device="gpu", managed=None)
+        s[:, 1:, ::2] = u[::2, :, 1:]  # views of either: (I, J, K) from (K, I, J)
+        expected = x.copy()
+        expected[:, 1:, ::2] = y[::2, :, 1:].transpose(1, 2, 0)
+        np.testing.assert_array_equal(values(s), expected)
+        s[...] = s.transpose("K", "J", "I")  # its own transpose: the same values
+        np.testing.assert_array_equal(values(s), expected)
+        single = gts.zeros((2, 3, 4), "f4", dims="IJK", device="gpu", managed=None)
+        single[...] = t  # cast as for equal dims
+        np.testing.assert_array_equal(values(single), x.astype("f4"))
+    finally:
+        gts.use_gpu(None)
 
 
 # ---- lifetime --------------------------------------------------------------------------------

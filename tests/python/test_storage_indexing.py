@@ -726,6 +726,8 @@ def test_len_and_iteration():
         np.testing.assert_array_equal(np.asarray(row), np.asarray(s)[i])
     with pytest.raises(TypeError):
         len(gtstore.zeros((), "f8"))
+    with pytest.raises(TypeError, match="iteration over a 0-d storage"):  # as NumPy's, not []
+        list(gtstore.zeros((), "f8"))
 
 
 # ---- transpose ------------------------------------------------------------------------------

@@ -386,6 +386,23 @@ def test_array_copy_rules():
         s.__array__(np.float32, True)  # copy is keyword-only
 
 
+def test_copy_is_read_as_numpy_reads_it():
+    """copy= of every function and method that takes one: None, or anything
+    by its truth, except a string, which NumPy refuses (copy="no" is true)."""
+    x = np.zeros(3)
+    s = gtstore.zeros(3)
+    calls = [lambda c: gtstore.storage(x, copy=c), lambda c: gtstore.from_dlpack(x, copy=c),
+             lambda c: s.__array__(copy=c), lambda c: s.__dlpack__(copy=c),
+             lambda c: s.astype("f4", copy=c)]
+    for call in calls:
+        for text in ("no", b"no"):
+            with pytest.raises(ValueError, match=r"^copy: .*'no' is a string; use True, False "
+                                                 r"or None$"):
+                call(text)
+    assert np.shares_memory(np.asarray(gtstore.storage(x, copy=0)), x)
+    assert not np.shares_memory(np.asarray(gtstore.from_dlpack(x, copy=1)), x)
+
+
 def test_numpy_array_and_asarray_copy_rules():
     s = filled((3, 4), halo=1)[::-1]
     base = np.asarray(s)

@@ -102,6 +102,23 @@ int gtpy_int_tuple(PyObject *obj, const char *param, int max_ndim, int *ndim, in
 /* An integer given where a sequence may be: an int, or an object with
  * __index__ that is no sequence or has no length (a 0-d integer array) and
  * whose __index__ works (a 0-d boolean array has one that refuses). */
+int gtpy_copy_flag(PyObject *obj, int absent, int none, int *copy)
+{
+    if (!obj || obj == Py_None) {
+        *copy = obj ? none : absent;
+        return 0;
+    }
+    if (PyUnicode_Check(obj) || PyBytes_Check(obj)) {
+        PyErr_Format(PyExc_ValueError, "copy: %.100R is a string; use True, False or None", obj);
+        return -1;
+    }
+    int truth = PyObject_IsTrue(obj);
+    if (truth < 0)
+        return -1;
+    *copy = truth;
+    return 0;
+}
+
 bool gtpy_is_integer(PyObject *obj)
 {
     if (PyLong_Check(obj))
@@ -120,15 +137,17 @@ bool gtpy_is_integer(PyObject *obj)
     return index != NULL;
 }
 
+int gtpy_extents(PyObject *obj, const char *param, int *ndim, int64_t *shape)
+{
+    if (!gtpy_is_integer(obj))
+        return gtpy_int_tuple(obj, param, GTS_MAX_NDIM, ndim, shape);
+    *ndim = 1;
+    return gtpy_int(obj, param, &shape[0]);
+}
+
 int gtpy_shape(PyObject *obj, const char *param, int *ndim, int64_t *shape)
 {
-    int rc;
-    if (gtpy_is_integer(obj)) {
-        rc = gtpy_int(obj, param, &shape[0]);
-        *ndim = 1;
-    } else {
-        rc = gtpy_int_tuple(obj, param, GTS_MAX_NDIM, ndim, shape);
-    }
+    int rc = gtpy_extents(obj, param, ndim, shape);
     for (int d = 0; rc == 0 && d < *ndim; ++d) {
         if (shape[d] < 0) {
             PyErr_Format(PyExc_ValueError, "%s: negative extent %lld at position %d in %.200R",

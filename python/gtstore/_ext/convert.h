@@ -29,8 +29,15 @@ int gtpy_c_int(PyObject *obj, const char *param, int *out);
  * with __index__ that has no length (a NumPy integer, a 0-d integer array). */
 bool gtpy_is_integer(PyObject *obj);
 
+/* A `copy=` argument as NumPy reads one: None (`none`), a string refused
+ * with ValueError (NumPy's rule: `copy="no"` would be true), anything else
+ * by its truth; `absent` where it was not given (obj NULL). */
+int gtpy_copy_flag(PyObject *obj, int absent, int none, int *copy);
+
 /* An int or a sequence of ints, each >= 0. */
 int gtpy_shape(PyObject *obj, const char *param, int *ndim, int64_t *shape);
+/* The same, of any sign (a reshape's -1 is libgtstore's to read). */
+int gtpy_extents(PyObject *obj, const char *param, int *ndim, int64_t *shape);
 
 /* A sequence of `ndim` ints (any sign; callers check ranges). */
 int gtpy_int_tuple(PyObject *obj, const char *param, int max_ndim, int *ndim, int64_t *values);

@@ -144,9 +144,9 @@ PyObject *gtpy_storage_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t 
     if (gtpy_parse_args(&sig, args, nargs, kwnames, values) < 0 ||
         read_version(values[1], &major) < 0)
         return NULL;
-    int copy = values[3] && values[3] != Py_None ? PyObject_IsTrue(values[3]) : -1;
+    int copy;
     gts_stream stream;
-    if ((values[3] && values[3] != Py_None && copy < 0) ||
+    if (gtpy_copy_flag(values[3], -1, -1, &copy) < 0 ||
         read_device(values[2], g.buffer, copy, &kind) < 0 ||
         gtpy_stream_number(kind == GTS_DLPACK_SERVE_OWN ? gts_buffer_device(g.buffer)
                                                         : gts_device_host(),

@@ -226,8 +226,8 @@ static PyObject *api_storage(PyObject *self, PyObject *const *args, Py_ssize_t n
     int sides = gtpy_request_parse(&r, &sig, args, nargs, kwnames) < 0
                     ? -1
                     : check_data(&r, "storage");
-    int copy = sides < 0 ? -1 : r.copy ? PyObject_IsTrue(r.copy) : 1;
-    if (copy < 0)
+    int copy;
+    if (sides < 0 || gtpy_copy_flag(r.copy, 1, 0, &copy) < 0)
         return NULL;
     if (sides)
         return gtpy_storage_sides(&r, copy);
@@ -251,8 +251,9 @@ static PyObject *api_from_dlpack(PyObject *self, PyObject *const *args, Py_ssize
                       .storage_api = true};
     if (gtpy_request_parse(&r, &sig, args, nargs, kwnames) < 0)
         return NULL;
-    int copy = r.copy ? PyObject_IsTrue(r.copy) : 0;
-    if (copy < 0 || !(r.source = gtpy_storage_from_dlpack(r.source, "x")))
+    int copy;
+    if (gtpy_copy_flag(r.copy, 0, 0, &copy) < 0 ||
+        !(r.source = gtpy_storage_from_dlpack(r.source, "x")))
         return NULL;
     PyObject *result = with_source(&r, copy ? allocate : do_wrap);
     Py_DECREF(r.source);

@@ -359,8 +359,8 @@ PyObject *gtpy_storage_astype(PyObject *self, PyObject *const *args, Py_ssize_t 
     gts_template like;
     gts_error err;
     gtpy_storage_load(self, &g);
-    int copy = values[4] ? PyObject_IsTrue(values[4]) : 1;
-    if (copy < 0)
+    int copy;
+    if (gtpy_copy_flag(values[4], 1, 0, &copy) < 0)
         return NULL;
     if (values[1] && values[1] != Py_None &&
         !(PyUnicode_Check(values[1]) && PyUnicode_CompareWithASCIIString(values[1], "K") == 0)) {
@@ -410,7 +410,7 @@ PyObject *gtpy_storage_reshape(PyObject *self, PyObject *args)
                               : args;
     int ndim;
     int64_t shape[GTS_MAX_NDIM];
-    if (gtpy_shape(shape_obj, "shape", &ndim, shape) < 0)
+    if (gtpy_extents(shape_obj, "shape", &ndim, shape) < 0)
         return NULL;
     gts_storage g, view;
     gts_error err;

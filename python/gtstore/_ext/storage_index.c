@@ -234,6 +234,27 @@ static int assign_through_host(PyObject *self, PyObject *key, PyObject *value)
     return rc;
 }
 
+static int storage_setitem(PyObject *self, PyObject *key, PyObject *value);
+
+/* A storage value that is the selection's transpose by dims (the same
+ * labels and extents, in another order): assigned transposed back, as a
+ * value of the selection's dims is (on a device by libgtstore's strided
+ * copy, no engine needed). 1 when done, 0 when it does not apply. */
+static int assign_transposed(PyObject *self, PyObject *key, const gts_storage *view,
+                             PyObject *value, const gts_storage *source)
+{
+    gts_storage arranged;
+    gts_storage_view(source, &arranged);
+    if (gts_storage_transpose_like(&arranged, view, NULL) != GTS_OK) {
+        gts_storage_release(&arranged);
+        return 0;
+    }
+    PyObject *transposed = gtpy_storage_derived(value, &arranged);
+    int rc = transposed ? storage_setitem(self, key, transposed) : -1;
+    Py_XDECREF(transposed);
+    return rc < 0 ? -1 : 1;
+}
+
 /* A storage value whose dims differ from the selection's is assigned by
  * dims (GDP-3's first draft), not by position; so is another library's CUDA array,
  * which only the GPU's engine can read (GDP-3's first draft's rules for arrays
@@ -255,9 +276,10 @@ static int assign_by_dims(PyObject *self, PyObject *key, PyObject *value)
                 (kind == KEY_SCALAR ||
                  (source.ndim == view.ndim &&
                   memcmp(source.dims, view.dims, (size_t)view.ndim * sizeof *view.dims) == 0));
-    if (same) {
+    int done = same || cuda_array ? 0 : assign_transposed(self, key, &view, value, &source);
+    if (same || done != 0) {
         gts_storage_release(&view);
-        return 0;
+        return done;
     }
     PyObject *target = gtpy_storage_derived(self, &view);
     int rc = target ? gtpy_storage_assign_by_dims(target, value) : -1;
@@ -353,6 +375,18 @@ static PyObject *storage_item(PyObject *self, Py_ssize_t i)
     PyObject *result = index ? storage_getitem(self, index) : NULL;
     Py_XDECREF(index);
     return result;
+}
+
+/* Iteration over the first dimension, as NumPy's; a 0-d storage has none
+ * to iterate (without this, Python's fallback calls s[0], whose
+ * IndexError would end the loop at once: an empty list, not an error). */
+PyObject *gtpy_storage_iter(PyObject *self)
+{
+    if (STORAGE(self)->ndim == 0) {
+        PyErr_SetString(PyExc_TypeError, "iteration over a 0-d storage");
+        return NULL;
+    }
+    return PySeqIter_New(self);
 }
 
 PyMappingMethods gtpy_storage_as_mapping = {

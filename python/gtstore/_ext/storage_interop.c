@@ -3,6 +3,7 @@
  * interface, GDP-3's data interface, __array__ and __array_function__.
  * Host access and ndarray views are storage_host.c's. */
 #include "args.h"
+#include "convert.h"
 #include "numpy.h"
 #include "storage.h"
 #include "storage_object.h"
@@ -205,7 +206,9 @@ PyObject *gtpy_storage_array(PyObject *self, PyObject *const *args, Py_ssize_t n
     if (gtpy_parse_args(&sig, args, nargs, kwnames, values) < 0)
         return NULL;
     PyObject *dtype = values[0] == Py_None ? NULL : values[0];
-    int copy = values[1] && values[1] != Py_None ? PyObject_IsTrue(values[1]) : -1;
+    int copy;
+    if (gtpy_copy_flag(values[1], -1, -1, &copy) < 0)
+        return NULL;
     PyObject *array = gtpy_storage_ndarray(self, true);
     if (!array || (dtype == NULL && copy != 1))
         return array;

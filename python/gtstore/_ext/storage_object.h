@@ -64,6 +64,7 @@ PyObject *gtpy_storage_transpose(PyObject *self, PyObject *args);
 /* ---- storage_index.c ---- */
 extern PyMappingMethods gtpy_storage_as_mapping;
 extern PySequenceMethods gtpy_storage_as_sequence;
+PyObject *gtpy_storage_iter(PyObject *self);
 
 /* ---- storage_compute.c ---- */
 extern PyNumberMethods gtpy_storage_as_number;

@@ -380,7 +380,8 @@ static PyMethodDef storage_methods[] = {
      "tolist()\n--\n\nThe values as nested Python lists, as ndarray.tolist."},
     {"reshape", gtpy_storage_reshape, METH_VARARGS,
      "reshape(*shape)\n--\n\nA view of another shape where it is one: dims of extent 1 "
-     "dropped; anything else raises ValueError (dims cannot be regrouped)."},
+     "dropped (one extent may be -1, the rest, as in NumPy); anything else raises ValueError "
+     "(dims cannot be regrouped)."},
     {"__complex__", gtpy_storage_complex, METH_NOARGS,
      "__complex__()\n--\n\ncomplex(storage): NumPy's conversion of a size-1 array."},
     GTPY_STORAGE_ARRAY_API_METHODS,
@@ -394,6 +395,7 @@ int gtpy_storage_type_ready(void)
     t->tp_as_number = &gtpy_storage_as_number;
     t->tp_as_sequence = &gtpy_storage_as_sequence;
     t->tp_as_mapping = &gtpy_storage_as_mapping;
+    t->tp_iter = gtpy_storage_iter;
     t->tp_as_buffer = &gtpy_storage_as_buffer;
     t->tp_richcompare = gtpy_storage_richcompare;
     t->tp_methods = storage_methods;
