@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """Checks that no two of a library's source files depend on each other.
 
-    check_layers.py ARCHIVE.a SRC_DIR
+    check_layers.py OBJECTS SRC_DIR
 
-ARCHIVE.a holds the objects of SRC_DIR's C files: libgtstore's static
-library with src/, or the extension's objects with python/gtstore/_ext/.
+OBJECTS holds the objects of SRC_DIR's C files: an archive (libgtstore's
+static library with src/, the extension's objects gathered by Meson with
+python/gtstore/_ext/) or a directory of them (the extension's build
+directory of a pip install, `_gtstore.*.so.p`).
 
 A file depends on another where it calls a function or reads an object the
 other defines (nm of the static library's objects: its undefined symbols
@@ -29,9 +31,12 @@ def source_of(member, stems):
     return max(found, key=len) if found else name
 
 
-def symbol_graph(archive, src):
-    out = subprocess.run(["nm", str(archive)], check=True, capture_output=True,
-                         text=True).stdout
+def symbol_graph(objects, src):
+    paths = sorted(map(str, objects.glob("*.o"))) if objects.is_dir() else [str(objects)]
+    if objects.is_dir() and len(paths) < 2:
+        sys.exit(f"check_layers.py: {objects} holds {len(paths)} objects, not a library's")
+    # nm names each object ("name.o:") of an archive, and each of several files
+    out = subprocess.run(["nm", *paths], check=True, capture_output=True, text=True).stdout
     stems = {p.stem for p in src.glob("*.c")}
     defined, undefined, member = {}, collections.defaultdict(set), None
     for line in out.splitlines():

@@ -2,7 +2,6 @@
  * resolved request, filled, or copied from its data (the source's values
  * cast by NumPy where the dtypes differ). */
 #include "allocation.h"
-#include "engine_spares.h"
 #include "errors.h"
 #include "request.h"
 #include "source.h"

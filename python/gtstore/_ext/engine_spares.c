@@ -31,7 +31,6 @@
 
 #include "convert.h"
 #include "errors.h"
-#include "storage.h"
 
 #include "gtstore/sync.h"
 
@@ -184,48 +183,18 @@ void gtpy_spare_offer(PyObject *engine)
 
 /* ---- taking one ---------------------------------------------------------------------------- */
 
-/* gts_buffer_reuse_fn: the newest spare of `size` bytes on `device`,
- * mirrored as `flags` say (its engine objects go to *ctx). */
-static gts_buffer *take_spare(void *ctx, const gts_device_ops *device, int64_t size,
-                              unsigned flags)
+gts_buffer *gtpy_spare_take(void *ctx, const gts_device_ops *device, int64_t size,
+                            unsigned flags)
 {
     bool mirrored = flags & GTS_ALLOC_MIRRORED;
     for (int i = spares.count - 1; i >= 0; --i) {
         gts_buffer *buffer = spares.engines[i]->block->buffer;
         if (gts_buffer_device(buffer) == device && gts_buffer_size(buffer) == size &&
             gts_buffer_mirrored(buffer) == mirrored) {
-            *(EngineObject **)ctx = take_out(i);
+            *(PyObject **)ctx = (PyObject *)take_out(i);
             ++spares.hits;
             return gts_buffer_retain(buffer);
         }
     }
     return NULL;
-}
-
-PyObject *gtpy_storage_create(gts_storage_spec *spec, unsigned flags, PyObject *preset)
-{
-    gts_storage g;
-    gts_error err;
-    EngineObject *taken = NULL;
-    int rc = gts_storage_create_reusing(spec, flags, take_spare, &taken, &g, &err);
-    if (rc == GTS_ENOMEM && spares.count > 0) {
-        /* the spares may hold what is missing: released, and the caches
-         * their blocks went to cleared (a device's pool may keep them) */
-        gtpy_spares_trim(0);
-        gts_cache_clear();
-        rc = gts_storage_create_reusing(spec, flags, NULL, NULL, &g, &err);
-    }
-    if (rc) {
-        Py_XDECREF(taken);
-        return gtpy_raise_null(&err);
-    }
-    PyObject *storage = gtpy_storage_new(&g, preset, NULL), **slot = NULL;
-    if (storage && taken && gtpy_storage_engine_slot(storage, &slot) < 0)
-        Py_CLEAR(storage);
-    if (storage && slot) {
-        *slot = (PyObject *)taken; /* the reference moves into the SyncState */
-        taken = NULL;
-    }
-    Py_XDECREF(taken);
-    return storage;
 }

@@ -5,12 +5,11 @@
 
 #include "ext.h"
 
-/* A new Storage for `spec` (resolved in place, as by
- * gts_storage_create_in_place, with `flags`) over a spare block where one
- * of its size and device is kept, else over new memory. A spare brings its
- * engine objects into the Storage's SyncState. `preset`: the preset name
- * the Storage records, or NULL. */
-PyObject *gtpy_storage_create(gts_storage_spec *spec, unsigned flags, PyObject *preset);
+/* gts_buffer_reuse_fn for a new storage (gtpy_storage_create, storage.h):
+ * the newest spare of `size` bytes on `device`, mirrored as `flags` say,
+ * its engine objects moved to *(PyObject **)ctx; NULL where none is. */
+gts_buffer *gtpy_spare_take(void *ctx, const gts_device_ops *device, int64_t size,
+                            unsigned flags);
 
 /* The engine's objects over a buffer whose last Python holder went (steals
  * the reference): kept as a spare where nothing else can reach the buffer

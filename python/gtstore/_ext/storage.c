@@ -142,6 +142,36 @@ gts_buffer *gtpy_sync_state_buffer(PyObject *sync_state)
     return ((SyncStateObject *)sync_state)->buffer;
 }
 
+PyObject *gtpy_storage_create(gts_storage_spec *spec, unsigned flags, PyObject *preset)
+{
+    gts_storage g;
+    gts_error err;
+    PyObject *taken = NULL;
+    int rc = gts_storage_create_reusing(spec, flags, gtpy_spare_take, &taken, &g, &err);
+    gtpy_spare_stats spares;
+    gtpy_spares_stats(&spares);
+    if (rc == GTS_ENOMEM && spares.blocks > 0) {
+        /* the spares may hold what is missing: released, and the caches
+         * their blocks went to cleared (a device's pool may keep them) */
+        gtpy_spares_trim(0);
+        gts_cache_clear();
+        rc = gts_storage_create_reusing(spec, flags, NULL, NULL, &g, &err);
+    }
+    if (rc) {
+        Py_XDECREF(taken);
+        return gtpy_raise_null(&err);
+    }
+    PyObject *storage = gtpy_storage_new(&g, preset, NULL), **slot = NULL;
+    if (storage && taken && gtpy_storage_engine_slot(storage, &slot) < 0)
+        Py_CLEAR(storage);
+    if (storage && slot) {
+        *slot = taken; /* the reference moves into the SyncState */
+        taken = NULL;
+    }
+    Py_XDECREF(taken);
+    return storage;
+}
+
 int gtpy_storage_engine_slot(PyObject *storage, PyObject ***slot)
 {
     PyObject *sync = gtpy_storage_sync_state(storage);

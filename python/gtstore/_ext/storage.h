@@ -33,6 +33,12 @@ int gtpy_storage_engine_slot(PyObject *storage, PyObject ***slot);
 /* A new Python storage that takes over `s`'s buffer reference (released on
  * failure too). `preset` and `sync_state` may be NULL. */
 PyObject *gtpy_storage_new(gts_storage *s, PyObject *preset, PyObject *sync_state);
+/* A new Storage for `spec` (resolved in place, as by
+ * gts_storage_create_in_place, with `flags`) over a spare block where one
+ * of its size and device is kept (engine_spares.h), else over new memory.
+ * A spare brings its engine objects into the Storage's SyncState.
+ * `preset`: the preset name the Storage records, or NULL. */
+PyObject *gtpy_storage_create(gts_storage_spec *spec, unsigned flags, PyObject *preset);
 /* Whether memory in `buffer` has a host side: host or host-accessible
  * memory, or a mirrored buffer (not a GPUStorage's). */
 static inline bool gtpy_has_host_side(const gts_buffer *buffer)

@@ -5,7 +5,6 @@
  * reshape, T). */
 #include "args.h"
 #include "convert.h"
-#include "engine_spares.h"
 #include "errors.h"
 #include "numpy.h"
 #include "storage.h"

@@ -21,7 +21,6 @@
 #include "axes.h"
 #include "convert.h"
 #include "engine.h"
-#include "engine_spares.h"
 #include "errors.h"
 #include "numpy.h"
 #include "storage.h"
