@@ -205,6 +205,15 @@ class _Partitioner:
 
     # ---- communication -----------------------------------------------------
 
+    def _communicator(self, what):
+        """The partitioner's communicator, for ``what`` (a method that
+        communicates). close() is collective, so every rank refuses alike,
+        before any message, where a closed partitioner would otherwise
+        fail inside a collective step with an AttributeError."""
+        if self.comm is None:
+            raise RuntimeError(f"{what}: this partitioner is closed")
+        return self.comm
+
     def halo_exchange(self, fields, device_aware=None):
         """The exchange of these storages' halos (collective): planned once,
         run with ``start()``/``wait()`` or ``exchange()``. ``device_aware``
@@ -251,6 +260,7 @@ class _Partitioner:
         The halos are left as they are: exchange them after. ``root``: a
         rank, 0 to size - 1, the same on every rank (else a ValueError,
         TypeError for a non-integer, on every rank)."""
+        comm = self._communicator("scatter")
         error = None
         try:
             root = self._root(root)
@@ -266,7 +276,7 @@ class _Partitioner:
                                      f"the storage's {view.shape}")
         except _INPUT_ERRORS as e:
             error = e
-        _raise_agreed(self.comm, error, "scatter", None if error else
+        _raise_agreed(comm, error, "scatter", None if error else
                       (np.dtype(local.dtype).str, view.shape[self._ndomain:], root, stagger))
         if self.rank == root:
             for rank in range(self.size):
@@ -275,16 +285,17 @@ class _Partitioner:
                 if rank == root:
                     view[...] = block
                 else:
-                    self.comm.Send(block, dest=rank, tag=1)
+                    comm.Send(block, dest=rank, tag=1)
         else:
             block = np.empty(view.shape, dtype=local.dtype)
-            self.comm.Recv(block, source=root, tag=1)
+            comm.Recv(block, source=root, tag=1)
             view[...] = block
 
     def gather(self, local, root=0):
         """The global field assembled on ``root`` from each rank's domain
         (a new ndarray; None on the other ranks). Collective. ``root`` as
         for :meth:`scatter`."""
+        comm = self._communicator("gather")
         error = None
         try:
             root = self._root(root)
@@ -292,10 +303,10 @@ class _Partitioner:
             values = np.ascontiguousarray(_host_values(view))
         except _INPUT_ERRORS as e:
             error = e
-        _raise_agreed(self.comm, error, "gather", None if error else
+        _raise_agreed(comm, error, "gather", None if error else
                       (values.dtype.str, values.shape[self._ndomain:], root, stagger))
         if self.rank != root:
-            self.comm.Send(values, dest=root, tag=2)
+            comm.Send(values, dest=root, tag=2)
             return None
         result = np.empty(self._global_shape(stagger) + values.shape[self._ndomain:],
                           dtype=values.dtype)
@@ -305,12 +316,15 @@ class _Partitioner:
             else:
                 block = np.empty(self.domain_shape(rank, stagger) + values.shape[self._ndomain:],
                                  dtype=values.dtype)
-                self.comm.Recv(block, source=rank, tag=2)
+                comm.Recv(block, source=rank, tag=2)
                 result[self._block(rank, stagger)] = block
         return result
 
     def close(self):
-        """Frees the duplicated communicator (collective)."""
+        """Frees the duplicated communicator (collective). The geometry and
+        the storage creation still work after; the methods that
+        communicate (``halo_exchange``, ``scatter``, ``gather``) raise
+        RuntimeError. Closing again does nothing."""
         if self.comm is not None:
             self.comm.Free()
             self.comm = None
@@ -559,6 +573,7 @@ class HaloExchange:
     def __init__(self, partitioner, fields, device_aware=None, components=None):
         MPI = self._MPI = _mpi()
         self._comm = None  # what __del__ looks at, should this raise
+        comm = partitioner._communicator("halo_exchange")
         fields = tuple(fields)
         plan = messages = error = None
         try:
@@ -571,13 +586,13 @@ class HaloExchange:
                                     mpi_reads=mpi_reads_device())
         except _INPUT_ERRORS as e:
             error = e
-        _raise_agreed(partitioner.comm, error, "fields", None if error else plan.signature,
+        _raise_agreed(comm, error, "fields", None if error else plan.signature,
                       "fields: differ between ranks (dtype, halo, layout or undivided "
                       "extents): their messages would not match")
         self.plan = plan
         self._messages = messages
         self._memory = messages.memory
-        self._comm = partitioner.comm.Dup()
+        self._comm = comm.Dup()
         self._started = False
         self._sends, self._recvs = [], []
         self._send_requests, self._recv_requests = [], []

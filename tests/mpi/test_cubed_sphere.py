@@ -197,6 +197,12 @@ def test_bad_input_fails_everywhere(comm):
     with pytest.raises(ValueError, match="ranks"):
         gd.CubedSpherePartitioner(comm, 4, (3, 1))
     part.close()
+    # closed (collectively): what communicates says so on every rank
+    for call, what in [(lambda: part.halo_exchange([u, v], components=["u", "v"]),
+                        "halo_exchange"),
+                       (lambda: part.gather(u), "gather")]:
+        with pytest.raises(RuntimeError, match=f"{what}: this partitioner is closed"):
+            call()
 
 
 def test_scatter_gather(comm):

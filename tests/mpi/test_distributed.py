@@ -365,6 +365,25 @@ def test_exchange_closed_or_dropped_unstarted_and_started(comm):
     all_ranks(comm, ok, "close between start and wait")
 
 
+def test_closed_partitioner_refuses_to_communicate(comm):
+    """After close() (collective) the methods that communicate raise a
+    RuntimeError saying so on every rank (an AttributeError of the freed
+    communicator before); the geometry and storage creation still work."""
+    shape = (8, 6, 2)
+    part = gd.CartesianPartitioner(comm, shape, halo=1)
+    u = part.zeros("f8")
+    part.close()
+    part.close()  # again: nothing to do
+    for call, what in [(lambda: part.halo_exchange([u]), "halo_exchange"),
+                       (lambda: gd.HaloExchange(part, [u]), "halo_exchange"),
+                       (lambda: part.scatter(global_field(shape, 12), u), "scatter"),
+                       (lambda: part.gather(u), "gather")]:
+        with pytest.raises(RuntimeError, match=f"{what}: this partitioner is closed"):
+            call()
+    assert part.zeros("f8").shape == u.shape == part.local_shape()
+    assert part.domain_shape() == tuple(s.stop - s.start for s in part.subdomain)
+
+
 @pytest.mark.parametrize("root", [-2, -1, "size", "size+1"])
 def test_invalid_root_fails_everywhere(comm, root):
     """An invalid root is refused on every rank (MPI_PROC_NULL is -2 in
