@@ -256,8 +256,19 @@ def test_partitioner_arguments(comm):
     assert part.halo == ((1, 1), (1, 1), (0, 0))
     assert part.periodic == (True, True)
     part.close()
-    with pytest.raises(TypeError):
-        gd.CartesianPartitioner(comm, (8.0, 6, 2))
+    # the whole global shape is checked as the creation functions check a
+    # shape, by name: not only the split extents, which the partition sees
+    for shape, error, match in [
+            ((8, 6, -3), ValueError, r"global_shape: negative extent -3 at position 2 in "
+                                     r"\(8, 6, -3\)"),
+            ((8, -6, 2), ValueError, "global_shape: negative extent -6 at position 1"),
+            ((8.0, 6, 2), TypeError, r"global_shape: expected integers, got 8\.0"),
+            ((8, 6, True), TypeError, "global_shape: expected integers, got True"),
+            (8.0, TypeError, r"global_shape: .*got 8\.0")]:
+        with pytest.raises(error, match=match):
+            gd.CartesianPartitioner(comm, shape)
+    with pytest.raises(ValueError, match="halo: -2 is a negative width"):
+        gd.CartesianPartitioner(comm, (8, 6, 2), halo=-2)
     with pytest.raises(TypeError, match="halo"):
         gd.CartesianPartitioner(comm, (8, 6, 2), halo=((1, 1), (1, "1"), 0))
     with pytest.raises(ValueError, match="halo"):
@@ -398,7 +409,7 @@ def test_invalid_root_fails_everywhere(comm, root):
         part.scatter(G, u, root=root)
     with pytest.raises(ValueError, match=message):
         part.gather(u, root=root)
-    for bad in (1.0, "0", None):
+    for bad in (1.0, "0", None, True, False):  # True was rank 1
         with pytest.raises(TypeError, match="root"):
             part.scatter(G, u, root=bad)
         with pytest.raises(TypeError, match="root"):
