@@ -4,19 +4,31 @@
 
 #include <stdio.h>
 
+/* A negative side would make a storage smaller than its domain and a
+ * message region of negative size: no halo has one, along any dim. */
+static bool halo_negative(gts_halo halo)
+{
+    return halo.lower < 0 || halo.upper < 0;
+}
+
 bool gts_partition_halo_fits(const gts_partition *partition, int dim, gts_halo halo)
 {
     bool neighbors = partition->nprocs[dim] > 1 || partition->periodic[dim];
     int64_t smallest = gts_partition_min_block(partition, dim);
-    return !neighbors || (halo.lower <= smallest && halo.upper <= smallest);
+    return !halo_negative(halo) &&
+           (!neighbors || (halo.lower <= smallest && halo.upper <= smallest));
 }
 
-void gts_partition_halo(const gts_partition *partition, int ndim, const gts_dim *dims,
-                        int64_t width, gts_halo *halo)
+int gts_partition_halo(const gts_partition *partition, int ndim, const gts_dim *dims,
+                       int64_t width, gts_halo *halo, gts_error *err)
 {
+    if (width < 0)
+        return gts_error_set(err, GTS_EINVAL, "halo: %lld is a negative width",
+                             (long long)width);
     for (int a = 0; a < ndim; ++a)
         halo[a] = gts_partition_dim_of(partition, dims[a]) >= 0 ? (gts_halo){width, width}
                                                                  : (gts_halo){0, 0};
+    return GTS_OK;
 }
 
 int gts_partition_check_halo(const gts_partition *partition, int ndim, const gts_dim *dims,
@@ -24,10 +36,13 @@ int gts_partition_check_halo(const gts_partition *partition, int ndim, const gts
 {
     for (int a = 0; a < ndim; ++a) {
         int d = gts_partition_dim_of(partition, dims[a]);
-        if (d < 0 || gts_partition_halo_fits(partition, d, halo[a]))
+        if (d < 0 ? !halo_negative(halo[a]) : gts_partition_halo_fits(partition, d, halo[a]))
             continue;
         char label[GTS_DIM_TEXT_SIZE];
         gts_dim_format(dims[a], label);
+        if (halo_negative(halo[a]))
+            return gts_error_set(err, GTS_EINVAL, "halo: (%lld, %lld) along %s: a negative width",
+                                 (long long)halo[a].lower, (long long)halo[a].upper, label);
         return gts_error_set(err, GTS_EINVAL,
                              "halo: (%lld, %lld) along %s is wider than the smallest subdomain "
                              "(%lld points), which must fill it",
@@ -95,11 +110,9 @@ int gts_partition_local_shape(const gts_partition *partition, int rank, int ndim
                                  "as %lld",
                                  (long long)global_shape[a], label,
                                  (long long)partition->global_shape[d]);
-        if (global_shape[a] < 0 || halo[a].lower < 0 || halo[a].upper < 0)
-            return gts_error_set(err, GTS_EINVAL,
-                                 "halo: (%lld, %lld) around %lld points along %s: a negative "
-                                 "extent or width",
-                                 (long long)halo[a].lower, (long long)halo[a].upper,
+        if (global_shape[a] < 0) /* a split extent is the partition's: never negative */
+            return gts_error_set(err, GTS_EINVAL, "global_shape: %lld points along %s: a "
+                                 "negative extent",
                                  (long long)global_shape[a], label);
         rc = add_halo(d >= 0 ? size[d] : global_shape[a], halo[a], &shape[a], err);
     }

@@ -24,21 +24,24 @@
 extern "C" {
 #endif
 
-/* Whether `halo` fits split dimension `dim` (0 <= dim < ndim): either it
- * has no neighbours there, or neither side is wider than the smallest
- * block. */
+/* Whether `halo` fits split dimension `dim` (0 <= dim < ndim): neither
+ * side is negative, and either it has no neighbours there or neither side
+ * is wider than the smallest block. */
 bool gts_partition_halo_fits(const gts_partition *partition, int dim, gts_halo halo);
 
 /* The halo of one width for a storage of `ndim` dims labelled `dims`:
  * `width` on both sides of each dimension the partition splits, none
- * along the others. */
-void gts_partition_halo(const gts_partition *partition, int ndim, const gts_dim *dims,
-                        int64_t width, gts_halo *halo);
+ * along the others. GTS_EINVAL for a negative width ("halo: -2 is a
+ * negative width"), `halo` left as it was. */
+int gts_partition_halo(const gts_partition *partition, int ndim, const gts_dim *dims,
+                       int64_t width, gts_halo *halo, gts_error *err);
 
 /* Checks a storage's halo (one pair per dim of `dims`) against the
- * partition (gts_partition_halo_fits): GTS_EINVAL naming the first pair
- * that does not fit ("halo: (3, 3) along I is wider than the smallest
- * subdomain (2 points), which must fill it"). */
+ * partition: GTS_EINVAL naming the first pair with a negative side, along
+ * any dim ("halo: (-1, 0) along K: a negative width"), or along a split
+ * dim the first that does not fit (gts_partition_halo_fits: "halo: (3, 3)
+ * along I is wider than the smallest subdomain (2 points), which must
+ * fill it"). */
 int gts_partition_check_halo(const gts_partition *partition, int ndim, const gts_dim *dims,
                              const gts_halo *halo, gts_error *err);
 
@@ -47,9 +50,9 @@ int gts_partition_check_halo(const gts_partition *partition, int ndim, const gts
  * partition's): the rank's subdomain along the split dimensions, the
  * global extent along the others, plus `halo` on both sides. GTS_EINVAL
  * for a rank outside [0, nranks), a split label missing from `dims`, a
- * halo gts_partition_check_halo refuses, a global extent that is not the
- * partition's, or a negative width;
- * GTS_EOVERFLOW where an extent exceeds INT64_MAX. */
+ * halo gts_partition_check_halo refuses (a negative width among them), or
+ * a global extent that is negative or, along a split dim, not the
+ * partition's; GTS_EOVERFLOW where an extent exceeds INT64_MAX. */
 int gts_partition_local_shape(const gts_partition *partition, int rank, int ndim,
                               const gts_dim *dims, const int64_t *global_shape,
                               const gts_halo *halo, int64_t *shape, gts_error *err);

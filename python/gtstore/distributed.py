@@ -20,7 +20,6 @@ docs/distributed.md.
 
 from __future__ import annotations
 
-import numbers
 import operator
 
 import numpy as np
@@ -135,6 +134,18 @@ def _host_values(view):
         return np.asarray(_gtstore.storage(view, device="cpu"))
 
 
+def _integer(value, param, expected):
+    """``value`` as an int; else a TypeError naming ``param``: a float is no
+    count, and a bool is none either (``root=True`` was rank 1), as the
+    extension's integers refuse them."""
+    if not isinstance(value, bool):
+        try:
+            return operator.index(value)
+        except TypeError:
+            pass
+    raise TypeError(f"{param}: expected {expected}, got {value!r}")
+
+
 def _dims(dims, ndim):
     if dims is None:
         if ndim > 3:
@@ -205,6 +216,15 @@ class _Partitioner:
 
     # ---- communication -----------------------------------------------------
 
+    def _communicator(self, what):
+        """The partitioner's communicator, for ``what`` (a method that
+        communicates). close() is collective, so every rank refuses alike,
+        before any message, where a closed partitioner would otherwise
+        fail inside a collective step with an AttributeError."""
+        if self.comm is None:
+            raise RuntimeError(f"{what}: this partitioner is closed")
+        return self.comm
+
     def halo_exchange(self, fields, device_aware=None):
         """The exchange of these storages' halos (collective): planned once,
         run with ``start()``/``wait()`` or ``exchange()``. ``device_aware``
@@ -219,10 +239,7 @@ class _Partitioner:
         """`root` as a rank of the communicator. MPI reads some negative
         ranks as no rank (MPI_PROC_NULL, MPI_ANY_SOURCE): a message from or
         to one is garbage or a hang, so they are refused here."""
-        try:
-            root = operator.index(root)
-        except TypeError:
-            raise TypeError(f"root: expected a rank (int), got {root!r}") from None
+        root = _integer(root, "root", "a rank (int)")
         if not 0 <= root < self.size:
             raise ValueError(f"root: {root} is not a rank of the partitioner's communicator "
                              f"(0 to {self.size - 1})")
@@ -251,6 +268,7 @@ class _Partitioner:
         The halos are left as they are: exchange them after. ``root``: a
         rank, 0 to size - 1, the same on every rank (else a ValueError,
         TypeError for a non-integer, on every rank)."""
+        comm = self._communicator("scatter")
         error = None
         try:
             root = self._root(root)
@@ -266,7 +284,7 @@ class _Partitioner:
                                      f"the storage's {view.shape}")
         except _INPUT_ERRORS as e:
             error = e
-        _raise_agreed(self.comm, error, "scatter", None if error else
+        _raise_agreed(comm, error, "scatter", None if error else
                       (np.dtype(local.dtype).str, view.shape[self._ndomain:], root, stagger))
         if self.rank == root:
             for rank in range(self.size):
@@ -275,16 +293,17 @@ class _Partitioner:
                 if rank == root:
                     view[...] = block
                 else:
-                    self.comm.Send(block, dest=rank, tag=1)
+                    comm.Send(block, dest=rank, tag=1)
         else:
             block = np.empty(view.shape, dtype=local.dtype)
-            self.comm.Recv(block, source=root, tag=1)
+            comm.Recv(block, source=root, tag=1)
             view[...] = block
 
     def gather(self, local, root=0):
         """The global field assembled on ``root`` from each rank's domain
         (a new ndarray; None on the other ranks). Collective. ``root`` as
         for :meth:`scatter`."""
+        comm = self._communicator("gather")
         error = None
         try:
             root = self._root(root)
@@ -292,10 +311,10 @@ class _Partitioner:
             values = np.ascontiguousarray(_host_values(view))
         except _INPUT_ERRORS as e:
             error = e
-        _raise_agreed(self.comm, error, "gather", None if error else
+        _raise_agreed(comm, error, "gather", None if error else
                       (values.dtype.str, values.shape[self._ndomain:], root, stagger))
         if self.rank != root:
-            self.comm.Send(values, dest=root, tag=2)
+            comm.Send(values, dest=root, tag=2)
             return None
         result = np.empty(self._global_shape(stagger) + values.shape[self._ndomain:],
                           dtype=values.dtype)
@@ -305,12 +324,15 @@ class _Partitioner:
             else:
                 block = np.empty(self.domain_shape(rank, stagger) + values.shape[self._ndomain:],
                                  dtype=values.dtype)
-                self.comm.Recv(block, source=rank, tag=2)
+                comm.Recv(block, source=rank, tag=2)
                 result[self._block(rank, stagger)] = block
         return result
 
     def close(self):
-        """Frees the duplicated communicator (collective)."""
+        """Frees the duplicated communicator (collective). The geometry and
+        the storage creation still work after; the methods that
+        communicate (``halo_exchange``, ``scatter``, ``gather``) raise
+        RuntimeError. Closing again does nothing."""
         if self.comm is not None:
             self.comm.Free()
             self.comm = None
@@ -334,9 +356,10 @@ class CartesianPartitioner(_Partitioner):
 
     def __init__(self, comm, global_shape, halo=0, periodic=False, *, process_grid=None,
                  dims=None, split=None):
-        shape = ((global_shape,) if isinstance(global_shape, numbers.Integral)
-                 else tuple(global_shape))
-        shape = tuple(operator.index(n) for n in shape)  # TypeError for a float
+        # the creation functions' shape rule (an int or ints, none a bool or
+        # negative), errors naming global_shape: the partition sees only the
+        # split extents
+        shape = _gtstore.arrays.normalize_shape(global_shape, "global_shape")
         self.dims = _dims(dims, len(shape))
         if split is None:
             split = tuple(label for label in "IJ" if label in self.dims)
@@ -430,14 +453,14 @@ class CubedSpherePartitioner(_Partitioner):
 
     def __init__(self, comm, n, layout=(1, 1), halo=0, *, nz=None):
         self.partition = CubePartition(n, layout)
+        if nz is not None:
+            nz = _integer(nz, "nz", "None or a number of levels (int)")
+            if nz < 1:
+                raise ValueError(f"nz: {nz} levels is not positive")
         if comm.Get_size() != self.partition.nranks:
             raise ValueError(f"comm: has {comm.Get_size()} ranks, the layout {tuple(layout)} "
                              f"needs 6 * {self.partition.ranks_per_tile} = "
                              f"{self.partition.nranks}")
-        if nz is not None:
-            nz = operator.index(nz)
-            if nz < 1:
-                raise ValueError(f"nz: {nz} levels is not positive")
         self.nz = nz
         self.dims = ("I", "J") if nz is None else ("I", "J", "K")
         self.global_shape = (6, self.partition.n, self.partition.n) + (() if nz is None
@@ -465,11 +488,9 @@ class CubedSpherePartitioner(_Partitioner):
                 len(set(halo[:2])) == 1 and isinstance(halo[0], tuple) and \
                 len(set(halo[0])) == 1:  # pairs, as this method gives them
             halo = halo[0][0]
-        if not isinstance(halo, numbers.Integral) or isinstance(halo, bool):
-            raise TypeError(f"halo: expected an int (cells on each side of I and J), got "
-                            f"{halo!r}")
+        halo = _integer(halo, "halo", "an int (cells on each side of I and J)")
         self.partition.check_halo(halo)  # libgtstore's gts_cube_partition_check_halo
-        pairs = ((int(halo), int(halo)),) * 2
+        pairs = ((halo, halo),) * 2
         return pairs if self.nz is None else pairs + ((0, 0),)
 
     def _block(self, rank, stagger=()):
@@ -496,18 +517,26 @@ class CubedSpherePartitioner(_Partitioner):
         """This rank's cells: (tile, x slice, y slice[, K slice])."""
         return self._block(self.rank)
 
-    def domain_shape(self, rank=None, stagger=()):
-        """The extents of a rank's subdomain (this rank's by default; with
-        ``stagger``, of a field on the cells' faces)."""
-        block = self._block(self.rank if rank is None else rank, stagger)
-        return tuple(s.stop - s.start for s in block[1:])
-
-    def _storage_shape(self, pairs, kwargs):
-        stagger = kwargs.pop("stagger", (0, 0))
+    @staticmethod
+    def _check_stagger(stagger):
+        """``stagger`` as given at creation: any other value (-1, a bool)
+        would add its number of faces to an extent."""
         if (not isinstance(stagger, tuple) or len(stagger) != 2
                 or any(s not in (0, 1) or isinstance(s, bool) for s in stagger)):
             raise ValueError(f"stagger: expected (sx, sy), each 0 (cell centres) or 1 (the "
                              f"cells' faces along that axis), got {stagger!r}")
+        return stagger
+
+    def domain_shape(self, rank=None, stagger=()):
+        """The extents of a rank's subdomain (this rank's by default; with
+        ``stagger`` (sx, sy), of a field on the cells' faces)."""
+        if stagger != ():
+            self._check_stagger(stagger)
+        block = self._block(self.rank if rank is None else rank, stagger)
+        return tuple(s.stop - s.start for s in block[1:])
+
+    def _storage_shape(self, pairs, kwargs):
+        stagger = self._check_stagger(kwargs.pop("stagger", (0, 0)))
         shape = list(self.local_shape(pairs))
         shape[0] += stagger[0]
         shape[1] += stagger[1]
@@ -559,6 +588,7 @@ class HaloExchange:
     def __init__(self, partitioner, fields, device_aware=None, components=None):
         MPI = self._MPI = _mpi()
         self._comm = None  # what __del__ looks at, should this raise
+        comm = partitioner._communicator("halo_exchange")
         fields = tuple(fields)
         plan = messages = error = None
         try:
@@ -571,13 +601,13 @@ class HaloExchange:
                                     mpi_reads=mpi_reads_device())
         except _INPUT_ERRORS as e:
             error = e
-        _raise_agreed(partitioner.comm, error, "fields", None if error else plan.signature,
+        _raise_agreed(comm, error, "fields", None if error else plan.signature,
                       "fields: differ between ranks (dtype, halo, layout or undivided "
                       "extents): their messages would not match")
         self.plan = plan
         self._messages = messages
         self._memory = messages.memory
-        self._comm = partitioner.comm.Dup()
+        self._comm = comm.Dup()
         self._started = False
         self._sends, self._recvs = [], []
         self._send_requests, self._recv_requests = [], []

@@ -122,7 +122,8 @@ static bool shape_is(const int64_t *shape, int64_t a, int64_t b, int64_t c)
 /* A (10, 6) split over 3 x 1 ranks, J periodic, for storages of dims IJK:
  * blocks of 4, 3, 3 along I, J whole. One width goes on I and J, not K;
  * a halo of 4 along I is wider than the smallest block (3), along J
- * (one periodic block of 6) it fits; with no neighbours anything fits. */
+ * (one periodic block of 6) it fits; with no neighbours anything fits
+ * that is not negative; no width is negative. */
 static void test_storage_halo_and_shape(void)
 {
     gts_partition p;
@@ -132,7 +133,7 @@ static void test_storage_halo_and_shape(void)
     if (!CHECK_OK(gts_partition_init(&p, 2, NULL, (const int64_t[]){10, 6}, (const int[]){3, 1},
                                      (const bool[]){false, true}, 3, ERR)))
         return;
-    gts_partition_halo(&p, 3, dims, 2, halo);
+    CHECK_OK(gts_partition_halo(&p, 3, dims, 2, halo, ERR));
     CHECK(halo[0].lower == 2 && halo[0].upper == 2 && halo[1].lower == 2 && halo[2].upper == 0);
     CHECK_OK(gts_partition_check_halo(&p, 3, dims, halo, ERR));
     if (CHECK_OK(gts_partition_local_shape(&p, 0, 3, dims, (const int64_t[]){10, 6, 5}, halo,
@@ -143,7 +144,7 @@ static void test_storage_halo_and_shape(void)
         CHECK(shape_is(shape, 3 + 4, 6 + 4, 5));
     /* the same for dims KJI: by label, not position */
     const gts_dim kji[3] = {GTS_DIM_K, GTS_DIM_J, GTS_DIM_I};
-    gts_partition_halo(&p, 3, kji, 1, halo);
+    CHECK_OK(gts_partition_halo(&p, 3, kji, 1, halo, ERR));
     CHECK(halo[0].lower == 0 && halo[2].lower == 1);
     if (CHECK_OK(gts_partition_local_shape(&p, 1, 3, kji, (const int64_t[]){5, 6, 10}, halo,
                                            shape, ERR)))
@@ -153,6 +154,18 @@ static void test_storage_halo_and_shape(void)
     CHECK(!gts_partition_halo_fits(&p, 0, (gts_halo){0, 4}));
     CHECK(gts_partition_halo_fits(&p, 1, (gts_halo){6, 6}));
     CHECK(!gts_partition_halo_fits(&p, 1, (gts_halo){7, 0}));
+    /* a negative side fits nowhere: a storage smaller than its domain */
+    CHECK(!gts_partition_halo_fits(&p, 0, (gts_halo){-2, -2}));
+    CHECK(!gts_partition_halo_fits(&p, 1, (gts_halo){1, -1}));
+    CHECK_FAILS(gts_partition_halo(&p, 3, dims, -2, halo, ERR), GTS_EINVAL,
+                "halo: -2 is a negative width");
+    CHECK(halo[0].lower == 0 && halo[2].lower == 1); /* untouched: KJI's above */
+    CHECK_FAILS(gts_partition_check_halo(&p, 3, dims, (gts_halo[]){{-2, -2}, {-2, -2}, {0, 0}},
+                                         ERR),
+                GTS_EINVAL, "halo: (-2, -2) along I: a negative width");
+    CHECK_FAILS(gts_partition_check_halo(&p, 3, dims, (gts_halo[]){{1, 1}, {1, 1}, {0, -1}},
+                                         ERR),
+                GTS_EINVAL, "halo: (0, -1) along K: a negative width"); /* not split: refused */
     gts_halo wide[3] = {{4, 1}, {1, 1}, {9, 9}};
     CHECK_FAILS(gts_partition_check_halo(&p, 3, dims, wide, ERR), GTS_EINVAL,
                 "halo: (4, 1) along I is wider than the smallest subdomain (3 points), which "
@@ -163,10 +176,12 @@ static void test_storage_halo_and_shape(void)
     CHECK_FAILS(gts_partition_local_shape(&p, 0, 3, dims, (const int64_t[]){10, 6, 5}, wide,
                                           shape, ERR),
                 GTS_EINVAL, "halo: (0, 7) along J is wider than the smallest subdomain (6");
-    /* one block, not periodic: no neighbours, any halo */
+    /* one block, not periodic: no neighbours, any halo that is not negative */
     gts_partition one;
-    if (CHECK_OK(gts_partition_init(&one, 1, NULL, (const int64_t[]){2}, NULL, NULL, 1, ERR)))
+    if (CHECK_OK(gts_partition_init(&one, 1, NULL, (const int64_t[]){2}, NULL, NULL, 1, ERR))) {
         CHECK_OK(gts_partition_check_halo(&one, 1, dims, (gts_halo[]){{5, 5}}, ERR));
+        CHECK(!gts_partition_halo_fits(&one, 0, (gts_halo){0, -1}));
+    }
     /* refusals */
     halo[0] = halo[1] = halo[2] = (gts_halo){1, 1};
     CHECK_FAILS(gts_partition_local_shape(&p, 3, 3, dims, (const int64_t[]){10, 6, 5}, halo,
@@ -178,10 +193,13 @@ static void test_storage_halo_and_shape(void)
     CHECK_FAILS(gts_partition_local_shape(&p, 0, 3, dims, (const int64_t[]){11, 6, 5}, halo,
                                           shape, ERR),
                 GTS_EINVAL, "global_shape: 11 points along I, which the partition splits as 10");
+    CHECK_FAILS(gts_partition_local_shape(&p, 0, 3, dims, (const int64_t[]){10, 6, -3}, halo,
+                                          shape, ERR),
+                GTS_EINVAL, "global_shape: -3 points along K: a negative extent");
     halo[2] = (gts_halo){-1, 0};
     CHECK_FAILS(gts_partition_local_shape(&p, 0, 3, dims, (const int64_t[]){10, 6, 5}, halo,
                                           shape, ERR),
-                GTS_EINVAL, "negative");
+                GTS_EINVAL, "halo: (-1, 0) along K: a negative width");
     halo[2] = (gts_halo){INT64_MAX - 5, 1};
     CHECK_FAILS(gts_partition_local_shape(&p, 0, 3, dims, (const int64_t[]){10, 6, 5}, halo,
                                           shape, ERR),

@@ -196,7 +196,20 @@ def test_bad_input_fails_everywhere(comm):
         gd.CubedSpherePartitioner(comm, 4, LAYOUT, halo=5)
     with pytest.raises(ValueError, match="ranks"):
         gd.CubedSpherePartitioner(comm, 4, (3, 1))
+    for nz in (True, 2.0):  # True was 1 level
+        with pytest.raises(TypeError, match=f"nz: expected None or a number of levels .*{nz}"):
+            gd.CubedSpherePartitioner(comm, 4, LAYOUT, nz=nz)
+    for stagger in ((-1, 0), (True, 0)):  # gave 3 and 5 points for 4
+        with pytest.raises(ValueError, match="stagger"):
+            part.domain_shape(stagger=stagger)
+    assert part.domain_shape(stagger=(1, 0))[0] == part.domain_shape()[0] + 1
     part.close()
+    # closed (collectively): what communicates says so on every rank
+    for call, what in [(lambda: part.halo_exchange([u, v], components=["u", "v"]),
+                        "halo_exchange"),
+                       (lambda: part.gather(u), "gather")]:
+        with pytest.raises(RuntimeError, match=f"{what}: this partitioner is closed"):
+            call()
 
 
 def test_scatter_gather(comm):

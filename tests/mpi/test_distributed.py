@@ -256,8 +256,19 @@ def test_partitioner_arguments(comm):
     assert part.halo == ((1, 1), (1, 1), (0, 0))
     assert part.periodic == (True, True)
     part.close()
-    with pytest.raises(TypeError):
-        gd.CartesianPartitioner(comm, (8.0, 6, 2))
+    # the whole global shape is checked as the creation functions check a
+    # shape, by name: not only the split extents, which the partition sees
+    for shape, error, match in [
+            ((8, 6, -3), ValueError, r"global_shape: negative extent -3 at position 2 in "
+                                     r"\(8, 6, -3\)"),
+            ((8, -6, 2), ValueError, "global_shape: negative extent -6 at position 1"),
+            ((8.0, 6, 2), TypeError, r"global_shape: expected integers, got 8\.0"),
+            ((8, 6, True), TypeError, "global_shape: expected integers, got True"),
+            (8.0, TypeError, r"global_shape: .*got 8\.0")]:
+        with pytest.raises(error, match=match):
+            gd.CartesianPartitioner(comm, shape)
+    with pytest.raises(ValueError, match="halo: -2 is a negative width"):
+        gd.CartesianPartitioner(comm, (8, 6, 2), halo=-2)
     with pytest.raises(TypeError, match="halo"):
         gd.CartesianPartitioner(comm, (8, 6, 2), halo=((1, 1), (1, "1"), 0))
     with pytest.raises(ValueError, match="halo"):
@@ -365,6 +376,25 @@ def test_exchange_closed_or_dropped_unstarted_and_started(comm):
     all_ranks(comm, ok, "close between start and wait")
 
 
+def test_closed_partitioner_refuses_to_communicate(comm):
+    """After close() (collective) the methods that communicate raise a
+    RuntimeError saying so on every rank (an AttributeError of the freed
+    communicator before); the geometry and storage creation still work."""
+    shape = (8, 6, 2)
+    part = gd.CartesianPartitioner(comm, shape, halo=1)
+    u = part.zeros("f8")
+    part.close()
+    part.close()  # again: nothing to do
+    for call, what in [(lambda: part.halo_exchange([u]), "halo_exchange"),
+                       (lambda: gd.HaloExchange(part, [u]), "halo_exchange"),
+                       (lambda: part.scatter(global_field(shape, 12), u), "scatter"),
+                       (lambda: part.gather(u), "gather")]:
+        with pytest.raises(RuntimeError, match=f"{what}: this partitioner is closed"):
+            call()
+    assert part.zeros("f8").shape == u.shape == part.local_shape()
+    assert part.domain_shape() == tuple(s.stop - s.start for s in part.subdomain)
+
+
 @pytest.mark.parametrize("root", [-2, -1, "size", "size+1"])
 def test_invalid_root_fails_everywhere(comm, root):
     """An invalid root is refused on every rank (MPI_PROC_NULL is -2 in
@@ -379,7 +409,7 @@ def test_invalid_root_fails_everywhere(comm, root):
         part.scatter(G, u, root=root)
     with pytest.raises(ValueError, match=message):
         part.gather(u, root=root)
-    for bad in (1.0, "0", None):
+    for bad in (1.0, "0", None, True, False):  # True was rank 1
         with pytest.raises(TypeError, match="root"):
             part.scatter(G, u, root=bad)
         with pytest.raises(TypeError, match="root"):

@@ -319,8 +319,26 @@ def test_partition_storage_halo_and_local_shape():
         p.local_shape(0, dims, (10, 6), 0)
     with pytest.raises(IndexError, match=r"rank: 3 is outside \[0, 3\)"):
         p.local_shape(3, dims, (10, 6, 5), 0)
-    with pytest.raises(ValueError, match="negative"):
+    with pytest.raises(ValueError, match=r"halo: \(-1, -1\) along K: a negative width"):
         p.local_shape(0, dims, (10, 6, 5), (0, 0, -1))
+    with pytest.raises(ValueError, match="global_shape: negative extent -5"):
+        p.local_shape(0, dims, (10, 6, -5), 0)
+
+
+@pytest.mark.parametrize("halo, message", [
+    (-2, "halo: -2 is a negative width"),
+    (((-1, 0), 0, 0), r"halo: \(-1, 0\) along I: a negative width"),
+    ((0, 0, (0, -3)), r"halo: \(0, -3\) along K: a negative width"),  # K is not split
+])
+def test_partition_refuses_a_negative_halo(halo, message):
+    """libgtstore refuses a negative width (gts_partition_halo,
+    gts_partition_check_halo): it gave storages smaller than their domain."""
+    p = Partition((10, 6), 3, process_grid=(3, 1))
+    dims = ("I", "J", "K")
+    with pytest.raises(ValueError, match=message):
+        p.storage_halo(dims, halo)
+    with pytest.raises(ValueError, match=message):
+        p.local_shape(0, dims, (10, 6, 5), halo)
 
 
 def test_devices_describe_their_capabilities():

@@ -225,24 +225,50 @@ API_FUNCTION(full_like, full_like_names, 3, 2, FILL_VALUE, false)
     {#fn, (PyCFunction)(void (*)(void))api_##fn, METH_FASTCALL | METH_KEYWORDS,           \
      #fn signature COMMON_SIGNATURE doc COMMON_DOC}
 
+/* The arguments of a normalize_ function: the value, and the name its
+ * errors give (`param`, a str; `fallback` where not given). */
+static int normalize_args(gtpy_signature *sig, PyObject *args, const char *fallback,
+                          PyObject **value, const char **param)
+{
+    PyObject *v[2];
+    if (gtpy_parse_tuple(sig, args, NULL, v) < 0)
+        return -1;
+    *value = v[0];
+    *param = fallback;
+    if (v[1] && !(PyUnicode_Check(v[1]) && (*param = gtpy_text(v[1], "param")))) {
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_TypeError, "param: expected a str, got %.200R", v[1]);
+        return -1;
+    }
+    return 0;
+}
+
 static PyObject *api_normalize_dims(PyObject *self, PyObject *args)
 {
     (void)self;
     static const char *const names[] = {"dims", "param"};
     static gtpy_signature sig = GTPY_SIGNATURE("normalize_dims", names, 2, 1, 2);
-    PyObject *v[2];
-    if (gtpy_parse_tuple(&sig, args, NULL, v) < 0)
+    PyObject *dims;
+    const char *param;
+    if (normalize_args(&sig, args, "dims", &dims, &param) < 0)
         return NULL;
-    PyObject *dims = v[0];
-    const char *param = "dims";
-    if (v[1] && !(PyUnicode_Check(v[1]) && (param = gtpy_text(v[1], "param")))) {
-        if (!PyErr_Occurred())
-            PyErr_Format(PyExc_TypeError, "param: expected a str, got %.200R", v[1]);
-        return NULL;
-    }
     gts_dim labels[GTS_MAX_NDIM];
     int ndim;
     return gtpy_dims(dims, param, &ndim, labels) < 0 ? NULL : gtpy_dims_to_tuple(ndim, labels);
+}
+
+static PyObject *api_normalize_shape(PyObject *self, PyObject *args)
+{
+    (void)self;
+    static const char *const names[] = {"shape", "param"};
+    static gtpy_signature sig = GTPY_SIGNATURE("normalize_shape", names, 2, 1, 2);
+    PyObject *shape;
+    const char *param;
+    if (normalize_args(&sig, args, "shape", &shape, &param) < 0)
+        return NULL;
+    int64_t extents[GTS_MAX_NDIM];
+    int ndim;
+    return gtpy_shape(shape, param, &ndim, extents) < 0 ? NULL : gtpy_int64_tuple(ndim, extents);
 }
 
 PyMethodDef gtpy_arrays_methods[] = {
@@ -251,6 +277,10 @@ PyMethodDef gtpy_arrays_methods[] = {
      "(errors name `param`): 'I', 'J', 'K' "
      "and data dimensions '0', '1', ..., none repeated. Accepts a string such as 'IJK0' or a "
      "sequence of labels (or of objects with __gt_axis_name__)."},
+    {"normalize_shape", api_normalize_shape, METH_VARARGS,
+     "normalize_shape(shape, param='shape')\n--\n\nA shape as a tuple of int, checked as "
+     "the creation functions check theirs (errors name `param`): an integer or a sequence of "
+     "integers (not bools), none negative, at most GTS_MAX_NDIM."},
     METHOD(empty, "(shape, dtype=None, ",
            "An array of uninitialized values with the layout and alignment of the preset."),
     METHOD(zeros, "(shape, dtype=None, ", "An array of zeros; see empty()."),

@@ -239,9 +239,11 @@ static int storage_halo(const gts_partition *p, PyObject *dims_obj, PyObject *ha
     if (!gtpy_is_integer(halo_obj))
         return gtpy_halo(halo_obj, *ndim, *ndim, halo);
     int64_t width;
+    gts_error err;
     if (gtpy_int(halo_obj, "halo", &width) < 0)
         return -1;
-    gts_partition_halo(p, *ndim, dims, width, halo);
+    if (gts_partition_halo(p, *ndim, dims, width, halo, &err) != 0)
+        return gtpy_raise_null(&err), -1;
     return 0;
 }
 
@@ -301,8 +303,8 @@ static PyMethodDef partition_methods[] = {
     {"storage_halo", (PyCFunction)(void (*)(void))partition_storage_halo, METH_FASTCALL,
      "storage_halo($self, dims, halo, /)\n--\n\nThe halo of a storage of these dims as (lower, "
      "upper) pairs: `halo` an int (that width on both sides of every split dimension) or one "
-     "int or pair per dim. ValueError where a pair is wider than the smallest subdomain along "
-     "a split dimension with neighbours."},
+     "int or pair per dim. ValueError for a negative width, and where a pair is wider than "
+     "the smallest subdomain along a split dimension with neighbours."},
     {"local_shape", (PyCFunction)(void (*)(void))partition_local_shape, METH_FASTCALL,
      "local_shape($self, rank, dims, global_shape, halo, /)\n--\n\nThe shape of the rank's "
      "storage of these dims over `global_shape`: its subdomain along the split dimensions, "
