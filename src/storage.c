@@ -682,6 +682,11 @@ static bool regroup(int64_t value, int from, int to, int64_t *out)
 
 int gts_storage_view_dtype(gts_storage *view, gts_dtype dtype, gts_error *err)
 {
+    /* A hand-filled dtype: an itemsize of 0 would divide by zero below. */
+    gts_dtype valid;
+    int rc = gts_dtype_make(dtype.kind, dtype.itemsize, &valid, err);
+    if (rc)
+        return rc;
     int from = view->dtype.itemsize, to = dtype.itemsize, d = view->ndim - 1;
     if (to == from) {
         view->dtype = dtype;
