@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "gtstore/geometry.h"
+#include "preset_private.h"
 
 static bool is_cartesian(gts_dim dim)
 {
@@ -83,11 +84,11 @@ int gts_signature_check(const gts_signature *sig, gts_error *err)
 {
     if (!sig || sig->nfields < 0 || (sig->nfields > 0 && !sig->fields))
         return gts_error_set(err, GTS_EINVAL, "signature: no field list");
-    if (sig->device != GTS_DEVICE_CPU && sig->device != GTS_DEVICE_GPU)
-        return gts_error_set(err, GTS_EINVAL, "signature: device %d is no device kind",
-                             (int)sig->device);
+    int rc = gts__device_kind_check(sig->device, "signature: device", err);
+    if (rc)
+        return rc;
     for (int i = 0; i < sig->nfields; ++i) {
-        int rc = check_field_spec(&sig->fields[i], err);
+        rc = check_field_spec(&sig->fields[i], err);
         if (rc)
             return rc;
         for (int j = 0; j < i; ++j)

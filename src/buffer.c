@@ -11,6 +11,7 @@
 
 #include "buffer_private.h"
 #include "buffer_wrap.h"
+#include "device_check.h"
 #include "device_pool.h"
 #include "host_memory.h"
 #include "stream_free.h"
@@ -95,7 +96,25 @@ static gts_buffer *buffer_init(gts_buffer *buffer, const gts_device_ops *device,
     return buffer;
 }
 
-int gts_buffer_alloc_host(int64_t size, unsigned flags, gts_buffer **out, gts_error *err)
+/* The flags of a buffer on `device`, one rule for gts_buffer_alloc and
+ * gts_buffer_alloc_host (the same call on the host): no unknown bits, and
+ * a host side only beside memory the host cannot reach. Checked before
+ * any memory is taken. */
+static int check_flags(const gts_device_ops *device, unsigned flags, gts_error *err)
+{
+    int rc = gts__alloc_flags_check(flags, GTS_ALLOC_ZERO | GTS_ALLOC_MIRRORED, err);
+    if (rc)
+        return rc;
+    if ((flags & GTS_ALLOC_MIRRORED) && device->host_accessible)
+        return gts_error_set(err, GTS_EINVAL,
+                             "flags: a mirrored buffer needs memory the host cannot reach, and "
+                             "device '%s' is host-accessible",
+                             device->name);
+    return GTS_OK;
+}
+
+/* gts_buffer_alloc_host, its flags already checked. */
+static int alloc_host(int64_t size, unsigned flags, gts_buffer **out, gts_error *err)
 {
     int rc = gts__host_check_size(size, err);
     if (rc)
@@ -134,11 +153,6 @@ int gts_buffer_alloc_host(int64_t size, unsigned flags, gts_buffer **out, gts_er
  * memory-locking limit, no pinned memory left) the host side is pageable. */
 static int add_mirror(gts_buffer *buffer, unsigned flags, gts_error *err)
 {
-    if (buffer->device->host_accessible)
-        return gts_error_set(err, GTS_EINVAL,
-                             "flags: a mirrored buffer needs memory the host cannot reach, and "
-                             "device '%s' is host-accessible",
-                             buffer->device->name);
     const gts_device_ops *pinned = NULL;
     unsigned zero = flags & GTS_ALLOC_ZERO;
     if (gts_pinned_host_sides() && gts_device_pinned(buffer->device, &pinned, NULL) == GTS_OK &&
@@ -171,14 +185,23 @@ static int zero_in_stream_order(gts_buffer *buffer, gts_stream legacy, gts_error
     return rc ? rc : gts__order_record(buffer->device, &buffer->order, legacy, err);
 }
 
+int gts_buffer_alloc_host(int64_t size, unsigned flags, gts_buffer **out, gts_error *err)
+{
+    int rc = check_flags(gts_device_host(), flags, err);
+    return rc ? rc : alloc_host(size, flags, out, err);
+}
+
 int gts_buffer_alloc(const gts_device_ops *device, int64_t size, unsigned flags,
                      gts_buffer **out, gts_error *err)
 {
-    bool mirrored = flags & GTS_ALLOC_MIRRORED;
-    if (device && device->kind == GTS_MEMORY_HOST && !mirrored)
-        return gts_buffer_alloc_host(size, flags, out, err);
     if (!device || !out)
         return gts_error_set(err, GTS_EINVAL, "%s: NULL", !device ? "device" : "out");
+    int rc = check_flags(device, flags, err);
+    if (rc)
+        return rc;
+    bool mirrored = flags & GTS_ALLOC_MIRRORED; /* on a device the host cannot reach */
+    if (device->kind == GTS_MEMORY_HOST)
+        return alloc_host(size, flags, out, err);
     gts__release_sweep(false); /* blocks whose work completed go back to their pools */
     gts_buffer *buffer = malloc(sizeof *buffer);
     if (!buffer)
@@ -186,7 +209,7 @@ int gts_buffer_alloc(const gts_device_ops *device, int64_t size, unsigned flags,
     void *block;
     bool zero = (flags & GTS_ALLOC_ZERO) && size > 0;
     gts_stream legacy = zero ? gts_device_legacy_stream(device) : NULL;
-    int rc = gts_device_alloc(device, size, legacy ? 0 : flags & GTS_ALLOC_ZERO, &block, err);
+    rc = gts_device_alloc(device, size, legacy ? 0 : flags & GTS_ALLOC_ZERO, &block, err);
     if (rc) {
         free(buffer);
         return rc;

@@ -25,10 +25,12 @@ int gts_cache_limit_parse(const char *text, int64_t *bytes, gts_error *err)
     default: break;
     }
     /* strtoll skips leading white space and takes a sign: neither is a size */
-    if (errno || end == text || *end || value < 0 || text[0] < '0' || text[0] > '9')
+    if (end == text || *end || value < 0 || text[0] < '0' || text[0] > '9')
         return gts_error_set(err, GTS_EINVAL, "GTSTORE_CACHE_LIMIT: '%.64s' is not a size; %s",
                              text, expected);
-    if (value > (INT64_MAX >> shift))
+    /* a size all the same: past 64 bits before the suffix (strtoll's
+     * ERANGE) or with it, one error */
+    if (errno == ERANGE || value > (INT64_MAX >> shift))
         return gts_error_set(err, GTS_EOVERFLOW,
                              "GTSTORE_CACHE_LIMIT: '%.64s' does not fit in 64 bits", text);
     *bytes = (int64_t)value << shift;

@@ -183,6 +183,15 @@ int gts_cube_halo_pieces(const gts_cube_partition *partition, int rank, int64_t 
                                           count, err);
 }
 
+/* GTS_EINVAL where an argument documented as 0 or 1 (a stagger entry; send,
+ * a direction rather than any true value) is neither. */
+static int check_zero_or_one(int value, const char *who, gts_error *err)
+{
+    if (value != 0 && value != 1)
+        return gts_error_set(err, GTS_EINVAL, "%s is %d, not 0 or 1", who, value);
+    return GTS_OK;
+}
+
 int gts_cube_halo_pieces_staggered(const gts_cube_partition *partition, int rank,
                                    int64_t halo, const int *stagger, int send,
                                    gts_cube_piece *out, int capacity, int *count,
@@ -200,10 +209,10 @@ int gts_cube_halo_pieces_staggered(const gts_cube_partition *partition, int rank
                              partition->nranks);
     if (!stagger)
         stagger = centred;
-    for (int a = 0; a < 2; ++a)
-        if (stagger[a] != 0 && stagger[a] != 1)
-            return gts_error_set(err, GTS_EINVAL, "stagger: entry %d is %d, not 0 or 1", a,
-                                 stagger[a]);
+    for (int a = 0; a < 2 && !rc; ++a)
+        rc = check_zero_or_one(stagger[a], a ? "stagger: entry 1" : "stagger: entry 0", err);
+    if (rc || (rc = check_zero_or_one(send, "send", err)))
+        return rc;
     /* faces: the upper region is one wider, and must lie in one block too */
     rc = gts_cube_partition_check_halo(partition, halo, stagger[0] || stagger[1], err);
     if (rc)

@@ -285,6 +285,13 @@ static int check_transfer(const gts_device_ops *dev, void *dst, const void *src,
     return GTS_OK;
 }
 
+int gts__alloc_flags_check(unsigned flags, unsigned known, gts_error *err)
+{
+    if (flags & ~known)
+        return gts_error_set(err, GTS_EINVAL, "flags: %#x has unknown bits", flags);
+    return GTS_OK;
+}
+
 int gts_device_alloc(const gts_device_ops *dev, int64_t size, unsigned flags, void **out,
                      gts_error *err)
 {
@@ -295,8 +302,8 @@ int gts_device_alloc(const gts_device_ops *dev, int64_t size, unsigned flags, vo
         return gts_error_set(err, GTS_EINVAL, "out: NULL");
     if (size < 0)
         return gts_error_set(err, GTS_EINVAL, "size: %lld bytes is negative", (long long)size);
-    if (flags & ~(unsigned)GTS_ALLOC_ZERO)
-        return gts_error_set(err, GTS_EINVAL, "flags: %#x has unknown bits", flags);
+    if ((rc = gts__alloc_flags_check(flags, GTS_ALLOC_ZERO, err)))
+        return rc;
     return dev->alloc(dev, size, flags, out, err);
 }
 

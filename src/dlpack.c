@@ -254,6 +254,8 @@ int gts_dlpack_serve_side(const gts_buffer *buffer, const int64_t *asked, int co
 {
     if (!buffer || !out)
         return gts_error_set(err, GTS_EINVAL, "buffer, out: NULL");
+    if (copy < -1 || copy > 1) /* else read below as "a copy asked for" */
+        return gts_error_set(err, GTS_EINVAL, "copy: %d is not 1, 0 or -1", copy);
     gts_device_id own = gts_buffer_device(buffer)->id;
     *out = GTS_DLPACK_SERVE_OWN;
     if (!asked || (asked[0] == own.type && asked[1] == own.id))

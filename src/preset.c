@@ -115,6 +115,15 @@ int gts_preset_lookup(const char *name, gts_preset *out, gts_error *err)
                          name);
 }
 
+int gts__device_kind_check(gts_device device, const char *who, gts_error *err)
+{
+    if (device != GTS_DEVICE_CPU && device != GTS_DEVICE_GPU)
+        return gts_error_set(err, GTS_EINVAL,
+                             "%s: %d is no device kind (GTS_DEVICE_CPU or GTS_DEVICE_GPU)", who,
+                             (int)device);
+    return GTS_OK;
+}
+
 static int validate(const gts_preset *preset, gts_error *err)
 {
     const char *end = memchr(preset->name, '\0', GTS_PRESET_NAME_SIZE);
@@ -124,9 +133,9 @@ static int validate(const gts_preset *preset, gts_error *err)
     if (preset->alignment < 1)
         return gts_error_set(err, GTS_EINVAL, "alignment: %lld elements is not positive",
                              (long long)preset->alignment);
-    if (preset->device != GTS_DEVICE_CPU && preset->device != GTS_DEVICE_GPU)
-        return gts_error_set(err, GTS_EINVAL, "device: %d is neither CPU nor GPU",
-                             (int)preset->device);
+    int rc = gts__device_kind_check(preset->device, "device", err);
+    if (rc)
+        return rc;
     switch (preset->rule) {
     case GTS_LAYOUT_NAMED: return gts_layout_check(3, preset->base_layout, err);
     case GTS_LAYOUT_C:

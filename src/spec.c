@@ -299,6 +299,13 @@ static int check_scalars(gts_storage_spec *spec, gts_error *err)
     if (spec->managed != GTS_MANAGED_GT4PY && spec->managed != GTS_MANAGED_NONE &&
         spec->managed != GTS_MANAGED_CUDA)
         return gts_error_set(err, GTS_EINVAL, "managed: %d is no gts_managed", (int)spec->managed);
+    /* the device kind it resolves to, wherever that comes from (the spec,
+     * a preset or a template filled in by hand) */
+    const char *source = spec->has_device ? "device"
+                         : spec->preset   ? "preset: device"
+                                          : "like: device";
+    if ((rc = gts__device_kind_check(gts_storage_spec_device(spec), source, err)))
+        return rc;
     if (spec->nsub < 0 || spec->nsub > n)
         return gts_error_set(err, GTS_EINVAL, "nsub: %d is outside [0, ndim=%d]", spec->nsub, n);
     if (spec->like && (spec->like->ndim < 0 || spec->like->ndim > n))

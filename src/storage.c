@@ -281,16 +281,15 @@ static int misplaced_dim(const gts_storage *s)
     return -1;
 }
 
-/* Every element inside the buffer (the extent of an itemsize > 0). */
+/* Every element inside the buffer (its dtype checked: an itemsize > 0). */
 static int check_in_buffer(const gts_storage *s, const char *who, gts_error *err)
 {
     int64_t low, high, first, last;
     if (!s->buffer)
         return gts_error_set(err, GTS_EINVAL, "%s: has no buffer (NULL)", who);
-    if (s->dtype.itemsize < 1 ||
-        gts_strided_extent(s->ndim, s->shape, s->strides, s->dtype.itemsize, &low, &high, NULL))
-        return gts_error_set(err, GTS_EINVAL, "%s: itemsize %d or strides %s are not valid",
-                             who, s->dtype.itemsize, format_ints(s->ndim, s->strides).s);
+    if (gts_strided_extent(s->ndim, s->shape, s->strides, s->dtype.itemsize, &low, &high, NULL))
+        return gts_error_set(err, GTS_EINVAL, "%s: strides %s are not valid", who,
+                             format_ints(s->ndim, s->strides).s);
     if (high > low && (gts_add_overflow(s->offset, low, &first) ||
                        gts_add_overflow(s->offset, high, &last) || first < 0 ||
                        last > gts_buffer_size(s->buffer)))
@@ -309,6 +308,16 @@ int gts__storage_check(const gts_storage *s, const char *who, bool memory, gts_e
     if (s->ndim < 0 || s->ndim > GTS_MAX_NDIM || gts_dims_check(s->ndim, s->dims, NULL))
         return gts_error_set(err, GTS_EINVAL, "%s: its dims are not valid, unrepeated labels",
                              who);
+    /* The dtype and layout by the rules that made them: packing orders a
+     * region by the layout's ranks and sizes it by the itemsize. */
+    gts_dtype dtype;
+    gts_error inner;
+    int rc = gts_dtype_make(s->dtype.kind, s->dtype.itemsize, &dtype, &inner);
+    if (rc)
+        return gts_error_set(err, rc, "%s: %s", who, inner.message);
+    if (gts_layout_check(s->ndim, s->layout, NULL))
+        return gts_error_set(err, GTS_EINVAL, "%s: layout %s is not a permutation of 0..%d", who,
+                             format_layout(s->ndim, s->layout).s, s->ndim - 1);
     int bad = misplaced_dim(s);
     if (bad >= 0)
         return gts_error_set(err, GTS_EINVAL,
@@ -756,6 +765,11 @@ static bool regroup(int64_t value, int from, int to, int64_t *out)
 
 int gts_storage_view_dtype(gts_storage *view, gts_dtype dtype, gts_error *err)
 {
+    /* A hand-filled dtype: an itemsize of 0 would divide by zero below. */
+    gts_dtype valid;
+    int rc = gts_dtype_make(dtype.kind, dtype.itemsize, &valid, err);
+    if (rc)
+        return rc;
     int from = view->dtype.itemsize, to = dtype.itemsize, d = view->ndim - 1;
     if (to == from) {
         view->dtype = dtype;

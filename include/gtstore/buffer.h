@@ -56,11 +56,13 @@ typedef void (*gts_release_fn)(void *ctx);
  * a device the host cannot reach GTS_ALLOC_MIRRORED: a host side of the
  * same size beside the device memory, kept in sync as gtstore/sync.h says
  * (GT4Py's software-managed storages). gts_buffer_host then gives the host
- * side. */
+ * side. Any other bit, as gts_device_alloc says, and GTS_ALLOC_MIRRORED on
+ * a host-accessible device (the host included) are GTS_EINVAL naming
+ * `flags`, before anything is allocated. */
 enum { GTS_ALLOC_MIRRORED = 1 << 8 };
 
 /* Allocates `size` bytes of host memory owned by the new buffer: the same
- * as gts_buffer_alloc(gts_device_host(), ...). */
+ * as gts_buffer_alloc(gts_device_host(), ...), flags and errors included. */
 int gts_buffer_alloc_host(int64_t size, unsigned flags, gts_buffer **out, gts_error *err);
 
 /* Allocates `size` bytes on `device` (see gtstore/device.h), owned by the new

@@ -43,13 +43,14 @@ typedef struct gts_cube_piece {
     int rotations;      /* clockwise quarter turns from the sender's frame to the receiver's */
 } gts_cube_piece;
 
-/* The pieces `rank` receives (`send` false: to_rank == rank, in direction
+/* The pieces `rank` receives (`send` 0: to_rank == rank, in direction
  * order, dy then dx from -1 to 1, each direction's pieces in the order of
- * the sending tile's blocks, row-major) or sends (`send` true: from_rank == rank, by receiver, each
- * receiver's in its receive order). Writes up to `capacity` to `out` (may
- * be NULL when capacity is 0) and the total to `*count`. GTS_EINVAL for
- * a bad partition or rank, a negative halo, or one wider than the
- * smallest block (no rank could fill it). Sending costs a pass over all
+ * the sending tile's blocks, row-major) or sends (`send` 1: from_rank ==
+ * rank, by receiver, each receiver's in its receive order). Writes up to
+ * `capacity` to `out` (may be NULL when capacity is 0) and the total to
+ * `*count`. GTS_EINVAL for a bad partition or rank, a `send` other than 0
+ * or 1, a negative halo, or one wider than the smallest block (no rank
+ * could fill it). Sending costs a pass over all
  * ranks (every receiver's list), receiving a pass over the blocks of the
  * eight regions. */
 int gts_cube_halo_pieces(const gts_cube_partition *partition, int rank, int64_t halo, int send,

@@ -47,13 +47,15 @@ typedef enum gts_cube_component {
 
 /* The plan of `rank` for `nfields` storages; `components` gives each
  * field's (NULL: all scalars). Errors (GTS_EINVAL, naming the field by its
- * position): a bad partition or rank, nfields < 1, a field without I or J,
- * a domain other than the rank's subdomain (or one point more), halos that
- * differ between sides or fields or are wider than the smallest block (at
- * least one narrower with faces), a U without its V (or a pair that
- * differs, or whose V is not on the faces of the U's axes swapped), a
- * scalar on the faces of one axis only, a boolean vector; GTS_EREADONLY for a
- * read-only field; those of gts_halo_plan_create's allocations. */
+ * position): a bad partition or rank, nfields < 1, a field that no
+ * storage could be (as gts_halo_plan_create checks it; GTS_ETYPE for its
+ * dtype), a field without I or J, a domain other than the rank's
+ * subdomain (or one point more), halos that differ between sides or fields
+ * or are wider than the smallest block (at least one narrower with faces),
+ * a U without its V (or a pair that differs, or whose V is not on the
+ * faces of the U's axes swapped), a scalar on the faces of one axis only,
+ * a boolean vector; GTS_EREADONLY for a read-only field; those of
+ * gts_halo_plan_create's allocations. */
 int gts_cube_halo_plan_create(const gts_cube_partition *partition, int rank, int nfields,
                               const gts_storage *fields, const gts_cube_component *components,
                               gts_halo_plan **out, gts_error *err);

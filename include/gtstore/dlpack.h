@@ -91,7 +91,8 @@ typedef enum gts_dlpack_serve {
  * or its device; for the CPU (GTS_DL_CPU, 0) the host side, or a copy where
  * copy is 1 or where copy is -1 and there is no host side. Anything else
  * is GTS_ENOTSUP ("dl_device: (2, 0) cannot be served[ without a copy
- * (copy=False)]; the storage is on (1, 0)"). */
+ * (copy=False)]; the storage is on (1, 0)"); another `copy` is
+ * GTS_EINVAL naming it. */
 int gts_dlpack_serve_side(const gts_buffer *buffer, const int64_t *asked, int copy,
                           gts_dlpack_serve *out, gts_error *err);
 

@@ -70,15 +70,18 @@ typedef struct gts_halo_plan gts_halo_plan;
 
 /* The plan of `rank` for `nfields` storages (each keeps a reference until
  * gts_halo_plan_destroy). Errors, naming the field by its position:
- * GTS_EINVAL for a rank outside the partition, nfields < 1, a field
- * without a dimension the partition splits, a domain extent other than the
- * rank's subdomain (a field of another partition), or a halo side wider
- * than the smallest subdomain along its dimension (no neighbour could fill
- * it: every rank reports it alike, since all know every subdomain);
- * GTS_EREADONLY for a read-only field; a device's errors (its staging
- * memory); GTS_ENOMEM, GTS_EOVERFLOW. Staging blocks are made only where a
- * plan has fields in device memory only: one per such field on its device,
- * and one per field with a host side on the host. */
+ * GTS_EINVAL for a rank outside the partition, nfields < 1, a field that
+ * no storage could be (checked as a public value struct: dims, a layout
+ * that is a permutation, extents, halo and aligned point, every element
+ * in its buffer), a field without a dimension the partition splits, a
+ * domain extent other than the rank's subdomain (a field of another
+ * partition), or a halo side wider than the smallest subdomain along its
+ * dimension (no neighbour could fill it: every rank reports it alike,
+ * since all know every subdomain); GTS_ETYPE for a dtype gts_dtype_make
+ * refuses; GTS_EREADONLY for a read-only field; a device's errors (its
+ * staging memory); GTS_ENOMEM, GTS_EOVERFLOW. Staging blocks are made only
+ * where a plan has fields in device memory only: one per such field on its
+ * device, and one per field with a host side on the host. */
 int gts_halo_plan_create(const gts_partition *partition, int rank, int nfields,
                          const gts_storage *fields, gts_halo_plan **out, gts_error *err);
 

@@ -107,7 +107,9 @@ typedef struct gts_storage_spec {
     bool has_layout;        /* else layout_fn, the preset's rule, the template's, C order */
     bool has_aligned_index; /* else the template's, else the lower halo (within the shape) */
     bool has_halo;          /* else the template's, else `halo` as it is (zeros from init) */
-    bool has_device;        /* else the preset's device, the template's, the CPU */
+    bool has_device;        /* else the preset's device, the template's, the CPU;
+                               whichever it is, another value than GTS_DEVICE_CPU or
+                               GTS_DEVICE_GPU is GTS_EINVAL */
     gts_device device;
     gts_managed managed;    /* GTS_MANAGED_GT4PY from gts_storage_spec_init */
     int64_t alignment_size; /* bytes; 0: the preset's alignment times the itemsize, else the

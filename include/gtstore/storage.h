@@ -181,7 +181,9 @@ int gts_storage_transpose_like(gts_storage *view, const gts_storage *like, gts_e
  * the last dimension (by position) must be contiguous (or of extent 1),
  * and its extent, halo and aligned index are regrouped into elements of
  * the new size, each a whole number of them; a 0-d storage keeps its
- * itemsize. GTS_EINVAL otherwise, naming the dimension and the sizes. */
+ * itemsize. GTS_EINVAL otherwise, naming the dimension and the sizes;
+ * GTS_ETYPE for a dtype that gts_dtype_make refuses. The view is unchanged
+ * on failure. */
 int gts_storage_view_dtype(gts_storage *view, gts_dtype dtype, gts_error *err);
 
 /* Removes the halo: the view of the domain, whose index 0 is the first

@@ -189,6 +189,16 @@ static void test_arrays_without_dims(void)
                 "operand 1 is an array without dims of shape (5,)");
     ops[1] = (gts_operand){NULL, -1, NULL};
     CHECK_FAILS(gts_broadcast_operands(2, ops, NULL, &r, ERR), GTS_EINVAL, "operand 1");
+    /* a storage filled in by hand: its layout and dtype checked too */
+    gts_storage hand = a;
+    hand.layout[0] = 7;
+    ops[1] = of(&hand);
+    CHECK_FAILS(gts_broadcast_operands(2, ops, NULL, &r, ERR), GTS_EINVAL,
+                "operand 1: layout (7,");
+    hand = a;
+    hand.dtype.itemsize = 3;
+    CHECK_FAILS(gts_broadcast_operands(2, ops, NULL, &r, ERR), GTS_ETYPE,
+                "operand 1: dtype: unsupported kind 'f' with itemsize 3");
     gts_storage_release(&a);
 }
 

@@ -7,6 +7,7 @@
 #include "gtstore/buffer.h"
 #include "gtstore/device.h"
 #include "gtstore/geometry.h"
+#include "gtstore/sync.h"
 
 #define MiB ((int64_t)1 << 20)
 #define LARGE (GTS_LARGE_BLOCK + 12345) /* not a multiple of the page size */
@@ -429,6 +430,44 @@ static void test_device_kind(void)
     CHECK(!gts_device_is_host_memory(NULL));
 }
 
+/* One rule for the flags, whichever call takes them: gts_buffer_alloc_host
+ * is gts_buffer_alloc on the host (a host side beside host memory was
+ * accepted by one and refused by the other), and unknown bits are refused
+ * as gts_device_alloc refuses them (gts_buffer_alloc ignored them). Nothing
+ * is allocated on refusal. */
+static void test_flags(void)
+{
+    const gts_device_ops *gpu = gts_device_emulated(), *pinned;
+    if (!CHECK_OK(gts_device_pinned(gpu, &pinned, ERR)))
+        return;
+    gts_memory_stats before = stats();
+    gts_buffer *b = NULL;
+    void *block = NULL;
+    CHECK_FAILS(gts_device_alloc(gts_device_host(), 16, 0x1000, &block, ERR), GTS_EINVAL,
+                "flags: 0x1000 has unknown bits");
+    CHECK_FAILS(gts_buffer_alloc_host(16, 0x1000, &b, ERR), GTS_EINVAL,
+                "flags: 0x1000 has unknown bits");
+    const gts_device_ops *devices[] = {gts_device_host(), gpu, pinned};
+    for (int i = 0; i < 3; ++i)
+        CHECK_FAILS(gts_buffer_alloc(devices[i], 16, 0x1000 | GTS_ALLOC_ZERO, &b, ERR),
+                    GTS_EINVAL, "flags: 0x1001 has unknown bits");
+    CHECK_FAILS(gts_buffer_alloc_host(16, GTS_ALLOC_MIRRORED, &b, ERR), GTS_EINVAL,
+                "flags: a mirrored buffer needs memory the host cannot reach, and device 'cpu' "
+                "is host-accessible");
+    CHECK_FAILS(gts_buffer_alloc(gts_device_host(), 16, GTS_ALLOC_MIRRORED, &b, ERR),
+                GTS_EINVAL, "device 'cpu' is host-accessible");
+    CHECK_FAILS(gts_buffer_alloc(pinned, 16, GTS_ALLOC_MIRRORED, &b, ERR), GTS_EINVAL,
+                "is host-accessible");
+    CHECK(b == NULL && block == NULL);
+    CHECK_INT_EQ(stats().live_buffers, before.live_buffers);
+    CHECK_INT_EQ(stats().live_bytes, before.live_bytes);
+    /* the known flags still pass */
+    if (CHECK_OK(gts_buffer_alloc(gpu, 16, GTS_ALLOC_MIRRORED | GTS_ALLOC_ZERO, &b, ERR))) {
+        CHECK(gts_buffer_mirrored(b));
+        gts_buffer_release(b);
+    }
+}
+
 int main(void)
 {
     /* Known cache settings for the test, whatever GTSTORE_CACHE_LIMIT says;
@@ -449,6 +488,7 @@ int main(void)
     test_live_counts();
     test_alloc_geometry();
     test_device_kind();
+    test_flags();
 
     gts_cache_set_limit(saved_limit);
     CHECK_INT_EQ(gts_cache_limit(), saved_limit);

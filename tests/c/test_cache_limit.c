@@ -39,8 +39,11 @@ static void test_invalid(void)
     CHECK_FAILS(gts_cache_limit_parse("1.5G", &bytes, ERR), GTS_EINVAL, "'1.5G'");
     CHECK_FAILS(gts_cache_limit_parse("", &bytes, ERR), GTS_EINVAL, "empty");
     CHECK_FAILS(gts_cache_limit_parse("8589934592G", &bytes, ERR), GTS_EOVERFLOW, "64 bits");
-    CHECK_FAILS(gts_cache_limit_parse("99999999999999999999", &bytes, ERR), GTS_EINVAL,
-                "not a size");
+    /* past 64 bits before any suffix: the same error, not "not a size" */
+    CHECK_FAILS(gts_cache_limit_parse("9223372036854775808", &bytes, ERR), GTS_EOVERFLOW,
+                "'9223372036854775808' does not fit in 64 bits");
+    CHECK_FAILS(gts_cache_limit_parse("99999999999999999999K", &bytes, ERR), GTS_EOVERFLOW,
+                "64 bits");
     CHECK_INT_EQ(bytes, 7); /* untouched on failure */
 }
 

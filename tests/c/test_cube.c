@@ -391,6 +391,10 @@ static void test_pieces(void)
     CHECK_FAILS(gts_cube_halo_pieces(&p, 24, 1, 0, NULL, 0, &count, ERR), GTS_EINVAL, "rank");
     CHECK_FAILS(gts_cube_halo_pieces(&p, 0, 1, 0, NULL, 3, &count, ERR), GTS_EINVAL, "out");
     CHECK_FAILS(gts_cube_halo_pieces(&p, 0, 1, 0, NULL, 0, NULL, ERR), GTS_EINVAL, "count");
+    /* send is a direction, 0 or 1: 2 was taken as sending */
+    CHECK_FAILS(gts_cube_halo_pieces(&p, 0, 1, 2, NULL, 0, &count, ERR), GTS_EINVAL,
+                "send is 2, not 0 or 1");
+    CHECK_FAILS(gts_cube_halo_pieces(&p, 0, 1, -1, NULL, 0, &count, ERR), GTS_EINVAL, "send");
     /* faces: the halo must leave room for the shared face */
     int faces[2] = {0, 1}, bad_stagger[2] = {2, 0};
     CHECK_OK(gts_cube_halo_pieces_staggered(&p, 0, 2, faces, 0, NULL, 0, &count, ERR));

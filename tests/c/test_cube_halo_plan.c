@@ -332,6 +332,18 @@ static void test_plan_shape(void)
                     "halo");
         gts_storage_release(&other);
     }
+    /* hand-made fields (struct copies, changed), checked as
+       gts_halo_plan_create checks them, the first and any later one */
+    gts_storage hand[2] = {fields[0], fields[1]};
+    plan = NULL;
+    hand[1].layout[0] = hand[1].layout[1];
+    CHECK_FAILS(gts_cube_halo_plan_create(&p, 0, 2, hand, sc.components, &plan, ERR),
+                GTS_EINVAL, "fields[1]: layout");
+    hand[1] = fields[1];
+    hand[0].dtype.kind = 'x';
+    CHECK_FAILS(gts_cube_halo_plan_create(&p, 0, 2, hand, sc.components, &plan, ERR), GTS_ETYPE,
+                "fields[0]: dtype: unsupported kind 'x'");
+    CHECK(plan == NULL);
     for (int f = 0; f < 2; ++f)
         gts_storage_release(&fields[f]);
 }

@@ -652,6 +652,12 @@ static void test_serve_side(void)
                             GTS_ENOTSUP, "(1, 1) cannot be served; the storage is on (12, 0)");
                 CHECK_FAILS(gts_dlpack_serve_side(NULL, cpu, -1, &side, ERR), GTS_EINVAL,
                             "NULL");
+                /* copy is 1, 0 or -1: another value was read as 1, whatever
+                   the device asked for */
+                CHECK_FAILS(gts_dlpack_serve_side(mirrored, cpu, 5, &side, ERR), GTS_EINVAL,
+                            "copy: 5 is not 1, 0 or -1");
+                CHECK_FAILS(gts_dlpack_serve_side(device, NULL, -2, &side, ERR), GTS_EINVAL,
+                            "copy: -2");
                 gts_buffer_release(shared);
             }
             gts_buffer_release(mirrored);

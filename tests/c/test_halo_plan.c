@@ -246,7 +246,9 @@ static void test_bad_fields(void)
 /* Public value structs a caller made by hand are checked on entry: a
  * partition with no blocks (it divided by zero), too many dimensions (it
  * indexed past its arrays) or a product of blocks other than its ranks;
- * a field with too many dimensions, no buffer, or elements outside it. */
+ * a field with too many dimensions, no buffer, elements outside it, a
+ * layout that is no permutation (packing misplaced values, or failed with
+ * a message about its own strides) or an unsupported dtype. */
 static void test_hand_made_structs(void)
 {
     gts_partition good;
@@ -315,6 +317,21 @@ static void test_hand_made_structs(void)
     bad.offset = -8;
     CHECK_FAILS(gts_halo_plan_create(&good, 0, 1, &bad, &plan, ERR), GTS_EINVAL,
                 "reach outside its buffer");
+    bad = field;
+    bad.layout[0] = 1000000;
+    CHECK_FAILS(gts_halo_plan_create(&good, 0, 1, &bad, &plan, ERR), GTS_EINVAL,
+                "fields[0]: layout (1000000, 1) is not a permutation of 0..1");
+    bad.layout[0] = 1; /* a repeated rank */
+    CHECK_FAILS(gts_halo_plan_create(&good, 0, 1, &bad, &plan, ERR), GTS_EINVAL,
+                "fields[0]: layout (1, 1)");
+    bad = field;
+    bad.dtype.kind = 'x';
+    CHECK_FAILS(gts_halo_plan_create(&good, 0, 1, &bad, &plan, ERR), GTS_ETYPE,
+                "fields[0]: dtype: unsupported kind 'x' with itemsize 8");
+    bad = field;
+    bad.dtype.itemsize = 0;
+    CHECK_FAILS(gts_halo_plan_create(&good, 0, 1, &bad, &plan, ERR), GTS_ETYPE,
+                "fields[0]: dtype: unsupported kind 'f' with itemsize 0");
     CHECK(plan == NULL);
     CHECK_INT_EQ(live_buffers(), before); /* nothing kept after a failure */
     gts_storage_release(&field);

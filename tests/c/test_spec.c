@@ -185,6 +185,43 @@ static void test_spec_errors(void)
     bad = spec;
     bad.dtype = (gts_dtype){GTS_KIND_FLOAT, 3};
     CHECK_FAILS(gts_storage_spec_resolve(&bad, NULL, ERR), GTS_ETYPE, "dtype");
+
+    /* A device kind that is neither CPU nor GPU, as `managed` is checked:
+     * creation took it for the GPU (and went to CUDA), wrapping for a
+     * mismatch. Given, from a preset or from a template filled in by hand. */
+    bad = spec;
+    bad.managed = (gts_managed)7;
+    CHECK_FAILS(gts_storage_spec_resolve(&bad, NULL, ERR), GTS_EINVAL, "managed: 7");
+    bad = spec;
+    bad.has_device = true;
+    bad.device = (gts_device)5;
+    CHECK_FAILS(gts_storage_spec_resolve(&bad, NULL, ERR), GTS_EINVAL,
+                "device: 5 is no device kind");
+    gts_storage s;
+    CHECK_FAILS(gts_storage_create(&bad, 0, &s, ERR), GTS_EINVAL, "device: 5 is no device kind");
+    double memory[60];
+    gts_buffer *buffer;
+    if (CHECK_OK(gts_buffer_wrap_host(memory, sizeof memory, NULL, NULL, &buffer, ERR))) {
+        CHECK_FAILS(gts_storage_wrap(&bad, buffer, 0, (const int64_t[]){96, 24, 8}, false, &s,
+                                     ERR),
+                    GTS_EINVAL, "device: 5");
+        gts_buffer_release(buffer);
+    }
+    bad.device = (gts_device)-1;
+    CHECK_FAILS(gts_storage_spec_resolve(&bad, NULL, ERR), GTS_EINVAL, "device: -1");
+    gts_preset odd = gpu;
+    odd.device = (gts_device)2;
+    bad = spec;
+    bad.preset = &odd;
+    CHECK_FAILS(gts_storage_spec_resolve(&bad, NULL, ERR), GTS_EINVAL,
+                "preset: device: 2 is no device kind");
+    gts_template like = {.ndim = 3, .shape = shape, .has_device = true,
+                         .device = (gts_device)3};
+    bad = spec;
+    bad.like = &like;
+    CHECK_FAILS(gts_storage_spec_resolve(&bad, NULL, ERR), GTS_EINVAL,
+                "like: device: 3 is no device kind");
+    CHECK(!bad.has_dims && !bad.has_layout && !bad.has_device); /* nothing resolved */
 }
 
 /* A storage as a template: its layout and dims always, its halo, aligned

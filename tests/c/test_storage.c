@@ -1062,6 +1062,18 @@ static void test_view_dtype(void)
         CHECK_OK(gts_storage_index(&v, d, 0, ERR));
     CHECK_FAILS(gts_storage_view_dtype(&v, half, ERR), GTS_EINVAL, "a 0-d storage");
     gts_storage_release(&v);
+    /* dtypes filled in by hand are checked as gts_dtype_make checks them,
+       before anything else (an itemsize of 0 divided by zero) */
+    gts_storage_view(&root, &v);
+    before = v;
+    CHECK_FAILS(gts_storage_view_dtype(&v, (gts_dtype){'x', 8}, ERR), GTS_ETYPE,
+                "unsupported kind 'x' with itemsize 8");
+    CHECK_FAILS(gts_storage_view_dtype(&v, (gts_dtype){GTS_KIND_BOOL, 4}, ERR), GTS_ETYPE,
+                "unsupported kind 'b' with itemsize 4");
+    CHECK_FAILS(gts_storage_view_dtype(&v, (gts_dtype){GTS_KIND_INT, 0}, ERR), GTS_ETYPE,
+                "unsupported kind 'i' with itemsize 0");
+    CHECK(same_storage(&v, &before));
+    gts_storage_release(&v);
     gts_storage_release(&root);
 }
 
