@@ -187,6 +187,8 @@ static int zero_in_stream_order(gts_buffer *buffer, gts_stream legacy, gts_error
 
 int gts_buffer_alloc_host(int64_t size, unsigned flags, gts_buffer **out, gts_error *err)
 {
+    if (!out)
+        return gts_error_set(err, GTS_EINVAL, "out: NULL");
     int rc = check_flags(gts_device_host(), flags, err);
     return rc ? rc : alloc_host(size, flags, out, err);
 }

@@ -8,6 +8,7 @@
 #include "gtstore/device.h"
 #include "gtstore/kernels.h"
 #include "gtstore/sync.h"
+#include "device_check.h"
 #include "spec_resolution.h"
 #include "storage_private.h"
 #include "tuple_text.h"
@@ -134,24 +135,26 @@ static int reused_buffer(gts_buffer_reuse_fn reuse, void *ctx, const gts_device_
                          int64_t size, unsigned flags, gts_buffer **out, gts_error *err)
 {
     *out = NULL;
-    if (!reuse || (flags & GTS_ALLOC_ZERO) || gts_device_is_host_memory(device))
-        return GTS_OK;
+    /* the flags gts_buffer_alloc would check, checked whatever gives the buffer */
+    int rc = gts__alloc_flags_check(flags, GTS_ALLOC_ZERO | GTS_ALLOC_MIRRORED, err);
+    if (rc || !reuse || (flags & GTS_ALLOC_ZERO) || gts_device_is_host_memory(device))
+        return rc;
     bool mirrored = flags & GTS_ALLOC_MIRRORED;
     gts_buffer *buffer = reuse(ctx, device, size, mirrored ? GTS_ALLOC_MIRRORED : 0);
     if (!buffer)
         return GTS_OK;
     if (gts_buffer_device(buffer) != device || gts_buffer_size(buffer) != size ||
         !gts_buffer_owns_memory(buffer) || gts_buffer_mirrored(buffer) != mirrored) {
-        int rc = gts_error_set(err, GTS_EINVAL,
-                               "reuse: gave a%s buffer of %lld bytes on %s for a%s one of "
-                               "%lld bytes on %s",
-                               gts_buffer_mirrored(buffer) ? " mirrored" : "",
-                               (long long)gts_buffer_size(buffer), gts_buffer_device(buffer)->name,
-                               mirrored ? " mirrored" : "", (long long)size, device->name);
+        rc = gts_error_set(err, GTS_EINVAL,
+                           "reuse: gave a%s buffer of %lld bytes on %s for a%s one of "
+                           "%lld bytes on %s",
+                           gts_buffer_mirrored(buffer) ? " mirrored" : "",
+                           (long long)gts_buffer_size(buffer), gts_buffer_device(buffer)->name,
+                           mirrored ? " mirrored" : "", (long long)size, device->name);
         gts_buffer_release(buffer);
         return rc;
     }
-    int rc = mirrored ? gts_buffer_set_sync_state(buffer, GTS_SYNC_CLEAN, err) : GTS_OK;
+    rc = mirrored ? gts_buffer_set_sync_state(buffer, GTS_SYNC_CLEAN, err) : GTS_OK;
     if (rc)
         gts_buffer_release(buffer);
     *out = rc ? NULL : buffer;

@@ -445,6 +445,7 @@ static void test_flags(void)
     void *block = NULL;
     CHECK_FAILS(gts_device_alloc(gts_device_host(), 16, 0x1000, &block, ERR), GTS_EINVAL,
                 "flags: 0x1000 has unknown bits");
+    CHECK_FAILS(gts_buffer_alloc_host(16, 0, NULL, ERR), GTS_EINVAL, "out: NULL");
     CHECK_FAILS(gts_buffer_alloc_host(16, 0x1000, &b, ERR), GTS_EINVAL,
                 "flags: 0x1000 has unknown bits");
     const gts_device_ops *devices[] = {gts_device_host(), gpu, pinned};

@@ -1869,6 +1869,13 @@ static void test_create_reusing(void)
             gts_storage_release(&again);
         }
     }
+    /* unknown flags are refused before anything is asked, as
+     * gts_buffer_alloc refuses them */
+    spec = gpu_spec(shape, GTS_MANAGED_NONE);
+    int calls = log.calls;
+    CHECK_FAILS(gts_storage_create_reusing(&spec, 0x1000, reuse_from_log, &log, &again, ERR),
+                GTS_EINVAL, "flags: 0x1000 has unknown bits");
+    CHECK_INT_EQ(log.calls, calls);
     /* a buffer of another size or device: an error, the buffer released */
     /* a mirrored buffer serves a mirrored storage, in sync again */
     spec = gpu_spec(shape, GTS_MANAGED_GT4PY);
