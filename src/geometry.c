@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "geometry_private.h"
 #include "strided_range.h"
 
 static int too_big(gts_error *err, int ndim, const int64_t *shape)
@@ -17,6 +18,22 @@ static int too_big(gts_error *err, int ndim, const int64_t *shape)
                          "shape: (%s) is too big; its size in bytes does not fit in 64 bits", text);
 }
 
+bool gts__alignment_suits(int64_t alignment, int64_t itemsize)
+{
+    return alignment >= 1 && (alignment % itemsize == 0 || itemsize % alignment == 0);
+}
+
+int gts__alignment_check(int64_t alignment, int64_t itemsize, gts_error *err)
+{
+    if (alignment < 1)
+        return gts_error_set(err, GTS_EINVAL, "%lld bytes is not positive", (long long)alignment);
+    if (!gts__alignment_suits(alignment, itemsize))
+        return gts_error_set(err, GTS_EINVAL,
+                             "%lld bytes and the itemsize (%lld bytes) must divide one another",
+                             (long long)alignment, (long long)itemsize);
+    return GTS_OK;
+}
+
 static int check_arguments(int ndim, const int64_t *shape, const int *layout, int64_t itemsize,
                            int64_t alignment, const int64_t *aligned_index, gts_error *err)
 {
@@ -24,14 +41,9 @@ static int check_arguments(int ndim, const int64_t *shape, const int *layout, in
         return gts_error_set(err, GTS_EINVAL, "ndim: %d is outside [0, %d]", ndim, GTS_MAX_NDIM);
     if (itemsize < 1)
         return gts_error_set(err, GTS_EINVAL, "itemsize: %lld is not positive", (long long)itemsize);
-    if (alignment < 1)
-        return gts_error_set(err, GTS_EINVAL, "alignment_size: %lld bytes is not positive",
-                             (long long)alignment);
-    if (alignment % itemsize != 0 && itemsize % alignment != 0)
-        return gts_error_set(err, GTS_EINVAL,
-                             "alignment_size: %lld bytes and the itemsize (%lld bytes) must "
-                             "divide one another",
-                             (long long)alignment, (long long)itemsize);
+    gts_error inner;
+    if (gts__alignment_check(alignment, itemsize, &inner) != GTS_OK)
+        return gts_error_set(err, inner.code, "alignment_size: %s", inner.message);
     for (int d = 0; d < ndim; ++d)
         if (shape[d] < 0)
             return gts_error_set(err, GTS_EINVAL, "shape: negative extent %lld at position %d",

@@ -38,7 +38,9 @@ class LayoutMap(_Parameter):
 
 
 class Alignment(_Parameter):
-    """``Alignment[64]``: the expected byte alignment of each field's origin point."""
+    """``Alignment[64]``: the expected byte alignment of each field's origin point:
+    positive, and a multiple or a divisor of the itemsize, as a storage's
+    ``alignment_size`` (``Signature`` checks it)."""
 
 
 class DefaultParameters(_Parameter):

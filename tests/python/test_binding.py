@@ -488,7 +488,14 @@ BAD_SIGNATURES = [
     (lambda: Signature(a=Field["f8", "IJX"]), ValueError, "a: dims"),
     (lambda: Signature(a=Field["f8", "IIK"]), ValueError, "a: dims"),
     (lambda: Signature(a=Field["f8", "IJK", LayoutMap[(0, 0, 1)]]), ValueError, "a:"),
-    (lambda: Signature(a=Field["f8", "IJK", Alignment[-8]]), ValueError, "a: alignment -8"),
+    (lambda: Signature(a=Field["f8", "IJK", Alignment[-8]]), ValueError,
+     "a: alignment: -8 bytes is not positive"),
+    (lambda: Signature(a=Field["f8", "IJK", Alignment[0]]), ValueError,
+     "a: alignment: 0 bytes is not positive"),
+    (lambda: Signature(a=Field["f8", "IJK", Alignment[3]]), ValueError,
+     "a: alignment: 3 bytes and the itemsize (8 bytes) must divide one another"),
+    (lambda: Signature(a=Field["f8", "IJK", Alignment[1.5]]), TypeError,
+     "a: alignment: expected an integer, got 1.5"),
     (lambda: Signature(a=Field["f8"], extents={"b": (1, 1, 0)}), ValueError, "extents: no field named 'b'"),
     (lambda: Signature(a=Field["f8"], extents={"a": (-1, 1, 0)}), ValueError, "a: extent (-1, -1) in dimension I"),
     (lambda: Signature(a=Field["f8"], extents=[1]), TypeError, "extents: expected a dict"),
@@ -507,6 +514,22 @@ BAD_SIGNATURES = [
 def test_bad_signature(make, error, message):
     with pytest.raises(error, match=_escape(message)):
         make()
+
+
+@pytest.mark.parametrize("dtype", ["i1", "f4", "f8", "c16"])
+@pytest.mark.parametrize("alignment", [-8, 0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 64])
+def test_signature_alignment_as_storage_creation(dtype, alignment):
+    """An annotation's Alignment follows the rule of a storage's alignment_size:
+    accepted, or refused with the same message."""
+    annotation = Field[dtype, "IJK", Alignment[alignment]]
+    try:
+        gtstore.empty((2, 2, 2), dtype=dtype, alignment_size=alignment)
+    except ValueError as error:
+        expected = str(error).replace("alignment_size:", "a: alignment:", 1)
+        with pytest.raises(ValueError, match=_escape(expected)):
+            Signature(a=annotation)
+    else:
+        Signature(a=annotation)
 
 
 def test_binding_misuse(lap):

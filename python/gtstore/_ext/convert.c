@@ -64,6 +64,16 @@ int gtpy_c_int(PyObject *obj, const char *param, int *out)
     return 0;
 }
 
+int gtpy_alignment(PyObject *obj, const char *param, int64_t *out)
+{
+    if (gtpy_int(obj, param, out) < 0)
+        return -1;
+    if (*out >= 1)
+        return 0;
+    PyErr_Format(PyExc_ValueError, "%s: %lld bytes is not positive", param, (long long)*out);
+    return -1;
+}
+
 /* The items of a sequence (a list or tuple, new reference); for anything
  * else (a str, bytes, a 0-d array) a TypeError "param: expected <expected>,
  * got <obj>". */

@@ -25,6 +25,12 @@ int gtpy_int(PyObject *obj, const char *param, int64_t *out);
 /* The same within a C int. */
 int gtpy_c_int(PyObject *obj, const char *param, int *out);
 
+/* An alignment in bytes given by the caller: an integer >= 1, else a
+ * ValueError naming `param` (libgtstore takes 0 as "none given", which a
+ * caller who gives one cannot mean; what suits the itemsize libgtstore
+ * checks). */
+int gtpy_alignment(PyObject *obj, const char *param, int64_t *out);
+
 /* Whether `obj` is one integer rather than a sequence: an int, or an object
  * with __index__ that has no length (a NumPy integer, a 0-d integer array). */
 bool gtpy_is_integer(PyObject *obj);

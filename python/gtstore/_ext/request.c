@@ -146,13 +146,7 @@ static int convert_alignment(const gtpy_request *r, gts_storage_spec *spec)
 {
     if (!r->alignment_size)
         return 0;
-    if (gtpy_int(r->alignment_size, "alignment_size", &spec->alignment_size) < 0)
-        return -1;
-    if (spec->alignment_size >= 1)
-        return 0;
-    PyErr_Format(PyExc_ValueError, "alignment_size: %lld bytes is not positive",
-                 (long long)spec->alignment_size);
-    return -1;
+    return gtpy_alignment(r->alignment_size, "alignment_size", &spec->alignment_size);
 }
 
 static int convert_device(const gtpy_request *r, gts_storage_spec *spec)

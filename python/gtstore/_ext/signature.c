@@ -74,7 +74,7 @@ static int field_spec_from_annotation(PyObject *annotation, gts_field_spec *spec
         spec->has_layout = true;
     }
     if (rc == 0 && alignment != Py_None)
-        rc = gtpy_int(alignment, "alignment", &spec->alignment);
+        rc = gtpy_alignment(alignment, "alignment", &spec->alignment);
     Py_XDECREF(dtype);
     Py_XDECREF(dims);
     Py_XDECREF(layout);
