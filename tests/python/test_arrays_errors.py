@@ -383,6 +383,35 @@ def test_argument_given_twice():
         ga.empty((2,), "f8", dtype="f4")
 
 
+# ---- Plan.offset ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "base, error, shown",
+    [
+        (-1, ValueError, "-1 is not an address"),
+        (2**64, ValueError, str(2**64)),
+        ("x", TypeError, "expected an integer, got 'x'"),
+        (8.0, TypeError, "8.0"),
+        (True, TypeError, "True"),
+    ],
+    ids=param_id,
+)
+def test_plan_offset_bad_base(base, error, shown):
+    plan = ga.plan((70, 70, 80), backend="gt:cpu_ifirst", aligned_index=(3, 3, 0),
+                   alignment_size=64)
+    with pytest.raises(error, match=names("base", shown)):
+        plan.offset(base)
+
+
+def test_plan_offset_takes_numpy_integers():
+    plan = ga.plan((70, 70, 80), backend="gt:cpu_ifirst", aligned_index=(3, 3, 0),
+                   alignment_size=64)
+    for base in (0, 8, 64, 255, 2**63 - 1):
+        assert plan.offset(np.int64(base)) == plan.offset(np.uint64(base)) == plan.offset(base)
+    assert plan.offset(0) == 40  # the aligned point, 3 elements in, at 64 bytes
+
+
 # ---- GPU presets without a GPU ------------------------------------------------------
 
 gpu_functions = {k: v for k, v in FUNCTIONS.items() if k != "plan"}
