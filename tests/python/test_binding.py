@@ -184,6 +184,49 @@ def test_dims_from_annotation_then_object():
     assert sig.bind(Field(arr, "IJK"))["a"].shape == (4, 5, 6)
 
 
+BAD_FIELDS = [
+    (lambda: Field(A, 5), TypeError,
+     "dims: expected a string such as 'IJK' or a sequence of labels, got 5"),
+    (lambda: Field(A, None), TypeError, "dims: expected a string such as 'IJK'"),
+    (lambda: Field(A, ["I", 5]), TypeError,
+     "dims: labels are strings such as 'I' or '0', got 5 at position 1"),
+    (lambda: Field(A, ["I", "J", "X"]), ValueError, "dims: invalid label 'X' at position 2"),
+    (lambda: Field(A, "IIK"), ValueError, "dims: 'IIK' is not a valid dims string"),
+    (lambda: Field.zeros((3, 4), dims="IJK"), ValueError,
+     "dims: 'IJK' has 3 labels for the array's 2 dimensions"),
+]
+
+
+@pytest.mark.parametrize("make,error,message", BAD_FIELDS)
+def test_bad_field_dims(make, error, message):
+    """Field(array, dims) checks its labels when it is made, as every dims= is."""
+    with pytest.raises(error, match=_escape(message)):
+        make()
+
+
+@pytest.mark.parametrize("shape", [(), (3,), (3, 4), (3, 4, 5), (2, 3, 4, 5, 6)], ids=str)
+def test_field_dims_default_by_rank(shape):
+    """Field.zeros and friends label as many dimensions as storage creation does."""
+    expected = gtstore.zeros(shape).dims
+    for field in (Field.zeros(shape), Field.empty(shape), Field.ones(shape),
+                  Field.full(shape, 2.0)):
+        assert field.dims == expected
+        assert field.array.shape == shape
+    if shape == (3, 4):  # binds to a 2-d annotation without naming its dims
+        assert Signature(a=Field["f8", "IJ"]).bind(Field.zeros(shape))["a"].shape == (3, 4)
+
+
+def test_field_dims_as_labels():
+    assert Field(A, "KJI").dims == ("K", "J", "I")
+    assert Field(A, ["I", "J", "0"]).dims == ("I", "J", "0")
+    assert Field(A, (_Axis("K"), _Axis("J"), _Axis("I"))).dims == ("K", "J", "I")
+
+
+class _Axis:
+    def __init__(self, name):
+        self.__gt_axis_name__ = name
+
+
 def test_every_kind_of_object(lap):
     shape = (6, 6, 3)
     objects = [
@@ -407,10 +450,7 @@ BAD_BINDS = [
      "domain: the fields leave 0 points in dimension I: field inp has extent 2, origin 1"),
     (dict(out=A, inp=Field(A, "IJ0"), origin=(1, 1, 0)), ValueError,
      "inp: dims IJ,0 do not match the signature's IJK"),
-    (dict(out=A, inp=Field(A, "IIK"), origin=(1, 1, 0)), ValueError,
-     "inp: __gt_data_interface__['dims']: ('I', 'I', 'K'): dims: 'I' appears twice"),
     (dict(out=A, inp=Field(A, "IJ"), origin=(1, 1, 0)), ValueError, "inp: __gt_data_interface__['dims']: 2 labels"),
-    (dict(out=A, inp=Field(A, "IJX"), origin=(1, 1, 0)), ValueError, "inp:"),
     (dict(out=_Labelled(A, dims="IJKK"), inp=A, origin=(1, 1, 0)), ValueError, "out: __gt_dims__"),
     (dict(out=_Labelled(A, origin=(1, 1)), inp=A), ValueError, "out: __gt_origin__: 2 entries"),
     (dict(out=_Labelled(A, origin=(1, 1, "x")), inp=A), TypeError, "out: __gt_origin__"),
@@ -457,6 +497,9 @@ BAD_INTERFACES = [
     (_Interface(_info(halo="x")), TypeError, "inp: halo"),
     (_Interface(_info(dims=("I", "J"))), ValueError, "inp: __gt_data_interface__['dims']: 2 labels"),
     (_Interface(_info(dims=5)), TypeError, "inp:"),
+    (_Interface(_info(dims=("I", "I", "K"))), ValueError,
+     "inp: __gt_data_interface__['dims']: ('I', 'I', 'K'): dims: 'I' appears twice"),
+    (_Interface(_info(dims=("I", "J", "X"))), ValueError, "inp:"),
 ]
 
 

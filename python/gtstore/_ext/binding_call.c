@@ -764,6 +764,37 @@ static PyObject *stencil_signature(PyObject *module, PyObject *const *args, Py_s
     return which < 0 ? NULL : Py_XNewRef(builtin_signature((gts_stencil)which, device));
 }
 
+/* _field_dims(dims, ndim=None): the labels of Field(array, dims), checked
+ * as every dims= is; None with `ndim`: the default labels of that many
+ * dimensions, those of storage creation (gts_dims_default). With `ndim`,
+ * one label per dimension. */
+static PyObject *field_dims(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
+                            PyObject *kwnames)
+{
+    (void)module;
+    static const char *const params[] = {"dims", "ndim"};
+    static gtpy_signature sig = GTPY_SIGNATURE("_field_dims", params, 2, 1, 0);
+    PyObject *v[2];
+    int ndim = -1, n = 0;
+    gts_dim dims[GTS_MAX_NDIM];
+    gts_error err;
+    if (gtpy_parse_args(&sig, args, nargs, kwnames, v) < 0 ||
+        (v[1] && v[1] != Py_None && gtpy_c_int(v[1], "ndim", &ndim) < 0))
+        return NULL;
+    if (v[0] == Py_None && ndim >= 0) {
+        if (gts_dims_default(ndim, dims, &err) != GTS_OK)
+            return gtpy_raise_null(&err);
+        n = ndim;
+    } else if (gtpy_dims(v[0], "dims", &n, dims) < 0) {
+        return NULL;
+    } else if (ndim >= 0 && n != ndim) {
+        PyErr_Format(PyExc_ValueError, "dims: %.200R has %d labels for the array's %d dimensions",
+                     v[0], n, ndim);
+        return NULL;
+    }
+    return gtpy_dims_to_tuple(n, dims);
+}
+
 #define FASTCALL(f) (PyCFunction)(void (*)(void))(f), METH_FASTCALL | METH_KEYWORDS
 #define BUILTIN_DEVICE_DOC                                                                    \
     "device='gpu': one kernel on the GPU, queued on the current stream (the fields' device "   \
@@ -788,6 +819,10 @@ PyMethodDef gtpy_stencil_methods[] = {
     {"_stencil_signature", FASTCALL(stencil_signature),
      "_stencil_signature(name, /, device='cpu')\n--\n\nThe Signature of a built-in stencil, by "
      "name, on the device kind."},
+    {"_field_dims", FASTCALL(field_dims),
+     "_field_dims(dims, ndim=None)\n--\n\nThe labels of Field(array, dims), checked; None "
+     "with ndim: storage creation's default labels of ndim dimensions (I, J, K, then data "
+     "dimensions 0, 1, ...)."},
     {NULL, NULL, 0, NULL},
 };
 
