@@ -625,6 +625,33 @@ def test_call_runs_kernel_inside_the_protocol(lap):
         lap.call(kernel, out, inp, kwargs={"out": 1})
 
 
+@pytest.mark.parametrize(
+    "extras, message",
+    [
+        (dict(args=5), "args: expected an iterable of the kernel's extra positional arguments, "
+                       "got 5 (type int)"),
+        (dict(args=object), "args: expected an iterable"),
+        (dict(kwargs=5), "kwargs: expected a dict, got 5 (type int)"),
+        (dict(kwargs=[("note", 1)]), "kwargs: expected a dict, got [('note', 1)]"),
+        (dict(kwargs={1: 2}), "kwargs: keys are keyword names (str), got 1"),
+    ],
+    ids=str,
+)
+def test_call_names_bad_extras(lap, extras, message):
+    """args= and kwargs= of the wrong kind are named; the fields are released untouched."""
+    log = []
+    out, inp = (_Recorder(log, n, np.zeros((5, 5, 2))) for n in ("out", "inp"))
+    with pytest.raises(TypeError, match=_escape(message)):
+        lap.call(lambda *a, **kw: None, out, inp, **extras)
+    assert ("touch", "out") not in log and log[-1] == ("release", "inp")
+
+
+def test_call_takes_any_iterable_as_args(lap):
+    got = lap.call(lambda domain, origins, *args, **arrays: args, A, A, origin=(1, 1, 0),
+                   args=iter([1, 2]))
+    assert got == (1, 2)
+
+
 @pytest.fixture(scope="module")
 def c_kernel_library(tmp_path_factory):
     """examples/c_kernel.c built as a shared library (skipped without cc)."""

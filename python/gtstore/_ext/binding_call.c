@@ -421,17 +421,45 @@ int gtpy_slots_finish(const SignatureObject *s, bind_slot *slots, bool succeeded
     return released;
 }
 
-/* kwargs= beside the arrays: a field's name is a TypeError, as Python's
- * "got multiple values" would be. */
+/* args=: the kernel's extra positional arguments, any iterable, as a
+ * tuple (new reference); else a TypeError naming args. */
+static PyObject *extra_args(PyObject *args)
+{
+    if (PyTuple_Check(args))
+        return Py_NewRef(args);
+    PyObject *iter = PyObject_GetIter(args);
+    if (!iter) {
+        if (PyErr_ExceptionMatches(PyExc_TypeError)) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_TypeError,
+                         "args: expected an iterable of the kernel's extra positional "
+                         "arguments, got %.200R (type %.80s)",
+                         args, Py_TYPE(args)->tp_name);
+        }
+        return NULL;
+    }
+    PyObject *tuple = PySequence_Tuple(iter);
+    Py_DECREF(iter);
+    return tuple;
+}
+
+/* kwargs= beside the arrays: a dict of keyword names; a field's name is a
+ * TypeError, as Python's "got multiple values" would be. */
 static int add_kwargs(PyObject *arrays, PyObject *kwargs)
 {
     if (!PyDict_Check(kwargs)) {
-        PyErr_Format(PyExc_TypeError, "kwargs: expected a dict, got %.200R", kwargs);
+        PyErr_Format(PyExc_TypeError, "kwargs: expected a dict, got %.200R (type %.80s)", kwargs,
+                     Py_TYPE(kwargs)->tp_name);
         return -1;
     }
     PyObject *key, *value;
     Py_ssize_t pos = 0;
     while (PyDict_Next(kwargs, &pos, &key, &value)) {
+        if (!PyUnicode_Check(key)) {
+            PyErr_Format(PyExc_TypeError, "kwargs: keys are keyword names (str), got %.200R",
+                         key);
+            return -1;
+        }
         int taken = PyDict_Contains(arrays, key);
         if (taken) {
             if (taken > 0)
@@ -465,7 +493,7 @@ static PyObject *call_kernel(const SignatureObject *s, bind_slot *slots, const g
     PyObject *head = arrays ? PyTuple_Pack(2, domain, origins) : NULL;
     PyObject *positional = NULL, *result = NULL;
     if (head && kernel_args && kernel_args != Py_None) {
-        PyObject *rest = PySequence_Tuple(kernel_args);
+        PyObject *rest = extra_args(kernel_args);
         positional = rest ? PySequence_Concat(head, rest) : NULL;
         Py_XDECREF(rest);
     } else if (head) {
