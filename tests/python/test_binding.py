@@ -559,6 +559,25 @@ def test_bad_signature(make, error, message):
         make()
 
 
+@pytest.mark.parametrize(
+    "extents, error, message",
+    [
+        ((1, 1), ValueError, "out: extents: (1, 1) has 2 entries for 3 dimensions"),
+        ((1, "x", 0), TypeError,
+         "out: extents: expected an int or a pair (lower, upper), got 'x' at position 1"),
+        ((1, (1, 2, 3), 0), TypeError, "out: extents: expected an int or a pair (lower, upper)"),
+        (5, TypeError, "out: extents: expected a sequence of ints or (lower, upper) pairs, got 5"),
+        ((1, 1.5, 0), TypeError, "out: extents:"),
+    ],
+    ids=str,
+)
+def test_bad_extents_are_named_extents(extents, error, message):
+    """A signature's extents are read as a halo is, but named as given."""
+    with pytest.raises(error, match=_escape(message)) as caught:
+        Signature(out=Field["f8"], extents={"out": extents})
+    assert "halo" not in str(caught.value)
+
+
 @pytest.mark.parametrize("dtype", ["i1", "f4", "f8", "c16"])
 @pytest.mark.parametrize("alignment", [-8, 0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 64])
 def test_signature_alignment_as_storage_creation(dtype, alignment):

@@ -60,10 +60,11 @@ PyObject *gtpy_dtype_object(gts_dtype dtype);
 /* A Python number (bool, int, float, complex or a NumPy scalar). */
 int gtpy_scalar(PyObject *obj, const char *param, gts_scalar *out);
 
-/* halo=: `ndim` entries (`nbase` accepted: the rest are zero), each an int
- * (the same on both sides) or a pair (lower, upper). Signs and sizes are
- * checked by libgtstore. */
-int gtpy_halo(PyObject *obj, int ndim, int nbase, gts_halo *halo);
+/* halo= (or what else `param` names: a signature's extents): `ndim`
+ * entries (`nbase` accepted: the rest are zero), each an int (the same on
+ * both sides) or a pair (lower, upper). Signs and sizes are checked by
+ * libgtstore. */
+int gtpy_halo(PyObject *obj, const char *param, int ndim, int nbase, gts_halo *halo);
 PyObject *gtpy_halo_to_tuple(int ndim, const gts_halo *halo);
 
 /* A tuple of Python ints. */

@@ -216,7 +216,7 @@ static int request_spec(const gtpy_request *r, const gtpy_source *src, gtpy_reso
         spec->layout_ctx = out;
     }
     if (r->halo) {
-        if (gtpy_halo(r->halo, ndim, nbase, spec->halo) < 0)
+        if (gtpy_halo(r->halo, "halo", ndim, nbase, spec->halo) < 0)
             return -1;
         spec->has_halo = true;
     }

@@ -100,8 +100,8 @@ static int read_extents(SignatureObject *s, PyObject *extents)
             return -1;
         }
         gts_field_spec *spec = &s->fields[f];
-        if (gtpy_halo(value, spec->ndim, spec->ndim, spec->extent) < 0)
-            return gtpy_prefix_error("extents"), gtpy_prefix_error(spec->name);
+        if (gtpy_halo(value, "extents", spec->ndim, spec->ndim, spec->extent) < 0)
+            return gtpy_prefix_error(spec->name);
     }
     return 0;
 }
