@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "gtstore/geometry.h"
+#include "geometry_private.h"
 #include "preset_private.h"
 
 static bool is_cartesian(gts_dim dim)
@@ -74,9 +75,9 @@ static int check_field_spec(const gts_field_spec *f, gts_error *err)
     }
     if (f->has_layout && gts_layout_check(f->ndim, f->layout, &inner) != GTS_OK)
         return gts_error_set(err, inner.code, "%s: layout: %s", f->name, inner.message);
-    if (f->alignment < 0)
-        return gts_error_set(err, GTS_EINVAL, "%s: alignment %lld is negative", f->name,
-                             (long long)f->alignment);
+    /* 0: none; else the rule a storage's alignment_size follows */
+    if (f->alignment != 0 && gts__alignment_check(f->alignment, checked.itemsize, &inner) != GTS_OK)
+        return gts_error_set(err, inner.code, "%s: alignment: %s", f->name, inner.message);
     return GTS_OK;
 }
 

@@ -4,6 +4,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "geometry_private.h"
+#include "tuple_text.h"
 #include "strided_range.h"
 
 static int too_big(gts_error *err, int ndim, const int64_t *shape)
@@ -17,6 +19,45 @@ static int too_big(gts_error *err, int ndim, const int64_t *shape)
                          "shape: (%s) is too big; its size in bytes does not fit in 64 bits", text);
 }
 
+/* A geometry whose sizes do not fit: the fault of alignment_size where the
+ * shape alone fits (alignment 1 pads nothing and adds no byte to the
+ * allocation: gts_strides_contiguous checks the same products then), else
+ * of the shape. */
+static int does_not_fit(gts_error *err, int ndim, const int64_t *shape, int64_t itemsize,
+                        int64_t alignment)
+{
+    int64_t strides[GTS_MAX_NDIM], size = itemsize;
+    gts_error ignored;
+    if (gts_strides_contiguous(ndim, shape, itemsize, strides, &ignored) != GTS_OK)
+        return too_big(err, ndim, shape);
+    if (ndim > 0)
+        size = strides[0] * (shape[0] > 0 ? shape[0] : 1); /* checked there */
+    if ((uint64_t)size > (uint64_t)PTRDIFF_MAX)
+        return too_big(err, ndim, shape);
+    char text[GTS__TUPLE_TEXT_SIZE];
+    gts__shape_text(ndim, shape, text);
+    return gts_error_set(err, GTS_EOVERFLOW,
+                         "alignment_size: %lld bytes is too big for shape %s: with the padding "
+                         "it needs, the size in bytes does not fit in 64 bits",
+                         (long long)alignment, text);
+}
+
+bool gts__alignment_suits(int64_t alignment, int64_t itemsize)
+{
+    return alignment >= 1 && (alignment % itemsize == 0 || itemsize % alignment == 0);
+}
+
+int gts__alignment_check(int64_t alignment, int64_t itemsize, gts_error *err)
+{
+    if (alignment < 1)
+        return gts_error_set(err, GTS_EINVAL, "%lld bytes is not positive", (long long)alignment);
+    if (!gts__alignment_suits(alignment, itemsize))
+        return gts_error_set(err, GTS_EINVAL,
+                             "%lld bytes and the itemsize (%lld bytes) must divide one another",
+                             (long long)alignment, (long long)itemsize);
+    return GTS_OK;
+}
+
 static int check_arguments(int ndim, const int64_t *shape, const int *layout, int64_t itemsize,
                            int64_t alignment, const int64_t *aligned_index, gts_error *err)
 {
@@ -24,14 +65,9 @@ static int check_arguments(int ndim, const int64_t *shape, const int *layout, in
         return gts_error_set(err, GTS_EINVAL, "ndim: %d is outside [0, %d]", ndim, GTS_MAX_NDIM);
     if (itemsize < 1)
         return gts_error_set(err, GTS_EINVAL, "itemsize: %lld is not positive", (long long)itemsize);
-    if (alignment < 1)
-        return gts_error_set(err, GTS_EINVAL, "alignment_size: %lld bytes is not positive",
-                             (long long)alignment);
-    if (alignment % itemsize != 0 && itemsize % alignment != 0)
-        return gts_error_set(err, GTS_EINVAL,
-                             "alignment_size: %lld bytes and the itemsize (%lld bytes) must "
-                             "divide one another",
-                             (long long)alignment, (long long)itemsize);
+    gts_error inner;
+    if (gts__alignment_check(alignment, itemsize, &inner) != GTS_OK)
+        return gts_error_set(err, inner.code, "alignment_size: %s", inner.message);
     for (int d = 0; d < ndim; ++d)
         if (shape[d] < 0)
             return gts_error_set(err, GTS_EINVAL, "shape: negative extent %lld at position %d",
@@ -73,7 +109,7 @@ int gts_geometry_init(gts_geometry *g, int ndim, const int64_t *shape, const int
     if (ndim > 0) {
         int64_t rounded;
         if (gts_add_overflow(shape[contiguous], block - 1, &rounded))
-            return too_big(err, ndim, shape);
+            return does_not_fit(err, ndim, shape, itemsize, alignment);
         g->padded_shape[contiguous] = rounded / block * block;
     }
     /* Strides count an empty extent as 1 (as NumPy does) so that they never
@@ -85,12 +121,12 @@ int gts_geometry_init(gts_geometry *g, int ndim, const int64_t *shape, const int
         g->strides[d] = stride;
         if (gts_mul_overflow(stride, extent > 0 ? extent : 1, &stride) ||
             gts_mul_overflow(span, extent, &span))
-            return too_big(err, ndim, shape);
+            return does_not_fit(err, ndim, shape, itemsize, alignment);
     }
     g->span = span;
     if (gts_add_overflow(span, alignment - 1, &g->alloc_size) ||
         (uint64_t)g->alloc_size > (uint64_t)PTRDIFF_MAX)
-        return too_big(err, ndim, shape);
+        return does_not_fit(err, ndim, shape, itemsize, alignment);
     return GTS_OK;
 }
 

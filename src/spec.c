@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "gtstore/storage.h"
+#include "geometry_private.h"
 #include "preset_private.h"
 #include "spec_resolution.h"
 #include "tuple_text.h"
@@ -281,7 +282,7 @@ static int resolve_alignment(const gts_storage_spec *spec, int64_t *alignment, g
         return gts_error_set(err, GTS_EOVERFLOW,
                              "alignment_size: the preset's alignment (%lld elements) overflows",
                              (long long)spec->preset->alignment);
-    if (!spec->preset && like > 0 && (like % itemsize == 0 || itemsize % like == 0))
+    if (!spec->preset && gts__alignment_suits(like, itemsize))
         *alignment = like;
     return GTS_OK;
 }

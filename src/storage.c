@@ -9,6 +9,7 @@
 #include "gtstore/kernels.h"
 #include "gtstore/sync.h"
 #include "device_check.h"
+#include "geometry_private.h"
 #include "spec_resolution.h"
 #include "storage_private.h"
 #include "tuple_text.h"
@@ -488,7 +489,7 @@ static void realign(gts_storage *s)
     }
     int64_t have = gcd((int64_t)(address_of(s, s->aligned_index) % (uint64_t)a), a);
     int64_t itemsize = s->dtype.itemsize;
-    if (have % itemsize != 0 && itemsize % have != 0)
+    if (!gts__alignment_suits(have, itemsize))
         have = gcd(have, itemsize);
     s->alignment_size = have;
 }

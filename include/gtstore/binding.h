@@ -69,7 +69,8 @@ typedef struct gts_field_spec {
     bool has_layout;                      /* expected layout: layout[d] is the rank */
     int layout[GTS_BIND_MAX_NDIM];        /* of dims[d] (gtstore/layout.h) */
     int64_t alignment;                    /* expected byte alignment of the origin
-                                             point; 0 or 1: none */
+                                             point; 0 or 1: none. Else a multiple
+                                             or a divisor of the itemsize */
     bool relies_on_layout;                /* layout/alignment differences are errors */
 } gts_field_spec;
 
@@ -82,8 +83,9 @@ typedef struct gts_signature {
 
 /* Checks a signature once, where it is made: names present and distinct,
  * a supported dtype, valid unrepeated labels, extents >= 0 and 0 on data
- * dimensions, a permutation as layout, an alignment >= 0. gts_bind assumes
- * a checked signature. */
+ * dimensions, a permutation as layout, an alignment 0 (none) or one
+ * gts_geometry_init takes (positive, a multiple or a divisor of the
+ * itemsize). gts_bind assumes a checked signature. */
 int gts_signature_check(const gts_signature *sig, gts_error *err);
 
 /* One field of a call: its memory as its owner describes it. */

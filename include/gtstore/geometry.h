@@ -43,7 +43,8 @@ typedef struct gts_geometry {
  * span. Checks:
  * shape >= 0, layout a permutation, alignment >= 1 and either a multiple or a
  * divisor of itemsize, 0 <= aligned_index[d] < shape[d] (0 for an empty
- * dimension), and every size in 64 bits. */
+ * dimension), and every size in 64 bits (GTS_EOVERFLOW naming
+ * alignment_size where the shape alone fits, else the shape). */
 int gts_geometry_init(gts_geometry *geometry, int ndim, const int64_t *shape, const int *layout,
                       int64_t itemsize, int64_t alignment, const int64_t *aligned_index,
                       gts_error *err);

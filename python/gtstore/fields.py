@@ -9,12 +9,16 @@ labels the dimensions of any array.
 - ``Field(array, dims="KJI")`` wraps any array (the "No-Storage" work plan) and exports GDP-3's
   ``__gt_data_interface__`` with those labels, so that a stencil reads it in
   the right order. ``Field.zeros(shape, dims=..., dtype=...)`` and friends
-  allocate a NumPy array and wrap it.
+  allocate a NumPy array and wrap it (dims by default those storage
+  creation gives as many dimensions: "IJ" for 2).
 
-All checking happens in C, when a signature is made and on every bind.
+All checking happens in C: a Field's labels when it is made, a signature
+when it is made, the rest on every bind.
 """
 
 from __future__ import annotations
+
+from ._gtstore import _field_dims
 
 __all__ = ["Alignment", "DefaultParameters", "Field", "FieldType", "LayoutMap"]
 
@@ -38,7 +42,9 @@ class LayoutMap(_Parameter):
 
 
 class Alignment(_Parameter):
-    """``Alignment[64]``: the expected byte alignment of each field's origin point."""
+    """``Alignment[64]``: the expected byte alignment of each field's origin point:
+    positive, and a multiple or a divisor of the itemsize, as a storage's
+    ``alignment_size`` (``Signature`` checks it)."""
 
 
 class DefaultParameters(_Parameter):
@@ -122,10 +128,10 @@ class Field:
         return _annotation(params)
 
     def __init__(self, array, dims):
-        if isinstance(dims, str):
-            dims = tuple(dims)
+        """``dims``: a string of one-character labels ("KJI") or a sequence of
+        labels, checked here as every ``dims=`` is (ValueError, TypeError)."""
         self.array = array
-        self.dims = tuple(str(d) for d in dims)
+        self.dims = _field_dims(dims)
 
     @property
     def __gt_dims__(self):
@@ -155,24 +161,27 @@ class Field:
     def _numpy(cls, function, shape, dims, dtype, **kwargs):
         import numpy as np
 
-        return cls(getattr(np, function)(shape, dtype=dtype, **kwargs), dims)
+        array = getattr(np, function)(shape, dtype=dtype, **kwargs)
+        return cls(array, _field_dims(dims, array.ndim))
 
+    # dims=None: the labels storage creation gives as many dimensions ("IJ"
+    # for 2, "IJK0" for 4); given, one per dimension.
     @classmethod
-    def empty(cls, shape, dims="IJK", dtype="f8"):
-        """A wrapped ``numpy.empty``."""
+    def empty(cls, shape, dims=None, dtype="f8"):
+        """A wrapped ``numpy.empty``; ``dims`` by default I, J, K, 0, ... for its rank."""
         return cls._numpy("empty", shape, dims, dtype)
 
     @classmethod
-    def zeros(cls, shape, dims="IJK", dtype="f8"):
-        """A wrapped ``numpy.zeros``."""
+    def zeros(cls, shape, dims=None, dtype="f8"):
+        """A wrapped ``numpy.zeros``; ``dims`` by default I, J, K, 0, ... for its rank."""
         return cls._numpy("zeros", shape, dims, dtype)
 
     @classmethod
-    def ones(cls, shape, dims="IJK", dtype="f8"):
-        """A wrapped ``numpy.ones``."""
+    def ones(cls, shape, dims=None, dtype="f8"):
+        """A wrapped ``numpy.ones``; ``dims`` by default I, J, K, 0, ... for its rank."""
         return cls._numpy("ones", shape, dims, dtype)
 
     @classmethod
-    def full(cls, shape, fill_value, dims="IJK", dtype="f8"):
-        """A wrapped ``numpy.full``."""
+    def full(cls, shape, fill_value, dims=None, dtype="f8"):
+        """A wrapped ``numpy.full``; ``dims`` by default I, J, K, 0, ... for its rank."""
         return cls._numpy("full", shape, dims, dtype, fill_value=fill_value)

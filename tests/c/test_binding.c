@@ -82,6 +82,18 @@ static void test_signature_check(void)
     bad[0].has_layout = true; /* all ranks 0 */
     CHECK_FAILS(gts_signature_check(&sig, ERR), GTS_EINVAL, "out: layout");
     memcpy(bad, lap_fields, sizeof bad);
+    bad[1].alignment = 3; /* the rule of a storage's alignment_size (gts_geometry_init) */
+    CHECK_FAILS(gts_signature_check(&sig, ERR), GTS_EINVAL,
+                "inp: alignment: 3 bytes and the itemsize (8 bytes) must divide one another");
+    bad[1].alignment = -8;
+    CHECK_FAILS(gts_signature_check(&sig, ERR), GTS_EINVAL, "inp: alignment: -8 bytes is not "
+                                                            "positive");
+    static const int64_t fine[] = {0, 1, 2, 4, 8, 16, 64}; /* 0: none */
+    for (size_t i = 0; i < sizeof fine / sizeof *fine; ++i) {
+        bad[1].alignment = fine[i];
+        CHECK_OK(gts_signature_check(&sig, ERR));
+    }
+    memcpy(bad, lap_fields, sizeof bad);
     bad[0].ndim = GTS_BIND_MAX_NDIM + 1;
     CHECK_FAILS(gts_signature_check(&sig, ERR), GTS_EINVAL, "at most 16");
     sig.device = (gts_device)7;

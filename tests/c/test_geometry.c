@@ -293,13 +293,21 @@ static void test_overflow(void)
     CHECK_FAILS(gts_geometry_init(&g, 3, (const int64_t[]){0, big, big}, (const int[]){0, 1, 2},
                                   8, 8, NULL, ERR),
                 GTS_EOVERFLOW, "shape");
-    /* padding the contiguous extent up to a block of INT64_MAX elements */
+    /* padding the contiguous extent up to a block of INT64_MAX elements: the
+     * shape alone fits, so the message names the alignment */
     CHECK_FAILS(gts_geometry_init(&g, 1, (const int64_t[]){2}, c2, 1, INT64_MAX, NULL, ERR),
-                GTS_EOVERFLOW, "shape");
+                GTS_EOVERFLOW,
+                "alignment_size: 9223372036854775807 bytes is too big for shape (2,)");
+    /* 2**62 bytes: 10 rows of 2**59 padded elements of 8 bytes */
+    CHECK_FAILS(gts_geometry_init(&g, 2, (const int64_t[]){10, 10}, c2, 8, INT64_C(1) << 62, NULL,
+                                  ERR),
+                GTS_EOVERFLOW,
+                "alignment_size: 4611686018427387904 bytes is too big for shape (10, 10): with "
+                "the padding it needs, the size in bytes does not fit in 64 bits");
     /* A = 3 * 2**60 bytes: the span 2A still fits, span + A - 1 does not */
     const int64_t a = INT64_C(3) << 60;
     CHECK_FAILS(gts_geometry_init(&g, 2, (const int64_t[]){2, 1}, c2, 8, a, NULL, ERR),
-                GTS_EOVERFLOW, "shape");
+                GTS_EOVERFLOW, "alignment_size: 3458764513820540928 bytes");
     /* ... while one row of it, 2A - 1 bytes, is representable */
     CHECK_OK(gts_geometry_init(&g, 2, (const int64_t[]){1, 1}, c2, 8, a, NULL, ERR));
     CHECK_INT_EQ(g.alloc_size, 2 * a - 1);

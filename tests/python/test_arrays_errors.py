@@ -252,6 +252,26 @@ def test_alignment_not_an_integer(alignment_size):
         ga.empty((2, 3), alignment_size=alignment_size)
 
 
+@pytest.mark.parametrize(
+    "make",
+    [ga.empty, ga.plan, gtstore.zeros, lambda shape, **kw: gtstore.empty_like(np.zeros(shape), **kw)],
+    ids=["arrays.empty", "arrays.plan", "zeros", "empty_like"],
+)
+def test_alignment_whose_padding_overflows_is_named(make):
+    """The shape alone fits: the padding for the alignment is what overflows."""
+    with pytest.raises(ValueError) as caught:
+        make((10, 10), alignment_size=2**62)
+    assert str(caught.value).startswith(
+        f"alignment_size: {2**62} bytes is too big for shape (10, 10): with the padding it "
+        "needs, the size in bytes does not fit in 64 bits"
+    )
+
+
+def test_shape_too_big_unpadded_is_the_shape_fault():
+    with pytest.raises(ValueError, match=r"^shape: \(1152921504606846976, 16\) is too big"):
+        ga.plan((2**60, 16), alignment_size=8)
+
+
 def test_alignment_divisor_of_itemsize_is_fine():
     a = ga.empty((5, 6), "c16", alignment_size=4, aligned_index=(1, 1))
     assert a.strides == (96, 16)
@@ -381,6 +401,35 @@ def test_missing_arguments(call, missing):
 def test_argument_given_twice():
     with pytest.raises(TypeError, match="multiple values for argument 'dtype'"):
         ga.empty((2,), "f8", dtype="f4")
+
+
+# ---- Plan.offset ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "base, error, shown",
+    [
+        (-1, ValueError, "-1 is not an address"),
+        (2**64, ValueError, str(2**64)),
+        ("x", TypeError, "expected an integer, got 'x'"),
+        (8.0, TypeError, "8.0"),
+        (True, TypeError, "True"),
+    ],
+    ids=param_id,
+)
+def test_plan_offset_bad_base(base, error, shown):
+    plan = ga.plan((70, 70, 80), backend="gt:cpu_ifirst", aligned_index=(3, 3, 0),
+                   alignment_size=64)
+    with pytest.raises(error, match=names("base", shown)):
+        plan.offset(base)
+
+
+def test_plan_offset_takes_numpy_integers():
+    plan = ga.plan((70, 70, 80), backend="gt:cpu_ifirst", aligned_index=(3, 3, 0),
+                   alignment_size=64)
+    for base in (0, 8, 64, 255, 2**63 - 1):
+        assert plan.offset(np.int64(base)) == plan.offset(np.uint64(base)) == plan.offset(base)
+    assert plan.offset(0) == 40  # the aligned point, 3 elements in, at 64 bytes
 
 
 # ---- GPU presets without a GPU ------------------------------------------------------

@@ -184,6 +184,49 @@ def test_dims_from_annotation_then_object():
     assert sig.bind(Field(arr, "IJK"))["a"].shape == (4, 5, 6)
 
 
+BAD_FIELDS = [
+    (lambda: Field(A, 5), TypeError,
+     "dims: expected a string such as 'IJK' or a sequence of labels, got 5"),
+    (lambda: Field(A, None), TypeError, "dims: expected a string such as 'IJK'"),
+    (lambda: Field(A, ["I", 5]), TypeError,
+     "dims: labels are strings such as 'I' or '0', got 5 at position 1"),
+    (lambda: Field(A, ["I", "J", "X"]), ValueError, "dims: invalid label 'X' at position 2"),
+    (lambda: Field(A, "IIK"), ValueError, "dims: 'IIK' is not a valid dims string"),
+    (lambda: Field.zeros((3, 4), dims="IJK"), ValueError,
+     "dims: 'IJK' has 3 labels for the array's 2 dimensions"),
+]
+
+
+@pytest.mark.parametrize("make,error,message", BAD_FIELDS)
+def test_bad_field_dims(make, error, message):
+    """Field(array, dims) checks its labels when it is made, as every dims= is."""
+    with pytest.raises(error, match=_escape(message)):
+        make()
+
+
+@pytest.mark.parametrize("shape", [(), (3,), (3, 4), (3, 4, 5), (2, 3, 4, 5, 6)], ids=str)
+def test_field_dims_default_by_rank(shape):
+    """Field.zeros and friends label as many dimensions as storage creation does."""
+    expected = gtstore.zeros(shape).dims
+    for field in (Field.zeros(shape), Field.empty(shape), Field.ones(shape),
+                  Field.full(shape, 2.0)):
+        assert field.dims == expected
+        assert field.array.shape == shape
+    if shape == (3, 4):  # binds to a 2-d annotation without naming its dims
+        assert Signature(a=Field["f8", "IJ"]).bind(Field.zeros(shape))["a"].shape == (3, 4)
+
+
+def test_field_dims_as_labels():
+    assert Field(A, "KJI").dims == ("K", "J", "I")
+    assert Field(A, ["I", "J", "0"]).dims == ("I", "J", "0")
+    assert Field(A, (_Axis("K"), _Axis("J"), _Axis("I"))).dims == ("K", "J", "I")
+
+
+class _Axis:
+    def __init__(self, name):
+        self.__gt_axis_name__ = name
+
+
 def test_every_kind_of_object(lap):
     shape = (6, 6, 3)
     objects = [
@@ -407,10 +450,7 @@ BAD_BINDS = [
      "domain: the fields leave 0 points in dimension I: field inp has extent 2, origin 1"),
     (dict(out=A, inp=Field(A, "IJ0"), origin=(1, 1, 0)), ValueError,
      "inp: dims IJ,0 do not match the signature's IJK"),
-    (dict(out=A, inp=Field(A, "IIK"), origin=(1, 1, 0)), ValueError,
-     "inp: __gt_data_interface__['dims']: ('I', 'I', 'K'): dims: 'I' appears twice"),
     (dict(out=A, inp=Field(A, "IJ"), origin=(1, 1, 0)), ValueError, "inp: __gt_data_interface__['dims']: 2 labels"),
-    (dict(out=A, inp=Field(A, "IJX"), origin=(1, 1, 0)), ValueError, "inp:"),
     (dict(out=_Labelled(A, dims="IJKK"), inp=A, origin=(1, 1, 0)), ValueError, "out: __gt_dims__"),
     (dict(out=_Labelled(A, origin=(1, 1)), inp=A), ValueError, "out: __gt_origin__: 2 entries"),
     (dict(out=_Labelled(A, origin=(1, 1, "x")), inp=A), TypeError, "out: __gt_origin__"),
@@ -457,6 +497,9 @@ BAD_INTERFACES = [
     (_Interface(_info(halo="x")), TypeError, "inp: halo"),
     (_Interface(_info(dims=("I", "J"))), ValueError, "inp: __gt_data_interface__['dims']: 2 labels"),
     (_Interface(_info(dims=5)), TypeError, "inp:"),
+    (_Interface(_info(dims=("I", "I", "K"))), ValueError,
+     "inp: __gt_data_interface__['dims']: ('I', 'I', 'K'): dims: 'I' appears twice"),
+    (_Interface(_info(dims=("I", "J", "X"))), ValueError, "inp:"),
 ]
 
 
@@ -488,7 +531,14 @@ BAD_SIGNATURES = [
     (lambda: Signature(a=Field["f8", "IJX"]), ValueError, "a: dims"),
     (lambda: Signature(a=Field["f8", "IIK"]), ValueError, "a: dims"),
     (lambda: Signature(a=Field["f8", "IJK", LayoutMap[(0, 0, 1)]]), ValueError, "a:"),
-    (lambda: Signature(a=Field["f8", "IJK", Alignment[-8]]), ValueError, "a: alignment -8"),
+    (lambda: Signature(a=Field["f8", "IJK", Alignment[-8]]), ValueError,
+     "a: alignment: -8 bytes is not positive"),
+    (lambda: Signature(a=Field["f8", "IJK", Alignment[0]]), ValueError,
+     "a: alignment: 0 bytes is not positive"),
+    (lambda: Signature(a=Field["f8", "IJK", Alignment[3]]), ValueError,
+     "a: alignment: 3 bytes and the itemsize (8 bytes) must divide one another"),
+    (lambda: Signature(a=Field["f8", "IJK", Alignment[1.5]]), TypeError,
+     "a: alignment: expected an integer, got 1.5"),
     (lambda: Signature(a=Field["f8"], extents={"b": (1, 1, 0)}), ValueError, "extents: no field named 'b'"),
     (lambda: Signature(a=Field["f8"], extents={"a": (-1, 1, 0)}), ValueError, "a: extent (-1, -1) in dimension I"),
     (lambda: Signature(a=Field["f8"], extents=[1]), TypeError, "extents: expected a dict"),
@@ -507,6 +557,41 @@ BAD_SIGNATURES = [
 def test_bad_signature(make, error, message):
     with pytest.raises(error, match=_escape(message)):
         make()
+
+
+@pytest.mark.parametrize(
+    "extents, error, message",
+    [
+        ((1, 1), ValueError, "out: extents: (1, 1) has 2 entries for 3 dimensions"),
+        ((1, "x", 0), TypeError,
+         "out: extents: expected an int or a pair (lower, upper), got 'x' at position 1"),
+        ((1, (1, 2, 3), 0), TypeError, "out: extents: expected an int or a pair (lower, upper)"),
+        (5, TypeError, "out: extents: expected a sequence of ints or (lower, upper) pairs, got 5"),
+        ((1, 1.5, 0), TypeError, "out: extents:"),
+    ],
+    ids=str,
+)
+def test_bad_extents_are_named_extents(extents, error, message):
+    """A signature's extents are read as a halo is, but named as given."""
+    with pytest.raises(error, match=_escape(message)) as caught:
+        Signature(out=Field["f8"], extents={"out": extents})
+    assert "halo" not in str(caught.value)
+
+
+@pytest.mark.parametrize("dtype", ["i1", "f4", "f8", "c16"])
+@pytest.mark.parametrize("alignment", [-8, 0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 64])
+def test_signature_alignment_as_storage_creation(dtype, alignment):
+    """An annotation's Alignment follows the rule of a storage's alignment_size:
+    accepted, or refused with the same message."""
+    annotation = Field[dtype, "IJK", Alignment[alignment]]
+    try:
+        gtstore.empty((2, 2, 2), dtype=dtype, alignment_size=alignment)
+    except ValueError as error:
+        expected = str(error).replace("alignment_size:", "a: alignment:", 1)
+        with pytest.raises(ValueError, match=_escape(expected)):
+            Signature(a=annotation)
+    else:
+        Signature(a=annotation)
 
 
 def test_binding_misuse(lap):
@@ -557,6 +642,33 @@ def test_call_runs_kernel_inside_the_protocol(lap):
         lap.call(out, inp)
     with pytest.raises(TypeError, match="multiple values"):
         lap.call(kernel, out, inp, kwargs={"out": 1})
+
+
+@pytest.mark.parametrize(
+    "extras, message",
+    [
+        (dict(args=5), "args: expected an iterable of the kernel's extra positional arguments, "
+                       "got 5 (type int)"),
+        (dict(args=object), "args: expected an iterable"),
+        (dict(kwargs=5), "kwargs: expected a dict, got 5 (type int)"),
+        (dict(kwargs=[("note", 1)]), "kwargs: expected a dict, got [('note', 1)]"),
+        (dict(kwargs={1: 2}), "kwargs: keys are keyword names (str), got 1"),
+    ],
+    ids=str,
+)
+def test_call_names_bad_extras(lap, extras, message):
+    """args= and kwargs= of the wrong kind are named; the fields are released untouched."""
+    log = []
+    out, inp = (_Recorder(log, n, np.zeros((5, 5, 2))) for n in ("out", "inp"))
+    with pytest.raises(TypeError, match=_escape(message)):
+        lap.call(lambda *a, **kw: None, out, inp, **extras)
+    assert ("touch", "out") not in log and log[-1] == ("release", "inp")
+
+
+def test_call_takes_any_iterable_as_args(lap):
+    got = lap.call(lambda domain, origins, *args, **arrays: args, A, A, origin=(1, 1, 0),
+                   args=iter([1, 2]))
+    assert got == (1, 2)
 
 
 @pytest.fixture(scope="module")

@@ -11,6 +11,7 @@ computed here from GDP-3's first draft's rules, never from gtstore's answers.
 
 import enum
 import math
+import operator
 import warnings
 
 import numpy as np
@@ -977,9 +978,16 @@ def test_equality_is_elementwise():
     np.testing.assert_array_equal(np.asarray(s != 1), [[True, False], [True, True]])
     with pytest.raises(ValueError, match="ambiguous"):
         bool(s == s)
-    # values no ufunc compares: NumPy's answer, elementwise
-    np.testing.assert_array_equal(np.asarray(s == None), np.zeros((2, 2), bool))  # noqa: E711
-    np.testing.assert_array_equal(np.asarray(s != "x"), np.ones((2, 2), bool))
+    # values no loop compares with float64: NumPy's answer, elementwise, as a storage (a str
+    # or bytes once gave NumPy's ndarray)
+    for value in (None, "x", b"x"):
+        for compare, expected in ((operator.eq, False), (operator.ne, True)):
+            for result in (compare(s, value), compare(value, s)):
+                assert isinstance(result, gts.Storage), (value, compare)
+                assert result.dtype == np.bool_ and result.dims == ("I", "J")
+                np.testing.assert_array_equal(np.asarray(result), np.full((2, 2), expected))
+    with pytest.raises(TypeError):
+        s < "x"  # noqa: B015 (NumPy's error: only == and != answer)
 
 
 def test_storages_are_unhashable():

@@ -75,11 +75,18 @@ static PyGetSetDef plan_getset[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
+/* base: an address, an integer (a NumPy one too) from 0 to the largest
+ * pointer (2**63 - 1 at most). */
 static PyObject *plan_offset(PyObject *self, PyObject *base)
 {
-    unsigned long long address = PyLong_AsUnsignedLongLong(base);
-    if (address == (unsigned long long)-1 && PyErr_Occurred())
+    int64_t address;
+    if (gtpy_int(base, "base", &address) < 0)
         return NULL;
+    if (address < 0 || (uint64_t)address > (uint64_t)UINTPTR_MAX) {
+        PyErr_Format(PyExc_ValueError, "base: %lld is not an address (0 or more)",
+                     (long long)address);
+        return NULL;
+    }
     return PyLong_FromLongLong(gts_geometry_offset(&((Plan *)self)->geometry,
                                                    (uintptr_t)address));
 }
@@ -104,8 +111,8 @@ static PyObject *plan_repr(PyObject *self)
 
 static PyMethodDef plan_methods[] = {
     {"offset", plan_offset, METH_O,
-     "offset(base)\n--\n\nByte offset of element 0 from a block at address `base` that makes "
-     "the aligned point aligned."},
+     "offset(base)\n--\n\nByte offset of element 0 from a block at address `base` (an integer, "
+     "0 or more) that makes the aligned point aligned."},
     {NULL, NULL, 0, NULL},
 };
 

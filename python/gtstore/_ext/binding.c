@@ -170,7 +170,7 @@ static int load_entry(bind_slot *slot, PyObject *obj, PyObject *info)
     if (rc == 0 && dims && dims != Py_None)
         rc = load_dims(slot, dims, "__gt_data_interface__['dims']");
     if (rc == 0 && halo && halo != Py_None) {
-        rc = gtpy_halo(halo, slot->desc.ndim, slot->desc.ndim, slot->halo);
+        rc = gtpy_halo(halo, "halo", slot->desc.ndim, slot->desc.ndim, slot->halo);
         slot->desc.halo = slot->halo;
     }
     Py_XDECREF(dims);

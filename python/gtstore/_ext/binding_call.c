@@ -421,17 +421,45 @@ int gtpy_slots_finish(const SignatureObject *s, bind_slot *slots, bool succeeded
     return released;
 }
 
-/* kwargs= beside the arrays: a field's name is a TypeError, as Python's
- * "got multiple values" would be. */
+/* args=: the kernel's extra positional arguments, any iterable, as a
+ * tuple (new reference); else a TypeError naming args. */
+static PyObject *extra_args(PyObject *args)
+{
+    if (PyTuple_Check(args))
+        return Py_NewRef(args);
+    PyObject *iter = PyObject_GetIter(args);
+    if (!iter) {
+        if (PyErr_ExceptionMatches(PyExc_TypeError)) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_TypeError,
+                         "args: expected an iterable of the kernel's extra positional "
+                         "arguments, got %.200R (type %.80s)",
+                         args, Py_TYPE(args)->tp_name);
+        }
+        return NULL;
+    }
+    PyObject *tuple = PySequence_Tuple(iter);
+    Py_DECREF(iter);
+    return tuple;
+}
+
+/* kwargs= beside the arrays: a dict of keyword names; a field's name is a
+ * TypeError, as Python's "got multiple values" would be. */
 static int add_kwargs(PyObject *arrays, PyObject *kwargs)
 {
     if (!PyDict_Check(kwargs)) {
-        PyErr_Format(PyExc_TypeError, "kwargs: expected a dict, got %.200R", kwargs);
+        PyErr_Format(PyExc_TypeError, "kwargs: expected a dict, got %.200R (type %.80s)", kwargs,
+                     Py_TYPE(kwargs)->tp_name);
         return -1;
     }
     PyObject *key, *value;
     Py_ssize_t pos = 0;
     while (PyDict_Next(kwargs, &pos, &key, &value)) {
+        if (!PyUnicode_Check(key)) {
+            PyErr_Format(PyExc_TypeError, "kwargs: keys are keyword names (str), got %.200R",
+                         key);
+            return -1;
+        }
         int taken = PyDict_Contains(arrays, key);
         if (taken) {
             if (taken > 0)
@@ -465,7 +493,7 @@ static PyObject *call_kernel(const SignatureObject *s, bind_slot *slots, const g
     PyObject *head = arrays ? PyTuple_Pack(2, domain, origins) : NULL;
     PyObject *positional = NULL, *result = NULL;
     if (head && kernel_args && kernel_args != Py_None) {
-        PyObject *rest = PySequence_Tuple(kernel_args);
+        PyObject *rest = extra_args(kernel_args);
         positional = rest ? PySequence_Concat(head, rest) : NULL;
         Py_XDECREF(rest);
     } else if (head) {
@@ -764,6 +792,37 @@ static PyObject *stencil_signature(PyObject *module, PyObject *const *args, Py_s
     return which < 0 ? NULL : Py_XNewRef(builtin_signature((gts_stencil)which, device));
 }
 
+/* _field_dims(dims, ndim=None): the labels of Field(array, dims), checked
+ * as every dims= is; None with `ndim`: the default labels of that many
+ * dimensions, those of storage creation (gts_dims_default). With `ndim`,
+ * one label per dimension. */
+static PyObject *field_dims(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
+                            PyObject *kwnames)
+{
+    (void)module;
+    static const char *const params[] = {"dims", "ndim"};
+    static gtpy_signature sig = GTPY_SIGNATURE("_field_dims", params, 2, 1, 0);
+    PyObject *v[2];
+    int ndim = -1, n = 0;
+    gts_dim dims[GTS_MAX_NDIM];
+    gts_error err;
+    if (gtpy_parse_args(&sig, args, nargs, kwnames, v) < 0 ||
+        (v[1] && v[1] != Py_None && gtpy_c_int(v[1], "ndim", &ndim) < 0))
+        return NULL;
+    if (v[0] == Py_None && ndim >= 0) {
+        if (gts_dims_default(ndim, dims, &err) != GTS_OK)
+            return gtpy_raise_null(&err);
+        n = ndim;
+    } else if (gtpy_dims(v[0], "dims", &n, dims) < 0) {
+        return NULL;
+    } else if (ndim >= 0 && n != ndim) {
+        PyErr_Format(PyExc_ValueError, "dims: %.200R has %d labels for the array's %d dimensions",
+                     v[0], n, ndim);
+        return NULL;
+    }
+    return gtpy_dims_to_tuple(n, dims);
+}
+
 #define FASTCALL(f) (PyCFunction)(void (*)(void))(f), METH_FASTCALL | METH_KEYWORDS
 #define BUILTIN_DEVICE_DOC                                                                    \
     "device='gpu': one kernel on the GPU, queued on the current stream (the fields' device "   \
@@ -788,6 +847,10 @@ PyMethodDef gtpy_stencil_methods[] = {
     {"_stencil_signature", FASTCALL(stencil_signature),
      "_stencil_signature(name, /, device='cpu')\n--\n\nThe Signature of a built-in stencil, by "
      "name, on the device kind."},
+    {"_field_dims", FASTCALL(field_dims),
+     "_field_dims(dims, ndim=None)\n--\n\nThe labels of Field(array, dims), checked; None "
+     "with ndim: storage creation's default labels of ndim dimensions (I, J, K, then data "
+     "dimensions 0, 1, ...)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -64,6 +64,16 @@ int gtpy_c_int(PyObject *obj, const char *param, int *out)
     return 0;
 }
 
+int gtpy_alignment(PyObject *obj, const char *param, int64_t *out)
+{
+    if (gtpy_int(obj, param, out) < 0)
+        return -1;
+    if (*out >= 1)
+        return 0;
+    PyErr_Format(PyExc_ValueError, "%s: %lld bytes is not positive", param, (long long)*out);
+    return -1;
+}
+
 /* The items of a sequence (a list or tuple, new reference); for anything
  * else (a str, bytes, a 0-d array) a TypeError "param: expected <expected>,
  * got <obj>". */
@@ -195,25 +205,26 @@ int gtpy_check_entries(const char *param, PyObject *obj, Py_ssize_t n, const cha
 
 /* ---- halos ------------------------------------------------------------- */
 
-static int halo_entry(PyObject *item, PyObject *whole, Py_ssize_t position, gts_halo *out)
+static int halo_entry(PyObject *item, const char *param, PyObject *whole, Py_ssize_t position,
+                      gts_halo *out)
 {
     if (gtpy_is_integer(item)) {
         int64_t width;
-        if (gtpy_int(item, "halo", &width) < 0)
+        if (gtpy_int(item, param, &width) < 0)
             return -1;
         *out = (gts_halo){width, width};
         return 0;
     }
     int64_t pair[2];
     int n = 0;
-    if (gtpy_int_tuple(item, "halo", 2, &n, pair) < 0 || n != 2) {
+    if (gtpy_int_tuple(item, param, 2, &n, pair) < 0 || n != 2) {
         if (!PyErr_Occurred() || PyErr_ExceptionMatches(PyExc_TypeError) ||
             PyErr_ExceptionMatches(PyExc_ValueError)) {
             PyErr_Clear();
             PyErr_Format(PyExc_TypeError,
-                         "halo: expected an int or a pair (lower, upper), got %.80R at position "
+                         "%s: expected an int or a pair (lower, upper), got %.80R at position "
                          "%zd in %.200R",
-                         item, position, whole);
+                         param, item, position, whole);
         }
         return -1;
     }
@@ -221,15 +232,15 @@ static int halo_entry(PyObject *item, PyObject *whole, Py_ssize_t position, gts_
     return 0;
 }
 
-int gtpy_halo(PyObject *obj, int ndim, int nbase, gts_halo *halo)
+int gtpy_halo(PyObject *obj, const char *param, int ndim, int nbase, gts_halo *halo)
 {
-    PyObject *fast = sequence_items(obj, "halo", "a sequence of ints or (lower, upper) pairs");
+    PyObject *fast = sequence_items(obj, param, "a sequence of ints or (lower, upper) pairs");
     if (!fast)
         return -1;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
-    int rc = gtpy_check_entries("halo", obj, n, "entries", nbase, ndim);
+    int rc = gtpy_check_entries(param, obj, n, "entries", nbase, ndim);
     for (Py_ssize_t i = 0; i < n && rc == 0; ++i)
-        rc = halo_entry(PySequence_Fast_GET_ITEM(fast, i), obj, i, &halo[i]);
+        rc = halo_entry(PySequence_Fast_GET_ITEM(fast, i), param, obj, i, &halo[i]);
     for (Py_ssize_t i = n; i < ndim && rc == 0; ++i)
         halo[i] = (gts_halo){0, 0};
     Py_DECREF(fast);

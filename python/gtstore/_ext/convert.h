@@ -25,6 +25,12 @@ int gtpy_int(PyObject *obj, const char *param, int64_t *out);
 /* The same within a C int. */
 int gtpy_c_int(PyObject *obj, const char *param, int *out);
 
+/* An alignment in bytes given by the caller: an integer >= 1, else a
+ * ValueError naming `param` (libgtstore takes 0 as "none given", which a
+ * caller who gives one cannot mean; what suits the itemsize libgtstore
+ * checks). */
+int gtpy_alignment(PyObject *obj, const char *param, int64_t *out);
+
 /* Whether `obj` is one integer rather than a sequence: an int, or an object
  * with __index__ that has no length (a NumPy integer, a 0-d integer array). */
 bool gtpy_is_integer(PyObject *obj);
@@ -61,10 +67,11 @@ PyObject *gtpy_dtype_object(gts_dtype dtype);
 /* A Python number (bool, int, float, complex or a NumPy scalar). */
 int gtpy_scalar(PyObject *obj, const char *param, gts_scalar *out);
 
-/* halo=: `ndim` entries (`nbase` accepted: the rest are zero), each an int
- * (the same on both sides) or a pair (lower, upper). Signs and sizes are
- * checked by libgtstore. */
-int gtpy_halo(PyObject *obj, int ndim, int nbase, gts_halo *halo);
+/* halo= (or what else `param` names: a signature's extents): `ndim`
+ * entries (`nbase` accepted: the rest are zero), each an int (the same on
+ * both sides) or a pair (lower, upper). Signs and sizes are checked by
+ * libgtstore. */
+int gtpy_halo(PyObject *obj, const char *param, int ndim, int nbase, gts_halo *halo);
 PyObject *gtpy_halo_to_tuple(int ndim, const gts_halo *halo);
 
 /* A tuple of Python ints. */

@@ -237,7 +237,7 @@ static int storage_halo(const gts_partition *p, PyObject *dims_obj, PyObject *ha
     if (gtpy_dims(dims_obj, "dims", ndim, dims) < 0)
         return -1;
     if (!gtpy_is_integer(halo_obj))
-        return gtpy_halo(halo_obj, *ndim, *ndim, halo);
+        return gtpy_halo(halo_obj, "halo", *ndim, *ndim, halo);
     int64_t width;
     gts_error err;
     if (gtpy_int(halo_obj, "halo", &width) < 0)

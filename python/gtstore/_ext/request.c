@@ -146,13 +146,7 @@ static int convert_alignment(const gtpy_request *r, gts_storage_spec *spec)
 {
     if (!r->alignment_size)
         return 0;
-    if (gtpy_int(r->alignment_size, "alignment_size", &spec->alignment_size) < 0)
-        return -1;
-    if (spec->alignment_size >= 1)
-        return 0;
-    PyErr_Format(PyExc_ValueError, "alignment_size: %lld bytes is not positive",
-                 (long long)spec->alignment_size);
-    return -1;
+    return gtpy_alignment(r->alignment_size, "alignment_size", &spec->alignment_size);
 }
 
 static int convert_device(const gtpy_request *r, gts_storage_spec *spec)
@@ -222,7 +216,7 @@ static int request_spec(const gtpy_request *r, const gtpy_source *src, gtpy_reso
         spec->layout_ctx = out;
     }
     if (r->halo) {
-        if (gtpy_halo(r->halo, ndim, nbase, spec->halo) < 0)
+        if (gtpy_halo(r->halo, "halo", ndim, nbase, spec->halo) < 0)
             return -1;
         spec->has_halo = true;
     }

@@ -74,7 +74,7 @@ static int field_spec_from_annotation(PyObject *annotation, gts_field_spec *spec
         spec->has_layout = true;
     }
     if (rc == 0 && alignment != Py_None)
-        rc = gtpy_int(alignment, "alignment", &spec->alignment);
+        rc = gtpy_alignment(alignment, "alignment", &spec->alignment);
     Py_XDECREF(dtype);
     Py_XDECREF(dims);
     Py_XDECREF(layout);
@@ -100,8 +100,8 @@ static int read_extents(SignatureObject *s, PyObject *extents)
             return -1;
         }
         gts_field_spec *spec = &s->fields[f];
-        if (gtpy_halo(value, spec->ndim, spec->ndim, spec->extent) < 0)
-            return gtpy_prefix_error("extents"), gtpy_prefix_error(spec->name);
+        if (gtpy_halo(value, "extents", spec->ndim, spec->ndim, spec->extent) < 0)
+            return gtpy_prefix_error(spec->name);
     }
     return 0;
 }

@@ -255,9 +255,24 @@ PyNumberMethods gtpy_storage_as_number = {
 
 /* ---- comparisons and `in` ------------------------------------------------------------------ */
 
-/* Elementwise, as ufuncs. == and != with values no ufunc compares (None,
- * a string) are NumPy's comparison of the host view: elementwise False
- * (True for !=). */
+/* `obj` as an array of Python objects (new reference). */
+static PyObject *as_objects(PyObject *obj)
+{
+    PyObject *asarray = gtpy_numpy_asarray();
+    PyObject *args = asarray ? PyTuple_Pack(1, obj) : NULL;
+    PyObject *kwargs = args ? Py_BuildValue("{s:O}", "dtype", (PyObject *)&PyBaseObject_Type)
+                            : NULL;
+    PyObject *result = kwargs ? PyObject_Call(asarray, args, kwargs) : NULL;
+    Py_XDECREF(args);
+    Py_XDECREF(kwargs);
+    return result;
+}
+
+/* Elementwise, as ufuncs. == and != with a value no loop of the ufunc
+ * compares with the storage's dtype (a str, bytes, a datetime64) are
+ * NumPy's: each element compared as a Python object (elementwise False,
+ * True for !=), here through the same ufunc on that value as an object
+ * array, so that the result is a storage of bool, as with None. */
 PyObject *gtpy_storage_richcompare(PyObject *a, PyObject *b, int op)
 {
     static const char *const names[] = {"less", "less_equal", "equal", "not_equal", "greater",
@@ -265,11 +280,15 @@ PyObject *gtpy_storage_richcompare(PyObject *a, PyObject *b, int op)
     PyObject *result = binary(names[op], a, b);
     if (result || (op != Py_EQ && op != Py_NE) || !PyErr_ExceptionMatches(PyExc_TypeError))
         return result;
-    PyErr_Clear();
     bool self_first = gtpy_is_storage(a);
-    PyObject *view = gtpy_storage_ndarray(self_first ? a : b, false);
-    result = view ? PyObject_RichCompare(self_first ? view : a, self_first ? b : view, op) : NULL;
-    Py_XDECREF(view);
+    PyObject *other = self_first ? b : a;
+    if (gtpy_is_storage(other))
+        return NULL; /* two storages: every dtype of theirs compares */
+    PyErr_Clear();
+    PyObject *objects = as_objects(other);
+    result = objects ? binary(names[op], self_first ? a : objects, self_first ? objects : b)
+                     : NULL;
+    Py_XDECREF(objects);
     return result;
 }
 

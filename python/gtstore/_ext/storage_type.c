@@ -30,7 +30,7 @@ static int storage_set_halo(PyObject *self, PyObject *value, void *closure)
     gts_error err;
     gtpy_storage_load(self, &g);
     gts_halo halo[GTS_MAX_NDIM];
-    if (gtpy_halo(value, s->ndim, s->ndim, halo) < 0)
+    if (gtpy_halo(value, "halo", s->ndim, s->ndim, halo) < 0)
         return -1;
     if (gts_storage_set_halo(&g, halo, &err) != 0)
         return gtpy_raise(&err);
