@@ -41,6 +41,10 @@ static int apply_aligned_index(const gtsf_options *o, gts_storage_spec *spec, gt
     spec->has_aligned_index = true;
     for (int d = 0; d < spec->ndim; ++d) {
         int64_t lower = spec->has_halo ? spec->halo[d].lower : 0, given = o->aligned_index[d];
+        if (lower < 0 || lower > spec->shape[d]) {
+            spec->aligned_index[d] = 0; /* the resolution refuses the halo or shape itself */
+            continue;
+        }
         int64_t first = 1 - lower, last = spec->shape[d] - lower; /* the field's bounds */
         if ((given < first || given > last) && !(spec->shape[d] == 0 && given == first))
             return gts_error_set(err, GTS_EINVAL,

@@ -96,12 +96,14 @@ static gts_buffer *buffer_init(gts_buffer *buffer, const gts_device_ops *device,
     return buffer;
 }
 
-/* The flags of a buffer on `device`, one rule for gts_buffer_alloc and
- * gts_buffer_alloc_host (the same call on the host): no unknown bits, and
- * a host side only beside memory the host cannot reach. Checked before
- * any memory is taken. */
-static int check_flags(const gts_device_ops *device, unsigned flags, gts_error *err)
+/* One rule for gts_buffer_alloc, gts_buffer_alloc_host (the same call on
+ * the host) and gts_storage_create_reusing: no unknown bits, and a host
+ * side only beside memory the host cannot reach. Checked before any memory
+ * is taken. */
+int gts_buffer_flags_check(const gts_device_ops *device, unsigned flags, gts_error *err)
 {
+    if (!device)
+        return gts_error_set(err, GTS_EINVAL, "device: NULL");
     int rc = gts__alloc_flags_check(flags, GTS_ALLOC_ZERO | GTS_ALLOC_MIRRORED, err);
     if (rc)
         return rc;
@@ -189,7 +191,7 @@ int gts_buffer_alloc_host(int64_t size, unsigned flags, gts_buffer **out, gts_er
 {
     if (!out)
         return gts_error_set(err, GTS_EINVAL, "out: NULL");
-    int rc = check_flags(gts_device_host(), flags, err);
+    int rc = gts_buffer_flags_check(gts_device_host(), flags, err);
     return rc ? rc : alloc_host(size, flags, out, err);
 }
 
@@ -198,7 +200,7 @@ int gts_buffer_alloc(const gts_device_ops *device, int64_t size, unsigned flags,
 {
     if (!device || !out)
         return gts_error_set(err, GTS_EINVAL, "%s: NULL", !device ? "device" : "out");
-    int rc = check_flags(device, flags, err);
+    int rc = gts_buffer_flags_check(device, flags, err);
     if (rc)
         return rc;
     bool mirrored = flags & GTS_ALLOC_MIRRORED; /* on a device the host cannot reach */

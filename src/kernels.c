@@ -448,21 +448,30 @@ TILE_KERNEL(tile_16, 16, 1, NO_BLOCK, , (void)0, )
         STORE((double *)((d) + 3 * (dst_b)), _mm256_permute2f128_pd(t1, t3, 0x31));   \
     } while (0)
 
+/* Units copied with streaming stores, for the tests (a relaxed count: one
+ * per band of TILE rows, nothing beside the copy's own traffic). */
+static _Atomic int64_t streamed_units;
+#define STREAMED                                                                                 \
+    (_mm_sfence(), (void)atomic_fetch_add_explicit(&streamed_units, 1, memory_order_relaxed))
+
 /* Bit-exact for any 4- or 8-byte items: loads, shuffles and stores only.
  * The _stream kernels store the blocks with non-temporal stores (see
  * streams_stores): the vector width's alignment is the caller's check. */
 #define AVX __attribute__((target("avx")))
 TILE_KERNEL(tile_4_sse, 4, 4, BLOCK_4x4_F32, _mm_storeu_ps, (void)0, )
-TILE_KERNEL(tile_4_sse_stream, 4, 4, BLOCK_4x4_F32, _mm_stream_ps, _mm_sfence(), )
+TILE_KERNEL(tile_4_sse_stream, 4, 4, BLOCK_4x4_F32, _mm_stream_ps, STREAMED, )
 TILE_KERNEL(tile_8_sse2, 8, 2, BLOCK_2x2_F64, _mm_storeu_pd, (void)0, )
-TILE_KERNEL(tile_8_sse2_stream, 8, 2, BLOCK_2x2_F64, _mm_stream_pd, _mm_sfence(), )
+TILE_KERNEL(tile_8_sse2_stream, 8, 2, BLOCK_2x2_F64, _mm_stream_pd, STREAMED, )
 TILE_KERNEL(tile_8_avx, 8, 4, BLOCK_4x4_F64, _mm256_storeu_pd, (void)0, AVX)
-TILE_KERNEL(tile_8_avx_stream, 8, 4, BLOCK_4x4_F64, _mm256_stream_pd, _mm_sfence(), AVX)
+TILE_KERNEL(tile_8_avx_stream, 8, 4, BLOCK_4x4_F64, _mm256_stream_pd, STREAMED, AVX)
 
-static bool cpu_has_avx(void)
+static _Atomic bool avx_allowed = true; /* false: as on a CPU without AVX (the tests) */
+
+static bool use_avx(void)
 {
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx");
+    return atomic_load_explicit(&avx_allowed, memory_order_relaxed) &&
+           __builtin_cpu_supports("avx");
 }
 #endif
 
@@ -477,15 +486,35 @@ static bool cpu_has_avx(void)
  * 1.2x longer. */
 static _Atomic int64_t streaming_bytes = -1; /* -1: not decided yet */
 
+void gts__copy_tune_for_testing(int64_t bytes, bool avx)
+{
+    atomic_store_explicit(&streaming_bytes, bytes, memory_order_relaxed);
+#ifdef SIMD_TILES
+    atomic_store_explicit(&avx_allowed, avx, memory_order_relaxed);
+#else
+    (void)avx;
+#endif
+}
+
+int64_t gts__copy_streamed_units(void)
+{
+#ifdef SIMD_TILES
+    return atomic_load_explicit(&streamed_units, memory_order_relaxed);
+#else
+    return 0;
+#endif
+}
+
+#ifdef SIMD_TILES
+/* The last-level cache's size; unknown (not reported, or not Linux): a
+ * typical L3's, rather than an L2's, which would stream small copies. */
 static int64_t cache_bytes(void)
 {
     long size = -1;
 #ifdef _SC_LEVEL3_CACHE_SIZE
     size = sysconf(_SC_LEVEL3_CACHE_SIZE);
-    if (size <= 0)
-        size = sysconf(_SC_LEVEL2_CACHE_SIZE);
 #endif
-    return size > 0 ? (int64_t)size : (int64_t)32 << 20; /* unknown: a typical L3 */
+    return size > 0 ? (int64_t)size : (int64_t)32 << 20;
 }
 
 static int64_t streaming_threshold(void)
@@ -498,31 +527,26 @@ static int64_t streaming_threshold(void)
     return bytes;
 }
 
-void gts__copy_set_streaming_bytes(int64_t bytes)
-{
-    atomic_store_explicit(&streaming_bytes, bytes, memory_order_relaxed);
-}
-
 /* Whether the blocks of a layout-changing copy of `bytes` per side may be
  * stored streaming: large enough, and every block's row starts at a
  * multiple of the vector width `width` (the destination's address and
  * strides are; a is walked in blocks from 0). */
 static bool streams_stores(const plan *p, int64_t bytes, int64_t width)
 {
-    if (bytes > INT64_MAX / 2 || 2 * bytes < streaming_threshold() ||
-        (uintptr_t)p->dst % (uintptr_t)width)
+    if (bytes < streaming_threshold() / 2 || (uintptr_t)p->dst % (uintptr_t)width)
         return false;
     for (int d = 0; d < p->ndim - 1; ++d)
         if (p->dst_strides[d] % width)
             return false;
     return true;
 }
+#endif
 
 static tile_fn tile_kernel(const plan *p, int64_t bytes)
 {
     int64_t itemsize = p->itemsize;
 #ifdef SIMD_TILES
-    if (itemsize == 8 && cpu_has_avx())
+    if (itemsize == 8 && use_avx())
         return streams_stores(p, bytes, 32) ? tile_8_avx_stream : tile_8_avx;
     if (itemsize == 8)
         return streams_stores(p, bytes, 16) ? tile_8_sse2_stream : tile_8_sse2;
@@ -646,9 +670,10 @@ int gts_copy(void *dst, const int64_t *dst_strides, const void *src, const int64
         else
             walk(p, p->ndim ? 1 : 0, row_parts(p), copy_rows);
     } else if (make_transposed(p)) {
-        int64_t bytes = itemsize;
-        for (int d = 0; d < p->ndim; ++d)
-            bytes *= p->shape[d]; /* no overflow: check_arrays bounded the count */
+        int64_t bytes = itemsize; /* of one side; saturated, only compared */
+        for (int d = 0; d < p->ndim && bytes < INT64_MAX; ++d)
+            if (gts_mul_overflow(bytes, p->shape[d], &bytes))
+                bytes = INT64_MAX;
         t.kernel = tile_kernel(p, bytes);
         walk(p, 2, (p->shape[p->ndim - 2] + TILE - 1) / TILE, copy_transposed);
     } else {

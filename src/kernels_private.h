@@ -3,15 +3,19 @@
 #ifndef GTSTORE_KERNELS_PRIVATE_H
 #define GTSTORE_KERNELS_PRIVATE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* Sets `size` bytes to zero, in parallel when large. */
 void gts__zero(void *data, int64_t size);
 
-/* Sets how many bytes a layout-changing copy moves (both sides) from which
- * it streams its stores (kernels.c), instead of a quarter of the last-level
- * cache; -1 restores that default. For the tests, which reach the
- * streaming kernels with small arrays. */
-void gts__copy_set_streaming_bytes(int64_t bytes);
+/* For the tests, which reach every copy kernel with small arrays: from how
+ * many bytes (both sides) a layout-changing copy streams its stores (-1: a
+ * quarter of the last-level cache, the default), and whether the AVX
+ * kernels may serve (false: the SSE2 ones, as on a CPU without AVX). */
+void gts__copy_tune_for_testing(int64_t streaming_bytes, bool avx);
+/* Units of layout-changing copies stored streaming so far (0 where the
+ * CPU has no streaming kernels). */
+int64_t gts__copy_streamed_units(void);
 
 #endif

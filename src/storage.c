@@ -8,7 +8,6 @@
 #include "gtstore/device.h"
 #include "gtstore/kernels.h"
 #include "gtstore/sync.h"
-#include "device_check.h"
 #include "geometry_private.h"
 #include "spec_resolution.h"
 #include "storage_private.h"
@@ -137,7 +136,7 @@ static int reused_buffer(gts_buffer_reuse_fn reuse, void *ctx, const gts_device_
 {
     *out = NULL;
     /* the flags gts_buffer_alloc would check, checked whatever gives the buffer */
-    int rc = gts__alloc_flags_check(flags, GTS_ALLOC_ZERO | GTS_ALLOC_MIRRORED, err);
+    int rc = gts_buffer_flags_check(device, flags, err);
     if (rc || !reuse || (flags & GTS_ALLOC_ZERO) || gts_device_is_host_memory(device))
         return rc;
     bool mirrored = flags & GTS_ALLOC_MIRRORED;

@@ -61,6 +61,11 @@ typedef void (*gts_release_fn)(void *ctx);
  * `flags`, before anything is allocated. */
 enum { GTS_ALLOC_MIRRORED = 1 << 8 };
 
+/* The check of those flags that gts_buffer_alloc(device, ...) makes, for a
+ * caller that takes a buffer from elsewhere in its place
+ * (gts_storage_create_reusing): GTS_OK, or GTS_EINVAL naming `flags`. */
+int gts_buffer_flags_check(const gts_device_ops *device, unsigned flags, gts_error *err);
+
 /* Allocates `size` bytes of host memory owned by the new buffer: the same
  * as gts_buffer_alloc(gts_device_host(), ...), flags and errors included. */
 int gts_buffer_alloc_host(int64_t size, unsigned flags, gts_buffer **out, gts_error *err);

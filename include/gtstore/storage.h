@@ -89,7 +89,7 @@ typedef gts_buffer *(*gts_buffer_reuse_fn)(void *ctx, const gts_device_ops *devi
  * queued on it is waited for as by any access. A mirrored buffer starts
  * GTS_SYNC_CLEAN, as a new one does, and keeps its host side (pinned or
  * not). A buffer that is not the one asked for is GTS_EINVAL (and
- * released); so are flags gts_buffer_alloc would refuse, before `reuse`
+ * released); so are flags gts_buffer_flags_check refuses, before `reuse`
  * is asked. */
 int gts_storage_create_reusing(gts_storage_spec *spec, unsigned flags, gts_buffer_reuse_fn reuse,
                                void *ctx, gts_storage *out, gts_error *err);

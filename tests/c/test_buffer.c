@@ -446,6 +446,12 @@ static void test_flags(void)
     CHECK_FAILS(gts_device_alloc(gts_device_host(), 16, 0x1000, &block, ERR), GTS_EINVAL,
                 "flags: 0x1000 has unknown bits");
     CHECK_FAILS(gts_buffer_alloc_host(16, 0, NULL, ERR), GTS_EINVAL, "out: NULL");
+    /* the check alone, for buffers taken from elsewhere */
+    CHECK_OK(gts_buffer_flags_check(gpu, GTS_ALLOC_ZERO | GTS_ALLOC_MIRRORED, ERR));
+    CHECK_FAILS(gts_buffer_flags_check(gpu, 0x1000, ERR), GTS_EINVAL, "unknown bits");
+    CHECK_FAILS(gts_buffer_flags_check(pinned, GTS_ALLOC_MIRRORED, ERR), GTS_EINVAL,
+                "host-accessible");
+    CHECK_FAILS(gts_buffer_flags_check(NULL, 0, ERR), GTS_EINVAL, "device: NULL");
     CHECK_FAILS(gts_buffer_alloc_host(16, 0x1000, &b, ERR), GTS_EINVAL,
                 "flags: 0x1000 has unknown bits");
     const gts_device_ops *devices[] = {gts_device_host(), gpu, pinned};

@@ -418,6 +418,30 @@ static void test_copy_fixed(void)
     }
 }
 
+/* The copies again, streaming their stores wherever the destination's
+ * alignment lets them (by default only copies of a quarter of the
+ * last-level cache do): with the AVX kernels where the CPU has them, and
+ * with the SSE2 ones. On x86-64 every kernel must have streamed (an
+ * aligned 8-byte case alone for the second). */
+static void test_copy_streaming(void)
+{
+    const copy_case aligned = {2, {37, 45}, 8, {0, 1}, {1, 0}, {0, 3}, {0}, 0, 0, true};
+    for (int avx = 1; avx >= 0; --avx) {
+        gts__copy_tune_for_testing(0, avx);
+        int64_t before = gts__copy_streamed_units();
+        test_copy_random();
+        test_copy_fixed();
+        int64_t eight = gts__copy_streamed_units();
+        CHECK(run_copy("aligned 8-byte copy, streaming", &aligned));
+#if defined(__x86_64__) && defined(__GNUC__)
+        CHECK(gts__copy_streamed_units() > eight && eight > before);
+#else
+        CHECK(gts__copy_streamed_units() == 0); /* no streaming kernels */
+#endif
+    }
+    gts__copy_tune_for_testing(-1, true);
+}
+
 /* Views of one block that overlap. */
 static void test_copy_overlapping(void)
 {
@@ -494,13 +518,7 @@ int main(void)
         test_copy_overlapping();
     }
     device = NULL;
-    /* the layout-changing copies again, streaming their stores wherever the
-     * destination's alignment lets them (by default only copies of a
-     * quarter of the last-level cache do) */
-    gts__copy_set_streaming_bytes(0);
-    test_copy_random();
-    test_copy_fixed();
-    gts__copy_set_streaming_bytes(-1);
+    test_copy_streaming();
     gts_transfer_counts counts;
     gts_device_emulated_counts(&counts);
     CHECK(counts.live_blocks == 0 && counts.copies > 2000 && counts.fills > 90);

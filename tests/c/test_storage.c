@@ -1875,6 +1875,10 @@ static void test_create_reusing(void)
     int calls = log.calls;
     CHECK_FAILS(gts_storage_create_reusing(&spec, 0x1000, reuse_from_log, &log, &again, ERR),
                 GTS_EINVAL, "flags: 0x1000 has unknown bits");
+    spec = gpu_spec(shape, GTS_MANAGED_CUDA); /* host-accessible: no host side beside it */
+    CHECK_FAILS(gts_storage_create_reusing(&spec, GTS_ALLOC_MIRRORED, reuse_from_log, &log,
+                                           &again, ERR),
+                GTS_EINVAL, "host-accessible");
     CHECK_INT_EQ(log.calls, calls);
     /* a buffer of another size or device: an error, the buffer released */
     /* a mirrored buffer serves a mirrored storage, in sync again */

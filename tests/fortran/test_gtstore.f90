@@ -255,6 +255,9 @@ contains
                index(msg, 'bounds 0:3') > 0, 'aligned index before the halo: ' // trim(msg))
     call gts_allocate(f, u, [4, 4], st, halo=[1, 0], aligned_index=[0, 4], errmsg=msg)
     call check_ok('aligned index at the first halo point and the last point')
+    call gts_allocate(f, u, [4, 4], st, halo=[-1, 0], aligned_index=[1, 1], errmsg=msg)
+    call check(st == GTS_EINVAL .and. index(msg, 'halo') > 0, &
+               'a bad halo is named, not the aligned index it shifts: ' // trim(msg))
     call gts_allocate(f, u, [4, 4], st, device=7, errmsg=msg)
     call check(st == GTS_EINVAL .and. index(msg, 'device: 7 is neither GTS_CPU (0) nor GTS_GPU (1)') &
                > 0, 'device of no kind: ' // trim(msg))

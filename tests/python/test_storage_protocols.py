@@ -388,17 +388,17 @@ def test_array_copy_rules():
 
 def test_copy_is_read_as_numpy_reads_it():
     """copy= of every function and method that takes one: None, or anything
-    by its truth, except a string, which NumPy refuses (copy="no" is true)."""
+    by its truth, except a str, which NumPy refuses (copy="no" is true)."""
     x = np.zeros(3)
     s = gtstore.zeros(3)
     calls = [lambda c: gtstore.storage(x, copy=c), lambda c: gtstore.from_dlpack(x, copy=c),
              lambda c: s.__array__(copy=c), lambda c: s.__dlpack__(copy=c),
              lambda c: s.astype("f4", copy=c)]
     for call in calls:
-        for text in ("no", b"no"):
-            with pytest.raises(ValueError, match=r"^copy: .*'no' is a string; use True, False "
-                                                 r"or None$"):
-                call(text)
+        with pytest.raises(ValueError, match=r"^copy: 'no' is a string; use True, False or None$"):
+            call("no")
+        with pytest.raises(ValueError):  # NumPy's own refusal, for comparison
+            np.array(x, copy="no")
     assert np.shares_memory(np.asarray(gtstore.storage(x, copy=0)), x)
     assert not np.shares_memory(np.asarray(gtstore.from_dlpack(x, copy=1)), x)
 

@@ -109,16 +109,13 @@ int gtpy_int_tuple(PyObject *obj, const char *param, int max_ndim, int *ndim, in
     return rc;
 }
 
-/* An integer given where a sequence may be: an int, or an object with
- * __index__ that is no sequence or has no length (a 0-d integer array) and
- * whose __index__ works (a 0-d boolean array has one that refuses). */
 int gtpy_copy_flag(PyObject *obj, int absent, int none, int *copy)
 {
     if (!obj || obj == Py_None) {
         *copy = obj ? none : absent;
         return 0;
     }
-    if (PyUnicode_Check(obj) || PyBytes_Check(obj)) {
+    if (PyUnicode_Check(obj)) {
         PyErr_Format(PyExc_ValueError, "copy: %.100R is a string; use True, False or None", obj);
         return -1;
     }
@@ -129,6 +126,9 @@ int gtpy_copy_flag(PyObject *obj, int absent, int none, int *copy)
     return 0;
 }
 
+/* An integer given where a sequence may be: an int, or an object with
+ * __index__ that is no sequence or has no length (a 0-d integer array) and
+ * whose __index__ works (a 0-d boolean array has one that refuses). */
 bool gtpy_is_integer(PyObject *obj)
 {
     if (PyLong_Check(obj))

@@ -35,7 +35,7 @@ int gtpy_alignment(PyObject *obj, const char *param, int64_t *out);
  * with __index__ that has no length (a NumPy integer, a 0-d integer array). */
 bool gtpy_is_integer(PyObject *obj);
 
-/* A `copy=` argument as NumPy reads one: None (`none`), a string refused
+/* A `copy=` argument as NumPy reads one: None (`none`), a str refused
  * with ValueError (NumPy's rule: `copy="no"` would be true), anything else
  * by its truth; `absent` where it was not given (obj NULL). */
 int gtpy_copy_flag(PyObject *obj, int absent, int none, int *copy);

@@ -11,6 +11,8 @@
 #include "storage_object.h"
 #include "ufunc.h"
 
+#include <string.h>
+
 /* An operand that opts out of NumPy's dispatch (__array_ufunc__ = None),
  * so that Python tries its reflected method: NEP 13's rule for binops. */
 static bool opts_out(PyObject *obj)
@@ -436,7 +438,11 @@ PyObject *gtpy_storage_reshape(PyObject *self, PyObject *args)
     gts_storage_view(&g, &view);
     if (gts_storage_reshape(&view, ndim, shape, &err) != 0) {
         gts_storage_release(&view);
-        PyErr_Format(PyExc_ValueError, "%s; reshape np.asarray(s) instead", err.message);
+        /* a regrouping ("reshape: ...") is NumPy's on the array; a bad shape
+         * is bad there too */
+        bool regroups = strncmp(err.message, "reshape:", 8) == 0;
+        PyErr_Format(PyExc_ValueError, "%s%s", err.message,
+                     regroups ? "; reshape np.asarray(s) instead" : "");
         return NULL;
     }
     return gtpy_storage_derived(self, &view);
