@@ -270,6 +270,27 @@ def test_sync_state_of_a_storage_shares_its_state():
         gtstore.as_storage(host, device, sync_state=gtstore.zeros((4, 5)).sync_state)
 
 
+def test_both_sides_of_one_storage_keep_its_state():
+    """as_storage(t, t): the two sides are t's, whose host side may be
+    stale; the new storage shares t's SyncState (GDP-3: views of one buffer
+    share one), and a copy starts from t's state. Before, it declared the
+    host side current and a sync overwrote t's device values."""
+    t = gtstore.full((3, 4), 2.0, device="gpu")
+    assert t.sync_state.state == S.SYNC_DEVICE_DIRTY  # the fill ran on the device
+    v = gtstore.as_storage(t, t)
+    assert v.sync_state is t.sync_state
+    v.synchronize()
+    assert float(t[0, 0]) == 2.0 and float(v[0, 0]) == 2.0
+    u = gtstore.full((3, 4), 3.0, device="gpu")
+    c = gtstore.storage(u, u)
+    assert c.sync_state is not u.sync_state and c.sync_state.state == S.SYNC_DEVICE_DIRTY
+    np.testing.assert_array_equal(np.asarray(c), np.full((3, 4), 3.0))
+    with pytest.raises(ValueError, match="sync_state: data and device_data are the two sides "
+                                         "of one storage, whose state is its own"):
+        gtstore.as_storage(u, u, sync_state=S.SYNC_CLEAN)
+    assert gtstore.as_storage(u, u, sync_state=u.sync_state).sync_state is u.sync_state
+
+
 def test_storage_copies_both_sides():
     memory, values = device_values((3, 4))
     host = np.full((3, 4), 2.0)

@@ -111,6 +111,31 @@ static int read_state(PyObject *obj, gts_sync_state *state, PyObject **shared)
     return -1;
 }
 
+/* The state of the new storage (read_state), and the SyncState it shares
+ * (*shared, a new reference, or NULL). Both sides from one storage's
+ * buffer (as_storage(t, t)) are that storage's: their state is its own,
+ * not one to declare (its host side may be stale), so the new storage
+ * shares its SyncState as if it had been given, and a copy starts from
+ * its state. */
+static int sides_state(const gtpy_request *r, const side *host, const side *device,
+                       gts_sync_state *state, PyObject **shared)
+{
+    if (read_state(r->sync_state, state, shared) < 0)
+        return -1;
+    if (*shared || !host->buffer || host->buffer != device->buffer) {
+        Py_XINCREF(*shared);
+        return 0;
+    }
+    if (r->sync_state && r->sync_state != Py_None) {
+        PyErr_SetString(PyExc_ValueError,
+                        "sync_state: data and device_data are the two sides of one storage, "
+                        "whose state is its own: give its SyncState, or None");
+        return -1;
+    }
+    *state = gts_buffer_sync_state(host->buffer);
+    return (*shared = gtpy_storage_sync_state(host->src.storage)) ? 0 : -1;
+}
+
 /* What keeps both sides' memory alive: the host side's buffer export, if
  * it was read through one (left open), and the two objects read. Released
  * once, from any thread. */
@@ -148,8 +173,12 @@ static PyObject *wrap_sides(const gtpy_request *r, side *host, side *device)
     gts_storage s;
     gts_error err;
     bool readonly = host->readonly || device->readonly;
-    if (read_state(r->sync_state, &state, &shared) < 0 || spec_of(r, host, &resolved) < 0)
+    if (sides_state(r, host, device, &state, &shared) < 0)
         return NULL;
+    if (spec_of(r, host, &resolved) < 0) {
+        Py_XDECREF(shared);
+        return NULL;
+    }
     int rc;
     if (shared) { /* arrays extracted from a storage: a view of its buffer */
         rc = gts_storage_wrap_in(gtpy_spec(&resolved), gtpy_sync_state_buffer(shared),
@@ -159,7 +188,7 @@ static PyObject *wrap_sides(const gtpy_request *r, side *host, side *device)
         keep_alive *k = PyMem_RawCalloc(1, sizeof *k);
         if (!k) {
             gtpy_resolved_release(&resolved);
-            return PyErr_NoMemory();
+            return PyErr_NoMemory(); /* shared is NULL here */
         }
         rc = gts_storage_wrap_mirrored(gtpy_spec(&resolved), gts_buffer_device(device->buffer),
                                        device->element0, device->src.strides, host->element0,
@@ -176,9 +205,9 @@ static PyObject *wrap_sides(const gtpy_request *r, side *host, side *device)
         }
     }
     gtpy_resolved_release(&resolved);
-    if (rc)
-        return gtpy_raise_null(&err);
-    return gtpy_storage_new(&s, r->preset, shared);
+    PyObject *result = rc ? gtpy_raise_null(&err) : gtpy_storage_new(&s, r->preset, shared);
+    Py_XDECREF(shared);
+    return result;
 }
 
 /* A new software-managed storage on the GPU like data: data's values on
@@ -191,8 +220,9 @@ static PyObject *copy_sides(const gtpy_request *r, side *host, side *device)
     gtpy_resolved resolved;
     gts_storage s, from;
     gts_error err;
-    if (read_state(r->sync_state, &state, &shared) < 0)
+    if (sides_state(r, host, device, &state, &shared) < 0)
         return NULL;
+    Py_XDECREF(shared); /* a copy shares nothing */
     gtpy_request copy = *r;
     copy.fill = FILL_NONE;
     if (!copy.device)
