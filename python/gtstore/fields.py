@@ -74,8 +74,9 @@ class FieldType:
         return f"Field[{', '.join(parts)}]"
 
 
-def _preset_parameters(name, dims):
-    """Layout (ranks over `dims`) and alignment of "C", "F" or a preset."""
+def _preset_parameters(name, dims, dtype):
+    """Layout (ranks over `dims`) and alignment of "C", "F" or a preset, for
+    fields of `dtype` (a preset's alignment counts elements)."""
     ndim = len(dims)
     if name == "C":
         return tuple(range(ndim)), None
@@ -83,7 +84,7 @@ def _preset_parameters(name, dims):
         return tuple(reversed(range(ndim))), None
     from . import empty
 
-    probe = empty((2,) * ndim, dtype="f8", dims=dims, defaults=name)
+    probe = empty((2,) * ndim, dtype=dtype, dims=dims, defaults=name)
     return probe.layout, probe.alignment_size
 
 
@@ -110,7 +111,7 @@ def _annotation(params):
     alignment = given.get(Alignment)
     if DefaultParameters in given:
         preset_layout, preset_alignment = _preset_parameters(
-            given[DefaultParameters], tuple(dims if dims is not None else "IJK")
+            given[DefaultParameters], tuple(dims if dims is not None else "IJK"), dtype
         )
         layout = preset_layout if layout is None else layout
         alignment = preset_alignment if alignment is None else alignment

@@ -391,6 +391,15 @@ def test_default_parameters():
     p = Field["f8", "IJK", DefaultParameters["gt:cpu_ifirst"]]
     assert p.layout is not None and p.alignment is not None
     assert tuple(p.layout) != (0, 1, 2)
+    # a preset's alignment counts elements: the annotation's bytes are its
+    # dtype's, as those of the preset's storages of that dtype
+    for dtype in ("f4", "i2", "f8"):
+        s = gtstore.zeros((9, 10, 11), dtype, defaults="gtmc", halo=(1, 1, 0))
+        annotation = Field[dtype, DefaultParameters["gtmc"]]
+        assert annotation.alignment == s.alignment_size
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # no FieldWarning: the storage fits
+            Signature(a=annotation, relies_on_layout=True).bind(a=s)
 
 
 def test_checks_are_not_cached(lap):
