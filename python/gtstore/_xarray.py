@@ -9,6 +9,11 @@ imports xarray itself. The rules of the seed:
    entry that disagrees is a ``ValueError``);
 2. else its ``__array_interface__`` (key ``None``) and
    ``__cuda_array_interface__`` (key ``"gpu"``), each with ``"dims"``.
+
+The dict is built on every access, not cached as xarray caches an accessor
+per object: it holds the data's address, and a DataArray's data can be
+replaced (``da.data = ...``), after which a cached dict would send a
+stencil's writes to freed memory.
 """
 
 from __future__ import annotations
@@ -43,10 +48,30 @@ def data_interface(data_array):
     return result
 
 
+class _Accessor:
+    """``DataArray.__gt_data_interface__``: an accessor that xarray does not
+    cache (see the module docstring)."""
+
+    def __get__(self, data_array, owner=None):
+        return self if data_array is None else data_interface(data_array)
+
+
 def _register(xarray):
-    if "__gt_data_interface__" not in getattr(xarray.DataArray, "_gtstore_registered", ()):
-        xarray.register_dataarray_accessor("__gt_data_interface__")(data_interface)
-        xarray.DataArray._gtstore_registered = ("__gt_data_interface__",)
+    cls = xarray.DataArray
+    if isinstance(cls.__dict__.get("__gt_data_interface__"), _Accessor):
+        return
+    if hasattr(cls, "__gt_data_interface__"):  # as xarray's own registration warns
+        import warnings
+
+        from xarray.core.extensions import AccessorRegistrationWarning
+
+        warnings.warn(
+            "gtstore's accessor __gt_data_interface__ for DataArray is overriding a "
+            "preexisting attribute with the same name.",
+            AccessorRegistrationWarning,
+            stacklevel=2,
+        )
+    cls.__gt_data_interface__ = _Accessor()
 
 
 class _Hook(importlib.abc.MetaPathFinder):

@@ -281,6 +281,20 @@ def test_xarray_dataarray_binds_with_its_dims():
         gtstore._xarray.data_interface(SimpleNamespace(dims=("I", "J", "K"), data=s))
 
 
+def test_xarray_accessor_follows_replaced_data():
+    """The accessor describes the DataArray's data as it is now: xarray caches
+    accessors per object, and a cached dict kept the address of data the
+    DataArray had replaced, so a stencil wrote into freed memory."""
+    xr = pytest.importorskip("xarray")
+    sig = Signature(out=Field["f8", "IJK"], inp=Field["f8", "IJK"], writes=["out"])
+    da = xr.DataArray(np.zeros((4, 5, 6)), dims=("I", "J", "K"))
+    sig.call(lambda domain, origins, out, inp: None, da, np.ones((4, 5, 6)))  # read once
+    da.data = np.zeros((4, 5, 6))
+    assert da.__gt_data_interface__[None]["data"][0] == da.data.ctypes.data
+    gtstore.stencils.copy(da, gtstore.full((4, 5, 6), 2.0))
+    np.testing.assert_array_equal(da.values, np.full((4, 5, 6), 2.0))
+
+
 def test_xarray_accessor_registered_on_later_import():
     import subprocess
     import sys
