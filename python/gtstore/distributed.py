@@ -273,9 +273,14 @@ class _Partitioner:
         try:
             root = self._root(root)
             view, stagger = self._check_local(local)
+            # the write below, of no element: a read-only storage refuses it
+            # here, on its own rank, before the others wait for its block
+            view[(slice(0, 0),) * view.ndim] = 0
             global_shape = self._global_shape(stagger)
             if self.rank == root:
-                array = np.asarray(global_array)
+                # cast before the agreement, which a failing cast would
+                # otherwise leave the other ranks waiting after
+                array = np.asarray(global_array).astype(local.dtype, copy=False)
                 if array.shape[:len(global_shape)] != global_shape:
                     raise ValueError(f"global_array: shape {array.shape} does not start with "
                                      f"the global shape {global_shape}")
@@ -288,8 +293,7 @@ class _Partitioner:
                       (np.dtype(local.dtype).str, view.shape[self._ndomain:], root, stagger))
         if self.rank == root:
             for rank in range(self.size):
-                block = np.ascontiguousarray(array[self._block(rank, stagger)],
-                                             dtype=local.dtype)
+                block = np.ascontiguousarray(array[self._block(rank, stagger)])
                 if rank == root:
                     view[...] = block
                 else:

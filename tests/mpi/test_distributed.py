@@ -228,6 +228,27 @@ def test_mismatched_fields_fail_everywhere(comm):
     part.close()
 
 
+def test_scatter_failures_of_one_rank_fail_everywhere(comm):
+    """A read-only local storage (on the root or elsewhere) and a global
+    array that cannot be cast raise on every rank: the root used to fail in
+    its send loop, after the agreement, and the others waited forever."""
+    part = gd.CartesianPartitioner(comm, (8, 8, 2), halo=1)
+    u = part.zeros("f8")
+    for failing in range(min(comm.size, 2)):
+        values = np.zeros(u.shape)
+        values.flags.writeable = part.rank != failing
+        local = gts.as_storage(values, dims="IJK", halo=u.halo)
+        match = "read-only" if part.rank == failing else f"rank {failing} failed"
+        with pytest.raises(ValueError, match=match):
+            part.scatter(np.ones((8, 8, 2)) if part.rank == 0 else None, local)
+    match = "could not convert" if part.rank == 0 else "rank 0 failed"
+    with pytest.raises(ValueError, match=match):
+        part.scatter(np.full((8, 8, 2), "abc") if part.rank == 0 else None, u)
+    part.scatter(np.ones((8, 8, 2)) if part.rank == 0 else None, u)  # still in step
+    assert (np.asarray(u.domain_view) == 1).all()
+    part.close()
+
+
 def test_partitioner_geometry(comm):
     part = gd.CartesianPartitioner(comm, (10, 12, 4), halo=2, periodic=(True, False))
     grid = part.process_grid
