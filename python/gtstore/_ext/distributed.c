@@ -533,7 +533,12 @@ static PyObject *halo_plan_new(PyTypeObject *type, PyObject *args, PyObject *kwa
     if (!fields)
         return NULL;
     Py_ssize_t n = PyTuple_GET_SIZE(fields);
-    gts_storage *storages = n > INT_MAX ? NULL : PyMem_Calloc((size_t)(n ? n : 1), sizeof *storages);
+    if (n == 0) { /* libgtstore's nfields is no parameter here */
+        PyErr_SetString(PyExc_ValueError, "fields: empty; an exchange needs at least one field");
+        Py_DECREF(fields);
+        return NULL;
+    }
+    gts_storage *storages = n > INT_MAX ? NULL : PyMem_Calloc((size_t)n, sizeof *storages);
     if (!storages) {
         Py_DECREF(fields);
         return PyErr_NoMemory();

@@ -101,8 +101,9 @@ static PyGetSetDef storage_getset[] = {
      "host storages.",
      NULL},
     {"__cuda_array_interface__", gtpy_storage_cuda_array_interface, NULL,
-     "CUDA array interface, version 3, for storages in CUDA memory only (stream None: "
-     "gtstore's work has completed when it returns).",
+     "CUDA array interface, version 3, for storages in CUDA memory only; its stream is the "
+     "current stream, on which the consumer's work is ordered after gtstore's (1 for the "
+     "legacy default stream).",
      NULL},
     {"T", gtpy_storage_T, NULL, "The transposed view (dims reversed), as transpose().", NULL},
     {"__array_priority__", gtpy_storage_array_priority, NULL,
