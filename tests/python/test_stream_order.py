@@ -159,8 +159,12 @@ def test_dlpack_stream_must_be_a_live_stream_of_the_device():
         s.__dlpack__(stream=5)
     with pytest.raises(ValueError, match="stream"):
         s.__dlpack__(stream=0)
-    with pytest.raises(ValueError, match="stream"):
-        s.__dlpack__(stream="x")
+    for kind in ("x", 1.0, True):  # no int, and a bool is no handle
+        with pytest.raises(TypeError, match=r"^stream: expected None or a stream handle \(an "
+                                            r"int\), got"):
+            s.__dlpack__(stream=kind)
+        with pytest.raises(TypeError, match=r"^ptr: expected None, a stream handle"):
+            gtstore.Stream(ptr=kind)
     s.__dlpack__(stream=-1)
     s.__dlpack__(stream=None)
     with pytest.raises(ValueError, match="stream"):  # the host side: None or -1 only

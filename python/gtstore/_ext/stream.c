@@ -136,15 +136,20 @@ int gtpy_stream_number(const gts_device_ops *device, PyObject *number, const cha
     *out = NULL;
     if (!number || number == Py_None)
         return 0;
+    if (!PyLong_Check(number) || PyBool_Check(number)) { /* True is no stream handle */
+        PyErr_Format(PyExc_TypeError, "%s: expected None or a stream handle (an int), got %.200R",
+                     what, number);
+        return -1;
+    }
     int overflow = 0;
-    long long value = PyLong_Check(number) ? PyLong_AsLongLongAndOverflow(number, &overflow) : 0;
+    long long value = PyLong_AsLongLongAndOverflow(number, &overflow);
     if (PyErr_Occurred())
         return -1;
     bool cuda = device->cuda_array_interface;
     bool streams = device->kind == GTS_MEMORY_GPU && device->stream_create; /* its own streams */
-    if (PyLong_Check(number) && !overflow && value == -1)
+    if (!overflow && value == -1)
         return 0; /* the consumer asks for no ordering: the default stream's order holds */
-    if (PyLong_Check(number) && !overflow && value > 0 && (cuda || streams)) {
+    if (!overflow && value > 0 && (cuda || streams)) {
         /* 1 and 2 are CUDA's legacy and per-thread default streams, streams
          * like the others on a CUDA GPU; managed memory is ordered by the
          * host: the host waits */
@@ -153,12 +158,27 @@ int gtpy_stream_number(const gts_device_ops *device, PyObject *number, const cha
         return check_live(device, *out, what);
     }
     PyErr_Format(PyExc_ValueError,
-                 cuda      ? "%s: %.200R is not valid (0 is forbidden by the protocol)"
+                 cuda      ? "%s: %.200R is not a stream handle (a positive int, or -1; 0 is "
+                             "forbidden by the protocol)"
                  : streams ? "%s: %.200R is not valid for this memory (None, -1 or a stream "
                              "handle of its device, gtstore.Stream.ptr)"
                            : "%s: %.200R is not valid for this memory (only None or -1 are)",
                  what, number);
     return -1;
+}
+
+/* A stream handle given as an int, or in the int `ptr` of an object (a
+ * CuPy stream): a new reference, or NULL without an exception. A bool is
+ * no handle. */
+static PyObject *handle_of(PyObject *obj)
+{
+    bool handle = PyLong_Check(obj) && !PyBool_Check(obj);
+    PyObject *number = handle ? Py_NewRef(obj) : PyObject_GetAttrString(obj, "ptr");
+    if (number && PyLong_Check(number) && !PyBool_Check(number))
+        return number;
+    PyErr_Clear();
+    Py_XDECREF(number);
+    return NULL;
 }
 
 int gtpy_stream_arg(const gts_device_ops *device, PyObject *obj, const char *what,
@@ -177,10 +197,8 @@ int gtpy_stream_arg(const gts_device_ops *device, PyObject *obj, const char *wha
         *out = device ? s->handle : NULL;
         return 0;
     }
-    PyObject *number = PyLong_Check(obj) ? Py_NewRef(obj) : PyObject_GetAttrString(obj, "ptr");
-    if (!number || !PyLong_Check(number)) {
-        PyErr_Clear();
-        Py_XDECREF(number);
+    PyObject *number = handle_of(obj);
+    if (!number) {
         PyErr_Format(PyExc_TypeError,
                      "%s: expected None, a gtstore.Stream, a stream handle (int) or an object "
                      "with one in `ptr` (a CuPy stream), got %.200R",
@@ -248,10 +266,8 @@ int gtpy_stream_copy(const gts_storage *src, gts_storage *out)
 /* ptr=: None, an int handle or an object with an int `ptr` (CuPy's streams). */
 static int read_ptr(PyObject *ptr, StreamObject *s)
 {
-    PyObject *number = PyLong_Check(ptr) ? Py_NewRef(ptr) : PyObject_GetAttrString(ptr, "ptr");
-    if (!number || !PyLong_Check(number)) {
-        PyErr_Clear();
-        Py_XDECREF(number);
+    PyObject *number = handle_of(ptr);
+    if (!number) {
         PyErr_Format(PyExc_TypeError,
                      "ptr: expected None, a stream handle (int) or an object with one in `ptr` "
                      "(a CuPy stream), got %.200R",
