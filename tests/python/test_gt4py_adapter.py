@@ -273,6 +273,29 @@ def test_kernel_caller_arguments():
         gtstore.KernelCaller.__new__(gtstore.KernelCaller)(a)
 
 
+def test_kernel_caller_names_are_distinct():
+    """A parameter (or leading, ignored) name that is a field's, another's,
+    or domain / origin is refused when made: the call would pass one
+    argument for both (parameters=("inp",) gave the kernel inp=5, the field
+    lost)."""
+    sig = gtstore.Signature(out=gtstore.Field["f8", "IJK"], inp=gtstore.Field["f8", "IJK"],
+                            writes=["out"])
+
+    def kernel(domain, origins, *leading, **kwargs):
+        raise AssertionError("not called")
+
+    for kwargs, message in [
+        (dict(parameters=("inp",)), "parameters: 'inp' is already a field's name"),
+        (dict(parameters=("x", "x")), "parameters: 'x' is already a name in parameters"),
+        (dict(parameters=("origin",)), "parameters: 'origin' is already a keyword of the call"),
+        (dict(parameters=("domain",)), "parameters: 'domain' is already a keyword of the call"),
+        (dict(parameters=("x",), leading=("x",)), "leading: 'x' is already a name in parameters"),
+        (dict(ignored=("out",)), "ignored: 'out' is already a field's name"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            gtstore.KernelCaller(sig, kernel, **kwargs)
+
+
 def test_same_results_as_gt4py_compiled_backend():
     """gt:cpu_ifirst (C++ generated and compiled here; skipped where it
     cannot be built): identical results, with GT4Py's own storages and
