@@ -31,6 +31,19 @@ def _backend_device(stencil_object):
     return gt_backend.from_name(stencil_object.backend).storage_info["device"]
 
 
+def _extent(info):
+    """gtstore's extent of a field from GT4Py's field_info: the entries of
+    the field's own axes (``boundary`` is always I, J, K), 0 in data
+    dimensions. A negative entry (an interval that leaves layers out, such
+    as ``interval(0, -1)`` writing ``out``) means the stencil touches less
+    than the domain on that side; gtstore's extents are >= 0, so it is 0:
+    the field must cover the whole domain there, which contains all the
+    stencil touches (clamping only drops a shrink of what is required)."""
+    boundary = dict(zip("IJK", info.boundary))
+    own = tuple((max(lo, 0), max(hi, 0)) for lo, hi in (boundary[a] for a in info.axes))
+    return own + ((0, 0),) * len(info.data_dims)
+
+
 class GT4PyStencil(KernelCaller):
     """A GT4Py stencil object whose calls gtstore binds (see the module doc).
 
@@ -62,7 +75,7 @@ class GT4PyStencil(KernelCaller):
             info = field_info[name]
             dims = "".join(info.axes) + "".join(str(d) for d in range(len(info.data_dims)))
             fields[name] = FieldType(info.dtype, dims)
-            extents[name] = tuple(info.boundary) + ((0, 0),) * len(info.data_dims)
+            extents[name] = _extent(info)
             if info.access.name in ("WRITE", "READ_WRITE"):
                 writes.append(name)
         signature = Signature(

@@ -135,6 +135,52 @@ def test_inferred_domain_with_halos_smaller_and_larger_than_the_extent(lap):
     np.testing.assert_array_equal(np.asarray(out), expected)
 
 
+def gt_add_mask(out: F64, mask: gtscript.Field[gtscript.IJ, np.float64]):  # noqa: ANN201
+    with computation(PARALLEL), interval(...):
+        out = mask  # noqa: F841
+
+
+def gt_diff_up(out: F64, inp: F64):  # noqa: ANN201
+    with computation(PARALLEL), interval(0, -1):
+        out = inp[0, 0, 1] - inp  # noqa: F841
+
+
+def gt_diff_down(out: F64, inp: F64):  # noqa: ANN201
+    with computation(PARALLEL), interval(1, None):
+        out = inp - inp[0, 0, -1]  # noqa: F841
+
+
+def test_lower_dimensional_field():
+    """An IJ field: its extent has the entries of its own axes (GT4Py's
+    boundary is always I, J, K)."""
+    so = gtscript.stencil(backend="numpy", definition=gt_add_mask)
+    fast = gtstore.gt4py.stencil(so)
+    assert fast.signature.extents["mask"] == ((0, 0), (0, 0))
+    mask = np.random.default_rng(5).random(SHAPE[:2])
+    ours, theirs = np.zeros(SHAPE), np.zeros(SHAPE)
+    fast(ours, mask)
+    so(theirs, mask)
+    np.testing.assert_array_equal(ours, theirs)
+    assert ours[2, 3, 1] == mask[2, 3]
+
+
+@pytest.mark.parametrize("definition", [gt_diff_up, gt_diff_down])
+def test_intervals_leaving_layers_out(definition):
+    """An interval that leaves K layers out gives a negative K boundary in
+    GT4Py's field_info: it is clamped to 0, and the results are GT4Py's."""
+    so = gtscript.stencil(backend="numpy", definition=definition)
+    assert min(min(b) for info in so.field_info.values() for b in info.boundary) < 0
+    fast = gtstore.gt4py.stencil(so)
+    assert all(e == ((0, 0),) * 3 for e in fast.signature.extents.values())
+    inp = np.random.default_rng(6).random(SHAPE) ** 2
+    for kwargs in ({}, dict(origin=(1, 1, 0), domain=(3, 4, 4))):
+        ours, theirs = np.zeros(SHAPE), np.zeros(SHAPE)
+        fast(ours, inp, **kwargs)
+        so(theirs, inp, **kwargs)
+        np.testing.assert_array_equal(ours, theirs)
+        assert ours.any()
+
+
 def test_checks_on_every_call(copy):
     """The same shapes twice: GT4Py's cache skips validation on the second
     call; gtstore checks again and refuses the float32 field."""
@@ -225,6 +271,29 @@ def test_kernel_caller_arguments():
         gtstore.KernelCaller(sig, kernel, parameters=[1])
     with pytest.raises(TypeError, match="not initialised"):
         gtstore.KernelCaller.__new__(gtstore.KernelCaller)(a)
+
+
+def test_kernel_caller_names_are_distinct():
+    """A parameter (or leading, ignored) name that is a field's, another's,
+    or domain / origin is refused when made: the call would pass one
+    argument for both (parameters=("inp",) gave the kernel inp=5, the field
+    lost)."""
+    sig = gtstore.Signature(out=gtstore.Field["f8", "IJK"], inp=gtstore.Field["f8", "IJK"],
+                            writes=["out"])
+
+    def kernel(domain, origins, *leading, **kwargs):
+        raise AssertionError("not called")
+
+    for kwargs, message in [
+        (dict(parameters=("inp",)), "parameters: 'inp' is already a field's name"),
+        (dict(parameters=("x", "x")), "parameters: 'x' is already a name in parameters"),
+        (dict(parameters=("origin",)), "parameters: 'origin' is already a keyword of the call"),
+        (dict(parameters=("domain",)), "parameters: 'domain' is already a keyword of the call"),
+        (dict(parameters=("x",), leading=("x",)), "leading: 'x' is already a name in parameters"),
+        (dict(ignored=("out",)), "ignored: 'out' is already a field's name"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            gtstore.KernelCaller(sig, kernel, **kwargs)
 
 
 def test_same_results_as_gt4py_compiled_backend():

@@ -10,7 +10,9 @@
  *   kernel(domain, origins, *leading_values, **arrays, **parameters)
  * (the `leading` keywords, None where not given, go positionally; `ignored`
  * keywords are accepted and dropped), then touches the written fields if
- * the kernel returned, and releases all. The GT4Py adapter is a subclass:
+ * the kernel returned, and releases all. The fields' names, "domain",
+ * "origin", parameters, leading and ignored are all distinct (else a
+ * ValueError when made). The GT4Py adapter is a subclass:
  * GT4Py's generated run(_domain_, _origin_, exec_info, **fields, **params). */
 #include "args.h"
 #include "binding_object.h"
@@ -149,6 +151,50 @@ static PyObject *names_tuple(PyObject *obj, const char *param)
     return names;
 }
 
+/* Adds `names` (of the argument `param`) to `taken` (name -> what it is,
+ * in messages); a name already there is a ValueError: the call would pass
+ * one argument for two (parameters=("inp",) beside a field inp, or
+ * "origin", captured by origin=). */
+static int claim_names(PyObject *taken, PyObject *names, const char *param)
+{
+    PyObject *what = PyUnicode_FromFormat("a name in %s", param);
+    int rc = what ? 0 : -1;
+    for (Py_ssize_t i = 0; rc == 0 && i < PyTuple_GET_SIZE(names); ++i) {
+        PyObject *name = PyTuple_GET_ITEM(names, i);
+        PyObject *prev = PyDict_GetItemWithError(taken, name);
+        if (prev)
+            PyErr_Format(PyExc_ValueError,
+                         "%s: %R is already %U; each name is one argument of the call", param,
+                         name, prev);
+        rc = prev || PyErr_Occurred() ? -1 : PyDict_SetItem(taken, name, what);
+    }
+    Py_XDECREF(what);
+    return rc;
+}
+
+/* The fields, domain= and origin=, then parameters, leading and ignored:
+ * all names distinct. */
+static int check_names(const SignatureObject *sig, PyObject *const groups[3])
+{
+    static const char *const params[] = {"parameters", "leading", "ignored"};
+    PyObject *taken = PyDict_New();
+    PyObject *field = PyUnicode_FromString("a field's name");
+    PyObject *keyword = PyUnicode_FromString("a keyword of the call");
+    int rc = taken && field && keyword ? 0 : -1;
+    for (Py_ssize_t f = 0; rc == 0 && f < PyTuple_GET_SIZE(sig->names); ++f)
+        rc = PyDict_SetItem(taken, PyTuple_GET_ITEM(sig->names, f), field);
+    if (rc == 0)
+        rc = PyDict_SetItemString(taken, "domain", keyword);
+    if (rc == 0)
+        rc = PyDict_SetItemString(taken, "origin", keyword);
+    for (int g = 0; g < 3 && rc == 0; ++g)
+        rc = claim_names(taken, groups[g], params[g]);
+    Py_XDECREF(taken);
+    Py_XDECREF(field);
+    Py_XDECREF(keyword);
+    return rc;
+}
+
 static int caller_init(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     static const char *const names[] = {"signature", "kernel", "parameters", "leading",
@@ -169,7 +215,9 @@ static int caller_init(PyObject *self, PyObject *args, PyObject *kwargs)
     PyObject *p = names_tuple(parameters, "parameters");
     PyObject *l = p ? names_tuple(leading, "leading") : NULL;
     PyObject *i = l ? names_tuple(ignored, "ignored") : NULL;
-    if (!i) {
+    PyObject *const groups[3] = {p, l, i};
+    if (!i || check_names((const SignatureObject *)sig, groups) < 0) {
+        Py_XDECREF(i);
         Py_XDECREF(p);
         Py_XDECREF(l);
         return -1;
@@ -235,7 +283,9 @@ PyTypeObject gtpy_KernelCaller_Type = {
               "*leading, **arrays, **parameters) (on the GPU with its engine's arrays, as "
               "Signature.call), touches the written fields after a successful run and "
               "releases all. `leading` keywords are passed positionally "
-              "(None when not given); `ignored` keywords are accepted and dropped.",
+              "(None when not given); `ignored` keywords are accepted and dropped. All "
+              "names (fields, domain, origin, parameters, leading, ignored) are distinct: "
+              "ValueError otherwise.",
     .tp_new = caller_new,
     .tp_init = caller_init,
     .tp_dealloc = caller_dealloc,
