@@ -1477,6 +1477,8 @@ COPIES = {
     "copy.copy": copy.copy,
     "copy.deepcopy": copy.deepcopy,
     "deepcopy-memo": lambda s: copy.deepcopy([s, s])[0],
+    "__deepcopy__()": lambda s: s.__deepcopy__(),  # GDP-3: memo=None
+    "__deepcopy__(memo=)": lambda s: s.__deepcopy__(memo={}),
 }
 
 
