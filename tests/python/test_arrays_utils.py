@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import gtstore
 import gtstore.arrays as ga
 from conftest import (
     DTYPES,
@@ -155,6 +156,28 @@ def test_get_dims_from_gt_dims(dims, expected):
     assert ga.get_dims(Labeled(dims), annotation="IJK01") == expected
 
 
+class LabeledByMethod(np.ndarray):
+    """The adopted design's form: "a __gt_dims__(self) method"."""
+
+    def __gt_dims__(self):
+        return ("K", "J", "I")
+
+
+def test_get_dims_calls_a_gt_dims_method():
+    x = np.zeros((5, 4, 3)).view(LabeledByMethod)
+    assert ga.get_dims(x) == ("K", "J", "I")
+    assert ga.get_dims(x, "IJK") == ("K", "J", "I")  # still before the annotation
+
+
+def test_get_dims_gt_dims_method_that_raises():
+    class Raising:
+        def __gt_dims__(self):
+            raise RuntimeError("no labels today")
+
+    with pytest.raises(RuntimeError, match="no labels today"):
+        ga.get_dims(Raising())
+
+
 @pytest.mark.parametrize(
     "annotation, ndim, expected",
     [
@@ -219,6 +242,20 @@ def test_get_dims_invalid_labels(x, annotation):
 def test_get_dims_annotation_of_the_wrong_type(annotation):
     with pytest.raises(TypeError):
         ga.get_dims(DATA, annotation)
+
+
+def test_get_dims_gtstore_field_annotations():
+    """gtstore's own Field[...] annotation, read as Signature reads it."""
+    assert ga.get_dims(np.zeros((2, 3)), gtstore.Field["f8", "JI"]) == ("J", "I")
+    assert ga.get_dims(np.zeros((2, 3, 4)), gtstore.Field["f8", ("K", "0", "I")]) == ("K", "0", "I")
+    assert ga.get_dims(np.zeros((2, 3, 4)), gtstore.Field["f8"]) == ("I", "J", "K")
+    assert ga.get_dims(
+        np.zeros((2, 3, 4)), gtstore.Field["f8", "KJI", gtstore.DefaultParameters["F"]]
+    ) == ("K", "J", "I")
+    with pytest.raises(ValueError, match="annotation.*3 labels for 2 dimensions"):
+        ga.get_dims(np.zeros((2, 3)), gtstore.Field["f8"])
+    # the array's own dims still win
+    assert ga.get_dims(Labeled("KJI", ndim=3), gtstore.Field["f8", "IJK"]) == ("K", "J", "I")
 
 
 def test_get_dims_gt4py_field_annotations():

@@ -102,6 +102,18 @@ def test_ndarray_subclasses_keep_their_labels_and_origin():
     assert call.arrays()["a"] is not a
 
 
+def test_gt_dims_method_is_called():
+    """The adopted design's "__gt_dims__(self) method" labels as the
+    attribute does."""
+    class Labelled(np.ndarray):
+        def __gt_dims__(self):
+            return ("K", "J", "I")
+
+    a = np.arange(24.0).reshape(2, 3, 4).view(Labelled)
+    call = Signature(a=Field["f8", "IJK"]).bind(a=a)
+    assert call["a"].shape == (4, 3, 2)
+
+
 def test_origin_precedence(lap):
     out = gtstore.zeros((10, 10, 4), halo=(2, 2, 0))
     inp = gtstore.zeros((10, 10, 4), halo=(1, 1, 0))

@@ -490,6 +490,19 @@ def test_like_an_ndarray_with_gt_dims(like):
     assert s.defaults == "gt:cpu_kfirst"
 
 
+class LabelledByMethod(np.ndarray):
+    """The adopted design's form: "a __gt_dims__(self) method"."""
+
+    def __gt_dims__(self):
+        return ("K", "0", "I")
+
+
+@like_param
+def test_like_an_ndarray_with_a_gt_dims_method(like):
+    s = like(np.zeros((3, 2, 4)).view(LabelledByMethod))
+    assert s.dims == ("K", "0", "I")
+
+
 def test_like_shape_is_not_a_parameter():
     with pytest.raises(TypeError):
         gtstore.empty_like(gtstore.empty((2, 3)), shape=(4, 5))

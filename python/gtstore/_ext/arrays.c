@@ -278,7 +278,19 @@ static PyObject *api_normalize_shape(PyObject *self, PyObject *args)
     return gtpy_shape(shape, param, &ndim, extents) < 0 ? NULL : gtpy_int64_tuple(ndim, extents);
 }
 
+/* gtstore.arrays' get_dims reads __gt_dims__ as a stencil call does: None
+ * without one, else the value. */
+static PyObject *api_protocol_dims(PyObject *self, PyObject *x)
+{
+    (void)self;
+    PyObject *dims;
+    int found = gtpy_gt_dims(x, &dims);
+    return found < 0 ? NULL : found ? dims : Py_NewRef(Py_None);
+}
+
 PyMethodDef gtpy_arrays_methods[] = {
+    {"_protocol_dims", api_protocol_dims, METH_O,
+     "_protocol_dims(x)\n--\n\nx.__gt_dims__ (called where it is a method), or None."},
     {"normalize_dims", api_normalize_dims, METH_VARARGS,
      "normalize_dims(dims, param='dims')\n--\n\nDimension labels as a tuple of str, checked "
      "(errors name `param`): 'I', 'J', 'K' "

@@ -147,9 +147,8 @@ static int load_gt_origin(bind_slot *slot, PyObject *obj)
 
 static int load_gt_dims(bind_slot *slot, PyObject *obj)
 {
-    static PyObject *interned;
     PyObject *dims;
-    if (gtpy_lookup_attr(obj, "__gt_dims__", &interned, &dims) < 0)
+    if (gtpy_gt_dims(obj, &dims) < 0)
         return -1;
     int rc = dims && dims != Py_None ? load_dims(slot, dims, "__gt_dims__") : 0;
     Py_XDECREF(dims);

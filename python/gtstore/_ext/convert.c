@@ -306,6 +306,18 @@ PyObject *gtpy_optional_attr(PyObject *obj, const char *name, PyObject **interne
     return value;
 }
 
+int gtpy_gt_dims(PyObject *obj, PyObject **value)
+{
+    static PyObject *interned;
+    int rc = gtpy_lookup_attr(obj, "__gt_dims__", &interned, value);
+    if (rc > 0 && PyCallable_Check(*value)) { /* labels (a str, a tuple) are not */
+        PyObject *dims = PyObject_CallNoArgs(*value);
+        Py_SETREF(*value, dims);
+        rc = dims ? 1 : -1;
+    }
+    return rc;
+}
+
 const char *gtpy_text(PyObject *str, const char *param)
 {
     Py_ssize_t size;
