@@ -147,15 +147,18 @@ def get_dims(x: Any, annotation: Any = None) -> Optional[Tuple[str, ...]]:
 
 
 def get_origin(x: Any) -> Optional[Tuple[int, ...]]:
-    """The default origin ``x`` offers a stencil (``__gt_origin__``), or ``None``."""
-    origin = getattr(x, "__gt_origin__", None)
-    if origin is None:
+    """The default origin ``x`` offers a stencil: its ``__gt_origin__``
+    (GT4Py's name), else its ``default_origin`` (the adopted design's), as a
+    stencil call reads them; ``None`` without either."""
+    found = _functions._protocol_origin(x)
+    if found is None:
         return None
+    name, origin = found
     try:
         if any(isinstance(o, bool) for o in origin):
             raise TypeError("bool")
         return tuple(operator.index(o) for o in origin)
     except TypeError as error:
-        raise TypeError(f"x.__gt_origin__: expected integers, got {origin!r}") from error
+        raise TypeError(f"x.{name}: expected integers, got {origin!r}") from error
 
 

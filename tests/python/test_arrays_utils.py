@@ -313,6 +313,25 @@ def test_get_origin_none_when_absent():
     assert ga.get_origin(Origin(None)) is None
 
 
+class DefaultOrigin:
+    """The adopted design's name for it: a `default_origin` attribute."""
+
+    def __init__(self, default_origin, gt_origin="absent"):
+        self.default_origin = default_origin
+        if gt_origin != "absent":
+            self.__gt_origin__ = gt_origin
+
+
+def test_get_origin_falls_back_to_default_origin():
+    assert ga.get_origin(DefaultOrigin([1, 2, 0])) == (1, 2, 0)
+    assert ga.get_origin(DefaultOrigin((1, 2), gt_origin=None)) == (1, 2)
+    # __gt_origin__ (GT4Py's name) comes first
+    assert ga.get_origin(DefaultOrigin((1, 2), gt_origin=(3, 4))) == (3, 4)
+    assert ga.get_origin(DefaultOrigin(None)) is None
+    with pytest.raises(TypeError, match=r"x\.default_origin: expected integers"):
+        ga.get_origin(DefaultOrigin((1.5, 2)))
+
+
 @pytest.mark.parametrize("origin", [(1.5, 2), ("1", 2), (None,), 5, (1, [2])], ids=param_id)
 def test_get_origin_non_integers(origin):
     with pytest.raises(TypeError, match="__gt_origin__"):
