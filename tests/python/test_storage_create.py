@@ -1559,6 +1559,7 @@ def test_to_cupy():
         lambda s: s.set_device_modified(),
         lambda s: s.set_host_modified(),
         lambda s: s.set_synchronized(),
+        lambda s: s.set_device_synchronized(),
         lambda s: s.synchronize(),
     ],
     ids=[
@@ -1570,6 +1571,7 @@ def test_to_cupy():
         "set_device_modified",
         "set_host_modified",
         "set_synchronized",
+        "set_device_synchronized",
         "synchronize",
     ],
 )

@@ -352,6 +352,9 @@ static PyMethodDef storage_methods[] = {
     {"set_synchronized", storage_set_synchronized, METH_NOARGS,
      "set_synchronized()\n--\n\nMarks host and device copies as equal (no-op without a "
      "device buffer)."},
+    {"set_device_synchronized", storage_set_synchronized, METH_NOARGS,
+     "set_device_synchronized()\n--\n\nThe same as set_synchronized() (GDP-3's first "
+     "draft's name)."},
     {"synchronize", storage_synchronize, METH_NOARGS,
      "synchronize()\n--\n\nCopies whichever side was modified to the other (no-op without a "
      "device buffer)."},
