@@ -23,6 +23,7 @@ import numpy as np
 from ._gtstore import Plan, UnknownPresetError, get_preset, presets, register_preset, unregister_preset
 from ._gtstore import arrays as _functions
 from ._gtstore import _host_memory
+from .fields import DEFAULT_DIMS, FieldType
 
 empty = _functions.empty
 zeros = _functions.zeros
@@ -108,10 +109,14 @@ def as_cupy(x: Any):
 
 
 def _annotation_dims(annotation: Any) -> Any:
-    """The dims an annotation declares: labels, or a GT4Py Field annotation
-    (``axes`` and ``data_dims``)."""
-    if hasattr(annotation, "__gt_dims__"):
-        return annotation.__gt_dims__
+    """The dims an annotation declares: labels, gtstore's ``Field[...]`` (its
+    dims, I, J, K where it gives none, as ``Signature`` reads it), or a
+    GT4Py Field annotation (``axes`` and ``data_dims``)."""
+    if isinstance(annotation, FieldType):
+        return annotation.dims if annotation.dims is not None else DEFAULT_DIMS
+    dims = _functions._protocol_dims(annotation)
+    if dims is not None:
+        return dims
     axes = getattr(annotation, "axes", None)
     if axes is not None:
         data_dims = getattr(annotation, "data_dims", ()) or ()
@@ -120,14 +125,15 @@ def _annotation_dims(annotation: Any) -> Any:
 
 
 def get_dims(x: Any, annotation: Any = None) -> Optional[Tuple[str, ...]]:
-    """The dimension labels of ``x``: its ``__gt_dims__`` if it has them, else
-    those of ``annotation`` (labels such as ``"IJK"`` or ``("I", "J", "0")``,
-    or a GT4Py ``Field`` annotation), else ``None``.
+    """The dimension labels of ``x``: its ``__gt_dims__`` if it has them (an
+    attribute, or a method that is called), else those of ``annotation``
+    (labels such as ``"IJK"`` or ``("I", "J", "0")``, gtstore's
+    ``Field[...]`` or a GT4Py ``Field`` annotation), else ``None``.
 
     Labels are checked (``I``, ``J``, ``K`` and data dimensions ``"0"``,
     ``"1"``, ... without repeats) and must match ``x.ndim`` when ``x`` has one.
     """
-    dims = getattr(x, "__gt_dims__", None)
+    dims = _functions._protocol_dims(x)
     source = "x.__gt_dims__"
     if dims is None:
         if annotation is None:
@@ -141,15 +147,18 @@ def get_dims(x: Any, annotation: Any = None) -> Optional[Tuple[str, ...]]:
 
 
 def get_origin(x: Any) -> Optional[Tuple[int, ...]]:
-    """The default origin ``x`` offers a stencil (``__gt_origin__``), or ``None``."""
-    origin = getattr(x, "__gt_origin__", None)
-    if origin is None:
+    """The default origin ``x`` offers a stencil: its ``__gt_origin__``
+    (GT4Py's name), else its ``default_origin`` (the adopted design's), as a
+    stencil call reads them; ``None`` without either."""
+    found = _functions._protocol_origin(x)
+    if found is None:
         return None
+    name, origin = found
     try:
         if any(isinstance(o, bool) for o in origin):
             raise TypeError("bool")
         return tuple(operator.index(o) for o in origin)
     except TypeError as error:
-        raise TypeError(f"x.__gt_origin__: expected integers, got {origin!r}") from error
+        raise TypeError(f"x.{name}: expected integers, got {origin!r}") from error
 
 

@@ -22,6 +22,9 @@ from ._gtstore import _field_dims
 
 __all__ = ["Alignment", "DefaultParameters", "Field", "FieldType", "LayoutMap"]
 
+# The dims of an annotation that names none (Signature reads them so too).
+DEFAULT_DIMS = "IJK"
+
 
 class _Parameter:
     """``Name[value]``: one bracketed parameter of a Field annotation."""
@@ -111,7 +114,7 @@ def _annotation(params):
     alignment = given.get(Alignment)
     if DefaultParameters in given:
         preset_layout, preset_alignment = _preset_parameters(
-            given[DefaultParameters], tuple(dims if dims is not None else "IJK"), dtype
+            given[DefaultParameters], tuple(dims if dims is not None else DEFAULT_DIMS), dtype
         )
         layout = preset_layout if layout is None else layout
         alignment = preset_alignment if alignment is None else alignment

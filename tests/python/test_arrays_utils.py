@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import gtstore
 import gtstore.arrays as ga
 from conftest import (
     DTYPES,
@@ -155,6 +156,28 @@ def test_get_dims_from_gt_dims(dims, expected):
     assert ga.get_dims(Labeled(dims), annotation="IJK01") == expected
 
 
+class LabeledByMethod(np.ndarray):
+    """The adopted design's form: "a __gt_dims__(self) method"."""
+
+    def __gt_dims__(self):
+        return ("K", "J", "I")
+
+
+def test_get_dims_calls_a_gt_dims_method():
+    x = np.zeros((5, 4, 3)).view(LabeledByMethod)
+    assert ga.get_dims(x) == ("K", "J", "I")
+    assert ga.get_dims(x, "IJK") == ("K", "J", "I")  # still before the annotation
+
+
+def test_get_dims_gt_dims_method_that_raises():
+    class Raising:
+        def __gt_dims__(self):
+            raise RuntimeError("no labels today")
+
+    with pytest.raises(RuntimeError, match="no labels today"):
+        ga.get_dims(Raising())
+
+
 @pytest.mark.parametrize(
     "annotation, ndim, expected",
     [
@@ -221,6 +244,20 @@ def test_get_dims_annotation_of_the_wrong_type(annotation):
         ga.get_dims(DATA, annotation)
 
 
+def test_get_dims_gtstore_field_annotations():
+    """gtstore's own Field[...] annotation, read as Signature reads it."""
+    assert ga.get_dims(np.zeros((2, 3)), gtstore.Field["f8", "JI"]) == ("J", "I")
+    assert ga.get_dims(np.zeros((2, 3, 4)), gtstore.Field["f8", ("K", "0", "I")]) == ("K", "0", "I")
+    assert ga.get_dims(np.zeros((2, 3, 4)), gtstore.Field["f8"]) == ("I", "J", "K")
+    assert ga.get_dims(
+        np.zeros((2, 3, 4)), gtstore.Field["f8", "KJI", gtstore.DefaultParameters["F"]]
+    ) == ("K", "J", "I")
+    with pytest.raises(ValueError, match="annotation.*3 labels for 2 dimensions"):
+        ga.get_dims(np.zeros((2, 3)), gtstore.Field["f8"])
+    # the array's own dims still win
+    assert ga.get_dims(Labeled("KJI", ndim=3), gtstore.Field["f8", "IJK"]) == ("K", "J", "I")
+
+
 def test_get_dims_gt4py_field_annotations():
     gtscript = pytest.importorskip(
         "gt4py.cartesian.gtscript", reason="gt4py is not installed (optional test dependency)"
@@ -274,6 +311,25 @@ def test_get_origin_none_when_absent():
     assert ga.get_origin(DATA) is None
     assert ga.get_origin(object()) is None
     assert ga.get_origin(Origin(None)) is None
+
+
+class DefaultOrigin:
+    """The adopted design's name for it: a `default_origin` attribute."""
+
+    def __init__(self, default_origin, gt_origin="absent"):
+        self.default_origin = default_origin
+        if gt_origin != "absent":
+            self.__gt_origin__ = gt_origin
+
+
+def test_get_origin_falls_back_to_default_origin():
+    assert ga.get_origin(DefaultOrigin([1, 2, 0])) == (1, 2, 0)
+    assert ga.get_origin(DefaultOrigin((1, 2), gt_origin=None)) == (1, 2)
+    # __gt_origin__ (GT4Py's name) comes first
+    assert ga.get_origin(DefaultOrigin((1, 2), gt_origin=(3, 4))) == (3, 4)
+    assert ga.get_origin(DefaultOrigin(None)) is None
+    with pytest.raises(TypeError, match=r"x\.default_origin: expected integers"):
+        ga.get_origin(DefaultOrigin((1.5, 2)))
 
 
 @pytest.mark.parametrize("origin", [(1.5, 2), ("1", 2), (None,), 5, (1, [2])], ids=param_id)

@@ -102,6 +102,37 @@ def test_ndarray_subclasses_keep_their_labels_and_origin():
     assert call.arrays()["a"] is not a
 
 
+def test_default_origin_when_no_gt_origin():
+    """Spec 002's `default_origin` attribute is the origin where there is
+    no `__gt_origin__` (GT4Py's name, which wins) and no call's origin."""
+    class Old(np.ndarray):
+        default_origin = (1, 2, 0)
+
+    class Both(Old):
+        __gt_origin__ = (0, 1, 0)
+
+    sig = Signature(a=Field["f8", "IJK"])
+    assert sig.bind(a=np.zeros((5, 4, 3)).view(Old)).origins() == {"a": (1, 2, 0)}
+    assert sig.bind(a=np.zeros((5, 4, 3)).view(Both)).origins() == {"a": (0, 1, 0)}
+    assert sig.bind(a=np.zeros((5, 4, 3)).view(Old), origin=(2, 2, 1)).origins() == {
+        "a": (2, 2, 1)
+    }
+    with pytest.raises(ValueError, match="a: default_origin: 2 entries for 3 dimensions"):
+        sig.bind(a=_Labelled(np.zeros((5, 4, 3)), default_origin=(1, 1)))
+
+
+def test_gt_dims_method_is_called():
+    """The adopted design's "__gt_dims__(self) method" labels as the
+    attribute does."""
+    class Labelled(np.ndarray):
+        def __gt_dims__(self):
+            return ("K", "J", "I")
+
+    a = np.arange(24.0).reshape(2, 3, 4).view(Labelled)
+    call = Signature(a=Field["f8", "IJK"]).bind(a=a)
+    assert call["a"].shape == (4, 3, 2)
+
+
 def test_origin_precedence(lap):
     out = gtstore.zeros((10, 10, 4), halo=(2, 2, 0))
     inp = gtstore.zeros((10, 10, 4), halo=(1, 1, 0))
@@ -121,13 +152,15 @@ def test_origin_precedence(lap):
 class _Labelled:
     """An object with only the array interface plus __gt_dims__/__gt_origin__."""
 
-    def __init__(self, array, dims=None, origin=None):
+    def __init__(self, array, dims=None, origin=None, default_origin=None):
         self._array = array
         self.__array_interface__ = array.__array_interface__
         if dims is not None:
             self.__gt_dims__ = dims
         if origin is not None:
             self.__gt_origin__ = origin
+        if default_origin is not None:
+            self.default_origin = default_origin
 
 
 def test_permuted_dims_origin_is_permuted(lap):

@@ -67,7 +67,7 @@ SYNC_METHODS = [
     ("host_to_device", {}), ("host_to_device", {"force": True}),
     ("device_to_host", {}), ("device_to_host", {"force": True}),
     ("synchronize", {}), ("set_host_modified", {}), ("set_device_modified", {}),
-    ("set_synchronized", {}),
+    ("set_synchronized", {}), ("set_device_synchronized", {}),
 ]
 TYPES = {
     gtstore.CPUStorage: {"device": "cpu"},
@@ -275,6 +275,12 @@ def test_sync_methods_and_force():
     assert s.sync_state.state == gtstore.SyncState.SYNC_HOST_DIRTY
     s.set_synchronized()
     assert s.sync_state.state == gtstore.SyncState.SYNC_CLEAN
+    # GDP-3's first draft's name of set_synchronized: marks, copies nothing
+    s.set_host_modified()
+    before = transfers()
+    s.set_device_synchronized()
+    assert s.sync_state.state == gtstore.SyncState.SYNC_CLEAN
+    assert transfers() == before
 
 
 def test_exports_mark_the_side_they_expose():

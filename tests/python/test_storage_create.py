@@ -490,6 +490,19 @@ def test_like_an_ndarray_with_gt_dims(like):
     assert s.defaults == "gt:cpu_kfirst"
 
 
+class LabelledByMethod(np.ndarray):
+    """The adopted design's form: "a __gt_dims__(self) method"."""
+
+    def __gt_dims__(self):
+        return ("K", "0", "I")
+
+
+@like_param
+def test_like_an_ndarray_with_a_gt_dims_method(like):
+    s = like(np.zeros((3, 2, 4)).view(LabelledByMethod))
+    assert s.dims == ("K", "0", "I")
+
+
 def test_like_shape_is_not_a_parameter():
     with pytest.raises(TypeError):
         gtstore.empty_like(gtstore.empty((2, 3)), shape=(4, 5))
@@ -1477,6 +1490,8 @@ COPIES = {
     "copy.copy": copy.copy,
     "copy.deepcopy": copy.deepcopy,
     "deepcopy-memo": lambda s: copy.deepcopy([s, s])[0],
+    "__deepcopy__()": lambda s: s.__deepcopy__(),  # GDP-3: memo=None
+    "__deepcopy__(memo=)": lambda s: s.__deepcopy__(memo={}),
 }
 
 
@@ -1544,6 +1559,7 @@ def test_to_cupy():
         lambda s: s.set_device_modified(),
         lambda s: s.set_host_modified(),
         lambda s: s.set_synchronized(),
+        lambda s: s.set_device_synchronized(),
         lambda s: s.synchronize(),
     ],
     ids=[
@@ -1555,6 +1571,7 @@ def test_to_cupy():
         "set_device_modified",
         "set_host_modified",
         "set_synchronized",
+        "set_device_synchronized",
         "synchronize",
     ],
 )

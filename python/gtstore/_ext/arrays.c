@@ -278,7 +278,32 @@ static PyObject *api_normalize_shape(PyObject *self, PyObject *args)
     return gtpy_shape(shape, param, &ndim, extents) < 0 ? NULL : gtpy_int64_tuple(ndim, extents);
 }
 
+/* gtstore.arrays' get_dims and get_origin read the protocol attributes as
+ * a stencil call does: None without one, else the value (and for the
+ * origin the attribute's name, for messages). */
+static PyObject *api_protocol_dims(PyObject *self, PyObject *x)
+{
+    (void)self;
+    PyObject *dims;
+    int found = gtpy_gt_dims(x, &dims);
+    return found < 0 ? NULL : found ? dims : Py_NewRef(Py_None);
+}
+
+static PyObject *api_protocol_origin(PyObject *self, PyObject *x)
+{
+    (void)self;
+    PyObject *origin;
+    const char *name;
+    int found = gtpy_gt_origin(x, &origin, &name);
+    return found < 0 ? NULL : found ? Py_BuildValue("(sN)", name, origin) : Py_NewRef(Py_None);
+}
+
 PyMethodDef gtpy_arrays_methods[] = {
+    {"_protocol_dims", api_protocol_dims, METH_O,
+     "_protocol_dims(x)\n--\n\nx.__gt_dims__ (called where it is a method), or None."},
+    {"_protocol_origin", api_protocol_origin, METH_O,
+     "_protocol_origin(x)\n--\n\n(name, value) of x.__gt_origin__, else of x.default_origin; "
+     "None without either."},
     {"normalize_dims", api_normalize_dims, METH_VARARGS,
      "normalize_dims(dims, param='dims')\n--\n\nDimension labels as a tuple of str, checked "
      "(errors name `param`): 'I', 'J', 'K' "

@@ -121,22 +121,20 @@ static int load_dims(bind_slot *slot, PyObject *dims, const char *param)
     return 0;
 }
 
-/* __gt_origin__: the object's default origin, in its own order. */
+/* __gt_origin__ (else default_origin): the object's default origin, in
+ * its own order. */
 static int load_gt_origin(bind_slot *slot, PyObject *obj)
 {
-    static PyObject *interned;
     PyObject *origin;
-    if (gtpy_lookup_attr(obj, "__gt_origin__", &interned, &origin) < 0)
-        return -1;
-    if (!origin || origin == Py_None) {
-        Py_XDECREF(origin);
-        return 0;
-    }
+    const char *name;
+    int found = gtpy_gt_origin(obj, &origin, &name);
+    if (found <= 0)
+        return found;
     int n;
-    int rc = gtpy_int_tuple(origin, "__gt_origin__", GTS_BIND_MAX_NDIM, &n, slot->origin);
+    int rc = gtpy_int_tuple(origin, name, GTS_BIND_MAX_NDIM, &n, slot->origin);
     Py_DECREF(origin);
     if (rc == 0 && n != slot->desc.ndim) {
-        PyErr_Format(PyExc_ValueError, "__gt_origin__: %d entries for %d dimensions", n,
+        PyErr_Format(PyExc_ValueError, "%s: %d entries for %d dimensions", name, n,
                      slot->desc.ndim);
         rc = -1;
     }
@@ -147,9 +145,8 @@ static int load_gt_origin(bind_slot *slot, PyObject *obj)
 
 static int load_gt_dims(bind_slot *slot, PyObject *obj)
 {
-    static PyObject *interned;
     PyObject *dims;
-    if (gtpy_lookup_attr(obj, "__gt_dims__", &interned, &dims) < 0)
+    if (gtpy_gt_dims(obj, &dims) < 0)
         return -1;
     int rc = dims && dims != Py_None ? load_dims(slot, dims, "__gt_dims__") : 0;
     Py_XDECREF(dims);

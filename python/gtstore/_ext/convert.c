@@ -306,6 +306,35 @@ PyObject *gtpy_optional_attr(PyObject *obj, const char *name, PyObject **interne
     return value;
 }
 
+int gtpy_gt_dims(PyObject *obj, PyObject **value)
+{
+    static PyObject *interned;
+    int rc = gtpy_lookup_attr(obj, "__gt_dims__", &interned, value);
+    if (rc > 0 && PyCallable_Check(*value)) { /* labels (a str, a tuple) are not */
+        PyObject *dims = PyObject_CallNoArgs(*value);
+        Py_SETREF(*value, dims);
+        rc = dims ? 1 : -1;
+    }
+    return rc;
+}
+
+int gtpy_gt_origin(PyObject *obj, PyObject **value, const char **name)
+{
+    static const char *const names[] = {"__gt_origin__", "default_origin"};
+    static PyObject *interned[2];
+    for (int i = 0; i < 2; ++i) {
+        int rc = gtpy_lookup_attr(obj, names[i], &interned[i], value);
+        if (rc < 0)
+            return -1;
+        if (rc > 0 && *value != Py_None) {
+            *name = names[i];
+            return 1;
+        }
+        Py_CLEAR(*value);
+    }
+    return 0;
+}
+
 const char *gtpy_text(PyObject *str, const char *param)
 {
     Py_ssize_t size;

@@ -20,6 +20,16 @@ PyObject *gtpy_optional_attr(PyObject *obj, const char *name, PyObject **interne
  * AttributeError), -1 with the getter's exception as it raised it. */
 int gtpy_lookup_attr(PyObject *obj, const char *name, PyObject **interned, PyObject **value);
 
+/* The one reader of GT4Py's protocol attributes that a stencil call, storage
+ * creation from an array and gtstore.arrays share; as gtpy_lookup_attr (1
+ * with the value, 0 without, -1 with the exception raised).
+ * gtpy_gt_dims: __gt_dims__, an attribute or a method that is called (the
+ * adopted design: "a __gt_dims__(self) method"; GT4Py reads a property).
+ * gtpy_gt_origin: __gt_origin__ (GT4Py's name), else default_origin (the
+ * adopted design's); None is none. *name is the attribute read. */
+int gtpy_gt_dims(PyObject *obj, PyObject **value);
+int gtpy_gt_origin(PyObject *obj, PyObject **value, const char **name);
+
 /* An integer (int or an object with __index__; not bool). */
 int gtpy_int(PyObject *obj, const char *param, int64_t *out);
 /* The same within a C int. */

@@ -89,8 +89,9 @@ static int convert_dims(const gtpy_request *r, int ndim, int nbase, gts_storage_
 static int source_dims(const gtpy_request *r, const gtpy_source *src, int nbase,
                        gtpy_resolved *out)
 {
-    static PyObject *gt_dims;
-    PyObject *labels = gtpy_optional_attr(r->source, "__gt_dims__", &gt_dims); /* as given */
+    PyObject *labels; /* as given; one that cannot be read is none, as an optional attribute */
+    if (gtpy_gt_dims(r->source, &labels) < 0)
+        PyErr_Clear();
     if (!labels)
         return 0;
     int n;

@@ -134,9 +134,15 @@ static PyObject *storage_copy(PyObject *self, PyObject *unused)
     return gtpy_storage_new(&copy, STORAGE(self)->preset, NULL);
 }
 
-static PyObject *storage_deepcopy(PyObject *self, PyObject *memo)
+/* memo is optional (GDP-3's __deepcopy__(self, memo=None)) and unused. */
+static PyObject *storage_deepcopy(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                                  PyObject *kwnames)
 {
-    (void)memo;
+    static const char *const names[] = {"memo"};
+    static gtpy_signature sig = GTPY_SIGNATURE("__deepcopy__", names, 1, 0, 0);
+    PyObject *values[1];
+    if (gtpy_parse_args(&sig, args, nargs, kwnames, values) < 0)
+        return NULL;
     return storage_copy(self, NULL);
 }
 
@@ -304,7 +310,8 @@ static PyMethodDef storage_methods[] = {
      "copy()\n--\n\nA new storage with the same parameters (dims, halo, aligned_index, "
      "alignment_size, layout) in new memory, holding a copy of the values."},
     {"__copy__", storage_copy, METH_NOARGS, "__copy__()\n--\n\nThe same as copy()."},
-    {"__deepcopy__", storage_deepcopy, METH_O, "__deepcopy__(memo)\n--\n\nThe same as copy()."},
+    {"__deepcopy__", FASTCALL(storage_deepcopy),
+     "__deepcopy__(memo=None)\n--\n\nThe same as copy()."},
     {"transpose", gtpy_storage_transpose, METH_VARARGS,
      "transpose(*axes)\n--\n\nA view with the dimensions permuted (reversed without axes); "
      "axes are positions or dim labels (transpose('K', 'J', 'I')); dims, halo and "
@@ -346,6 +353,9 @@ static PyMethodDef storage_methods[] = {
     {"set_synchronized", storage_set_synchronized, METH_NOARGS,
      "set_synchronized()\n--\n\nMarks host and device copies as equal (no-op without a "
      "device buffer)."},
+    {"set_device_synchronized", storage_set_synchronized, METH_NOARGS,
+     "set_device_synchronized()\n--\n\nThe same as set_synchronized() (GDP-3's first "
+     "draft's name)."},
     {"synchronize", storage_synchronize, METH_NOARGS,
      "synchronize()\n--\n\nCopies whichever side was modified to the other (no-op without a "
      "device buffer)."},
