@@ -63,6 +63,108 @@ def test_current_stream_is_per_thread():
     assert seen == [None]
 
 
+def test_one_stream_entered_by_interleaved_asyncio_tasks():
+    """Each task's __exit__ undoes its own __enter__ (the contexts of the
+    tasks): one Stream entered by tasks whose blocks interleave, nested
+    too, and a task made inside a block, which cannot exit its maker's."""
+    import asyncio
+
+    s, t = gtstore.Stream(), gtstore.Stream()
+    seen = []
+
+    async def task(delay):
+        with s:
+            await asyncio.sleep(delay)
+            with t:
+                with s:
+                    await asyncio.sleep(delay)
+                    assert gtstore.current_stream() is s
+                assert gtstore.current_stream() is t
+            assert gtstore.current_stream() is s
+        seen.append(gtstore.current_stream())
+
+    async def child():
+        with pytest.raises(RuntimeError, match="entered in another context") as error:
+            s.__exit__(None, None, None)
+        assert repr(s) in str(error.value)
+        seen.append(gtstore.current_stream())  # its maker's, inherited
+
+    async def main():
+        await asyncio.gather(task(0.01), task(0.03), task(0.02))
+        with s:
+            await asyncio.create_task(child())
+            assert gtstore.current_stream() is s
+        assert gtstore.current_stream() is None
+
+    asyncio.run(main())
+    assert seen == [None, None, None, s]
+
+
+def test_one_stream_entered_by_interleaved_threads():
+    """Each thread's __exit__ undoes its own __enter__: the first thread in
+    leaves first, while the other is still inside; an __exit__ in a
+    thread that did not enter raises, and the other's block is intact."""
+    import threading
+
+    s = gtstore.Stream()
+    inside, first_left, second_left = threading.Event(), threading.Event(), threading.Event()
+    seen, errors = {}, []
+
+    def first():
+        with s:
+            inside.wait(30)
+        seen["first"] = gtstore.current_stream()
+        first_left.set()
+
+    def second():
+        with s:
+            inside.set()
+            first_left.wait(30)
+            seen["second inside"] = gtstore.current_stream()
+        seen["second"] = gtstore.current_stream()
+        second_left.set()
+
+    def stranger():
+        try:
+            s.__exit__(None, None, None)
+        except RuntimeError as error:
+            errors.append(str(error))
+
+    one = threading.Thread(target=first)
+    one.start()
+    two = threading.Thread(target=second)
+    with s:
+        two.start()
+        inside.wait(30)
+        three = threading.Thread(target=stranger)
+        three.start()
+        three.join(30)
+        for thread in (one, two):
+            thread.join(30)
+        assert gtstore.current_stream() is s
+    assert gtstore.current_stream() is None
+    assert seen == {"first": None, "second inside": s, "second": None}
+    assert errors == [f"__exit__: {s!r} was not entered in this thread (and asyncio task)"]
+
+
+def test_exit_must_undo_this_contexts_last_enter():
+    import contextvars
+
+    s, t = gtstore.Stream(), gtstore.Stream()
+    with pytest.raises(RuntimeError, match="was not entered"):
+        s.__exit__(None, None, None)
+    with s:
+        with t:
+            with pytest.raises(RuntimeError, match="is not the stream entered last"):
+                s.__exit__(None, None, None)
+            assert gtstore.current_stream() is t
+        copy = contextvars.copy_context()
+        with pytest.raises(RuntimeError, match="entered in another context"):
+            copy.run(s.__exit__, None, None, None)
+        assert gtstore.current_stream() is s
+    assert gtstore.current_stream() is None
+
+
 def test_a_wrapped_stream_is_not_owned():
     s = gtstore.Stream()
     w = gtstore.Stream(ptr=s.ptr)  # the same stream, not owned
@@ -462,9 +564,10 @@ def test_cupys_current_stream_is_the_default_on_cuda():
             def __init__(self, ptr):
                 self.ptr = ptr
             def __enter__(self):
+                self.thread = threading.get_ident()
                 entered.append(self.ptr)
             def __exit__(self, *exc):
-                entered.append(-self.ptr)
+                entered.append(-self.ptr if self.thread == threading.get_ident() else None)
 
         a = gtstore.zeros((32, 32, 4), device="gpu")
         print("legacy", a.__cuda_array_interface__["stream"] == 1)  # no CuPy yet
@@ -501,13 +604,32 @@ def test_cupys_current_stream_is_the_default_on_cuda():
         with mine:
             a[...] = 5.0
         print("protocol", protocol == [(0, mine.ptr)], entered[2:] == [mine.ptr, -mine.ptr])
+        # two threads in `with mine:` at once: each exits the CuPy stream it entered
+        inside, first_left = threading.Event(), threading.Event()
+
+        def first():
+            with mine:
+                inside.wait(30)
+            first_left.set()
+
+        def second():
+            with mine:
+                inside.set()
+                first_left.wait(30)
+
+        threads = [threading.Thread(target=first), threading.Thread(target=second)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(30)
+        print("threads", entered[4:] == [mine.ptr, mine.ptr, -mine.ptr, -mine.ptr])
         # a thread that ends inside `with`: its stream and CuPy's, which
         # hold each other, are collected
         thread = threading.Thread(target=lambda: gtstore.Stream().__enter__())
         thread.start()
         thread.join()
         gc.collect()
-        print("collected", len(Foreign.made) == 2 and Foreign.made[1]() is None)
+        print("collected", len(Foreign.made) == 4 and Foreign.made[-1]() is None)
         print("values", float(np.asarray(a).min()), float(np.asarray(a).max()))
         """
     )
@@ -515,7 +637,8 @@ def test_cupys_current_stream_is_the_default_on_cuda():
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["legacy", "True", "zero", "True", "default", "True",
                                      "current", "True", "entered", "True",
-                                     "protocol", "True", "True", "collected", "True",
+                                     "protocol", "True", "True", "threads", "True",
+                                     "collected", "True",
                                      "values", "5.0", "5.0"], result.stdout
 
 

@@ -15,10 +15,17 @@ typedef struct {
     gts_stream handle; /* NULL: the device's default stream */
     bool owned;        /* made by gts_device_stream_create: destroyed with the object */
     PyObject *owner;   /* the object `ptr` came from (a CuPy stream), kept alive; or NULL */
-    PyObject *entered; /* a list of (context variable token, CuPy's stream or None) per `with` */
 } StreamObject;
 
 static PyObject *current; /* the context variable gtstore.current_stream() reads */
+
+/* The context variable of the `with stream:` blocks entered in a context
+ * (a thread, an asyncio task), innermost first: (stream, token of
+ * `current`, CuPy's stream or None, the entry outside it or None), or None.
+ * Per context, so that each __exit__ undoes its own context's __enter__
+ * (a context copied from another, as a task's, starts with its entries:
+ * their tokens then tell that they are not its own). */
+static PyObject *entries;
 
 /* The handles of the live streams that Stream made on devices other than
  * CUDA (the emulated device): a number given for one (Stream(ptr=),
@@ -56,9 +63,14 @@ static int set_live(gts_stream handle, bool live)
     return rc < 0 ? -1 : 0;
 }
 
+static PyObject *context_var(PyObject **var, const char *name)
+{
+    return *var ? *var : (*var = PyContextVar_New(name, NULL));
+}
+
 static PyObject *current_var(void)
 {
-    return current ? current : (current = PyContextVar_New("gtstore.current_stream", NULL));
+    return context_var(&current, "gtstore.current_stream");
 }
 
 /* ---- the current stream ------------------------------------------------------------------ */
@@ -321,9 +333,8 @@ static PyObject *stream_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
     StreamObject *s = (StreamObject *)type->tp_alloc(type, 0);
     if (!s)
         return NULL;
-    s->entered = PyList_New(0);
     gts_error err;
-    if (!s->entered || read_device(v[1], &s->device) < 0 ||
+    if (read_device(v[1], &s->device) < 0 ||
         (v[0] && v[0] != Py_None && read_ptr(v[0], s) < 0)) {
         Py_DECREF(s);
         return NULL;
@@ -343,14 +354,13 @@ static PyObject *stream_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
     return (PyObject *)s;
 }
 
-/* The garbage collector sees what a stream holds: a `with` left entered (a
- * thread ended inside it) holds CuPy's stream over this one, which holds
- * this one (Stream.from_external). */
+/* The garbage collector sees what a stream holds (a CuPy stream may hold
+ * it back). Its `with` entries are its contexts' (`entries`): a `with` left
+ * entered in a thread that ended goes with the thread's context. */
 static int stream_traverse(PyObject *self, visitproc visit, void *arg)
 {
     StreamObject *s = (StreamObject *)self;
     Py_VISIT(s->owner);
-    Py_VISIT(s->entered);
     return 0;
 }
 
@@ -360,7 +370,6 @@ static int stream_clear(PyObject *self)
 {
     StreamObject *s = (StreamObject *)self;
     Py_CLEAR(s->owner);
-    Py_CLEAR(s->entered);
     return 0;
 }
 
@@ -433,58 +442,76 @@ static PyObject *enter_cupy(StreamObject *s)
     return stream;
 }
 
-/* The list of entries, or a RuntimeError once a collection cleared it (a
- * finalizer of the same garbage may still call). */
-static PyObject *entries(StreamObject *s, const char *method)
-{
-    if (!s->entered)
-        PyErr_Format(PyExc_RuntimeError, "%s: the stream is being collected", method);
-    return s->entered;
-}
-
 static PyObject *stream_enter(PyObject *self, PyObject *unused)
 {
     (void)unused;
     StreamObject *s = (StreamObject *)self;
-    if (!entries(s, "__enter__"))
+    PyObject *var = current_var(), *entries_var = context_var(&entries, "gtstore.Stream entries");
+    PyObject *outer = NULL;
+    if (!var || !entries_var || PyContextVar_Get(entries_var, Py_None, &outer) < 0)
         return NULL;
-    PyObject *var = current_var();
-    PyObject *cupy = var ? enter_cupy(s) : NULL;
+    PyObject *cupy = enter_cupy(s);
     PyObject *token = cupy ? PyContextVar_Set(var, self) : NULL;
-    PyObject *entry = token ? PyTuple_Pack(2, token, cupy) : NULL;
-    int rc = entry ? PyList_Append(s->entered, entry) : -1;
+    PyObject *entry = token ? PyTuple_Pack(4, self, token, cupy, outer) : NULL;
+    PyObject *pushed = entry ? PyContextVar_Set(entries_var, entry) : NULL;
+    if (!pushed && token) { /* a MemoryError: the current stream stays */
+        PyObject *type, *value, *traceback;
+        PyErr_Fetch(&type, &value, &traceback);
+        if (PyContextVar_Reset(var, token) < 0)
+            PyErr_Clear();
+        PyErr_Restore(type, value, traceback);
+    }
+    Py_XDECREF(pushed);
     Py_XDECREF(entry);
     Py_XDECREF(token);
     Py_XDECREF(cupy);
-    return rc == 0 ? Py_NewRef(self) : NULL;
+    Py_DECREF(outer);
+    return pushed ? Py_NewRef(self) : NULL;
 }
 
+/* Undoes the innermost __enter__ of this context, which must be this
+ * stream's: else a RuntimeError, and nothing changes. */
 static PyObject *stream_exit(PyObject *self, PyObject *args)
 {
     (void)args;
-    StreamObject *s = (StreamObject *)self;
-    if (!entries(s, "__exit__"))
+    PyObject *var = current_var(), *entries_var = context_var(&entries, "gtstore.Stream entries");
+    PyObject *entry = NULL;
+    if (!var || !entries_var || PyContextVar_Get(entries_var, Py_None, &entry) < 0)
         return NULL;
-    Py_ssize_t n = PyList_GET_SIZE(s->entered);
-    if (n == 0) {
-        PyErr_SetString(PyExc_RuntimeError, "__exit__: the stream was not entered");
-        return NULL;
-    }
-    PyObject *entry = Py_NewRef(PyList_GET_ITEM(s->entered, n - 1));
-    if (PyList_SetSlice(s->entered, n - 1, n, NULL) < 0) {
+    if (entry == Py_None || PyTuple_GET_ITEM(entry, 0) != self) {
+        if (entry == Py_None)
+            PyErr_Format(PyExc_RuntimeError,
+                         "__exit__: %.200R was not entered in this thread (and asyncio task)",
+                         self);
+        else
+            PyErr_Format(PyExc_RuntimeError,
+                         "__exit__: %.200R is not the stream entered last in this thread (and "
+                         "asyncio task), %.200R is",
+                         self, PyTuple_GET_ITEM(entry, 0));
         Py_DECREF(entry);
         return NULL;
     }
-    PyObject *cupy = PyTuple_GET_ITEM(entry, 1);
-    PyObject *done = cupy == Py_None ? Py_NewRef(Py_None)
-                                     : PyObject_CallMethod(cupy, "__exit__", "OOO", Py_None,
-                                                           Py_None, Py_None);
-    int rc = PyContextVar_Reset(current_var(), PyTuple_GET_ITEM(entry, 0));
-    Py_DECREF(entry);
-    if (!done || rc < 0) {
-        Py_XDECREF(done);
+    /* The token of another context's __enter__ (this context was copied
+     * from it: a task made inside its `with`) is refused, and changes nothing */
+    if (PyContextVar_Reset(var, PyTuple_GET_ITEM(entry, 1)) < 0) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_RuntimeError,
+                     "__exit__: %.200R was entered in another context (the thread or asyncio "
+                     "task this one was copied from), not in this one",
+                     self);
+        Py_DECREF(entry);
         return NULL;
     }
+    PyObject *popped = PyContextVar_Set(entries_var, PyTuple_GET_ITEM(entry, 3));
+    PyObject *cupy = PyTuple_GET_ITEM(entry, 2);
+    PyObject *done = !popped        ? NULL
+                     : cupy == Py_None ? Py_NewRef(Py_None)
+                                       : PyObject_CallMethod(cupy, "__exit__", "OOO", Py_None,
+                                                             Py_None, Py_None);
+    Py_XDECREF(popped);
+    Py_DECREF(entry);
+    if (!done)
+        return NULL;
     Py_DECREF(done);
     Py_RETURN_FALSE; /* exceptions propagate */
 }
@@ -532,8 +559,9 @@ static PyMethodDef stream_methods[] = {
      "__exit__: gtstore's operations on its device's storages are queued on it (and, on a "
      "CUDA GPU where CuPy is imported, CuPy's too)."},
     {"__exit__", stream_exit, METH_VARARGS,
-     "__exit__(exc_type, exc_value, traceback)\n--\n\nMakes the stream current before "
-     "__enter__ current again."},
+     "__exit__(exc_type, exc_value, traceback)\n--\n\nUndoes the last __enter__ of this "
+     "thread (and context), which must be this stream's (else RuntimeError): the stream "
+     "current before it is current again (and CuPy's)."},
     {NULL, NULL, 0, NULL},
 };
 
