@@ -168,8 +168,8 @@ def test_buffers_with_more_than_64_dimensions():
 @pytest.mark.parametrize("stream", [2**100, -(2**100), 2**63, -1.0, True])
 def test_dlpack_huge_or_odd_streams(stream):
     s = gtstore.zeros(3)
-    kind = int if isinstance(stream, int) and not isinstance(stream, bool) else None
-    with pytest.raises(ValueError if kind else TypeError, match="stream"):  # a bool is no handle
+    handle = isinstance(stream, int) and not isinstance(stream, bool)  # a bool is no handle
+    with pytest.raises(ValueError if handle else TypeError, match="stream"):
         s.__dlpack__(stream=stream)
 
 
