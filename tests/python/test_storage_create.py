@@ -1419,6 +1419,74 @@ def test_aliases_that_disagree(function):
 
 
 @function_param
+def test_first_draft_keyword_aliases(function):
+    """GDP-3's first draft spells defaults= default_parameters=, layout=
+    layout_map= and device= gpu= (a bool): aliases that must agree."""
+    s = function(default_parameters="numpy", layout_map=(0, 1, 2), gpu=False)
+    assert s.defaults == "numpy" and s.layout == (0, 1, 2)
+    assert type(s) is gtstore.CPUStorage and s.device is None
+    s = function(defaults="numpy", default_parameters="numpy", layout=(0, 1, 2),
+                 layout_map=(0, 1, 2), device="cpu", gpu=False)
+    assert s.defaults == "numpy" and s.layout == (0, 1, 2)
+    with pytest.raises(ValueError, match=r"defaults='numpy'.*default_parameters='gtmc'"):
+        function(defaults="numpy", default_parameters="gtmc")
+    with pytest.raises(ValueError, match=r"layout=\(0, 1, 2\).*layout_map=\(2, 1, 0\)"):
+        function(layout=(0, 1, 2), layout_map=(2, 1, 0))
+    with pytest.raises(ValueError, match=r"device='cpu'.*gpu=True"):
+        function(device="cpu", gpu=True)
+    for value in (1, 0, "gpu", np.bool_(True)):
+        with pytest.raises(TypeError, match=names("gpu", repr(value))):
+            function(gpu=value)
+        with pytest.raises(TypeError, match=names("gpu", repr(value))):
+            function(device="cpu", gpu=value)
+
+
+def test_gpu_true_is_device_gpu(emulated_gpu):
+    a = gtstore.zeros((3, 4), gpu=True)
+    b = gtstore.zeros((3, 4), device="gpu", gpu=True)
+    for s in (a, b):
+        assert s.device == "emulated" and s.device_data is not None
+
+
+@pytest.mark.parametrize("dtype", ["f8", "f4", "i2", "u1"])
+@allocating_param
+def test_alignment_in_elements(function, dtype):
+    """alignment= (GDP-3's first draft) counts elements of the storage's
+    dtype: alignment_size is it times the itemsize."""
+    itemsize = np.dtype(dtype).itemsize
+    s = function(dtype=dtype, alignment=8)
+    assert s.alignment_size == 8 * itemsize
+    s = function(dtype=dtype, alignment=8, alignment_size=8 * itemsize)
+    assert s.alignment_size == 8 * itemsize
+    s = function(dtype=dtype, alignment=4, defaults="gtmc")  # it overrides the preset
+    assert s.alignment_size == 4 * itemsize
+    with pytest.raises(ValueError, match=r"alignment_size=3.*alignment=8 disagree"):
+        function(dtype=dtype, alignment=8, alignment_size=3)
+
+
+def test_alignment_uses_the_template_dtype():
+    a = gtstore.empty_like(np.zeros((4, 5), np.int16), alignment=16)
+    assert a.dtype == np.int16 and a.alignment_size == 32
+    b = gtstore.storage(np.zeros((4, 5), np.float32), alignment=16)
+    assert b.alignment_size == 64
+    c = gtstore.as_storage(b, alignment=16)
+    assert c.alignment_size == 64
+
+
+@pytest.mark.parametrize("value", [0, -2])
+@function_param
+def test_alignment_must_be_positive(function, value):
+    with pytest.raises(ValueError, match=names("alignment", value) + " elements is not positive"):
+        function(alignment=value)
+
+
+@function_param
+def test_alignment_must_be_an_integer(function):
+    with pytest.raises(TypeError, match=names("alignment", "'8'")):
+        function(alignment="8")
+
+
+@function_param
 def test_unknown_keyword(function):
     with pytest.raises(TypeError, match="nonsense"):
         function(nonsense=1)
