@@ -1434,6 +1434,10 @@ def test_first_draft_keyword_aliases(function):
         function(layout=(0, 1, 2), layout_map=(2, 1, 0))
     with pytest.raises(ValueError, match=r"device='cpu'.*gpu=True"):
         function(device="cpu", gpu=True)
+    with pytest.raises(ValueError, match=names("layout_map", (0, 0, 1))):
+        function(layout_map=(0, 0, 1))
+    with pytest.raises(ValueError, match=names("layout_map", "'XYZ'")):
+        function(layout_map="XYZ")
     for value in (1, 0, "gpu", np.bool_(True)):
         with pytest.raises(TypeError, match=names("gpu", repr(value))):
             function(gpu=value)

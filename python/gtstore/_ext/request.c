@@ -137,9 +137,9 @@ static int convert_template(const gtpy_request *r, const gtpy_source *src, int n
 static int python_layout(int ndim, const gts_dim *dims, int *layout, void *ctx, gts_error *err)
 {
     const gtpy_resolved *out = ctx;
-    if (gtpy_layout(out->layout, ndim, dims, out->spec.nsub, layout) == 0)
+    if (gtpy_layout(out->layout, out->layout_param, ndim, dims, out->spec.nsub, layout) == 0)
         return GTS_OK;
-    return gts_error_set(err, GTS_EINVAL, "layout: see the Python exception");
+    return gts_error_set(err, GTS_EINVAL, "%s: see the Python exception", out->layout_param);
 }
 
 /* alignment_size= in bytes; alignment= in elements, which libgtstore turns
@@ -236,6 +236,7 @@ static int request_spec(const gtpy_request *r, const gtpy_source *src, gtpy_reso
     spec->nsub = ndim - nbase;
     if (r->layout) {
         out->layout = r->layout;
+        out->layout_param = r->layout_param;
         spec->layout_fn = python_layout;
         spec->layout_ctx = out;
     }

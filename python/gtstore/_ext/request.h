@@ -50,6 +50,7 @@ typedef struct gtpy_resolved {
     gts_preset preset;
     bool has_preset;
     PyObject *layout;               /* borrowed: the request's */
+    const char *layout_param;       /* "layout" or "layout_map" */
     gts_template like;
     gts_dim like_dims[GTS_MAX_NDIM]; /* an array's __gt_dims__ */
     gts_storage like_storage;       /* a storage template's fields (buffer borrowed) */
