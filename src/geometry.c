@@ -96,7 +96,7 @@ int gts_geometry_init(gts_geometry *g, int ndim, const int64_t *shape, const int
     g->ndim = ndim;
     g->itemsize = itemsize;
     g->alignment = alignment;
-    int64_t block = alignment > itemsize ? alignment / itemsize : 1; /* elements per block */
+    int64_t block = gts_alignment_elements(alignment, itemsize); /* elements per block */
     int contiguous = gts_layout_contiguous_dim(ndim, layout);
     int by_rank[GTS_MAX_NDIM];
     for (int d = 0; d < ndim; ++d) {
@@ -143,6 +143,11 @@ int64_t gts_geometry_offset(const gts_geometry *g, uintptr_t base)
     uint64_t base_misalignment = (a - base % a) % a;
     /* both parts are below A <= INT64_MAX: their sum fits in 64 unsigned bits */
     return (int64_t)(((uint64_t)to_aligned_point + base_misalignment) % a);
+}
+
+int64_t gts_alignment_elements(int64_t alignment, int64_t itemsize)
+{
+    return alignment > itemsize ? alignment / itemsize : 1;
 }
 
 int64_t gts_geometry_size(const gts_geometry *g)

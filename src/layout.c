@@ -118,6 +118,25 @@ int gts_dims_parse(const char *text, gts_dim *dims, int *ndim, gts_error *err)
     return GTS_OK;
 }
 
+int gts_dims_format(int ndim, const gts_dim *dims, char text[GTS_MAX_NDIM + 1], gts_error *err)
+{
+    int rc = check_ndim(ndim, err);
+    if (rc)
+        return rc;
+    for (int d = 0; d < ndim; ++d) {
+        char label[GTS_DIM_TEXT_SIZE];
+        gts_dim_format(dims[d], label);
+        if (label[1] != '\0')
+            return gts_error_set(err, GTS_EINVAL,
+                                 "label '%s' (position %d) has more than one character, which a "
+                                 "dims string cannot hold",
+                                 label, d);
+        text[d] = label[0];
+    }
+    text[ndim] = '\0';
+    return GTS_OK;
+}
+
 int gts_layout_check(int ndim, const int *layout, gts_error *err)
 {
     int rc = check_ndim(ndim, err);

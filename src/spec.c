@@ -78,6 +78,7 @@ int gts_storage_spec_init(gts_storage_spec *spec, int ndim, const int64_t *shape
     spec->has_dims = spec->has_layout = spec->has_aligned_index = false;
     spec->has_halo = spec->has_device = false;
     spec->alignment_size = 0;
+    spec->alignment = 0;
     spec->device = GTS_DEVICE_CPU;
     spec->managed = GTS_MANAGED_GT4PY;
     memset(spec->halo, 0, sizeof spec->halo);
@@ -266,23 +267,52 @@ static void resolve_aligned_index(gts_storage_spec *spec, const gts_halo *halo)
         spec->aligned_index[d] = spec->shape[d] ? clamp(halo[d].lower, 0, spec->shape[d] - 1) : 0;
 }
 
-/* Given, else the preset's times the itemsize, else the template's where
- * the itemsize still suits it (a multiple or a divisor of it), else 1. */
+/* An alignment in elements (alignment= or the preset's, named by `what`)
+ * in bytes: the one rule for both, elements times the itemsize. */
+static int alignment_bytes(int64_t elements, int64_t itemsize, const char *what, int64_t *bytes,
+                           gts_error *err)
+{
+    if (elements < 1)
+        return gts_error_set(err, GTS_EINVAL, "%s: %lld elements is not positive", what,
+                             (long long)elements);
+    if (gts_mul_overflow(elements, itemsize, bytes))
+        return gts_error_set(err, GTS_EOVERFLOW, "alignment_size: %s (%lld elements) overflows",
+                             what, (long long)elements);
+    return GTS_OK;
+}
+
+/* Given (in bytes, or in elements times the itemsize; both: they agree),
+ * else the preset's times the itemsize, else the template's where the
+ * itemsize still suits it (a multiple or a divisor of it), else 1. */
 static int resolve_alignment(const gts_storage_spec *spec, int64_t *alignment, gts_error *err)
 {
+    int64_t itemsize = spec->dtype.itemsize, like = spec->like ? spec->like->alignment_size : 0;
     *alignment = spec->alignment_size;
     if (*alignment < 0)
         return gts_error_set(err, GTS_EINVAL, "alignment_size: %lld bytes is negative",
                              (long long)*alignment);
+    if (spec->alignment) {
+        int64_t bytes = 0;
+        int rc = alignment_bytes(spec->alignment, itemsize, "alignment", &bytes, err);
+        if (rc)
+            return rc;
+        if (*alignment > 0 && *alignment != bytes)
+            return gts_error_set(err, GTS_EINVAL,
+                                 "alignment_size=%lld and alignment=%lld disagree: %lld elements "
+                                 "of %lld bytes are %lld bytes",
+                                 (long long)*alignment, (long long)spec->alignment,
+                                 (long long)spec->alignment, (long long)itemsize,
+                                 (long long)bytes);
+        *alignment = bytes;
+        return GTS_OK;
+    }
     if (*alignment > 0)
         return GTS_OK;
-    int64_t itemsize = spec->dtype.itemsize, like = spec->like ? spec->like->alignment_size : 0;
     *alignment = 1;
-    if (spec->preset && gts_mul_overflow(spec->preset->alignment, itemsize, alignment))
-        return gts_error_set(err, GTS_EOVERFLOW,
-                             "alignment_size: the preset's alignment (%lld elements) overflows",
-                             (long long)spec->preset->alignment);
-    if (!spec->preset && gts__alignment_suits(like, itemsize))
+    if (spec->preset)
+        return alignment_bytes(spec->preset->alignment, itemsize, "the preset's alignment",
+                               alignment, err);
+    if (gts__alignment_suits(like, itemsize))
         *alignment = like;
     return GTS_OK;
 }
@@ -343,6 +373,7 @@ void gts__spec_commit(gts_storage_spec *spec, const gts__resolution *resolution)
     spec->has_dims = spec->has_layout = spec->has_aligned_index = true;
     spec->has_halo = spec->has_device = true;
     spec->alignment_size = resolution->alignment;
+    spec->alignment = 0;
     spec->like = NULL;
     spec->layout_fn = NULL;
     spec->layout_ctx = NULL;

@@ -52,6 +52,11 @@ int gts_geometry_init(gts_geometry *geometry, int ndim, const int64_t *shape, co
 /* The byte offset of element 0 from a block at `base` (0 <= offset < A). */
 int64_t gts_geometry_offset(const gts_geometry *geometry, uintptr_t base);
 
+/* An alignment of `alignment` bytes in elements of `itemsize` bytes (> 0):
+ * B above, max(alignment / itemsize, 1) (a storage's alignment in GDP-3's
+ * first draft, whose constructor takes it in elements). */
+int64_t gts_alignment_elements(int64_t alignment, int64_t itemsize);
+
 /* Number of elements prod(shape) (without padding), checked at init. */
 int64_t gts_geometry_size(const gts_geometry *geometry);
 

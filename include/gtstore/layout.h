@@ -43,6 +43,12 @@ void gts_dim_format(gts_dim dim, char text[GTS_DIM_TEXT_SIZE]);
  * count. Checked with gts_dims_check. */
 int gts_dims_parse(const char *text, gts_dim *dims, int *ndim, gts_error *err);
 
+/* The inverse of gts_dims_parse: the one-character labels of `dims` as a
+ * string ("JI", "IJK0"; `text` has room for GTS_MAX_NDIM + 1 chars).
+ * GTS_EINVAL where a label has more than one character (a data dimension
+ * from 10 on), which a dims string cannot hold unambiguously. */
+int gts_dims_format(int ndim, const gts_dim *dims, char text[GTS_MAX_NDIM + 1], gts_error *err);
+
 /* The position of the dimension labelled `label` ("I", "0", ...) among
  * `dims`: how an axis given by its label (axis="K") becomes the axis
  * number NumPy's functions take. A label that is not one of `dims`, or no

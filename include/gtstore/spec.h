@@ -112,8 +112,11 @@ typedef struct gts_storage_spec {
                                GTS_DEVICE_GPU is GTS_EINVAL */
     gts_device device;
     gts_managed managed;    /* GTS_MANAGED_GT4PY from gts_storage_spec_init */
-    int64_t alignment_size; /* bytes; 0: the preset's alignment times the itemsize, else the
-                               template's, else 1 */
+    int64_t alignment_size; /* bytes; 0: `alignment` times the itemsize, else the preset's
+                               alignment times the itemsize, else the template's, else 1 */
+    int64_t alignment;      /* elements (GDP-3's first draft); 0: not given. Given with
+                               alignment_size, the two must agree (GTS_EINVAL naming both);
+                               resolution folds it into alignment_size and clears it */
     GTS_SPEC_DIM_FIELDS(GTS_DECLARE_DIM_FIELD)
 } gts_storage_spec;
 

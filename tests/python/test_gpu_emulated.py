@@ -162,7 +162,8 @@ def without_a_gpu(code):
 def test_no_gpu_without_emulation():
     lines = without_a_gpu("""
 print(gtstore.gpu())
-for kwargs in (dict(device="gpu"), dict(defaults="gt:gpu"), dict(device="gpu", managed="cuda")):
+for kwargs in (dict(device="gpu"), dict(defaults="gt:gpu"), dict(device="gpu", managed="cuda"),
+               dict(gpu=True)):
     try:
         gtstore.zeros((3,), **kwargs)
     except NotImplementedError as error:
@@ -174,6 +175,7 @@ for kwargs in (dict(device="gpu"), dict(defaults="gt:gpu"), dict(device="gpu", m
     assert "device: 'gpu' asks for a GPU" in lines[1], lines
     assert "'gt:gpu' is for the GPU" in lines[2], lines
     assert "device: 'gpu' asks for a GPU" in lines[3], lines  # managed memory needs one too
+    assert "gpu: True asks for a GPU" in lines[4], lines  # GDP-3's first draft's spelling
     assert NO_CUDA in lines[1], lines  # the reason: the driver that could not be loaded
     with pytest.raises(ValueError, match="gpu: expected None, 'emulated', 'cuda' or 'cuda:N'"):
         gtstore.use_gpu("tpu")

@@ -1432,6 +1432,78 @@ def test_aliases_that_disagree(function):
 
 
 @function_param
+def test_first_draft_keyword_aliases(function):
+    """GDP-3's first draft spells defaults= default_parameters=, layout=
+    layout_map= and device= gpu= (a bool): aliases that must agree."""
+    s = function(default_parameters="numpy", layout_map=(0, 1, 2), gpu=False)
+    assert s.defaults == "numpy" and s.layout == (0, 1, 2)
+    assert type(s) is gtstore.CPUStorage and s.device is None
+    s = function(defaults="numpy", default_parameters="numpy", layout=(0, 1, 2),
+                 layout_map=(0, 1, 2), device="cpu", gpu=False)
+    assert s.defaults == "numpy" and s.layout == (0, 1, 2)
+    with pytest.raises(ValueError, match=r"defaults='numpy'.*default_parameters='gtmc'"):
+        function(defaults="numpy", default_parameters="gtmc")
+    with pytest.raises(ValueError, match=r"layout=\(0, 1, 2\).*layout_map=\(2, 1, 0\)"):
+        function(layout=(0, 1, 2), layout_map=(2, 1, 0))
+    with pytest.raises(ValueError, match=r"device='cpu'.*gpu=True"):
+        function(device="cpu", gpu=True)
+    with pytest.raises(ValueError, match=names("layout_map", (0, 0, 1))):
+        function(layout_map=(0, 0, 1))
+    with pytest.raises(ValueError, match=names("layout_map", "'XYZ'")):
+        function(layout_map="XYZ")
+    for value in (1, 0, "gpu", np.bool_(True)):
+        with pytest.raises(TypeError, match=names("gpu", repr(value))):
+            function(gpu=value)
+        with pytest.raises(TypeError, match=names("gpu", repr(value))):
+            function(device="cpu", gpu=value)
+
+
+def test_gpu_true_is_device_gpu(emulated_gpu):
+    a = gtstore.zeros((3, 4), gpu=True)
+    b = gtstore.zeros((3, 4), device="gpu", gpu=True)
+    for s in (a, b):
+        assert s.device == "emulated" and s.device_data is not None
+
+
+@pytest.mark.parametrize("dtype", ["f8", "f4", "i2", "u1"])
+@allocating_param
+def test_alignment_in_elements(function, dtype):
+    """alignment= (GDP-3's first draft) counts elements of the storage's
+    dtype: alignment_size is it times the itemsize."""
+    itemsize = np.dtype(dtype).itemsize
+    s = function(dtype=dtype, alignment=8)
+    assert s.alignment_size == 8 * itemsize
+    s = function(dtype=dtype, alignment=8, alignment_size=8 * itemsize)
+    assert s.alignment_size == 8 * itemsize
+    s = function(dtype=dtype, alignment=4, defaults="gtmc")  # it overrides the preset
+    assert s.alignment_size == 4 * itemsize
+    with pytest.raises(ValueError, match=r"alignment_size=3.*alignment=8 disagree"):
+        function(dtype=dtype, alignment=8, alignment_size=3)
+
+
+def test_alignment_uses_the_template_dtype():
+    a = gtstore.empty_like(np.zeros((4, 5), np.int16), alignment=16)
+    assert a.dtype == np.int16 and a.alignment_size == 32
+    b = gtstore.storage(np.zeros((4, 5), np.float32), alignment=16)
+    assert b.alignment_size == 64
+    c = gtstore.as_storage(b, alignment=16)
+    assert c.alignment_size == 64
+
+
+@pytest.mark.parametrize("value", [0, -2])
+@function_param
+def test_alignment_must_be_positive(function, value):
+    with pytest.raises(ValueError, match=names("alignment", value) + " elements is not positive"):
+        function(alignment=value)
+
+
+@function_param
+def test_alignment_must_be_an_integer(function):
+    with pytest.raises(TypeError, match=names("alignment", "'8'")):
+        function(alignment="8")
+
+
+@function_param
 def test_unknown_keyword(function):
     with pytest.raises(TypeError, match="nonsense"):
         function(nonsense=1)
@@ -1969,3 +2041,62 @@ def test_storage_of_a_storage_casts_by_position_under_new_dims(shape):
     swapped = gtstore.storage(source, dtype="f4", dims="JI")
     assert swapped.dims == ("J", "I") and swapped.shape == shape
     np.testing.assert_array_equal(np.asarray(swapped), np.asarray(source).astype("f4"))
+
+
+# ---- GDP-3 first-draft attributes: axes, gpu, alignment, flags ---------------
+
+
+def test_axes_attribute_is_the_dims_as_a_string():
+    s = gtstore.zeros((3, 4), dims="JI")
+    assert s.axes == "JI" and s.dims == ("J", "I")
+    assert gtstore.zeros((2, 3, 4)).axes == "IJK"
+    assert gtstore.zeros((3, 4), dtype=(np.float64, (2,))).axes == "IJ0"
+    assert s.T.axes == "IJ"
+    assert gtstore.zeros((2, 3), axes=s.axes).dims == s.dims  # it round-trips
+    many = gtstore.zeros((1,) * 12, dims=["I"] + [str(d) for d in range(11)])
+    with pytest.raises(ValueError, match=r"axes: .*'10'.*more than one character"):
+        many.axes
+    assert many.dims[-1] == "10"
+
+
+@pytest.mark.parametrize("dtype", ["f8", "f4", "i2", "u1", "c16"])
+def test_alignment_attribute_in_elements(dtype):
+    itemsize = np.dtype(dtype).itemsize
+    s = gtstore.zeros((3, 4), dtype, alignment=16)
+    assert s.alignment == 16 and s.alignment_size == 16 * itemsize
+    assert gtstore.zeros((3, 4), dtype).alignment == 1  # no alignment
+    # in bytes below the itemsize: at least 1 element
+    small = gtstore.zeros((3, 4), dtype, alignment_size=1)
+    assert small.alignment == 1
+    s = gtstore.zeros((3, 4), dtype, alignment_size=64)
+    assert s.alignment == max(64 // itemsize, 1)
+
+
+def test_alignment_attribute_of_a_preset():
+    s = gtstore.zeros((3, 4), "f8", defaults="gtmc")
+    assert s.alignment_size == 64 and s.alignment == 8
+    s = gtstore.zeros((3, 4), "f4", defaults="gtmc")
+    assert s.alignment_size == 32 and s.alignment == 8
+
+
+def test_gpu_and_flags_attributes_on_the_host():
+    s = gtstore.zeros((3, 4))
+    assert s.gpu is False
+    flags = s.flags
+    assert flags.writeable and flags.c_contiguous and not flags.owndata
+    source = np.zeros((3, 4))
+    source.setflags(write=False)
+    r = gtstore.as_storage(source)
+    assert r.flags.writeable is False
+    assert gtstore.zeros((3, 4), layout=(1, 0)).flags.f_contiguous
+
+
+def test_gpu_and_flags_attributes_with_a_device(emulated_gpu):
+    s = gtstore.zeros((3, 4), device="gpu")
+    assert s.gpu is True and s.flags is not None and s.flags.writeable
+    s.to_ndarray()[...] = 5  # device written: flags bring the host up to date, as data does
+    s.set_device_modified()
+    assert s.flags.c_contiguous
+    assert np.asarray(s).tolist() == [[5.0] * 4] * 3
+    d = gtstore.zeros((3, 4), device="gpu", managed=None)  # no host side
+    assert d.gpu is True and d.flags is None and d.data is None

@@ -28,7 +28,7 @@ int gtpy_parse_args(gtpy_signature *sig, PyObject *const *args, Py_ssize_t nargs
 
 /* The same for a tp_new, tp_init or METH_VARARGS | METH_KEYWORDS
  * function: the arguments as a tuple and a dict (or NULL). */
-#define GTPY_MAX_ARGS 16
+#define GTPY_MAX_ARGS 24
 int gtpy_parse_tuple(gtpy_signature *sig, PyObject *args, PyObject *kwargs, PyObject **values);
 /* gtpy_parse_tuple for a function that also takes **kwargs: *rest receives
  * a new dict of the keywords none of the signature's names take (NULL on

@@ -668,31 +668,31 @@ int gtpy_scalar(PyObject *obj, const char *param, gts_scalar *out)
 
 /* ---- layouts ----------------------------------------------------------- */
 
-static int layout_from_value(PyObject *obj, PyObject *original, int ndim, const gts_dim *dims,
-                             int nsub, int *layout)
+static int layout_from_value(PyObject *obj, PyObject *original, const char *param, int ndim,
+                             const gts_dim *dims, int nsub, int *layout)
 {
     gts_error err;
     if (PyUnicode_Check(obj)) {
-        const char *axes = gtpy_text(obj, "layout");
+        const char *axes = gtpy_text(obj, param);
         if (!axes)
             return -1;
         if (gts_layout_from_axes(ndim, dims, axes, layout, &err) != 0)
-            return gtpy_raise(&err);
+            return gtpy_raise_param(param, &err);
         return 0;
     }
     int64_t values[GTS_MAX_NDIM];
     int n;
-    if (gtpy_int_tuple(obj, "layout", GTS_MAX_NDIM, &n, values) < 0)
+    if (gtpy_int_tuple(obj, param, GTS_MAX_NDIM, &n, values) < 0)
         return -1;
     /* A permutation of the dims before the subarray's leaves those to the
      * library (outermost, as data dims go). */
-    if (gtpy_check_entries("layout", original, n, "entries", ndim - nsub, ndim) < 0)
+    if (gtpy_check_entries(param, original, n, "entries", ndim - nsub, ndim) < 0)
         return -1;
     for (int d = 0; d < n; ++d)
         layout[d] = values[d] < 0 || values[d] > INT32_MAX ? -1 : (int)values[d];
     if (gts_layout_check(n, layout, &err) != 0) {
-        PyErr_Format(PyExc_ValueError, "layout: %.200R is not a permutation of 0..%d", original,
-                     n - 1);
+        PyErr_Format(PyExc_ValueError, "%s: %.200R is not a permutation of 0..%d", param,
+                     original, n - 1);
         return -1;
     }
     for (int d = n; d < ndim; ++d)
@@ -700,16 +700,17 @@ static int layout_from_value(PyObject *obj, PyObject *original, int ndim, const 
     return 0;
 }
 
-int gtpy_layout(PyObject *obj, int ndim, const gts_dim *dims, int nsub, int *layout)
+int gtpy_layout(PyObject *obj, const char *param, int ndim, const gts_dim *dims, int nsub,
+                int *layout)
 {
     if (!PyCallable_Check(obj) || PyUnicode_Check(obj) || PySequence_Check(obj))
-        return layout_from_value(obj, obj, ndim, dims, nsub, layout);
+        return layout_from_value(obj, obj, param, ndim, dims, nsub, layout);
     PyObject *labels = gtpy_dims_to_tuple(ndim, dims);
     PyObject *result = labels ? PyObject_CallOneArg(obj, labels) : NULL;
     Py_XDECREF(labels);
     if (!result)
         return -1;
-    int rc = layout_from_value(result, obj, ndim, dims, nsub, layout);
+    int rc = layout_from_value(result, obj, param, ndim, dims, nsub, layout);
     Py_DECREF(result);
     return rc;
 }

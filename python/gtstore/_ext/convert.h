@@ -90,8 +90,10 @@ PyObject *gtpy_int64_tuple(int n, const int64_t *values);
 /* layout=: a permutation (tuple/list of ints), an axis string such as "KJI",
  * or a callable taking the dims tuple and returning either. `dims` includes
  * the `nsub` trailing dims of a subarray dtype; a permutation may leave them
- * out: their entries are then GTS_LAYOUT_OUTER, for libgtstore. */
-int gtpy_layout(PyObject *obj, int ndim, const gts_dim *dims, int nsub, int *layout);
+ * out: their entries are then GTS_LAYOUT_OUTER, for libgtstore. Errors name
+ * `param`. */
+int gtpy_layout(PyObject *obj, const char *param, int ndim, const gts_dim *dims, int nsub,
+                int *layout);
 
 /* Device kinds by name, "cpu" and "gpu": parsed (anything else is a
  * ValueError naming device, whose list of choices starts with None where

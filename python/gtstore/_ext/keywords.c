@@ -37,6 +37,22 @@ static int same_dims(PyObject *first, const char *first_name, PyObject *value, c
     return na == nb && memcmp(a, b, (size_t)na * sizeof *a) == 0;
 }
 
+/* device= and gpu= compare by the device kind: gpu=True agrees with
+ * device="gpu". */
+static int same_device(PyObject *first, const char *first_name, PyObject *value, const char *name)
+{
+    gts_device a, b;
+    if (gtpy_request_device(first, first_name, &a) < 0 ||
+        gtpy_request_device(value, name, &b) < 0)
+        return -1;
+    return a == b;
+}
+
+static int check_gpu(PyObject *value)
+{
+    gts_device device;
+    return gtpy_request_device(value, "gpu", &device);
+}
 
 #define FIELD(name) offsetof(gtpy_request, name)
 
@@ -56,14 +72,23 @@ static const gtpy_keyword keywords[] = {
     /* The keywords, converted by request.c. */
     {.name = "backend", .field = FIELD(preset), .param = FIELD(preset_param), .same = same_value},
     {.name = "defaults", .field = FIELD(preset), .param = FIELD(preset_param), .same = same_value},
+    {.name = "default_parameters", .field = FIELD(preset), .param = FIELD(preset_param),
+     .same = same_value},
     {.name = "aligned_index", .field = FIELD(aligned_index)},
     {.name = "alignment_size", .field = FIELD(alignment_size)},
-    {.name = "device", .field = FIELD(device)},
+    /* In elements (GDP-3's first draft): libgtstore multiplies it by the
+     * itemsize and checks it against alignment_size. */
+    {.name = "alignment", .field = FIELD(alignment)},
+    {.name = "device", .field = FIELD(device), .param = FIELD(device_param), .same = same_device},
+    {.name = "gpu", .field = FIELD(device), .param = FIELD(device_param), .same = same_device,
+     .check = check_gpu},
     {.name = "dims", .field = FIELD(dims), .param = FIELD(dims_param), .same = same_dims},
     {.name = "dimensions", .field = FIELD(dims), .param = FIELD(dims_param), .same = same_dims},
     {.name = "axes", .field = FIELD(dims), .param = FIELD(dims_param), .same = same_dims},
     {.name = "halo", .field = FIELD(halo)},
-    {.name = "layout", .field = FIELD(layout)},
+    {.name = "layout", .field = FIELD(layout), .param = FIELD(layout_param), .same = same_value},
+    {.name = "layout_map", .field = FIELD(layout), .param = FIELD(layout_param),
+     .same = same_value},
     /* None is a value: device memory only (absent: "gt4py"); request.c
      * converts it. */
     {.name = "managed", .field = FIELD(managed), .none_is_value = true},

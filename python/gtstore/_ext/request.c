@@ -138,23 +138,47 @@ static int convert_template(const gtpy_request *r, const gtpy_source *src, int n
 static int python_layout(int ndim, const gts_dim *dims, int *layout, void *ctx, gts_error *err)
 {
     const gtpy_resolved *out = ctx;
-    if (gtpy_layout(out->layout, ndim, dims, out->spec.nsub, layout) == 0)
+    if (gtpy_layout(out->layout, out->layout_param, ndim, dims, out->spec.nsub, layout) == 0)
         return GTS_OK;
-    return gts_error_set(err, GTS_EINVAL, "layout: see the Python exception");
+    return gts_error_set(err, GTS_EINVAL, "%s: see the Python exception", out->layout_param);
 }
 
+/* alignment_size= in bytes; alignment= in elements, which libgtstore turns
+ * into bytes with the resolved dtype (and checks against alignment_size=). */
 static int convert_alignment(const gtpy_request *r, gts_storage_spec *spec)
 {
-    if (!r->alignment_size)
+    if (r->alignment_size &&
+        gtpy_alignment(r->alignment_size, "alignment_size", &spec->alignment_size) < 0)
+        return -1;
+    if (!r->alignment)
         return 0;
-    return gtpy_alignment(r->alignment_size, "alignment_size", &spec->alignment_size);
+    if (gtpy_int(r->alignment, "alignment", &spec->alignment) < 0)
+        return -1;
+    if (spec->alignment >= 1)
+        return 0;
+    PyErr_Format(PyExc_ValueError, "alignment: %lld elements is not positive",
+                 (long long)spec->alignment);
+    return -1;
+}
+
+/* request.h */
+int gtpy_request_device(PyObject *value, const char *param, gts_device *out)
+{
+    if (strcmp(param, "gpu") != 0)
+        return gtpy_device(value, true, out);
+    if (!PyBool_Check(value)) {
+        PyErr_Format(PyExc_TypeError, "gpu: expected a bool, got %.200R", value);
+        return -1;
+    }
+    *out = value == Py_True ? GTS_DEVICE_GPU : GTS_DEVICE_CPU;
+    return 0;
 }
 
 static int convert_device(const gtpy_request *r, gts_storage_spec *spec)
 {
     if (!r->device)
         return 0;
-    if (gtpy_device(r->device, true, &spec->device) < 0)
+    if (gtpy_request_device(r->device, r->device_param, &spec->device) < 0)
         return -1;
     spec->has_device = true;
     return 0;
@@ -213,6 +237,7 @@ static int request_spec(const gtpy_request *r, const gtpy_source *src, gtpy_reso
     spec->nsub = ndim - nbase;
     if (r->layout) {
         out->layout = r->layout;
+        out->layout_param = r->layout_param;
         spec->layout_fn = python_layout;
         spec->layout_ctx = out;
     }
@@ -287,9 +312,9 @@ int gtpy_check_gpu(const gtpy_request *r, const gts_storage_spec *spec)
         return 0;
     if (r->device)
         PyErr_Format(PyExc_NotImplementedError,
-                     "device: 'gpu' asks for a GPU, and there is none here (%s); "
+                     "%s: %.200R asks for a GPU, and there is none here (%s); "
                      "gtstore.use_gpu('emulated') plays one for tests",
-                     err.message);
+                     r->device_param, r->device, err.message);
     else if (r->preset)
         PyErr_Format(PyExc_NotImplementedError,
                      "%s: preset %.200R is for the GPU, and there is none here (%s); pass "

@@ -16,21 +16,28 @@ typedef struct gtpy_request {
     bool source_is_data; /* from_array, storage, as_storage (else *_like) */
     bool storage_api;    /* gtstore.*: templates also give halo, aligned point, alignment */
     bool relabel;        /* dims= may differ from a wrapped storage's (a fresh import) */
-    PyObject *preset, *aligned_index, *dims, *alignment_size, *layout, *device, *halo;
-    PyObject *managed, *copy, *device_data, *sync_state; /* checked by the caller */
-    const char *preset_param; /* the keyword used: "backend" or "defaults" */
+    PyObject *preset, *aligned_index, *dims, *alignment_size, *alignment, *layout, *device;
+    PyObject *halo, *managed, *copy, *device_data, *sync_state; /* the last four: the caller's */
+    const char *preset_param; /* the keyword used: "backend", "defaults", "default_parameters" */
     const char *dims_param;   /* "dims", "dimensions" or "axes" */
+    const char *layout_param; /* "layout" or "layout_map" */
+    const char *device_param; /* "device" or "gpu" (a bool: True is "gpu", False "cpu") */
     gtpy_fill fill;
 } gtpy_request;
 
 /* The arguments of a creation function, read into `r` (whose other fields
  * the caller set) as the keyword table says (keywords.c): each parameter
  * named in `sig` has an entry there, with the field of gtpy_request it
- * fills. Aliases (backend/defaults, dims/dimensions/axes) fill one field:
+ * fills. Aliases (backend/defaults/default_parameters, dims/dimensions/axes,
+ * layout/layout_map, device/gpu) fill one field:
  * the first given, in the order of `sig`, names it (`preset_param`,
  * `dims_param`), and the others must agree with it. */
 int gtpy_request_parse(gtpy_request *r, gtpy_signature *sig, PyObject *const *args,
                        Py_ssize_t nargs, PyObject *kwnames);
+
+/* The device kind a device= or gpu= value (`param` names which; neither
+ * is None here) asks for; gpu= takes a bool only (TypeError). */
+int gtpy_request_device(PyObject *value, const char *param, gts_device *out);
 
 
 /* The request converted into a spec, with what the spec points at: the
@@ -43,6 +50,7 @@ typedef struct gtpy_resolved {
     gts_preset preset;
     bool has_preset;
     PyObject *layout;               /* borrowed: the request's */
+    const char *layout_param;       /* "layout" or "layout_map" */
     gts_template like;
     gts_dim like_dims[GTS_MAX_NDIM]; /* an array's __gt_dims__ */
     gts_storage like_storage;       /* a storage template's fields (buffer borrowed) */

@@ -264,6 +264,15 @@ PyObject *gtpy_storage_get(PyObject *self, void *closure)
         return gtpy_int64_tuple(g.ndim, values);
     case GET_DTYPE: return gtpy_dtype_object(s->dtype);
     case GET_PRESET: return Py_NewRef(s->preset ? s->preset : Py_None);
+    case GET_ALIGNMENT_ELEMENTS:
+        return PyLong_FromLongLong(gts_alignment_elements(s->alignment_size, s->dtype.itemsize));
+    case GET_AXES: {
+        char text[GTS_MAX_NDIM + 1];
+        gts_error err;
+        if (gts_dims_format(g.ndim, g.dims, text, &err) != 0)
+            return gtpy_raise_param("axes", &err), NULL;
+        return PyUnicode_FromString(text);
+    }
     default: Py_RETURN_NONE;
     }
 }

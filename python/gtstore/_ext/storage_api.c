@@ -17,8 +17,8 @@
 /* The keywords every function takes after its own, each read as
  * keywords.c declares it (of aliases, the first given names the value). */
 #define KEYWORDS                                                                            \
-    "defaults", "backend", "aligned_index", "alignment_size", "device", "dims", "axes", "halo", \
-        "layout", "managed"
+    "defaults", "backend", "default_parameters", "aligned_index", "alignment_size", "alignment", \
+        "device", "gpu", "dims", "axes", "halo", "layout", "layout_map", "managed"
 
 /* ---- allocating --------------------------------------------------------------- */
 
@@ -86,8 +86,8 @@ static PyObject *wrap_resolved(const gtpy_request *r, gtpy_source *src, gtpy_res
     }
     if (rc == GTS_ENOTSUP && (r->device || r->preset)) { /* the kind asked for: say who asked */
         PyErr_Format(PyExc_NotImplementedError, "%s=%.200R: %s",
-                     r->device ? "device" : r->preset_param, r->device ? r->device : r->preset,
-                     err.message);
+                     r->device ? r->device_param : r->preset_param,
+                     r->device ? r->device : r->preset, err.message);
         return NULL;
     }
     if (rc)
@@ -314,7 +314,8 @@ static PyObject *api_rebuild_storage(PyObject *self, PyObject *args)
     gtpy_request r = {.fill = FILL_COPY, .source = values, .source_is_data = true,
                       .storage_api = true, .dims = dims, .dims_param = "dims", .halo = halo,
                       .aligned_index = aligned, .alignment_size = alignment, .layout = layout,
-                      .preset_param = "defaults", .device = device, .managed = managed};
+                      .layout_param = "layout", .preset_param = "defaults", .device = device,
+                      .device_param = "device", .managed = managed};
     int fallback = device && PyUnicode_Check(device) &&
                            PyUnicode_CompareWithASCIIString(device, "gpu") == 0
                        ? warn_host_fallback(device, managed)

@@ -115,6 +115,12 @@ PyObject *gtpy_storage_device(PyObject *self, void *closure)
     return PyUnicode_FromString(device->name);
 }
 
+PyObject *gtpy_storage_gpu(PyObject *self, void *closure)
+{
+    (void)closure;
+    return PyBool_FromLong(device_of(self)->kind != GTS_MEMORY_HOST);
+}
+
 PyObject *gtpy_storage_device_data(PyObject *self, void *closure)
 {
     (void)closure;

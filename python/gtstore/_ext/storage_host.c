@@ -38,11 +38,9 @@ PyObject *gtpy_storage_host_staging(const gts_storage *g, gts_storage *host)
     return staging;
 }
 
-PyObject *gtpy_storage_ndarray_over(gts_storage *g, PyObject *base, bool write)
+/* An ndarray over the host memory of `g` (access already taken). */
+static PyObject *array_over(gts_storage *g, PyObject *base, bool readonly)
 {
-    if (gtpy_storage_host_access(g, write) < 0)
-        return NULL;
-    bool readonly = g->readonly || !write;
     if (gtpy_numpy_capi()) {
         Py_ssize_t shape[GTS_MAX_NDIM], strides[GTS_MAX_NDIM];
         for (int d = 0; d < g->ndim; ++d) {
@@ -63,6 +61,30 @@ PyObject *gtpy_storage_ndarray_over(gts_storage *g, PyObject *base, bool write)
     PyObject *array = exporter ? PyObject_CallOneArg(asarray, exporter) : NULL;
     Py_XDECREF(exporter);
     return array;
+}
+
+PyObject *gtpy_storage_ndarray_over(gts_storage *g, PyObject *base, bool write)
+{
+    if (gtpy_storage_host_access(g, write) < 0)
+        return NULL;
+    return array_over(g, base, g->readonly || !write);
+}
+
+/* The flags of the host ndarray (writeable unless the storage is
+ * read-only), brought up to date as `data` is; None without a host side. */
+PyObject *gtpy_storage_flags(PyObject *self, void *closure)
+{
+    (void)closure;
+    gts_storage g;
+    gtpy_storage_load(self, &g);
+    if (!gtpy_has_host_side(g.buffer))
+        Py_RETURN_NONE;
+    if (gtpy_storage_host_access(&g, false) < 0)
+        return NULL;
+    PyObject *array = array_over(&g, self, g.readonly);
+    PyObject *flags = array ? PyObject_GetAttrString(array, "flags") : NULL;
+    Py_XDECREF(array);
+    return flags;
 }
 
 PyObject *gtpy_storage_ndarray(PyObject *self, bool write)

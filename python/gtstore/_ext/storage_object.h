@@ -51,7 +51,8 @@ static inline char *field_at(const StorageObject *s, int which)
  * attributes of the type and the interfaces that repeat them. */
 enum storage_attribute {
     GET_SHAPE, GET_STRIDES, GET_ALIGNED, GET_NDIM, GET_SIZE, GET_ITEMSIZE, GET_NBYTES, GET_DIMS,
-    GET_HALO, GET_DOMAIN_SHAPE, GET_ALIGNMENT, GET_LAYOUT, GET_DTYPE, GET_ORIGIN, GET_PRESET
+    GET_HALO, GET_DOMAIN_SHAPE, GET_ALIGNMENT, GET_LAYOUT, GET_DTYPE, GET_ORIGIN, GET_PRESET,
+    GET_AXES, GET_ALIGNMENT_ELEMENTS
 };
 PyObject *gtpy_storage_get(PyObject *self, void *which);
 
@@ -101,10 +102,14 @@ PyObject *gtpy_storage_to_numpy(PyObject *self, PyObject *unused);
 PyObject *gtpy_storage_array(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                              PyObject *kwnames);
 PyObject *gtpy_storage_array_function(PyObject *self, PyObject *args);
+/* The host ndarray's flags; None without a host side (storage_host.c). */
+PyObject *gtpy_storage_flags(PyObject *self, void *closure);
 
 /* ---- storage_device.c ---- */
 PyObject *gtpy_storage_to_cupy(PyObject *self, PyObject *unused);
 PyObject *gtpy_storage_device(PyObject *self, void *closure);
+/* Whether it has a device buffer (GDP-3's first draft's `gpu`). */
+PyObject *gtpy_storage_gpu(PyObject *self, void *closure);
 PyObject *gtpy_storage_device_data(PyObject *self, void *closure);
 PyObject *gtpy_storage_cuda_array_interface(PyObject *self, void *closure);
 /* Its dict; with `access` the device side is brought up to date and marked

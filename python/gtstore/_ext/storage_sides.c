@@ -225,9 +225,10 @@ static PyObject *copy_sides(const gtpy_request *r, side *host, side *device)
     Py_XDECREF(shared); /* a copy shares nothing */
     gtpy_request copy = *r;
     copy.fill = FILL_NONE;
-    if (!copy.device)
+    if (!copy.device) {
         copy.device = PyUnicode_FromString("gpu"); /* a device buffer asks for one */
-    else
+        copy.device_param = "device";
+    } else
         Py_INCREF(copy.device);
     if (!copy.device || spec_of(&copy, host, &resolved) < 0) {
         Py_XDECREF(copy.device);

@@ -78,6 +78,9 @@ static PyGetSetDef storage_getset[] = {
     GETTER("nbytes", GET_NBYTES, "Bytes of the elements (padding excluded)."),
     GETTER("dtype", GET_DTYPE, "The element type (a numpy.dtype)."),
     GETTER("dims", GET_DIMS, "Dimension labels: 'I', 'J', 'K' and data dimensions '0', ...."),
+    GETTER("axes", GET_AXES,
+           "The dims as a string (GDP-3's first draft), e.g. 'JI': one character per label; "
+           "ValueError for a data dimension from 10 on."),
     {"halo", gtpy_storage_get, storage_set_halo,
      "((lower, upper), ...) per dimension. Settable with ints (symmetric) or pairs; the "
      "aligned point does not move.",
@@ -88,11 +91,17 @@ static PyGetSetDef storage_getset[] = {
     GETTER("aligned_index", GET_ALIGNED,
            "The index whose element sits at a multiple of alignment_size bytes."),
     GETTER("alignment_size", GET_ALIGNMENT, "Alignment of the aligned point, in bytes."),
+    GETTER("alignment", GET_ALIGNMENT_ELEMENTS,
+           "Alignment of the aligned point in elements (GDP-3's first draft): "
+           "max(alignment_size // itemsize, 1)."),
     GETTER("layout", GET_LAYOUT,
            "Rank of each dimension in decreasing stride order (the highest is contiguous)."),
     GETTER("defaults", GET_PRESET, "The preset the storage was made with, or None."),
     {"data", storage_data, NULL,
      "A memoryview of the host memory (brought up to date first); None without one.", NULL},
+    {"flags", gtpy_storage_flags, NULL,
+     "The flags of the host ndarray (brought up to date first); None without one.", NULL},
+    {"gpu", gtpy_storage_gpu, NULL, "Whether the storage has a device (GPU) buffer.", NULL},
     {"device", gtpy_storage_device, NULL,
      "The device of the device buffer ('cuda:0', 'emulated', ...); None for host storages.",
      NULL},
