@@ -120,7 +120,7 @@ int gts_dims_parse(const char *text, gts_dim *dims, int *ndim, gts_error *err)
 
 int gts_dims_format(int ndim, const gts_dim *dims, char text[GTS_MAX_NDIM + 1], gts_error *err)
 {
-    int rc = check_ndim(ndim, err);
+    int rc = gts_dims_check(ndim, dims, err);
     if (rc)
         return rc;
     for (int d = 0; d < ndim; ++d) {

@@ -72,6 +72,11 @@ static void test_known(void)
 {
     for (size_t i = 0; i < sizeof known / sizeof known[0]; ++i)
         check_known(&known[i]);
+    /* an alignment in elements: B (bytes over the itemsize), at least 1 */
+    CHECK_INT_EQ(gts_alignment_elements(64, 8), 8);
+    CHECK_INT_EQ(gts_alignment_elements(8, 8), 1);
+    CHECK_INT_EQ(gts_alignment_elements(8, 16), 1); /* each element aligned */
+    CHECK_INT_EQ(gts_alignment_elements(1, 4), 1);
 }
 
 /* ---- offsets ----------------------------------------------------------- */

@@ -148,6 +148,19 @@ static void test_dims_parse_check(void)
     const gts_dim repeated[] = {GTS_DIM_J, 3, GTS_DIM_J};
     CHECK_FAILS(gts_dims_check(3, repeated, ERR), GTS_EINVAL, "'J' appears twice");
     CHECK_FAILS(gts_dims_check(GTS_MAX_NDIM + 1, valid, ERR), GTS_EINVAL, "ndim");
+
+    /* the inverse of parse: one character per label */
+    char text[GTS_MAX_NDIM + 1];
+    CHECK_OK(gts_dims_parse("0KJI1", dims, &ndim, ERR));
+    if (CHECK_OK(gts_dims_format(ndim, dims, text, ERR)))
+        CHECK(strcmp(text, "0KJI1") == 0);
+    if (CHECK_OK(gts_dims_format(0, dims, text, ERR)))
+        CHECK(text[0] == '\0');
+    const gts_dim two_characters[] = {GTS_DIM_I, 10};
+    CHECK_FAILS(gts_dims_format(2, two_characters, text, ERR), GTS_EINVAL,
+                "label '10' (position 1) has more than one character");
+    CHECK_FAILS(gts_dims_format(2, bad_label, text, ERR), GTS_EINVAL, "-4");
+    CHECK_FAILS(gts_dims_format(GTS_MAX_NDIM + 1, valid, text, ERR), GTS_EINVAL, "ndim");
 }
 
 /* ---- layouts ----------------------------------------------------------- */

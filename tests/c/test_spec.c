@@ -86,6 +86,29 @@ static void test_spec_presets(void)
     spec.preset = &gpu;
     if (CHECK_OK(gts_storage_spec_resolve(&spec, NULL, ERR)))
         CHECK_INT_EQ(spec.alignment_size, 32 * 4);
+    /* an alignment in elements (GDP-3's first draft) beats the preset's, and
+     * must agree with alignment_size where both are given */
+    spec = spec_of(3, shape, F4);
+    spec.preset = &gpu;
+    spec.alignment = 4;
+    if (CHECK_OK(gts_storage_spec_resolve(&spec, NULL, ERR)))
+        CHECK(spec.alignment_size == 16 && spec.alignment == 0);
+    spec = spec_of(3, shape, F8);
+    spec.alignment = 4;
+    spec.alignment_size = 32;
+    CHECK_OK(gts_storage_spec_resolve(&spec, NULL, ERR));
+    spec = spec_of(3, shape, F8);
+    spec.alignment = 4;
+    spec.alignment_size = 16;
+    CHECK_FAILS(gts_storage_spec_resolve(&spec, NULL, ERR), GTS_EINVAL,
+                "alignment_size=16 and alignment=4 disagree: 4 elements of 8 bytes are 32 bytes");
+    spec = spec_of(3, shape, F8);
+    spec.alignment = -2;
+    CHECK_FAILS(gts_storage_spec_resolve(&spec, NULL, ERR), GTS_EINVAL,
+                "alignment: -2 elements is not positive");
+    spec = spec_of(3, shape, F8);
+    spec.alignment = INT64_MAX / 4;
+    CHECK_FAILS(gts_storage_spec_resolve(&spec, NULL, ERR), GTS_EOVERFLOW, "overflows");
 
     /* gt:cpu_kfirst: K contiguous wherever it stands; dims KJI, shape (3, 4, 5) */
     spec = spec_of(3, (const int64_t[]){3, 4, 5}, F8);
