@@ -52,13 +52,15 @@ class _Accessor:
     """``DataArray.__gt_data_interface__``: an accessor that xarray does not
     cache (see the module docstring)."""
 
+    gtstore = True  # ours, whichever import of this module made it (a reload)
+
     def __get__(self, data_array, owner=None):
         return self if data_array is None else data_interface(data_array)
 
 
 def _register(xarray):
     cls = xarray.DataArray
-    if isinstance(cls.__dict__.get("__gt_data_interface__"), _Accessor):
+    if getattr(cls.__dict__.get("__gt_data_interface__"), "gtstore", False):
         return
     if hasattr(cls, "__gt_data_interface__"):  # as xarray's own registration warns
         import warnings

@@ -289,6 +289,10 @@ def test_both_sides_of_one_storage_keep_its_state():
                                          "of one storage, whose state is its own"):
         gtstore.as_storage(u, u, sync_state=S.SYNC_CLEAN)
     assert gtstore.as_storage(u, u, sync_state=u.sync_state).sync_state is u.sync_state
+    inner = gtstore.as_storage(u[1:], u[1:])  # two views of the same elements
+    assert inner.sync_state is u.sync_state and inner.shape == (2, 4)
+    with pytest.raises(ValueError, match="^device_data: other elements of data's storage"):
+        gtstore.as_storage(u[0:1], u[2:3])
 
 
 def test_storage_copies_both_sides():

@@ -1441,6 +1441,7 @@ def test_first_draft_keyword_aliases(function):
     s = function(defaults="numpy", default_parameters="numpy", layout=(0, 1, 2),
                  layout_map=(0, 1, 2), device="cpu", gpu=False)
     assert s.defaults == "numpy" and s.layout == (0, 1, 2)
+    assert function(layout=[0, 1, 2], layout_map=(0, 1, 2)).layout == (0, 1, 2)  # as written
     with pytest.raises(ValueError, match=r"defaults='numpy'.*default_parameters='gtmc'"):
         function(defaults="numpy", default_parameters="gtmc")
     with pytest.raises(ValueError, match=r"layout=\(0, 1, 2\).*layout_map=\(2, 1, 0\)"):
@@ -2089,6 +2090,10 @@ def test_gpu_and_flags_attributes_on_the_host():
     r = gtstore.as_storage(source)
     assert r.flags.writeable is False
     assert gtstore.zeros((3, 4), layout=(1, 0)).flags.f_contiguous
+    with pytest.raises(AttributeError):  # a record: no write that would be dropped
+        s.flags.writeable = False
+    s[0, 0] = 1.0
+    assert s.flags.writeable
 
 
 def test_gpu_and_flags_attributes_with_a_device(emulated_gpu):

@@ -37,6 +37,21 @@ static int same_dims(PyObject *first, const char *first_name, PyObject *value, c
     return na == nb && memcmp(a, b, (size_t)na * sizeof *a) == 0;
 }
 
+/* Layouts compare as written, a list agreeing with the tuple of the same
+ * ranks ([0, 1] and (0, 1)); an axis string or a function as itself. */
+static int same_layout(PyObject *first, const char *first_name, PyObject *value,
+                       const char *name)
+{
+    bool ranks = PyList_Check(first) || PyTuple_Check(first);
+    if (!ranks || !(PyList_Check(value) || PyTuple_Check(value)))
+        return same_value(first, first_name, value, name);
+    PyObject *a = PySequence_Tuple(first), *b = a ? PySequence_Tuple(value) : NULL;
+    int same = b ? PyObject_RichCompareBool(a, b, Py_EQ) : -1;
+    Py_XDECREF(a);
+    Py_XDECREF(b);
+    return same;
+}
+
 /* device= and gpu= compare by the device kind: gpu=True agrees with
  * device="gpu". */
 static int same_device(PyObject *first, const char *first_name, PyObject *value, const char *name)
@@ -86,9 +101,9 @@ static const gtpy_keyword keywords[] = {
     {.name = "dimensions", .field = FIELD(dims), .param = FIELD(dims_param), .same = same_dims},
     {.name = "axes", .field = FIELD(dims), .param = FIELD(dims_param), .same = same_dims},
     {.name = "halo", .field = FIELD(halo)},
-    {.name = "layout", .field = FIELD(layout), .param = FIELD(layout_param), .same = same_value},
+    {.name = "layout", .field = FIELD(layout), .param = FIELD(layout_param), .same = same_layout},
     {.name = "layout_map", .field = FIELD(layout), .param = FIELD(layout_param),
-     .same = same_value},
+     .same = same_layout},
     /* None is a value: device memory only (absent: "gt4py"); request.c
      * converts it. */
     {.name = "managed", .field = FIELD(managed), .none_is_value = true},

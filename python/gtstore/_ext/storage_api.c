@@ -340,22 +340,26 @@ static PyObject *api_rebuild_storage(PyObject *self, PyObject *args)
 }
 
 #define COMMON_SIGNATURE                                                                     \
-    "defaults=None, backend=None, aligned_index=None, alignment_size=None, device=None, "    \
-    "dims=None, axes=None, halo=None, layout=None, managed=None)\n--\n\n"
+    "defaults=None, backend=None, default_parameters=None, aligned_index=None, "             \
+    "alignment_size=None, alignment=None, device=None, gpu=None, dims=None, axes=None, "    \
+    "halo=None, layout=None, layout_map=None, managed=None)\n--\n\n"
 #define COMMON_DOC                                                                           \
     "\n\nKeywords (each from the first of: the keyword, the preset, the data or template, "  \
     "the fallback):\n"                                                                       \
-    "  defaults, backend: a preset name (aliases), e.g. 'gt:cpu_ifirst'.\n"                 \
+    "  defaults, backend, default_parameters: a preset name (aliases), e.g.\n"              \
+    "    'gt:cpu_ifirst'.\n"                                                                 \
     "  aligned_index: the index whose element is aligned; default: the lower halo.\n"       \
-    "  alignment_size: alignment of that element in bytes; default: the preset's\n"        \
-    "    alignment times the itemsize, else 1.\n"                                           \
+    "  alignment_size: alignment of that element in bytes; alignment: the same in\n"       \
+    "    elements (GDP-3's first draft; both: they agree); default: the preset's\n"        \
+    "    alignment times the itemsize, else the template's, else 1.\n"                     \
     "  device: 'cpu' or 'gpu' (None: the preset's); default 'cpu'. 'gpu' allocates on the\n" \
     "    device gtstore.gpu() names (CUDA, or the emulated device: gtstore.use_gpu).\n"     \
+    "    gpu: True or False, the same as device='gpu' or 'cpu'.\n"                          \
     "  dims, axes: labels 'I', 'J', 'K', '0', ... (aliases); default 'IJK'[:ndim].\n"       \
     "  halo: per dimension an int or a pair (lower, upper); default none.\n"                \
-    "  layout: ranks in decreasing stride order such as (2, 1, 0), axis names from the\n"  \
-    "    largest stride in such as 'KJI', or a function of the dims; default: the\n"       \
-    "    preset's, else C order.\n"                                                         \
+    "  layout, layout_map: ranks in decreasing stride order such as (2, 1, 0), axis names\n" \
+    "    from the largest stride in such as 'KJI', or a function of the dims (aliases);\n" \
+    "    default: the preset's, else C order.\n"                                           \
     "  managed: for GPU storages, 'gt4py' (a host copy kept in sync; the default), None or\n" \
     "    False (device memory only) or 'cuda' (CUDA managed memory); no effect on the CPU."
 

@@ -72,6 +72,23 @@ PyObject *gtpy_storage_ndarray_over(gts_storage *g, PyObject *base, bool write)
 
 /* The flags of the host ndarray (writeable unless the storage is
  * read-only), brought up to date as `data` is; None without a host side. */
+/* Storage.flags: NumPy's flags of the host memory, as a read-only record
+ * (a flags object of a temporary array would take `s.flags.writeable =
+ * False` and drop it: a storage is made read-only when it is created). */
+static PyStructSequence_Field flag_fields[] = {
+    {"c_contiguous", NULL}, {"f_contiguous", NULL}, {"writeable", NULL},
+    {"aligned", NULL},      {"owndata", NULL},      {NULL, NULL},
+};
+static PyStructSequence_Desc flags_desc = {"gtstore.StorageFlags",
+                                           "The flags of a storage's host memory (read-only).",
+                                           flag_fields, 5};
+static PyTypeObject flags_type;
+
+int gtpy_storage_flags_type_ready(void)
+{
+    return flags_type.tp_name ? 0 : PyStructSequence_InitType2(&flags_type, &flags_desc);
+}
+
 PyObject *gtpy_storage_flags(PyObject *self, void *closure)
 {
     (void)closure;
@@ -83,8 +100,17 @@ PyObject *gtpy_storage_flags(PyObject *self, void *closure)
         return NULL;
     PyObject *array = array_over(&g, self, g.readonly);
     PyObject *flags = array ? PyObject_GetAttrString(array, "flags") : NULL;
+    PyObject *record = flags ? PyStructSequence_New(&flags_type) : NULL;
+    for (int i = 0; record && i < flags_desc.n_in_sequence; ++i) {
+        PyObject *value = PyObject_GetAttrString(flags, flag_fields[i].name);
+        if (!value)
+            Py_CLEAR(record);
+        else
+            PyStructSequence_SET_ITEM(record, i, value);
+    }
+    Py_XDECREF(flags);
     Py_XDECREF(array);
-    return flags;
+    return record;
 }
 
 PyObject *gtpy_storage_ndarray(PyObject *self, bool write)

@@ -104,6 +104,7 @@ PyObject *gtpy_storage_array(PyObject *self, PyObject *const *args, Py_ssize_t n
 PyObject *gtpy_storage_array_function(PyObject *self, PyObject *args);
 /* The host ndarray's flags; None without a host side (storage_host.c). */
 PyObject *gtpy_storage_flags(PyObject *self, void *closure);
+int gtpy_storage_flags_type_ready(void); /* the record Storage.flags gives */
 
 /* ---- storage_device.c ---- */
 PyObject *gtpy_storage_to_cupy(PyObject *self, PyObject *unused);

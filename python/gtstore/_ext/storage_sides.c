@@ -126,6 +126,16 @@ static int sides_state(const gtpy_request *r, const side *host, const side *devi
         Py_XINCREF(*shared);
         return 0;
     }
+    gts_storage h, d;
+    gtpy_storage_load(host->src.storage, &h);
+    gtpy_storage_load(device->src.storage, &d);
+    if (h.offset != d.offset || h.ndim != d.ndim ||
+        memcmp(h.strides, d.strides, (size_t)h.ndim * sizeof *h.strides) != 0) {
+        PyErr_SetString(PyExc_ValueError,
+                        "device_data: other elements of data's storage; the two sides of a "
+                        "storage hold the same elements (give the same view as both)");
+        return -1;
+    }
     if (r->sync_state && r->sync_state != Py_None) {
         PyErr_SetString(PyExc_ValueError,
                         "sync_state: data and device_data are the two sides of one storage, "

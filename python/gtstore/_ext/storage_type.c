@@ -100,7 +100,8 @@ static PyGetSetDef storage_getset[] = {
     {"data", storage_data, NULL,
      "A memoryview of the host memory (brought up to date first); None without one.", NULL},
     {"flags", gtpy_storage_flags, NULL,
-     "The flags of the host ndarray (brought up to date first); None without one.", NULL},
+     "The flags of the host ndarray (brought up to date first) as a read-only record "
+     "(c_contiguous, f_contiguous, writeable, aligned, owndata); None without one.", NULL},
     {"gpu", gtpy_storage_gpu, NULL, "Whether the storage has a device (GPU) buffer.", NULL},
     {"device", gtpy_storage_device, NULL,
      "The device of the device buffer ('cuda:0', 'emulated', ...); None for host storages.",
@@ -420,5 +421,5 @@ int gtpy_storage_type_ready(void)
     t->tp_richcompare = gtpy_storage_richcompare;
     t->tp_methods = storage_methods;
     t->tp_getset = storage_getset;
-    return PyType_Ready(t);
+    return gtpy_storage_flags_type_ready() < 0 ? -1 : PyType_Ready(t);
 }
