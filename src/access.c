@@ -21,8 +21,9 @@ static int check_arguments(const gts_storage *storage, gts_side side, gts_access
     return GTS_OK;
 }
 
-/* The sync rule of gtstore/sync.h for the access (nothing to do on a
- * buffer with one side). */
+/* The sync rule of gtstore/sync.h for the access, which also orders the
+ * side after the device work on the buffer (on a buffer with one side,
+ * only that). */
 static int apply_sync_rule(gts_buffer *buffer, gts_side side, gts_access access,
                            gts_stream stream, gts_error *err)
 {
@@ -119,13 +120,14 @@ int gts_storage_access(const gts_storage *storage, gts_side side, gts_access acc
         return gts_error_set(err, GTS_ENOTSUP,
                              "storage: its memory on the %s device has no host side",
                              device->name);
+    /* the side brought up to date and ordered after the device work on
+     * the buffer (the sync rules order every buffer's side) */
     if ((rc = apply_sync_rule(buffer, side, access, stream, err)))
         return rc;
     /* Memory the host shares with a GPU: the host reads and writes it only
      * once the work queued there is done. */
-    if ((rc = gts_buffer_order_wait(buffer, side, stream, err)) ||
-        (side == GTS_SIDE_HOST && device->kind != GTS_MEMORY_HOST && device->host_accessible &&
-         (rc = gts_device_synchronize(device, stream, err)))) {
+    if (side == GTS_SIDE_HOST && device->kind != GTS_MEMORY_HOST && device->host_accessible &&
+        (rc = gts_device_synchronize(device, stream, err))) {
         end_held(buffer, access);
         return rc;
     }

@@ -209,10 +209,8 @@ int gts_buffer_sync(gts_buffer *buffer, gts_side to, bool force, gts_stream stre
         return gts_error_set(err, GTS_EINVAL, "to: %d is no gts_side", (int)to);
     if (!buffer)
         return null_buffer(err);
-    if (!buffer->mirror)
-        return GTS_OK;
     uint64_t word = atomic_load_explicit(&buffer->sync, memory_order_acquire);
-    if (!force && state_of(word) != stale(to)) /* current: the fast path */
+    if (!buffer->mirror || (!force && state_of(word) != stale(to))) /* current: the fast path */
         return order_side(buffer, to, stream, err);
     waiter w = {0, NULL, NULL};
     int rc = sync_waiting(buffer, to, force, stream, &w, err);
@@ -259,8 +257,8 @@ int gts_buffer_write_begin(gts_buffer *buffer, gts_side side, gts_stream stream,
         return gts_error_set(err, GTS_EINVAL, "side: %d is no gts_side", (int)side);
     if (!buffer)
         return null_buffer(err);
-    if (!buffer->mirror)
-        return GTS_OK;
+    if (!buffer->mirror) /* nothing to mark: only the order */
+        return order_side(buffer, side, stream, err);
     uint64_t word = atomic_load_explicit(&buffer->sync, memory_order_acquire);
     int rc = GTS_OK;
     if (!try_begin(buffer, side, &word)) { /* else the fast path */

@@ -22,7 +22,12 @@
  *
  * Buffers with one side (host memory, plain device memory, managed or
  * pinned memory) have nothing to track: their state is always
- * GTS_SYNC_CLEAN, and these calls do nothing.
+ * GTS_SYNC_CLEAN, and these calls copy and mark nothing, but still order
+ * the side as they say (gtstore/access.h), so that code written for
+ * mirrored buffers is right for every buffer. (Before, they did nothing,
+ * and a write begun on plain device memory on one stream could run before
+ * the work queued on it on another: the random sequences of the stream
+ * order test found it.)
  *
  * A NULL buffer: not mirrored, GTS_SYNC_CLEAN, and GTS_EINVAL from the
  * calls that sync or mark. */
