@@ -7,10 +7,42 @@
 #include <string.h>
 
 static atomic_bool skip_waits;
+static _Atomic(gts_stream) deferred_for_testing;
 
 void gts__order_skip_waits_for_testing(bool skip)
 {
     atomic_store(&skip_waits, skip);
+}
+
+void gts__order_defer_for_testing(gts_stream stream)
+{
+    atomic_store(&deferred_for_testing, stream);
+}
+
+/* The stream of `dev` whose records are deferred (stream_order.h): CUDA's
+ * legacy default stream, which lives as long as the context, so that an
+ * event recorded on it later still follows the work queued before. */
+static gts_stream deferred_stream(const gts_device_ops *dev)
+{
+    gts_stream legacy = gts_device_legacy_stream(dev);
+    return legacy ? legacy : atomic_load_explicit(&deferred_for_testing, memory_order_relaxed);
+}
+
+/* Under the lock: the event of work pending without one (its record was
+ * deferred), recorded now on its stream: it follows that work, and
+ * perhaps later work of the stream too, which a wait then waits for as
+ * well (late, never early). */
+static int materialize_locked(const gts_device_ops *dev, gts__order *o, gts_error *err)
+{
+    if (!o->pending || o->event)
+        return GTS_OK;
+    gts__order_event *event;
+    int rc = gts__order_event_take(dev, &event, err);
+    if (!rc && (rc = gts_device_event_record(dev, event->handle, o->stream, err)))
+        gts__order_event_release(event);
+    if (!rc)
+        o->event = event;
+    return rc;
 }
 
 void gts__order_init(gts__order *order)
@@ -37,19 +69,23 @@ static void unlock(gts__order *o)
 
 /* What the waits and queries start from, read under the lock: whether
  * work is pending, the event that covers it (a reference of the snapshot's
- * own where pending: done() drops it) and how many records the order has
- * seen (a later record changes the count). */
+ * own where pending: done() drops it; NULL where a deferred record could
+ * not be made, and the stream is waited for instead), its stream, and how
+ * many records the order has seen (a later record changes the count). */
 typedef struct order_snapshot {
     bool pending;
     gts__order_event *event;
+    gts_stream stream;
     uint64_t records;
 } order_snapshot;
 
-static order_snapshot snapshot(gts__order *o)
+static order_snapshot snapshot(const gts_device_ops *dev, gts__order *o)
 {
     lock(o);
-    order_snapshot now = {o->pending, o->pending ? gts__order_event_retain(o->event) : NULL,
-                          o->records};
+    bool recorded = materialize_locked(dev, o, NULL) == GTS_OK;
+    order_snapshot now = {o->pending,
+                          o->pending && recorded ? gts__order_event_retain(o->event) : NULL,
+                          o->stream, o->records};
     unlock(o);
     return now;
 }
@@ -78,20 +114,28 @@ static bool ordered(const gts_device_ops *dev)
     return dev->event_create != NULL;
 }
 
-int gts__order_host(const gts_device_ops *dev, gts__order *o, gts_error *err)
+/* The host waits for the work pending on the buffer: its event, or its
+ * stream where the event could not be recorded. */
+static int wait_host(const gts_device_ops *dev, gts__order *o, gts_error *err)
 {
-    if (!ordered(dev) || atomic_load_explicit(&skip_waits, memory_order_relaxed))
-        return GTS_OK;
-    order_snapshot now = snapshot(o);
+    order_snapshot now = snapshot(dev, o);
     if (!now.pending)
         return GTS_OK;
     /* A record meanwhile covers this one's work too (stream_order.h), so
      * the event is waited for as it is when the wait begins. */
-    int rc = gts_device_event_synchronize(dev, now.event->handle, err);
+    int rc = now.event ? gts_device_event_synchronize(dev, now.event->handle, err)
+                       : gts_device_synchronize(dev, now.stream, err);
     if (!rc)
         settle(o, now);
     done(now);
     return rc;
+}
+
+int gts__order_host(const gts_device_ops *dev, gts__order *o, gts_error *err)
+{
+    if (!ordered(dev) || atomic_load_explicit(&skip_waits, memory_order_relaxed))
+        return GTS_OK;
+    return wait_host(dev, o, err);
 }
 
 int gts__order_device(const gts_device_ops *dev, gts__order *o, gts_stream stream,
@@ -102,11 +146,15 @@ int gts__order_device(const gts_device_ops *dev, gts__order *o, gts_stream strea
     if (!ordered(dev) || atomic_load_explicit(&skip_waits, memory_order_relaxed))
         return GTS_OK;
     int rc = GTS_OK;
+    bool unrecorded = false;
     lock(o);
-    if (o->pending && o->stream != stream)
-        rc = gts_device_event_wait(dev, stream, o->event->handle, err);
+    if (o->pending && o->stream != stream) {
+        unrecorded = materialize_locked(dev, o, NULL) != GTS_OK;
+        if (!unrecorded)
+            rc = gts_device_event_wait(dev, stream, o->event->handle, err);
+    }
     unlock(o);
-    return rc;
+    return unrecorded ? wait_host(dev, o, err) : rc;
 }
 
 /* Sorts `o` by address and drops repeats; returns how many are left. A
@@ -140,13 +188,55 @@ static gts__order_event *held_by_these_only(gts__order *const *o, int n)
     return event && atomic_load_explicit(&event->refs, memory_order_acquire) == n ? event : NULL;
 }
 
+/* Under the locks: the deferred records of orders pending on streams
+ * other than `stream` made now, one event for those of one stream (orders
+ * recorded together share it, and a wait then waits for it once). */
+static int materialize_all_locked(const gts_device_ops *dev, gts__order *const *o, int n,
+                                  gts_stream stream, gts_error *err)
+{
+    gts__order_event *made = NULL;
+    gts_stream made_on = NULL;
+    for (int i = 0; i < n; ++i) {
+        if (!o[i]->pending || o[i]->event || o[i]->stream == stream)
+            continue;
+        if (made && o[i]->stream == made_on) {
+            o[i]->event = gts__order_event_retain(made);
+            continue;
+        }
+        int rc = materialize_locked(dev, o[i], err);
+        if (rc)
+            return rc;
+        made = o[i]->event;
+        made_on = o[i]->stream;
+    }
+    return GTS_OK;
+}
+
+/* Under the locks: the orders' work follows the work queued on `stream`
+ * now, with no event yet (a deferred record); `replaced` gets the events
+ * they held. */
+static void defer_locked(gts__order *const *o, int n, gts_stream stream,
+                         gts__order_event **replaced)
+{
+    for (int i = 0; i < n; ++i) {
+        replaced[i] = o[i]->event;
+        o[i]->event = NULL;
+        o[i]->stream = stream;
+        o[i]->pending = true;
+        ++o[i]->records;
+    }
+}
+
 /* Under the locks: `stream` waits for the points recorded on other
- * streams, then one event is recorded there for all. `replaced` gets the
- * references the orders held before (NULL where the event is the same). */
+ * streams, then one event is recorded there for all (or, on the deferred
+ * stream, none yet). `replaced` gets the references the orders held before
+ * (NULL where the event is the same). */
 static int record_locked(const gts_device_ops *dev, gts__order *const *o, int n,
                          gts_stream stream, gts__order_event **replaced, gts_error *err)
 {
-    int rc;
+    int rc = materialize_all_locked(dev, o, n, stream, err);
+    if (rc)
+        return rc;
     const gts__order_event *waited = NULL; /* orders recorded together share it */
     for (int i = 0; i < n; ++i)
         if (o[i]->pending && o[i]->stream != stream && o[i]->event != waited) {
@@ -154,6 +244,10 @@ static int record_locked(const gts_device_ops *dev, gts__order *const *o, int n,
                 return rc;
             waited = o[i]->event;
         }
+    if (stream == deferred_stream(dev)) {
+        defer_locked(o, n, stream, replaced);
+        return GTS_OK;
+    }
     gts__order_event *event = held_by_these_only(o, n);
     if (event)
         gts__order_event_retain(event);
@@ -228,9 +322,9 @@ bool gts__order_pending(const gts_device_ops *dev, gts__order *o)
 {
     if (!ordered(dev))
         return false;
-    order_snapshot now = snapshot(o);
+    order_snapshot now = snapshot(dev, o);
     bool done_now = false, pending = now.pending;
-    if (pending && gts_device_event_query(dev, now.event->handle, &done_now, NULL) == GTS_OK &&
+    if (now.event && gts_device_event_query(dev, now.event->handle, &done_now, NULL) == GTS_OK &&
         done_now)
         pending = settle(o, now);
     done(now);
@@ -239,10 +333,9 @@ bool gts__order_pending(const gts_device_ops *dev, gts__order *o)
 
 void gts__order_release(const gts_device_ops *dev, gts__order *o)
 {
-    if (!o->event)
-        return;
     gts_error err;
-    if (o->pending && gts_device_event_synchronize(dev, o->event->handle, &err))
+    /* waited for even while a test skips the waits: the memory goes */
+    if (o->pending && ordered(dev) && wait_host(dev, o, &err))
         fprintf(stderr, "gtstore: waiting for the device work on a buffer before freeing it: "
                         "%s\n", err.message);
     gts__order_forget(o);

@@ -17,6 +17,16 @@
  *   stream queued, whatever threads do meanwhile. Work on several buffers
  *   is recorded with one event for all (gts__order_record_all,
  *   order_event.h).
+ * - On CUDA's legacy default stream, the stream of CuPy's, torch's and
+ *   GT4Py's work unless they are told otherwise, the record is deferred:
+ *   the order remembers the stream, and the event is recorded only when
+ *   something waits (the host, or another stream). A loop of operations on
+ *   that stream then records no event at all (a record costs about half a
+ *   microsecond of a call's few). The event recorded later follows more
+ *   work of the stream than the buffer's, so such a wait may wait longer,
+ *   never shorter; and it needs a stream that outlives every order on it,
+ *   which the legacy stream does (it lives as long as the context), while
+ *   a user's stream may be destroyed before anything waits.
  * Devices without events (the host and host memory) complete everything on
  * return: there is nothing to order. */
 #ifndef GTSTORE_STREAM_ORDER_H
@@ -31,7 +41,8 @@
 
 typedef struct gts__order {
     atomic_bool busy;   /* a spin lock over the fields below (held for a few calls) */
-    gts__order_event *event; /* NULL until the first record; one reference */
+    gts__order_event *event; /* one reference; NULL until the first record, and while a
+                                deferred record is pending */
     gts_stream stream;  /* where the event was last recorded */
     uint64_t records;   /* how many times it was recorded */
     bool pending;       /* recorded, and not yet seen complete */
@@ -78,5 +89,9 @@ void gts__order_forget(gts__order *order);
  * missing wait (tests/c/test_stream_order.c): while set, gts__order_host
  * and gts__order_device wait for nothing. Never set outside that test. */
 void gts__order_skip_waits_for_testing(bool skip);
+/* For the tests on the emulated device, which has no legacy stream: records
+ * on `stream` (NULL: none) are deferred as on CUDA's legacy stream. The
+ * test keeps that stream alive for the rest of the process. */
+void gts__order_defer_for_testing(gts_stream stream);
 
 #endif

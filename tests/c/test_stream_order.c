@@ -20,11 +20,16 @@
  * - Threads, each with its own stream and rows of one shared mirrored
  *   field, writing on both sides and syncing the whole field: none loses
  *   another's write.
+ * - The sequence, the writes held and the threads again with the records
+ *   of one stream deferred (gts__order_defer_for_testing), as they are on
+ *   CUDA's legacy default stream: that stream's work gets its event only
+ *   when something waits for it.
  * - Where a CUDA device is present (the fake driver in the c-fake-cuda
  *   suite), the sequence on it too: its events and stream waits; with the
  *   fake driver, a record of several buffers costs one cuEventRecord, a
  *   record again of the same buffers reuses their event, and a stream
- *   that waits for buffers recorded together waits once. */
+ *   that waits for buffers recorded together waits once; on the legacy
+ *   stream records cost no driver call until something waits. */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <stdint.h>
@@ -259,13 +264,20 @@ static int64_t device_read(const gts_device_ops *dev, field *f, int64_t first, i
 
 /* ---- the random sequence ------------------------------------------------------------- */
 
+/* The stream whose records are deferred while it is set: the runs use it
+ * as their first stream, and never destroy it (work may be pending on it
+ * without an event until the process ends). */
+static gts_stream deferred;
+
 static bool run_open(run *r, const gts_device_ops *dev)
 {
     memset(r, 0, sizeof *r);
     r->dev = dev;
     r->next = 1;
     for (int k = 1; k <= STREAMS; ++k)
-        if (!CHECK_OK(gts_device_stream_create(dev, &r->streams[k], ERR)))
+        if (k == 1 && deferred)
+            r->streams[k] = deferred;
+        else if (!CHECK_OK(gts_device_stream_create(dev, &r->streams[k], ERR)))
             return false;
     for (int k = 0; k < FIELDS; ++k)
         if (!make_field(dev, k != FIELDS - 1, &r->fields[k])) /* the last: device only */
@@ -278,7 +290,8 @@ static void run_close(run *r)
     for (int k = 0; k < FIELDS; ++k)
         gts_storage_release(&r->fields[k].whole);
     for (int k = 1; k <= STREAMS; ++k)
-        gts_device_stream_destroy(r->dev, r->streams[k]);
+        if (r->streams[k] != deferred)
+            gts_device_stream_destroy(r->dev, r->streams[k]);
 }
 
 static void step(run *r)
@@ -577,10 +590,12 @@ static void test_fake_cuda_zeros_queued(const gts_device_ops *cuda, stat_fn stat
             continue;
         CHECK_INT_EQ(stat("stream_syncs"), syncs); /* before: a cuStreamSynchronize */
         CHECK(stat("async_calls") > queued);
-        CHECK_INT_EQ(stat("event_records"), records + 1);
+        CHECK_INT_EQ(stat("event_records"), records); /* deferred: nothing waited yet */
         int64_t bytes = gts_buffer_size(f.whole.buffer); /* the whole block is zeroed */
         unsigned char *block = malloc((size_t)bytes);
-        if (block && CHECK_OK(gts_buffer_order_wait(f.whole.buffer, GTS_SIDE_HOST, NULL, ERR)) &&
+        bool waited = CHECK_OK(gts_buffer_order_wait(f.whole.buffer, GTS_SIDE_HOST, NULL, ERR));
+        CHECK_INT_EQ(stat("event_records"), records + 1); /* recorded for the wait */
+        if (block && waited &&
             CHECK_OK(gts_device_copy_to_host(cuda, block, gts_buffer_data(f.whole.buffer), bytes,
                                              NULL, ERR))) {
             int64_t nonzero = 0;
@@ -643,6 +658,48 @@ static void test_fake_cuda_one_record(const gts_device_ops *cuda, stat_fn stat)
     CHECK_INT_EQ(stat("live_events"), live);
 }
 
+/* With the fake CUDA driver: records on the legacy default stream are
+ * deferred until something waits; a stream's wait or the host's then
+ * records the event once. */
+static void test_fake_cuda_deferred(const gts_device_ops *cuda, stat_fn stat)
+{
+    gts_stream legacy = gts_device_legacy_stream(cuda), other;
+    field f[2];
+    int made = 0;
+    if (!CHECK(legacy != NULL) || !CHECK_OK(gts_device_stream_create(cuda, &other, ERR)))
+        return;
+    while (made < 2 && make_field_zeroed(cuda, false, false, &f[made]))
+        ++made;
+    if (made == 2) {
+        gts_buffer *both[] = {f[0].whole.buffer, f[1].whole.buffer};
+        long long records = stat("event_records"), waits = stat("stream_event_waits");
+        for (int i = 0; i < 10; ++i) /* a loop of calls on the legacy stream */
+            CHECK_OK(gts_buffers_order_record(both, 2, legacy, ERR));
+        CHECK_OK(gts_buffer_order_wait(both[0], GTS_SIDE_DEVICE, legacy, ERR)); /* in order */
+        CHECK_INT_EQ(stat("event_records"), records);
+        CHECK_OK(gts_buffer_order_wait(both[0], GTS_SIDE_DEVICE, other, ERR));
+        CHECK_INT_EQ(stat("event_records"), records + 1);
+        CHECK_INT_EQ(stat("stream_event_waits"), waits + 1);
+        CHECK_OK(gts_buffer_order_wait(both[0], GTS_SIDE_DEVICE, other, ERR)); /* recorded */
+        CHECK_INT_EQ(stat("event_records"), records + 1);
+        CHECK_INT_EQ(stat("stream_event_waits"), waits + 2);
+        CHECK_OK(gts_buffer_order_wait(both[1], GTS_SIDE_HOST, NULL, ERR));
+        CHECK_INT_EQ(stat("event_records"), records + 2);
+        /* work on another stream (which waits for the first's event), then
+           on the legacy one: the legacy stream waits for the other's event,
+           and its own record is deferred again */
+        CHECK_OK(gts_buffers_order_record(both, 2, other, ERR));
+        CHECK_OK(gts_buffers_order_record(both, 2, legacy, ERR));
+        CHECK_INT_EQ(stat("event_records"), records + 3);
+        CHECK_INT_EQ(stat("stream_event_waits"), waits + 4);
+        CHECK_OK(gts_buffer_order_wait(both[0], GTS_SIDE_HOST, NULL, ERR));
+        CHECK_INT_EQ(stat("event_records"), records + 4);
+    }
+    for (int i = 0; i < made; ++i)
+        gts_storage_release(&f[i].whole);
+    gts_device_stream_destroy(cuda, other);
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "detector") == 0) {
@@ -655,18 +712,30 @@ int main(int argc, char **argv)
     test_record_many(emulated);
     for (int round = 0; round < 3; ++round)
         test_threads(emulated);
+    if (CHECK_OK(gts_device_stream_create(emulated, &deferred, ERR))) {
+        gts__order_defer_for_testing(deferred);
+        test_random_sequence(emulated, 400);
+        test_buffer_level(emulated);
+        for (int round = 0; round < 3; ++round)
+            test_threads(emulated);
+        gts__order_defer_for_testing(NULL);
+        deferred = NULL; /* kept: work may be pending on it (run_open) */
+    }
     const gts_device_ops *cuda;
     if (gts_device_get((gts_device_id){GTS_DL_CUDA, 0}, &cuda, NULL) == GTS_OK) {
         printf("and on %s\n", cuda->name);
+        stat_fn stat = fake_stat();
+        if (stat) {
+            /* first: no buffer freed in stream order yet, whose frees a new
+               buffer's order would start after (stream_free.h) */
+            test_fake_cuda_one_record(cuda, stat);
+            test_fake_cuda_zeros_queued(cuda, stat);
+            test_fake_cuda_deferred(cuda, stat);
+        }
         test_random_sequence(cuda, 200);
         test_buffer_level(cuda);
         test_record_many(cuda);
         test_threads(cuda);
-        stat_fn stat = fake_stat();
-        if (stat) {
-            test_fake_cuda_one_record(cuda, stat);
-            test_fake_cuda_zeros_queued(cuda, stat);
-        }
     }
     return check_summary("stream_order");
 }
