@@ -57,10 +57,7 @@ int gts__stream_free_order_new(const gts_device_ops *dev, gts__order *order, gts
 {
     gts_stream legacy = gts_device_legacy_stream(dev);
     gts__order *frees = legacy ? frees_of(dev, false) : NULL;
-    /* no query: on the legacy stream the record is deferred, so it costs
-     * nothing, while a query would record the frees' event on every
-     * allocation in a loop of calls */
-    if (!frees || !gts__order_unfinished(dev, frees))
+    if (!frees || !gts__order_pending(dev, frees))
         return GTS_OK;
     return gts__order_record(dev, order, legacy, err);
 }

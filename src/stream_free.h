@@ -12,15 +12,13 @@
  * The new owner of such a block may use it on another stream, or from the
  * host, which the legacy stream does not order. Each GPU therefore keeps
  * one more stream order, of its frees: an event recorded on the legacy
- * stream after every such free whose buffer's work was still pending. An
- * allocation after such a free starts the new buffer's own order there (a
- * record on the legacy stream), so that its first access from elsewhere
- * waits for the frees before it. Records on the legacy stream are deferred
- * (stream_order.h), so this costs an allocation nothing, and only an access
- * from elsewhere records the event it waits for; asking whether the frees
- * completed would cost a query, and a record, on every allocation of a
- * loop. Until something waits for them, the frees count as pending (a wait
- * for more than is needed, never less). The halo messages' blocks (device
+ * stream after every such free whose buffer's work was still pending (the
+ * record deferred, as every record on that stream is: the next allocation's
+ * query makes it, stream_order.h). An allocation while that event is
+ * pending starts the new buffer's own order there (a record on the legacy
+ * stream, deferred too), so that its first access from elsewhere waits for
+ * the frees before it; once the event is seen complete (a query),
+ * allocations record nothing. The halo messages' blocks (device
  * messages, staging blocks), which are not buffers, start their orders the
  * same way (halo_messages.c). */
 #ifndef GTSTORE_STREAM_FREE_H
