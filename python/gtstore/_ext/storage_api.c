@@ -361,7 +361,9 @@ static PyObject *api_rebuild_storage(PyObject *self, PyObject *args)
     "    from the largest stride in such as 'KJI', or a function of the dims (aliases);\n" \
     "    default: the preset's, else C order.\n"                                           \
     "  managed: for GPU storages, 'gt4py' (a host copy kept in sync; the default), None or\n" \
-    "    False (device memory only) or 'cuda' (CUDA managed memory); no effect on the CPU."
+    "    False (device memory only) or 'cuda' (CUDA managed memory); no effect on the CPU.\n" \
+    "A field whose dims are one or two of I, J and K also takes shape (with dims), halo,\n"   \
+    "aligned_index and a layout tuple as 3 entries in I, J, K order: its dims' are used."
 
 #define METHOD(fn, signature, doc)                                                           \
     {#fn, (PyCFunction)(void (*)(void))api_##fn, METH_FASTCALL | METH_KEYWORDS,              \
