@@ -578,7 +578,8 @@ def test_device_data_is_checked(function):
     # (test_cuda_arrays.py wraps and copies real pairs)
     with pytest.raises(ValueError, match="device_data: a numpy.ndarray is not in device memory"):
         function(np.zeros(3), np.zeros(3))
-    with pytest.raises(TypeError, match="data: device_data needs data too"):
+    # device_data alone must be device memory too (test_cuda_arrays.py wraps and copies one)
+    with pytest.raises(ValueError, match="device_data: a numpy.ndarray is not in device memory"):
         function(device_data=np.zeros(3))
 
 
@@ -906,6 +907,50 @@ def test_storage_copy_false_wraps():
         "defaults",
     ):
         assert getattr(s, attr) == getattr(t, attr), attr
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        dict(),
+        dict(dtype="f4", halo=((1, 2), 0), dims="JI"),
+        dict(defaults="gt:cpu_kfirst", aligned_index=(1, 1), alignment_size=64),
+    ],
+    ids=param_id,
+)
+def test_storage_copy_false_with_a_shape_is_empty(kwargs):
+    # GDP-3's final text: "If copy=False and neither data nor device_data are
+    # provided, the other arguments are used to allocate ... (equivalent to empty())"
+    s = gtstore.storage(copy=False, shape=(5, 6), **kwargs)
+    e = gtstore.empty((5, 6), **kwargs)
+    assert type(s) is type(e)
+    for name in ("shape", "dtype", "dims", "halo", "layout", "aligned_index", "alignment_size",
+                 "strides", "defaults"):
+        assert getattr(s, name) == getattr(e, name), name
+    s[...] = 1.0  # its own memory, writable
+    assert float(s[4, 5]) == 1.0
+
+
+@pytest.mark.parametrize(
+    "call, error, pattern",
+    [
+        (lambda: gtstore.storage(), TypeError,
+         r"^storage\(\) needs data .*, or copy=False with shape="),
+        (lambda: gtstore.storage(copy=False), TypeError, r"copy=False with shape="),
+        (lambda: gtstore.storage(shape=(3, 4)), ValueError,
+         r"^copy: storage\(shape=\(3, 4\)\) allocates without data only with copy=False"),
+        (lambda: gtstore.storage(values((3,)), shape=(3,)), TypeError,
+         r"^shape: storage\(\) takes a shape only without data and device_data \(\(3,\) given\)"),
+        (lambda: gtstore.storage(copy=False, shape=(3, -1)), ValueError, r"shape: negative extent"),
+        (lambda: gtstore.as_storage(), TypeError, r"^as_storage\(\) needs data .* or device_data"),
+        (lambda: gtstore.as_storage(shape=(3,)), TypeError, r"unexpected keyword argument 'shape'"),
+    ],
+    ids=["storage()", "copy=False", "copy=True", "data and shape", "bad shape", "as_storage()",
+         "as_storage shape"],
+)
+def test_storage_without_data(call, error, pattern):
+    with pytest.raises(error, match=pattern):
+        call()
 
 
 def test_storage_copy_false_with_a_dtype():
