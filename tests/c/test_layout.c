@@ -241,6 +241,12 @@ static void test_layout_from_order_errors(void)
                 "'K'");
     CHECK_FAILS(gts_layout_from_axes(ndim, dims, "IJ", layout, ERR), GTS_EINVAL, "'K'");
     CHECK_FAILS(gts_layout_from_axes(ndim, dims, "IJL", layout, ERR), GTS_EINVAL, "'IJL'");
+    /* the parameter named once, at the start: the reasons quoted without theirs */
+    CHECK_FAILS(gts_layout_from_axes(ndim, dims, "KXI", layout, ERR), GTS_EINVAL,
+                "layout: 'KXI' is not an axis order such as 'KJI' (invalid label 'X' in 'KXI'");
+    CHECK_FAILS(gts_layout_from_axes(ndim, dims, "KJ", layout, ERR), GTS_EINVAL,
+                "layout: 'KJ' does not fit the dims (the axis order does not place dimension "
+                "'I')");
     CHECK_FAILS(gts_layout_from_axes(ndim, dims, "IJKI", layout, ERR), GTS_EINVAL, "'IJKI'");
     CHECK_FAILS(gts_layout_from_axes(ndim, dims, NULL, layout, ERR), GTS_EINVAL, "NULL");
     const gts_dim repeated_order[] = {GTS_DIM_I, GTS_DIM_I, GTS_DIM_K};

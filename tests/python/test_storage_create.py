@@ -1466,6 +1466,24 @@ def test_gt4py_keywords_take_no_ijk_order():
         ga.zeros((3, 4), dimensions="IJ", backend="numpy", aligned_index=(1, 1, 0))
 
 
+@pytest.mark.parametrize("keyword", ["layout", "layout_map"])
+@pytest.mark.parametrize(
+    "layout, reason",
+    [
+        ("KXI", "is not an axis order such as 'KJI' (invalid label 'X' in 'KXI'"),
+        ("KKI", "is not an axis order such as 'KJI' ('K' appears twice"),
+        ("KJ", "does not fit the dims (the axis order does not place dimension 'I')"),
+    ],
+)
+def test_bad_axis_string_names_the_keyword_once(keyword, layout, reason):
+    for value in (layout, lambda dims: layout):
+        with pytest.raises(ValueError) as error:
+            gtstore.zeros((3, 4, 5), **{keyword: value})
+        message = str(error.value)
+        assert message.startswith(f"{keyword}: {layout!r} {reason}"), message
+        assert message.count("layout") == 1 and "dims:" not in message, message
+
+
 def test_layout_callable_errors_propagate():
     def boom(dims):
         raise KeyError("boom")

@@ -717,7 +717,7 @@ static int layout_from_value(PyObject *obj, PyObject *original, const char *para
         if (!axes)
             return -1;
         if (gts_layout_from_axes(ndim, dims, axes, layout, &err) != 0)
-            return gtpy_raise_param(param, &err);
+            return gtpy_raise_renamed(param, "layout", &err);
         return 0;
     }
     int64_t values[GTS_MAX_NDIM];
