@@ -65,9 +65,9 @@ static int select_ijk_shape(const gtpy_request *r, int *ndim, int64_t *shape)
         return 0;
     if (gtpy_dims(r->dims, r->dims_param, &n, dims) < 0)
         return -1;
-    int64_t ijk[3] = {shape[0], shape[1], shape[2]};
     if (!gts_dims_take_ijk(n, dims))
         return 0;
+    int64_t ijk[3] = {shape[0], shape[1], shape[2]};
     *ndim = n;
     return gts_ijk_select(n, dims, sizeof *shape, ijk, shape, NULL);
 }
