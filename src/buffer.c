@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,12 +33,40 @@ static void count_live(int64_t buffers, int64_t bytes)
 static pthread_once_t environment_once = PTHREAD_ONCE_INIT;
 static atomic_bool pinned_host_sides = true;
 
-/* GTSTORE_PINNED_HOST_SIDES: "0" turns pinned host sides off. */
+int gts_pinned_host_sides_parse(const char *text, bool *pinned, gts_error *err)
+{
+    if (text && (!strcmp(text, "0") || !strcmp(text, "1"))) {
+        *pinned = text[0] == '1';
+        return GTS_OK;
+    }
+    return gts_error_set(err, GTS_EINVAL,
+                         "GTSTORE_PINNED_HOST_SIDES: expected '1' (pinned host sides, the "
+                         "default) or '0' (pageable), got '%.60s'",
+                         text ? text : "(null)");
+}
+
+int gts_pinned_host_sides_check_environment(gts_error *err)
+{
+    const char *text = getenv("GTSTORE_PINNED_HOST_SIDES");
+    bool pinned;
+    return text && *text ? gts_pinned_host_sides_parse(text, &pinned, err) : GTS_OK;
+}
+
+/* GTSTORE_PINNED_HOST_SIDES, as gts_pinned_host_sides_parse reads it. */
 static void read_environment(void)
 {
-    const char *pinned = getenv("GTSTORE_PINNED_HOST_SIDES");
-    if (pinned && !strcmp(pinned, "0"))
-        atomic_store(&pinned_host_sides, false);
+    const char *text = getenv("GTSTORE_PINNED_HOST_SIDES");
+    bool pinned;
+    gts_error err;
+    if (!text || !*text)
+        return;
+    if (gts_pinned_host_sides_parse(text, &pinned, &err) != GTS_OK) {
+        /* No caller to return it to (the Python package refuses it at
+         * import): say so, once, and keep the default rather than guess. */
+        fprintf(stderr, "gtstore: %s; host sides stay pinned\n", err.message);
+        return;
+    }
+    atomic_store(&pinned_host_sides, pinned);
 }
 
 void gts_memory_stats_get(gts_memory_stats *stats)

@@ -210,6 +210,16 @@ int gts_layout_from_order(int ndim, const gts_dim *dims, int norder, const gts_d
     return GTS_OK;
 }
 
+/* A message of the parsers below without the parameter it starts with
+ * ("dims: ", "layout: "): quoted inside a message about the layout, which
+ * names its own parameter once. */
+static const char *reason(const gts_error *inner)
+{
+    const char *colon = strstr(inner->message, ": ");
+    const char *space = strchr(inner->message, ' ');
+    return colon && (!space || colon < space) ? colon + 2 : inner->message;
+}
+
 int gts_layout_from_axes(int ndim, const gts_dim *dims, const char *axes, int *layout,
                          gts_error *err)
 {
@@ -220,11 +230,11 @@ int gts_layout_from_axes(int ndim, const gts_dim *dims, const char *axes, int *l
         return gts_error_set(err, GTS_EINVAL, "layout: the axis order is NULL");
     if (gts_dims_parse(axes, order, &norder, &inner))
         return gts_error_set(err, GTS_EINVAL, "layout: '%s' is not an axis order such as 'KJI' (%s)",
-                             axes, inner.message);
+                             axes, reason(&inner));
     int rc = gts_layout_from_order(ndim, dims, norder, order, layout, &inner);
     if (rc)
         return gts_error_set(err, rc, "layout: '%s' does not fit the dims (%s)", axes,
-                             inner.message);
+                             reason(&inner));
     return GTS_OK;
 }
 

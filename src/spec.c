@@ -139,23 +139,42 @@ static void number_next_dims(int n, gts_dim *dims)
             dims[d] = next++;
 }
 
-static int resolve_dims(gts_storage_spec *spec, gts_error *err)
+/* The given dims, else the template's, else the fallback; into `dims`. */
+static int spec_dims(const gts_storage_spec *spec, gts_dim *dims, gts_error *err)
 {
     int n = spec->ndim, nlabelled = n - spec->nsub;
     const gts_template *like = spec->like;
-    if (!spec->has_dims && like && like->dims) {
+    if (spec->has_dims) {
+        memmove(dims, spec->dims, (size_t)n * sizeof *dims);
+    } else if (like && like->dims) {
         nlabelled = like->ndim;
-        memcpy(spec->dims, like->dims, (size_t)nlabelled * sizeof *spec->dims);
-    } else if (!spec->has_dims) {
-        int rc = gts_dims_default(nlabelled, spec->dims, err);
+        memcpy(dims, like->dims, (size_t)nlabelled * sizeof *dims);
+    } else {
+        int rc = gts_dims_default(nlabelled, dims, err);
         if (rc)
             return rc;
     }
     if (!spec->has_dims)
         for (int d = nlabelled; d < n; ++d)
-            spec->dims[d] = GTS_DIM_NEXT;
-    number_next_dims(n, spec->dims);
-    return gts_dims_check(n, spec->dims, err);
+            dims[d] = GTS_DIM_NEXT;
+    number_next_dims(n, dims);
+    return gts_dims_check(n, dims, err);
+}
+
+static int resolve_dims(gts_storage_spec *spec, gts_error *err)
+{
+    return spec_dims(spec, spec->dims, err);
+}
+
+int gts_storage_spec_dims(const gts_storage_spec *spec, gts_dim *dims, gts_error *err)
+{
+    if (!spec || !dims)
+        return gts_error_set(err, GTS_EINVAL, "%s: NULL", spec ? "dims" : "spec");
+    if (spec->ndim < 0 || spec->ndim > GTS_MAX_NDIM || spec->nsub < 0 || spec->nsub > spec->ndim ||
+        (spec->like && (spec->like->ndim < 0 || spec->like->ndim > spec->ndim)))
+        return gts_error_set(err, GTS_EINVAL, "spec: ndim %d, nsub %d out of range", spec->ndim,
+                             spec->nsub);
+    return spec_dims(spec, dims, err);
 }
 
 /* Ranks the GTS_LAYOUT_OUTER entries outermost in index order; the ranks

@@ -187,6 +187,15 @@ void gts_memory_stats_get(gts_memory_stats *stats);
 bool gts_pinned_host_sides(void);
 void gts_set_pinned_host_sides(bool pinned);
 
+/* GTSTORE_PINNED_HOST_SIDES as text: "1" (on) or "0" (off). Anything else
+ * is GTS_EINVAL naming the variable and the text. A bad value leaves
+ * pinned host sides on (the default), with one line on stderr;
+ * gts_pinned_host_sides_check_environment returns that error instead
+ * (GTS_OK where the variable is unset, empty or valid), as
+ * gts_cache_limit_check_environment does for its variable. */
+int gts_pinned_host_sides_parse(const char *text, bool *pinned, gts_error *err);
+int gts_pinned_host_sides_check_environment(gts_error *err);
+
 #ifdef __cplusplus
 }
 #endif

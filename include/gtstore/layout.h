@@ -8,6 +8,7 @@
 #define GTSTORE_LAYOUT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "gtstore/error.h"
@@ -82,6 +83,30 @@ int gts_layout_from_axes(int ndim, const gts_dim *dims, const char *axes, int *l
  * each of them once gives, from the largest stride to the contiguous one:
  * "KJI" gives {2, 1, 0}, I contiguous. GTS_EINVAL for any other text. */
 int gts_layout_ijk_ranks(const char *axes, int ranks[3], gts_error *err);
+
+/* IJK-ordered parameters (GDP-3's first draft): a field of fewer than
+ * three dimensions, all of them cartesian (I, J or K, no data dimension),
+ * may take a per-dimension parameter (shape, halo, aligned index, layout)
+ * with three entries in I, J, K order, whatever its own dims' order; the
+ * entries of its dims are used, the others ignored. This is the one
+ * place that reads such entries. */
+
+/* Whether a field of these dims takes IJK-ordered parameters. */
+bool gts_dims_take_ijk(int ndim, const gts_dim *dims);
+
+/* The entries of `ijk` (3 of `size` bytes each, in I, J, K order) for the
+ * field's dims, in the dims' order, into `out` (ndim entries, apart from
+ * `ijk`). GTS_EINVAL where the dims take no IJK-ordered parameters. */
+int gts_ijk_select(int ndim, const gts_dim *dims, size_t size, const void *ijk, void *out,
+                   gts_error *err);
+
+/* The same for a layout: `ijk` (a permutation of 0..2, the ranks of I, J
+ * and K) restricted to the field's dims and renumbered 0..ndim-1 in the
+ * same order: (2, 1, 0) gives (1, 0) for dims "IJ", (0, 1) for "JI".
+ * GTS_EINVAL where `ijk` is no permutation or the dims take no
+ * IJK-ordered parameters. */
+int gts_layout_select_ijk(int ndim, const gts_dim *dims, const int ijk[3], int *layout,
+                          gts_error *err);
 
 /* Whether an array of these byte strides is contiguous in C order ('C':
  * last index fastest) or Fortran order ('F'); dimensions of extent 1 are

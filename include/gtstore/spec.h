@@ -147,6 +147,11 @@ int gts_storage_spec_resolve(gts_storage_spec *spec, gts_geometry *geometry, gts
  * else its template's, else the CPU. */
 gts_device gts_storage_spec_device(const gts_storage_spec *spec);
 
+/* The dims `spec` resolves to (ndim entries into `dims`), before the rest
+ * is resolved: what a caller needs to read parameters that depend on them
+ * (IJK-ordered entries, gtstore/layout.h). */
+int gts_storage_spec_dims(const gts_storage_spec *spec, gts_dim *dims, gts_error *err);
+
 /* Copies the parameters of a spec (the preset and template pointers, not
  * what they point at). */
 void gts_storage_spec_copy(gts_storage_spec *dst, const gts_storage_spec *src);

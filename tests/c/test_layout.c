@@ -241,6 +241,12 @@ static void test_layout_from_order_errors(void)
                 "'K'");
     CHECK_FAILS(gts_layout_from_axes(ndim, dims, "IJ", layout, ERR), GTS_EINVAL, "'K'");
     CHECK_FAILS(gts_layout_from_axes(ndim, dims, "IJL", layout, ERR), GTS_EINVAL, "'IJL'");
+    /* the parameter named once, at the start: the reasons quoted without theirs */
+    CHECK_FAILS(gts_layout_from_axes(ndim, dims, "KXI", layout, ERR), GTS_EINVAL,
+                "layout: 'KXI' is not an axis order such as 'KJI' (invalid label 'X' in 'KXI'");
+    CHECK_FAILS(gts_layout_from_axes(ndim, dims, "KJ", layout, ERR), GTS_EINVAL,
+                "layout: 'KJ' does not fit the dims (the axis order does not place dimension "
+                "'I')");
     CHECK_FAILS(gts_layout_from_axes(ndim, dims, "IJKI", layout, ERR), GTS_EINVAL, "'IJKI'");
     CHECK_FAILS(gts_layout_from_axes(ndim, dims, NULL, layout, ERR), GTS_EINVAL, "NULL");
     const gts_dim repeated_order[] = {GTS_DIM_I, GTS_DIM_I, GTS_DIM_K};
@@ -693,6 +699,45 @@ static void test_axis_text(void)
     CHECK(p.rule == GTS_LAYOUT_NAMED && p.base_layout[1] == 2);
 }
 
+/* IJK-ordered parameters: 3 entries in I, J, K order, of which a field of
+ * fewer cartesian dims takes its own, in its dims' order. */
+static void test_ijk_entries(void)
+{
+    gts_dim dims[GTS_MAX_NDIM];
+    int n = parse_dims("JI", dims);
+    CHECK(gts_dims_take_ijk(n, dims));
+    CHECK(gts_dims_take_ijk(parse_dims("K", dims), dims));
+    CHECK(gts_dims_take_ijk(0, dims));
+    CHECK(!gts_dims_take_ijk(parse_dims("IJK", dims), dims)); /* 3 dims: positional */
+    CHECK(!gts_dims_take_ijk(parse_dims("I0", dims), dims));  /* a data dim: no IJK order */
+    CHECK(!gts_dims_take_ijk(parse_dims("0", dims), dims));
+
+    n = parse_dims("JI", dims);
+    const int64_t shape[3] = {3, 4, 5};
+    int64_t out[3] = {-1, -1, -1};
+    if (CHECK_OK(gts_ijk_select(n, dims, sizeof *out, shape, out, ERR)))
+        CHECK(out[0] == 4 && out[1] == 3 && out[2] == -1);
+    n = parse_dims("K", dims);
+    if (CHECK_OK(gts_ijk_select(n, dims, sizeof *out, shape, out, ERR)))
+        CHECK(out[0] == 5);
+    n = parse_dims("I0", dims);
+    CHECK_FAILS(gts_ijk_select(n, dims, sizeof *out, shape, out, ERR), GTS_EINVAL,
+                "fewer than 3 dims, each I, J or K");
+
+    const int ijk[3] = {2, 1, 0}, bad[3] = {2, 1, 1};
+    int layout[2] = {-1, -1};
+    n = parse_dims("IJ", dims);
+    if (CHECK_OK(gts_layout_select_ijk(n, dims, ijk, layout, ERR)))
+        CHECK(layout[0] == 1 && layout[1] == 0);
+    n = parse_dims("JI", dims);
+    if (CHECK_OK(gts_layout_select_ijk(n, dims, ijk, layout, ERR)))
+        CHECK(layout[0] == 0 && layout[1] == 1);
+    n = parse_dims("KI", dims); /* ranks 0 and 2: renumbered 0 and 1 */
+    if (CHECK_OK(gts_layout_select_ijk(n, dims, ijk, layout, ERR)))
+        CHECK(layout[0] == 0 && layout[1] == 1);
+    CHECK_FAILS(gts_layout_select_ijk(n, dims, bad, layout, ERR), GTS_EINVAL, "permutation");
+}
+
 int main(void)
 {
     test_dims_default();
@@ -712,6 +757,7 @@ int main(void)
     test_register_refused();
     test_listing();
     test_axis_text();
+    test_ijk_entries();
     /* every test leaves the registry as it found it */
     CHECK_INT_EQ(gts_preset_count(), NBUILTINS);
     return check_summary("test_layout");

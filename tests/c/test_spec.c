@@ -542,8 +542,36 @@ static void test_subarray_shape(void)
                 "nbase: NULL");
 }
 
+/* The dims a spec resolves to, before resolution: given, the template's
+ * (a subarray's dims numbered on), the fallback; the spec unchanged. */
+static void test_spec_dims(void)
+{
+    const int64_t shape[3] = {3, 4, 2};
+    gts_dim dims[3] = {0};
+    gts_storage_spec spec = spec_of(2, shape, F8);
+    if (CHECK_OK(gts_storage_spec_dims(&spec, dims, ERR)))
+        CHECK(dims[0] == GTS_DIM_I && dims[1] == GTS_DIM_J);
+    CHECK(!spec.has_dims);
+    const gts_dim kj[2] = {GTS_DIM_K, GTS_DIM_J};
+    gts_template like = {.ndim = 2, .shape = shape, .dims = kj};
+    spec = spec_of(3, shape, F8);
+    spec.nsub = 1;
+    spec.like = &like;
+    if (CHECK_OK(gts_storage_spec_dims(&spec, dims, ERR)))
+        CHECK(dims[0] == GTS_DIM_K && dims[1] == GTS_DIM_J && dims[2] == 0);
+    spec.has_dims = true;
+    memcpy(spec.dims, (const gts_dim[]){GTS_DIM_J, GTS_DIM_I, GTS_DIM_NEXT}, sizeof dims);
+    if (CHECK_OK(gts_storage_spec_dims(&spec, dims, ERR)))
+        CHECK(dims[0] == GTS_DIM_J && dims[1] == GTS_DIM_I && dims[2] == 0);
+    CHECK(spec.dims[2] == GTS_DIM_NEXT);
+    spec.dims[1] = GTS_DIM_J;
+    CHECK_FAILS(gts_storage_spec_dims(&spec, dims, ERR), GTS_EINVAL, "appears twice");
+    CHECK_FAILS(gts_storage_spec_dims(NULL, dims, ERR), GTS_EINVAL, "spec: NULL");
+}
+
 int main(void)
 {
+    test_spec_dims();
     if (!CHECK_OK(gts_preset_lookup("gt:gpu", &gpu, ERR)) ||
         !CHECK_OK(gts_preset_lookup("gt:cpu_kfirst", &cpu_kfirst, ERR)))
         return check_summary("spec");

@@ -167,8 +167,8 @@ def dims_for(draw, ndim, faults=True):
         kind = draw(st.sampled_from(["long", "short", "dup", "unknown", "leading-zero", "type"]))
         if kind == "long":
             labels = labels + ("8",)
-        elif kind == "short" and ndim:
-            labels = labels[:-1]
+        elif kind == "short" and ndim and not (ndim == 3 and set(labels) <= set("IJK")):
+            labels = labels[:-1]  # (of I, J and K, fewer read a 3-d shape in IJK order)
         elif kind == "dup" and ndim >= 2:
             labels = (labels[1],) + labels[1:]
         elif kind == "unknown" and ndim:
@@ -216,8 +216,8 @@ def aligned_indices(draw, shape, faults=True):
             index[draw(st.integers(0, len(shape) - 1))] = -1
         elif kind == "type" and shape:
             index[0] = draw(st.sampled_from([1.0, "0", None, 2**70]))
-        else:
-            index.append(0)
+        else:  # (3 entries for a 2-d field may be IJK-ordered ones: one more)
+            index += [0] * (2 if len(shape) == 2 else 1)
         return tuple(index), None, False
     return tuple(index), tuple(index), True
 
@@ -251,8 +251,8 @@ def halos(draw, shape, faults=True):
         elif kind == "triple" and shape:
             value = list(entries)
             value[0] = (0, 0, 0)
-        else:
-            value = list(entries) + [(0, 0)]
+        else:  # (3 entries for a 2-d field may be IJK-ordered ones: one more)
+            value = list(entries) + [(0, 0)] * (2 if len(shape) == 2 else 1)
         return value, None, False
     return value, tuple(halo), True
 
@@ -280,7 +280,7 @@ def layouts(draw, labels, faults=True):
         return (lambda dims, perm=perm: perm), perm, True
     bad = [
         (0,) * (n + 1),
-        tuple(range(n + 1)),
+        tuple(range(n + 1 + (n == 2))),  # (3 ranks for a 2-d field may be IJK-ordered ones)
         "C",
         "F",
         "X",

@@ -587,6 +587,8 @@ BAD_SIGNATURES = [
     (lambda: Signature(a=Field["f8", "IJX"]), ValueError, "a: dims"),
     (lambda: Signature(a=Field["f8", "IIK"]), ValueError, "a: dims"),
     (lambda: Signature(a=Field["f8", "IJK", LayoutMap[(0, 0, 1)]]), ValueError, "a:"),
+    (lambda: Signature(a=Field["f8", "IJK", LayoutMap["KXI"]]), ValueError,
+     "a: layout: 'KXI' is not an axis order such as 'KJI' (invalid label 'X'"),
     (lambda: Signature(a=Field["f8", "IJK", Alignment[-8]]), ValueError,
      "a: alignment: -8 bytes is not positive"),
     (lambda: Signature(a=Field["f8", "IJK", Alignment[0]]), ValueError,

@@ -328,8 +328,32 @@ def test_both_sides_are_checked():
         gtstore.as_storage(np.zeros((4, 5)), CudaArray(memory), sync_state="host")
     with pytest.raises(ValueError, match="sync_state: .* needs both"):
         gtstore.as_storage(np.zeros((4, 5)), sync_state=S.SYNC_CLEAN)
-    with pytest.raises(TypeError, match="data: device_data needs data too"):
-        gtstore.as_storage(device_data=CudaArray(memory))
+    with pytest.raises(ValueError, match="sync_state: .* needs both"):
+        gtstore.as_storage(device_data=CudaArray(memory), sync_state=S.SYNC_CLEAN)
+
+
+def test_device_data_alone():
+    """GDP-3's final text: device_data is the device buffer; alone,
+    as_storage wraps it (a device-only storage) and storage copies it into
+    a new storage with a device side."""
+    memory, values = device_values((3, 4))
+    w = gtstore.as_storage(device_data=CudaArray(memory))
+    assert type(w) is gtstore.GPUStorage and device_address(w) == device_address(memory)
+    assert gtstore.storage(device_data=CudaArray(memory), copy=False).data == w.data
+    c = gtstore.storage(device_data=CudaArray(memory), dims="JI")
+    assert type(c) is gtstore.SoftwareManagedGPUStorage and c.dims == ("J", "I")
+    assert device_address(c) != device_address(memory)
+    np.testing.assert_array_equal(on_host(c), values)
+    only = gtstore.storage(device_data=memory, managed=None)  # a storage on the GPU is one too
+    assert type(only) is gtstore.GPUStorage
+    np.testing.assert_array_equal(on_host(only), values)
+    with pytest.raises(ValueError, match="device='cpu': storage\\(device_data=...\\) copies a "
+                                         "device buffer into a storage with a device side"):
+        gtstore.storage(device_data=CudaArray(memory), device="cpu")
+    with pytest.raises(ValueError, match="device_data: a numpy.ndarray is not in device memory"):
+        gtstore.as_storage(device_data=np.zeros((3, 4)))
+    with pytest.raises(ValueError, match="dtype: storage\\(copy=False\\) wraps"):
+        gtstore.storage(device_data=CudaArray(memory), copy=False, dtype="f4")
 
 
 # ---- pickling ----------------------------------------------------------------------------
@@ -454,6 +478,12 @@ FAKE_CHECKS = textwrap.dedent("""
     else:
         raise AssertionError("a read-only producer was written")
     assert gtstore.as_storage(CudaArray(memory, version=2)).shape == (3, 4)
+    # device_data alone: wrapped, or copied into a storage with a device side
+    assert device_address(gtstore.as_storage(device_data=CudaArray(memory))) == cai["data"][0]
+    copied = gtstore.storage(device_data=CudaArray(memory))
+    assert type(copied) is gtstore.SoftwareManagedGPUStorage and copied.device == "cuda:0"
+    assert device_address(copied) != cai["data"][0]
+    np.testing.assert_array_equal(np.asarray(copied), np.arange(12.0).reshape(3, 4))
 
     # a CUDA DLPack capsule (gtstore's own export)
     class Producer:

@@ -142,6 +142,21 @@ def test_set_pinned_host_sides_takes_a_bool(value):
         gtstore.set_pinned_host_sides(value)
 
 
+@pytest.mark.parametrize("setting", ["off", "false", "2", " 0"])
+def test_environment_refuses_unknown_pinned_host_sides(setting):
+    # as GTSTORE_CACHE_LIMIT: a typo is an error at import, not the default
+    env = dict(os.environ, GTSTORE_PINNED_HOST_SIDES=setting)
+    out = subprocess.run(
+        [sys.executable, "-c", "import gtstore"], env=env, capture_output=True, text=True,
+        timeout=60,
+    )
+    assert out.returncode != 0
+    assert (
+        f"ValueError: GTSTORE_PINNED_HOST_SIDES: expected '1' (pinned host sides, the default) "
+        f"or '0' (pageable), got '{setting}'" in out.stderr
+    ), out.stderr
+
+
 @pytest.mark.parametrize("setting, expected", [("0", False), ("1", True), ("", True)])
 def test_environment_turns_pinned_host_sides_off(setting, expected):
     code = (

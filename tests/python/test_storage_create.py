@@ -578,7 +578,8 @@ def test_device_data_is_checked(function):
     # (test_cuda_arrays.py wraps and copies real pairs)
     with pytest.raises(ValueError, match="device_data: a numpy.ndarray is not in device memory"):
         function(np.zeros(3), np.zeros(3))
-    with pytest.raises(TypeError, match="data: device_data needs data too"):
+    # device_data alone must be device memory too (test_cuda_arrays.py wraps and copies one)
+    with pytest.raises(ValueError, match="device_data: a numpy.ndarray is not in device memory"):
         function(device_data=np.zeros(3))
 
 
@@ -906,6 +907,50 @@ def test_storage_copy_false_wraps():
         "defaults",
     ):
         assert getattr(s, attr) == getattr(t, attr), attr
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        dict(),
+        dict(dtype="f4", halo=((1, 2), 0), dims="JI"),
+        dict(defaults="gt:cpu_kfirst", aligned_index=(1, 1), alignment_size=64),
+    ],
+    ids=param_id,
+)
+def test_storage_copy_false_with_a_shape_is_empty(kwargs):
+    # GDP-3's final text: "If copy=False and neither data nor device_data are
+    # provided, the other arguments are used to allocate ... (equivalent to empty())"
+    s = gtstore.storage(copy=False, shape=(5, 6), **kwargs)
+    e = gtstore.empty((5, 6), **kwargs)
+    assert type(s) is type(e)
+    for name in ("shape", "dtype", "dims", "halo", "layout", "aligned_index", "alignment_size",
+                 "strides", "defaults"):
+        assert getattr(s, name) == getattr(e, name), name
+    s[...] = 1.0  # its own memory, writable
+    assert float(s[4, 5]) == 1.0
+
+
+@pytest.mark.parametrize(
+    "call, error, pattern",
+    [
+        (lambda: gtstore.storage(), TypeError,
+         r"^storage\(\) needs data .*, or copy=False with shape="),
+        (lambda: gtstore.storage(copy=False), TypeError, r"copy=False with shape="),
+        (lambda: gtstore.storage(shape=(3, 4)), ValueError,
+         r"^copy: storage\(shape=\(3, 4\)\) allocates without data only with copy=False"),
+        (lambda: gtstore.storage(values((3,)), shape=(3,)), TypeError,
+         r"^shape: storage\(\) takes a shape only without data and device_data \(\(3,\) given\)"),
+        (lambda: gtstore.storage(copy=False, shape=(3, -1)), ValueError, r"shape: negative extent"),
+        (lambda: gtstore.as_storage(), TypeError, r"^as_storage\(\) needs data .* or device_data"),
+        (lambda: gtstore.as_storage(shape=(3,)), TypeError, r"unexpected keyword argument 'shape'"),
+    ],
+    ids=["storage()", "copy=False", "copy=True", "data and shape", "bad shape", "as_storage()",
+         "as_storage shape"],
+)
+def test_storage_without_data(call, error, pattern):
+    with pytest.raises(error, match=pattern):
+        call()
 
 
 def test_storage_copy_false_with_a_dtype():
@@ -1298,7 +1343,7 @@ def test_bad_halo(function, halo, error, pattern):
         (("I", "J", 0), (ValueError, TypeError), "0"),
         ("IJI", ValueError, "IJI"),
         (("K", "J", "K"), ValueError, "K"),
-        ("IJ", ValueError, "IJ"),
+        ("I0", ValueError, "I0"),
         ("IJK0", ValueError, "IJK0"),
         (5, TypeError, "5"),
         (b"IJK", TypeError, "IJK"),
@@ -1333,6 +1378,110 @@ def test_bad_dims(function, dims, error, bad, keyword):
 def test_bad_layout(function, layout, error):
     with pytest.raises(error, match="layout"):
         function(layout=layout)
+
+
+# ---- IJK-ordered parameters of fields of fewer dims (GDP-3's first draft) ----
+
+
+@pytest.mark.parametrize(
+    "dims, shape",
+    [("IJ", (3, 4)), ("JI", (4, 3)), ("K", (5,)), ("IK", (3, 5)), ("KJ", (5, 4))],
+)
+def test_shape_of_three_in_ijk_order(dims, shape):
+    s = gtstore.zeros((3, 4, 5), dims=dims)
+    assert s.shape == shape and s.dims == tuple(dims)
+    assert gtstore.empty((3, 4, 5), axes=dims).shape == shape
+
+
+@pytest.mark.parametrize("dims", ["IJ", "JI", "KI"])
+def test_halo_aligned_index_layout_of_three_in_ijk_order(dims):
+    ijk = dict(zip("IJK", range(3)))
+    halo = ((1, 2), 3, (0, 1))
+    aligned = (1, 2, 0)
+    shape = tuple((9, 10, 11)[ijk[d]] for d in dims)
+    s = gtstore.zeros(shape, dims=dims, halo=halo, aligned_index=aligned, layout=(0, 2, 1))
+    expect_halo = tuple(((1, 2), (3, 3), (0, 1))[ijk[d]] for d in dims)
+    assert s.halo == expect_halo
+    assert s.aligned_index == tuple(aligned[ijk[d]] for d in dims)
+    # ranks (0, 2, 1) of I, J, K, renumbered over the field's dims
+    ranks = [(0, 2, 1)[ijk[d]] for d in dims]
+    assert s.layout == tuple(sorted(ranks).index(r) for r in ranks)
+    assert s.layout == gtstore.zeros(shape, dims=dims, layout_map=(0, 2, 1)).layout
+
+
+def test_ijk_order_with_the_default_and_a_templates_dims():
+    # no dims: a 2-d field is I, J
+    assert gtstore.zeros((3, 4), halo=(1, 2, 0)).halo == ((1, 1), (2, 2))
+    # the template's dims (a storage's; an array's __gt_dims__) decide
+    jk = gtstore.zeros((3, 4), dims="JK")
+    assert gtstore.zeros_like(jk, halo=(0, 1, 2)).halo == ((1, 1), (2, 2))
+    assert gtstore.storage(np.zeros((5, 4)), dims="KJ", halo=(0, 1, 2)).halo == ((2, 2), (1, 1))
+
+
+def test_ijk_order_ignores_the_dropped_axes_entries():
+    # GDP-3's first draft: "the not needed entries are ignored"
+    s = gtstore.zeros((3, 4, 5), dims="IJ", halo=(1, 1, 7), aligned_index=(1, 1, 99))
+    assert s.shape == (3, 4) and s.halo == ((1, 1), (1, 1)) and s.aligned_index == (1, 1)
+
+
+@pytest.mark.parametrize(
+    "kwargs, param",
+    [
+        (dict(halo=(1, 1, 1, 1)), "halo"),
+        (dict(aligned_index=(0, 0, 0, 0)), "aligned_index"),
+        (dict(layout=(0, 1, 2, 3)), "layout"),
+        (dict(layout_map=(0,)), "layout_map"),
+    ],
+    ids=param_id,
+)
+def test_ijk_order_wrong_lengths_name_both(kwargs, param):
+    with pytest.raises(ValueError, match=rf"{param}: .* for 2 dimensions \(or 3, in I, J, K order\)"):
+        gtstore.zeros((3, 4), dims="JI", **kwargs)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: gtstore.zeros((3, 4, 5), dims="I0"),  # a data dim: positional only
+        lambda: gtstore.zeros((3, 4), dims="I0", halo=(1, 1, 1)),
+        lambda: gtstore.storage(np.zeros((3, 4, 5)), dims="IJ"),  # the data's shape is its own
+        lambda: gtstore.zeros((2, 3, 4, 5), dims="IJ"),
+    ],
+)
+def test_ijk_order_only_for_fewer_cartesian_dims(call):
+    with pytest.raises(ValueError, match=r"for \d dimensions$"):
+        call()
+
+
+def test_ijk_order_layout_must_be_a_permutation():
+    with pytest.raises(ValueError, match=r"layout: \(2, 1, 1\) is not a permutation of 0\.\.2"):
+        gtstore.zeros((3, 4), dims="JI", layout=(2, 1, 1))
+
+
+def test_gt4py_keywords_take_no_ijk_order():
+    # gt4py.storage refuses these lengths; gtstore.arrays follows it
+    with pytest.raises(ValueError, match="dimensions"):
+        ga.zeros((3, 4, 5), dimensions="IJ", backend="numpy")
+    with pytest.raises(ValueError, match="aligned_index"):
+        ga.zeros((3, 4), dimensions="IJ", backend="numpy", aligned_index=(1, 1, 0))
+
+
+@pytest.mark.parametrize("keyword", ["layout", "layout_map"])
+@pytest.mark.parametrize(
+    "layout, reason",
+    [
+        ("KXI", "is not an axis order such as 'KJI' (invalid label 'X' in 'KXI'"),
+        ("KKI", "is not an axis order such as 'KJI' ('K' appears twice"),
+        ("KJ", "does not fit the dims (the axis order does not place dimension 'I')"),
+    ],
+)
+def test_bad_axis_string_names_the_keyword_once(keyword, layout, reason):
+    for value in (layout, lambda dims: layout):
+        with pytest.raises(ValueError) as error:
+            gtstore.zeros((3, 4, 5), **{keyword: value})
+        message = str(error.value)
+        assert message.startswith(f"{keyword}: {layout!r} {reason}"), message
+        assert message.count("layout") == 1 and "dims:" not in message, message
 
 
 def test_layout_callable_errors_propagate():

@@ -193,14 +193,20 @@ PyObject *gtpy_int64_tuple(int n, const int64_t *values)
     return tuple_of(n, values, int64_item);
 }
 
+int gtpy_check_entries_ijk(const char *param, PyObject *obj, Py_ssize_t n, const char *what,
+                           int nbase, int ndim, bool ijk)
+{
+    if (n == nbase || n == ndim || (ijk && n == 3))
+        return 0;
+    PyErr_Format(PyExc_ValueError, "%s: %.200R has %zd %s for %d dimensions%s", param, obj, n,
+                 what, nbase, ijk ? " (or 3, in I, J, K order)" : "");
+    return -1;
+}
+
 int gtpy_check_entries(const char *param, PyObject *obj, Py_ssize_t n, const char *what,
                        int nbase, int ndim)
 {
-    if (n == nbase || n == ndim)
-        return 0;
-    PyErr_Format(PyExc_ValueError, "%s: %.200R has %zd %s for %d dimensions", param, obj, n, what,
-                 nbase);
-    return -1;
+    return gtpy_check_entries_ijk(param, obj, n, what, nbase, ndim, false);
 }
 
 /* ---- halos ------------------------------------------------------------- */
@@ -232,19 +238,39 @@ static int halo_entry(PyObject *item, const char *param, PyObject *whole, Py_ssi
     return 0;
 }
 
-int gtpy_halo(PyObject *obj, const char *param, int ndim, int nbase, gts_halo *halo)
+/* `ijk`: the field's dims where they take 3 IJK-ordered entries, else NULL. */
+static int halo_entries(PyObject *obj, const char *param, int ndim, int nbase,
+                        const gts_dim *ijk, gts_halo *halo)
 {
     PyObject *fast = sequence_items(obj, param, "a sequence of ints or (lower, upper) pairs");
     if (!fast)
         return -1;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
-    int rc = gtpy_check_entries(param, obj, n, "entries", nbase, ndim);
+    bool ordered = ijk && n == 3 && ndim != 3; /* the field's entries: selected below */
+    gts_halo given[3];
+    int rc = gtpy_check_entries_ijk(param, obj, n, "entries", nbase, ndim, ijk != NULL);
     for (Py_ssize_t i = 0; i < n && rc == 0; ++i)
-        rc = halo_entry(PySequence_Fast_GET_ITEM(fast, i), param, obj, i, &halo[i]);
-    for (Py_ssize_t i = n; i < ndim && rc == 0; ++i)
+        rc = halo_entry(PySequence_Fast_GET_ITEM(fast, i), param, obj, i,
+                        ordered ? &given[i] : &halo[i]);
+    for (Py_ssize_t i = ordered ? 0 : n; i < ndim && rc == 0; ++i)
         halo[i] = (gts_halo){0, 0};
     Py_DECREF(fast);
+    gts_error err;
+    if (rc == 0 && ordered && gts_ijk_select(ndim, ijk, sizeof *halo, given, halo, &err) != 0)
+        return gtpy_raise_param(param, &err);
     return rc;
+}
+
+int gtpy_halo(PyObject *obj, const char *param, int ndim, int nbase, gts_halo *halo)
+{
+    return halo_entries(obj, param, ndim, nbase, NULL, halo);
+}
+
+int gtpy_halo_ijk(PyObject *obj, const char *param, int ndim, const gts_dim *dims,
+                  gts_halo *halo)
+{
+    return halo_entries(obj, param, ndim, ndim, gts_dims_take_ijk(ndim, dims) ? dims : NULL,
+                        halo);
 }
 
 static PyObject *halo_item(const void *values, int d)
@@ -668,8 +694,22 @@ int gtpy_scalar(PyObject *obj, const char *param, gts_scalar *out)
 
 /* ---- layouts ----------------------------------------------------------- */
 
+/* 3 ranks in IJK order for a field whose dims take them. */
+static int layout_select_ijk(PyObject *original, const char *param, int ndim, const gts_dim *dims,
+                             const int64_t *values, int *layout)
+{
+    int ranks[3];
+    for (int d = 0; d < 3; ++d)
+        ranks[d] = values[d] < 0 || values[d] > 2 ? -1 : (int)values[d];
+    if (gts_layout_select_ijk(ndim, dims, ranks, layout, NULL) == 0)
+        return 0;
+    PyErr_Format(PyExc_ValueError, "%s: %.200R is not a permutation of 0..2 (the ranks of I, J "
+                 "and K)", param, original);
+    return -1;
+}
+
 static int layout_from_value(PyObject *obj, PyObject *original, const char *param, int ndim,
-                             const gts_dim *dims, int nsub, int *layout)
+                             const gts_dim *dims, int nsub, bool ijk, int *layout)
 {
     gts_error err;
     if (PyUnicode_Check(obj)) {
@@ -677,7 +717,7 @@ static int layout_from_value(PyObject *obj, PyObject *original, const char *para
         if (!axes)
             return -1;
         if (gts_layout_from_axes(ndim, dims, axes, layout, &err) != 0)
-            return gtpy_raise_param(param, &err);
+            return gtpy_raise_renamed(param, "layout", &err);
         return 0;
     }
     int64_t values[GTS_MAX_NDIM];
@@ -686,8 +726,11 @@ static int layout_from_value(PyObject *obj, PyObject *original, const char *para
         return -1;
     /* A permutation of the dims before the subarray's leaves those to the
      * library (outermost, as data dims go). */
-    if (gtpy_check_entries(param, original, n, "entries", ndim - nsub, ndim) < 0)
+    ijk = ijk && gts_dims_take_ijk(ndim, dims);
+    if (gtpy_check_entries_ijk(param, original, n, "entries", ndim - nsub, ndim, ijk) < 0)
         return -1;
+    if (ijk && n == 3 && ndim != 3)
+        return layout_select_ijk(original, param, ndim, dims, values, layout);
     for (int d = 0; d < n; ++d)
         layout[d] = values[d] < 0 || values[d] > INT32_MAX ? -1 : (int)values[d];
     if (gts_layout_check(n, layout, &err) != 0) {
@@ -701,16 +744,16 @@ static int layout_from_value(PyObject *obj, PyObject *original, const char *para
 }
 
 int gtpy_layout(PyObject *obj, const char *param, int ndim, const gts_dim *dims, int nsub,
-                int *layout)
+                bool ijk, int *layout)
 {
     if (!PyCallable_Check(obj) || PyUnicode_Check(obj) || PySequence_Check(obj))
-        return layout_from_value(obj, obj, param, ndim, dims, nsub, layout);
+        return layout_from_value(obj, obj, param, ndim, dims, nsub, ijk, layout);
     PyObject *labels = gtpy_dims_to_tuple(ndim, dims);
     PyObject *result = labels ? PyObject_CallOneArg(obj, labels) : NULL;
     Py_XDECREF(labels);
     if (!result)
         return -1;
-    int rc = layout_from_value(result, obj, param, ndim, dims, nsub, layout);
+    int rc = layout_from_value(result, obj, param, ndim, dims, nsub, ijk, layout);
     Py_DECREF(result);
     return rc;
 }

@@ -82,6 +82,10 @@ int gtpy_scalar(PyObject *obj, const char *param, gts_scalar *out);
  * both sides) or a pair (lower, upper). Signs and sizes are checked by
  * libgtstore. */
 int gtpy_halo(PyObject *obj, const char *param, int ndim, int nbase, gts_halo *halo);
+/* The same for a field of these dims (no subarray), which takes 3 entries
+ * in I, J, K order too where libgtstore says so (gts_dims_take_ijk). */
+int gtpy_halo_ijk(PyObject *obj, const char *param, int ndim, const gts_dim *dims,
+                  gts_halo *halo);
 PyObject *gtpy_halo_to_tuple(int ndim, const gts_halo *halo);
 
 /* A tuple of Python ints. */
@@ -90,10 +94,11 @@ PyObject *gtpy_int64_tuple(int n, const int64_t *values);
 /* layout=: a permutation (tuple/list of ints), an axis string such as "KJI",
  * or a callable taking the dims tuple and returning either. `dims` includes
  * the `nsub` trailing dims of a subarray dtype; a permutation may leave them
- * out: their entries are then GTS_LAYOUT_OUTER, for libgtstore. Errors name
- * `param`. */
+ * out: their entries are then GTS_LAYOUT_OUTER, for libgtstore. With `ijk`,
+ * a field whose dims take IJK-ordered parameters (gts_dims_take_ijk) takes
+ * 3 ranks in I, J, K order too. Errors name `param`. */
 int gtpy_layout(PyObject *obj, const char *param, int ndim, const gts_dim *dims, int nsub,
-                int *layout);
+                bool ijk, int *layout);
 
 /* Device kinds by name, "cpu" and "gpu": parsed (anything else is a
  * ValueError naming device, whose list of choices starts with None where
@@ -111,5 +116,8 @@ int gtpy_choice(PyObject *obj, const char *param, const char *const *choices, in
  * subarray's): else a ValueError. */
 int gtpy_check_entries(const char *param, PyObject *obj, Py_ssize_t n, const char *what,
                        int nbase, int ndim);
+/* The same, where `ijk` also 3 (in I, J, K order), which the message says. */
+int gtpy_check_entries_ijk(const char *param, PyObject *obj, Py_ssize_t n, const char *what,
+                           int nbase, int ndim, bool ijk);
 
 #endif

@@ -3,6 +3,7 @@
  * (created by the module's initialisation). */
 #include "errors.h"
 
+#include <stdio.h>
 #include <string.h>
 
 PyObject *gtpy_UnknownPresetError;
@@ -34,6 +35,18 @@ int gtpy_raise_param(const char *param, const gts_error *err)
     else
         PyErr_Format(type, "%s: %s", param, err->message);
     return -1;
+}
+
+int gtpy_raise_renamed(const char *param, const char *name, const gts_error *err)
+{
+    size_t length = strlen(name);
+    if (strncmp(err->message, name, length) != 0 || err->message[length] != ':')
+        return gtpy_raise_param(param, err);
+    gts_error renamed = {.code = err->code};
+    int written = snprintf(renamed.message, sizeof renamed.message, "%s%s", param,
+                           err->message + length);
+    (void)written; /* a message cut short still names the parameter */
+    return gtpy_raise_param(param, &renamed);
 }
 
 PyObject *gtpy_raise_null(const gts_error *err)

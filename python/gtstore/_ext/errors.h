@@ -14,6 +14,10 @@ extern PyObject *gtpy_NoSuchBufferError;
 int gtpy_raise(const gts_error *err);
 /* The same, with the message prefixed by "param: " unless it names it. */
 int gtpy_raise_param(const char *param, const gts_error *err);
+/* The same for a message that names the library's parameter `name`
+ * ("layout: ..."), raised naming `param` in its place: the alias the caller
+ * used ("layout_map: ..."), named once. */
+int gtpy_raise_renamed(const char *param, const char *name, const gts_error *err);
 PyObject *gtpy_raise_null(const gts_error *err);
 
 

@@ -137,7 +137,8 @@ static int add_binding(PyObject *module)
 PyMODINIT_FUNC PyInit__gtstore(void)
 {
     gts_error err;
-    if (gts_cache_limit_check_environment(&err) != GTS_OK)
+    if (gts_cache_limit_check_environment(&err) != GTS_OK ||
+        gts_pinned_host_sides_check_environment(&err) != GTS_OK)
         return (PyObject *)gtpy_raise_null(&err); /* a typo is an error, not the default */
     PyObject *module = PyModule_Create(&module_def);
     if (!module)

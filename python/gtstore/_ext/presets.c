@@ -77,7 +77,7 @@ static PyObject *api_get_preset(PyObject *self, PyObject *name)
 static int call_layout(int ndim, const gts_dim *dims, int *layout, void *ctx, gts_error *err)
 {
     PyGILState_STATE gil = PyGILState_Ensure();
-    int rc = gtpy_layout((PyObject *)ctx, "layout", ndim, dims, 0, layout);
+    int rc = gtpy_layout((PyObject *)ctx, "layout", ndim, dims, 0, false, layout);
     PyGILState_Release(gil);
     return rc ? gts_error_set(err, GTS_EINVAL, "layout: the preset's layout function failed")
               : GTS_OK;

@@ -54,6 +54,24 @@ static int convert_dtype(const gtpy_request *r, const gtpy_source *src, gtpy_dty
     return 0;
 }
 
+/* A shape of 3 extents in I, J, K order for a field of fewer cartesian
+ * dims given as dims= (gtstore.* only: GT4Py's keywords take none): the
+ * extents of those dims. */
+static int select_ijk_shape(const gtpy_request *r, int *ndim, int64_t *shape)
+{
+    gts_dim dims[GTS_MAX_NDIM];
+    int n;
+    if (!r->storage_api || !r->dims || *ndim != 3)
+        return 0;
+    if (gtpy_dims(r->dims, r->dims_param, &n, dims) < 0)
+        return -1;
+    if (!gts_dims_take_ijk(n, dims))
+        return 0;
+    int64_t ijk[3] = {shape[0], shape[1], shape[2]};
+    *ndim = n;
+    return gts_ijk_select(n, dims, sizeof *shape, ijk, shape, NULL);
+}
+
 /* The full shape: the base shape and the subarray's trailing dims. */
 static int convert_shape(const gtpy_request *r, const gtpy_source *src, const gtpy_dtype *dtype,
                          int *ndim, int *nbase, int64_t *shape)
@@ -61,7 +79,8 @@ static int convert_shape(const gtpy_request *r, const gtpy_source *src, const gt
     if (src->array) {
         *ndim = src->ndim;
         memcpy(shape, src->shape, (size_t)src->ndim * sizeof *shape);
-    } else if (gtpy_shape(r->shape, "shape", ndim, shape) < 0) {
+    } else if (gtpy_shape(r->shape, "shape", ndim, shape) < 0 ||
+               select_ijk_shape(r, ndim, shape) < 0) {
         return -1;
     }
     gts_error err;
@@ -138,7 +157,8 @@ static int convert_template(const gtpy_request *r, const gtpy_source *src, int n
 static int python_layout(int ndim, const gts_dim *dims, int *layout, void *ctx, gts_error *err)
 {
     const gtpy_resolved *out = ctx;
-    if (gtpy_layout(out->layout, out->layout_param, ndim, dims, out->spec.nsub, layout) == 0)
+    if (gtpy_layout(out->layout, out->layout_param, ndim, dims, out->spec.nsub,
+                    out->layout_ijk, layout) == 0)
         return GTS_OK;
     return gts_error_set(err, GTS_EINVAL, "%s: see the Python exception", out->layout_param);
 }
@@ -204,18 +224,47 @@ static int convert_managed(const gtpy_request *r, gts_storage_spec *spec)
     return 0;
 }
 
-/* Entries for the base dims (the rest are 0) or all. */
-static int convert_aligned_index(const gtpy_request *r, int nbase, gts_storage_spec *spec)
+/* The field's dims where they take IJK-ordered halo= and aligned_index=
+ * (gtstore.* only: GT4Py's keywords take none), else NULL. */
+static const gts_dim *ijk_dims(const gtpy_request *r, gtpy_resolved *out, gts_dim *dims)
+{
+    if (!r->storage_api || gts_storage_spec_dims(gtpy_spec(out), dims, NULL) != 0)
+        return NULL; /* dims that do not resolve fail with their reason later */
+    return gts_dims_take_ijk(out->spec.ndim, dims) ? dims : NULL;
+}
+
+static int convert_halo(const gtpy_request *r, int nbase, const gts_dim *ijk,
+                        gts_storage_spec *spec)
+{
+    if (!r->halo)
+        return 0;
+    int rc = ijk ? gtpy_halo_ijk(r->halo, "halo", spec->ndim, ijk, spec->halo)
+                 : gtpy_halo(r->halo, "halo", spec->ndim, nbase, spec->halo);
+    spec->has_halo = rc == 0;
+    return rc;
+}
+
+/* Entries for the base dims (the rest are 0), all, or 3 in IJK order. */
+static int convert_aligned_index(const gtpy_request *r, int nbase, const gts_dim *ijk,
+                                 gts_storage_spec *spec)
 {
     int n = 0, ndim = spec->ndim;
+    int64_t given[GTS_MAX_NDIM];
+    gts_error err;
     if (!r->aligned_index)
         return 0;
-    if (gtpy_int_tuple(r->aligned_index, "aligned_index", GTS_MAX_NDIM, &n,
-                       spec->aligned_index) < 0 ||
-        gtpy_check_entries("aligned_index", r->aligned_index, n, "entries", nbase, ndim) < 0)
+    if (gtpy_int_tuple(r->aligned_index, "aligned_index", GTS_MAX_NDIM, &n, given) < 0 ||
+        gtpy_check_entries_ijk("aligned_index", r->aligned_index, n, "entries", nbase, ndim,
+                               ijk != NULL) < 0)
         return -1;
-    for (int d = n; d < ndim; ++d)
-        spec->aligned_index[d] = 0;
+    if (ijk && n == 3 && ndim != 3) {
+        if (gts_ijk_select(ndim, ijk, sizeof *given, given, spec->aligned_index, &err) != 0)
+            return gtpy_raise_param("aligned_index", &err);
+    } else {
+        memcpy(spec->aligned_index, given, (size_t)n * sizeof *given);
+        for (int d = n; d < ndim; ++d)
+            spec->aligned_index[d] = 0;
+    }
     spec->has_aligned_index = true;
     return 0;
 }
@@ -238,18 +287,18 @@ static int request_spec(const gtpy_request *r, const gtpy_source *src, gtpy_reso
     if (r->layout) {
         out->layout = r->layout;
         out->layout_param = r->layout_param;
+        out->layout_ijk = r->storage_api;
         spec->layout_fn = python_layout;
         spec->layout_ctx = out;
     }
-    if (r->halo) {
-        if (gtpy_halo(r->halo, "halo", ndim, nbase, spec->halo) < 0)
-            return -1;
-        spec->has_halo = true;
-    }
     if ((r->dims && convert_dims(r, ndim, nbase, spec) < 0) ||
-        convert_template(r, src, nbase, out) < 0 || convert_alignment(r, spec) < 0 ||
+        convert_template(r, src, nbase, out) < 0)
+        return -1;
+    gts_dim dims[GTS_MAX_NDIM];
+    const gts_dim *ijk = ijk_dims(r, out, dims);
+    if (convert_halo(r, nbase, ijk, spec) < 0 || convert_alignment(r, spec) < 0 ||
         convert_device(r, spec) < 0 || convert_managed(r, spec) < 0 ||
-        convert_aligned_index(r, nbase, spec) < 0)
+        convert_aligned_index(r, nbase, ijk, spec) < 0)
         return -1;
     gtpy_spec(out);
     return 0;

@@ -51,6 +51,8 @@ typedef struct gtpy_resolved {
     bool has_preset;
     PyObject *layout;               /* borrowed: the request's */
     const char *layout_param;       /* "layout" or "layout_map" */
+    bool layout_ijk;                /* 3 ranks in IJK order for a field of fewer dims
+                                       (gtstore.*, not GT4Py's keywords) */
     gts_template like;
     gts_dim like_dims[GTS_MAX_NDIM]; /* an array's __gt_dims__ */
     gts_storage like_storage;       /* a storage template's fields (buffer borrowed) */

@@ -69,7 +69,7 @@ static int field_spec_from_annotation(PyObject *annotation, gts_field_spec *spec
     }
     if (rc == 0 && layout != Py_None) {
         int ranks[GTS_MAX_NDIM];
-        rc = gtpy_layout(layout, "layout", ndim, spec->dims, 0, ranks);
+        rc = gtpy_layout(layout, "layout", ndim, spec->dims, 0, false, ranks);
         memcpy(spec->layout, ranks, (size_t)ndim * sizeof *ranks);
         spec->has_layout = true;
     }

@@ -152,27 +152,28 @@ API_FUNCTION(zeros_like, like_names, 2, 1, FILL_ZEROS)
 API_FUNCTION(ones_like, like_names, 2, 1, FILL_ONES)
 API_FUNCTION(full_like, full_like_names, 3, 2, FILL_VALUE)
 
-/* data, device_data and sync_state of as_storage and storage: 1 where
- * device_data is given (gtpy_storage_sides takes the call over). */
-static int check_data(gtpy_request *r, const char *function)
+/* What as_storage and storage are given of data and device_data. */
+typedef enum given { GIVEN_NEITHER, GIVEN_DATA, GIVEN_DEVICE_DATA, GIVEN_BOTH } given;
+
+/* data, device_data and sync_state (None: not given), checked against
+ * each other: sync_state says which side is current, so it needs both. */
+static int check_data(gtpy_request *r, given *out)
 {
+    if (r->source == Py_None)
+        r->source = NULL;
     if (r->device_data == Py_None)
         r->device_data = NULL;
     if (r->sync_state == Py_None)
         r->sync_state = NULL;
-    if (r->device_data)
-        return 1;
-    if (r->sync_state) {
+    if (r->sync_state && !(r->source && r->device_data)) {
         PyErr_Format(PyExc_ValueError,
                      "sync_state: %.200R says which of data and device_data is current; it "
                      "needs both",
                      r->sync_state);
         return -1;
     }
-    if (!r->source || r->source == Py_None) {
-        PyErr_Format(PyExc_TypeError, "%s() needs data (an array to wrap or copy)", function);
-        return -1;
-    }
+    *out = r->source ? (r->device_data ? GIVEN_BOTH : GIVEN_DATA)
+                     : (r->device_data ? GIVEN_DEVICE_DATA : GIVEN_NEITHER);
     return 0;
 }
 
@@ -198,6 +199,37 @@ static PyObject *do_wrap(const gtpy_request *r, gtpy_source *src)
     return resolved_call(r, src, wrap_resolved);
 }
 
+/* device_data alone (GDP-3's final text): a device buffer, which as_storage
+ * wraps as it wraps a device array given as data, and storage copies into
+ * a new storage with a device side (device='gpu' unless given). */
+static PyObject *device_data_only(gtpy_request *r, bool copy)
+{
+    static PyObject *gpu; /* "gpu", kept for the life of the process */
+    if (gtpy_check_device_side(r->device_data, "device_data") < 0)
+        return NULL;
+    r->source = r->device_data;
+    r->device_data = NULL;
+    if (!copy)
+        return with_source(r, do_wrap);
+    gts_device device = GTS_DEVICE_GPU;
+    if (r->device && gtpy_request_device(r->device, r->device_param, &device) < 0)
+        return NULL;
+    if (device != GTS_DEVICE_GPU) {
+        PyErr_Format(PyExc_ValueError,
+                     "%s=%.200R: storage(device_data=...) copies a device buffer into a storage "
+                     "with a device side; for a host copy pass the buffer as data",
+                     r->device_param, r->device);
+        return NULL;
+    }
+    if (!r->device && !gpu && !(gpu = PyUnicode_InternFromString("gpu")))
+        return NULL;
+    if (!r->device) {
+        r->device = gpu;
+        r->device_param = "device";
+    }
+    return with_source(r, allocate);
+}
+
 static const char *const as_storage_names[] = {"data", "device_data", "sync_state", KEYWORDS};
 
 static PyObject *api_as_storage(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
@@ -206,16 +238,48 @@ static PyObject *api_as_storage(PyObject *self, PyObject *const *args, Py_ssize_
     (void)self;
     static gtpy_signature sig = GTPY_SIGNATURE("as_storage", as_storage_names, 2, 0, 0);
     gtpy_request r = {.fill = FILL_NONE, .source_is_data = true, .storage_api = true};
-    int sides = gtpy_request_parse(&r, &sig, args, nargs, kwnames) < 0
-                    ? -1
-                    : check_data(&r, "as_storage");
-    if (sides < 0)
+    given given;
+    if (gtpy_request_parse(&r, &sig, args, nargs, kwnames) < 0 || check_data(&r, &given) < 0)
         return NULL;
-    return sides ? gtpy_storage_sides(&r, false) : with_source(&r, do_wrap);
+    switch (given) {
+    case GIVEN_BOTH:
+        return gtpy_storage_sides(&r, false);
+    case GIVEN_DEVICE_DATA:
+        return device_data_only(&r, false);
+    case GIVEN_DATA:
+        return with_source(&r, do_wrap);
+    default:
+        PyErr_SetString(PyExc_TypeError,
+                        "as_storage() needs data (an array to wrap) or device_data (a device "
+                        "buffer to wrap)");
+        return NULL;
+    }
+}
+
+/* storage() without data or device_data: with copy=False and a shape, an
+ * uninitialized storage, as empty() makes one (GDP-3's final text). */
+static PyObject *storage_from_shape(gtpy_request *r, int copy)
+{
+    if (r->shape && !copy) {
+        r->fill = FILL_NONE;
+        r->source_is_data = false;
+        return with_source(r, allocate);
+    }
+    if (r->shape)
+        PyErr_Format(PyExc_ValueError,
+                     "copy: storage(shape=%.200R) allocates without data only with copy=False "
+                     "(as empty()); copy=True needs data to copy",
+                     r->shape);
+    else
+        PyErr_SetString(PyExc_TypeError,
+                        "storage() needs data (an array to copy), device_data (a device buffer "
+                        "to copy), or copy=False with shape= (an uninitialized storage, as "
+                        "empty())");
+    return NULL;
 }
 
 static const char *const storage_names[] = {"data", "device_data", "dtype", "copy",
-                                            "sync_state", KEYWORDS};
+                                            "sync_state", "shape", KEYWORDS};
 
 static PyObject *api_storage(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                              PyObject *kwnames)
@@ -223,20 +287,31 @@ static PyObject *api_storage(PyObject *self, PyObject *const *args, Py_ssize_t n
     (void)self;
     static gtpy_signature sig = GTPY_SIGNATURE("storage", storage_names, 2, 0, 0);
     gtpy_request r = {.fill = FILL_COPY, .source_is_data = true, .storage_api = true};
-    int sides = gtpy_request_parse(&r, &sig, args, nargs, kwnames) < 0
-                    ? -1
-                    : check_data(&r, "storage");
+    given given;
     int copy;
-    if (sides < 0 || gtpy_copy_flag(r.copy, 1, 0, &copy) < 0)
+    if (gtpy_request_parse(&r, &sig, args, nargs, kwnames) < 0 || check_data(&r, &given) < 0 ||
+        gtpy_copy_flag(r.copy, 1, 0, &copy) < 0)
         return NULL;
-    if (sides)
+    if (r.shape == Py_None)
+        r.shape = NULL;
+    if (r.shape && given != GIVEN_NEITHER) {
+        PyErr_Format(PyExc_TypeError,
+                     "shape: storage() takes a shape only without data and device_data (%.200R "
+                     "given); the data's shape is its own",
+                     r.shape);
+        return NULL;
+    }
+    if (given == GIVEN_NEITHER)
+        return storage_from_shape(&r, copy);
+    if (given == GIVEN_BOTH)
         return gtpy_storage_sides(&r, copy);
     if (!copy && r.dtype) {
         PyErr_SetString(PyExc_ValueError,
                         "dtype: storage(copy=False) wraps the data as it is; a dtype needs a copy");
         return NULL;
     }
-    return with_source(&r, copy ? allocate : do_wrap);
+    return given == GIVEN_DEVICE_DATA ? device_data_only(&r, copy)
+                                      : with_source(&r, copy ? allocate : do_wrap);
 }
 
 static const char *const from_dlpack_names[] = {"x", "copy", KEYWORDS};
@@ -361,7 +436,9 @@ static PyObject *api_rebuild_storage(PyObject *self, PyObject *args)
     "    from the largest stride in such as 'KJI', or a function of the dims (aliases);\n" \
     "    default: the preset's, else C order.\n"                                           \
     "  managed: for GPU storages, 'gt4py' (a host copy kept in sync; the default), None or\n" \
-    "    False (device memory only) or 'cuda' (CUDA managed memory); no effect on the CPU."
+    "    False (device memory only) or 'cuda' (CUDA managed memory); no effect on the CPU.\n" \
+    "A field whose dims are one or two of I, J and K also takes shape (with dims), halo,\n"   \
+    "aligned_index and a layout tuple as 3 entries in I, J, K order: its dims' are used."
 
 #define METHOD(fn, signature, doc)                                                           \
     {#fn, (PyCFunction)(void (*)(void))api_##fn, METH_FASTCALL | METH_KEYWORDS,              \
@@ -381,11 +458,16 @@ PyMethodDef gtpy_storage_api_methods[] = {
     METHOD(as_storage, "(data=None, device_data=None, *, sync_state=None, ",
            "A storage over the memory of data, without copying: a storage (a view sharing its "
            "buffer), anything with the buffer protocol, the array interface or __array__, or a "
-           "DLPack producer. Given parameters are checked against the memory: a layout that "
-           "disagrees with the strides or an aligned point that is not aligned is an error."),
-    METHOD(storage, "(data=None, device_data=None, *, dtype=None, copy=True, sync_state=None, ",
+           "DLPack producer; device_data alone: a device buffer, wrapped the same way. Given "
+           "parameters are checked against the memory: a layout that disagrees with the "
+           "strides or an aligned point that is not aligned is an error."),
+    METHOD(storage,
+           "(data=None, device_data=None, *, dtype=None, copy=True, sync_state=None, "
+           "shape=None, ",
            "A storage holding a copy of data in a new allocation (copy=True; dtype defaults "
-           "to the data's), or wrapping it as as_storage() does (copy=False)."),
+           "to the data's), or wrapping it as as_storage() does (copy=False). device_data "
+           "alone (a device buffer) is copied into a storage on the GPU (copy=True) or wrapped. "
+           "Without data or device_data, copy=False with shape allocates as empty() does."),
     METHOD(from_dlpack, "(x, /, *, copy=None, ",
            "A storage over the memory a DLPack producer (x.__dlpack__) exports, without "
            "copying (copy=True: a copy in a new allocation)."),

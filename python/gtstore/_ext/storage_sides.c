@@ -271,18 +271,20 @@ static PyObject *copy_sides(const gtpy_request *r, side *host, side *device)
     return storage;
 }
 
+int gtpy_check_device_side(PyObject *obj, const char *param)
+{
+    side device;
+    int rc = open_side(&device, obj, param, true);
+    close_side(&device);
+    return rc;
+}
+
 PyObject *gtpy_storage_sides(const gtpy_request *r, bool copy)
 {
     side host, device;
     PyObject *result = NULL;
     memset(&host, 0, sizeof host);
     memset(&device, 0, sizeof device);
-    if (!r->source || r->source == Py_None) {
-        PyErr_SetString(PyExc_TypeError,
-                        "data: device_data needs data too (the host buffer); to wrap a device "
-                        "buffer alone pass it as data");
-        return NULL;
-    }
     if (open_side(&host, r->source, "data", false) == 0 &&
         open_side(&device, r->device_data, "device_data", true) == 0 &&
         check_same_array(&host, &device) == 0)
