@@ -113,7 +113,9 @@ static PyObject *with_source(gtpy_request *r, PyObject *(*action)(const gtpy_req
 {
     gtpy_source src = {0};
     PyObject *result = NULL;
-    if (!r->source || gtpy_source_open(&src, r->source, "data") == 0)
+    gts_device device;
+    if (!r->source || (gtpy_request_asked_device(r, &device) == 0 &&
+                       gtpy_source_open(&src, r->source, "data", device) == 0))
         result = action(r, &src);
     gtpy_source_release(&src);
     return result;
@@ -187,11 +189,11 @@ static bool has_memory(PyObject *obj)
 
 static PyObject *do_wrap(const gtpy_request *r, gtpy_source *src)
 {
-    if (!has_memory(r->source)) {
+    if (!src->entry && !has_memory(r->source)) { /* a data interface entry is memory */
         PyErr_Format(PyExc_TypeError,
-                     "data: %.80s has no memory to wrap (no buffer protocol, array interface, "
-                     "CUDA array interface, __array__ or __dlpack__); gtstore.storage(data) "
-                     "copies it",
+                     "data: %.80s has no memory to wrap (no __gt_data_interface__, buffer "
+                     "protocol, array interface, CUDA array interface, __array__ or "
+                     "__dlpack__); gtstore.storage(data) copies it",
                      Py_TYPE(r->source)->tp_name);
         return NULL;
     }
