@@ -200,6 +200,31 @@ def test_the_entry_read_is_the_asked_devices():
     assert obj.acquired == ["gpu"]
 
 
+def test_assignment_reads_the_gpu_entry_first():
+    """GDP-3's "Choosing the Device": a value with a "gpu" entry is on the
+    GPU: that entry is acquired and read (a device copy into a GPU storage,
+    no host transfer), whatever its host entry says."""
+    memory, values = device_values((4, 5))
+    stale = np.zeros((4, 5))
+    obj = GpuInterface(memory, host=stale)
+    for target in (gtstore.zeros((4, 5)), gtstore.zeros((4, 5), device="gpu"),
+                   gtstore.zeros((4, 5), device="gpu", managed=None)):
+        obj.acquired.clear()
+        gtstore.reset_transfer_counts()
+        target[...] = obj
+        counts = gtstore.transfer_counts()
+        assert obj.acquired == ["gpu"]
+        if type(target) is not gtstore.CPUStorage:
+            assert counts["to_device"] == counts["to_host"] == 0, counts
+        np.testing.assert_array_equal(on_host(target), values)
+    broadcast = gtstore.zeros((4, 5, 2), device="gpu", managed=None)
+    broadcast[..., 1] = GpuInterface(memory, dims="IJ")
+    np.testing.assert_array_equal(on_host(broadcast)[..., 1], values)
+    by_position = gtstore.zeros((3, 4, 5), device="gpu", managed=None)
+    by_position[...] = GpuInterface(memory)  # NumPy's broadcasting, through the host
+    np.testing.assert_array_equal(on_host(by_position), np.broadcast_to(values, (3, 4, 5)))
+
+
 def test_assignment_values_from_device_arrays():
     memory, values = device_values((4, 5))
     for target in (gtstore.zeros((4, 5)), gtstore.zeros((4, 5), device="gpu"),

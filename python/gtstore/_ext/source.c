@@ -376,6 +376,15 @@ static int open_data_interface(gtpy_source *s, PyObject *obj, gts_device device)
     return 1;
 }
 
+int gtpy_source_open_interface(gtpy_source *s, PyObject *obj, const char *param,
+                               gts_device device)
+{
+    source_init(s);
+    s->param = param;
+    return open_data_interface(s, obj, device);
+}
+
+
 /* The standard interfaces in place: the buffer protocol (what NumPy itself
  * tries first) and __array_interface__ on the host,
  * __cuda_array_interface__ on the GPU; else another library's array

@@ -52,6 +52,19 @@ typedef struct gtpy_source {
  * (`entry_dims`) are kept for the caller (request.c takes its dims and
  * halo). Its getter's own exception is passed on unchanged. */
 int gtpy_source_open(gtpy_source *src, PyObject *obj, const char *param, gts_device device);
+/* Only the data interface reading of gtpy_source_open: 1 when read, 0
+ * (nothing read, no exception) for an object without __gt_data_interface__,
+ * -1 with an exception. */
+int gtpy_source_open_interface(gtpy_source *src, PyObject *obj, const char *param,
+                               gts_device device);
+/* A value's or operand's data interface (GDP-3's final text, "Choosing
+ * the Device"): a storage over the memory of its "gpu" entry, else its
+ * host entry, read as gtstore.as_storage reads it (its "acquire" called
+ * once, first; its dims and halo taken), with *labelled telling whether
+ * the entry's dims labelled it (else it has the default labels, and the
+ * value goes by position). NULL without an exception for an object
+ * without a data interface. storage_api.c. */
+PyObject *gtpy_data_interface_storage(PyObject *obj, const char *param, bool *labelled);
 /* A __gt_data_interface__ entry's callback `key` ("acquire", "touch",
  * "release"): a new reference, NULL for None or none; a TypeError naming
  * the key for anything else that is not callable. */

@@ -106,6 +106,21 @@ static PyObject *wrap_resolved(const gtpy_request *r, gtpy_source *src, gtpy_res
     return result;
 }
 
+/* source.h */
+PyObject *gtpy_data_interface_storage(PyObject *obj, const char *param, bool *labelled)
+{
+    gtpy_request r = {.fill = FILL_NONE, .source = obj, .source_is_data = true,
+                      .storage_api = true};
+    gtpy_source src;
+    PyObject *result = NULL;
+    int rc = gtpy_source_open_interface(&src, obj, param, GTS_DEVICE_GPU);
+    if (rc > 0)
+        result = resolved_call(&r, &src, wrap_resolved);
+    *labelled = src.entry_ndims >= 0;
+    gtpy_source_release(&src);
+    return result;
+}
+
 /* ---- the Python functions ----------------------------------------------------- */
 
 static PyObject *with_source(gtpy_request *r, PyObject *(*action)(const gtpy_request *,
