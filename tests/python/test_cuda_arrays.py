@@ -225,6 +225,20 @@ def test_assignment_reads_the_gpu_entry_first():
     np.testing.assert_array_equal(on_host(by_position), np.broadcast_to(values, (3, 4, 5)))
 
 
+def test_ufunc_operands_read_the_gpu_entry():
+    """Labelled, a "gpu" entry is a device operand: the result is computed
+    on the GPU; without dims it is an array without dims (host values)."""
+    memory, values = device_values((4,))
+    s = gtstore.storage(np.arange(12.0).reshape(3, 4), dims="JK")
+    obj = GpuInterface(memory, dims="K")
+    r = s + obj
+    assert obj.acquired == ["gpu"] and type(r) is gtstore.GPUStorage
+    np.testing.assert_array_equal(on_host(r), np.asarray(s) + values)
+    flat, flat_values = device_values((1, 4))
+    r = np.subtract(s, GpuInterface(flat))
+    np.testing.assert_array_equal(on_host(r), np.asarray(s) - flat_values)
+
+
 def test_assignment_values_from_device_arrays():
     memory, values = device_values((4, 5))
     for target in (gtstore.zeros((4, 5)), gtstore.zeros((4, 5), device="gpu"),
