@@ -1234,6 +1234,17 @@ def test_data_interface_names_of_another_convention_label_nothing():
     assert s.dims == ("I", "J")
 
 
+@pytest.mark.parametrize("dims, strides", [("IJ", (8, 24)), ("JI", (32, 8))])
+def test_gtstore_arrays_read_the_data_interface(dims, strides):
+    """gtstore.arrays reads the data interface as a template: its labels
+    decide the preset's layout (I contiguous for gt:cpu_ifirst)."""
+    obj = DataInterface(values((3, 4)), dims=dims)
+    x = ga.from_array(obj, backend="gt:cpu_ifirst")
+    assert x.strides == strides and obj.acquired == [None]
+    np.testing.assert_array_equal(x, obj.array)
+    assert ga.empty_like(obj, backend="gt:cpu_ifirst").strides == strides
+
+
 def _interface(**keys):
     obj = DataInterface(values((3, 4)))
     obj.__gt_data_interface__ = keys.pop("interface", None) or {

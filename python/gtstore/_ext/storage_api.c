@@ -397,9 +397,11 @@ PyMethodDef gtpy_storage_api_methods[] = {
     METHOD(full_like, "(data, fill_value, dtype=None, *, ", "Like full(); see empty_like()."),
     METHOD(as_storage, "(data=None, device_data=None, *, sync_state=None, ",
            "A storage over the memory of data, without copying: a storage (a view sharing its "
-           "buffer), anything with the buffer protocol, the array interface or __array__, or a "
-           "DLPack producer. Given parameters are checked against the memory: a layout that "
-           "disagrees with the strides or an aligned point that is not aligned is an error."),
+           "buffer), an object with __gt_data_interface__ (the entry of the device asked for, "
+           "else the other; its acquire called first, its dims and halo taken), anything with "
+           "the buffer protocol, the array interface or __array__, or a DLPack producer. Given "
+           "parameters are checked against the memory: a layout that disagrees with the "
+           "strides or an aligned point that is not aligned is an error."),
     METHOD(storage, "(data=None, device_data=None, *, dtype=None, copy=True, sync_state=None, ",
            "A storage holding a copy of data in a new allocation (copy=True; dtype defaults "
            "to the data's), or wrapping it as as_storage() does (copy=False)."),
