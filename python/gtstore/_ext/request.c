@@ -222,7 +222,8 @@ int gtpy_request_asked_device(const gtpy_request *r, gts_device *out)
     *out = GTS_DEVICE_CPU;
     if (r->device)
         return gtpy_request_device(r->device, r->device_param, out);
-    const char *name = r->preset && PyUnicode_Check(r->preset) ? PyUnicode_AsUTF8(r->preset) : NULL;
+    const char *name =
+        r->preset && PyUnicode_Check(r->preset) ? PyUnicode_AsUTF8(r->preset) : NULL;
     gts_preset preset;
     if (name && gts_preset_lookup(name, &preset, NULL) == 0) {
         *out = preset.device;

@@ -384,7 +384,6 @@ int gtpy_source_open_interface(gtpy_source *s, PyObject *obj, const char *param,
     return open_data_interface(s, obj, device);
 }
 
-
 /* The standard interfaces in place: the buffer protocol (what NumPy itself
  * tries first) and __array_interface__ on the host,
  * __cuda_array_interface__ on the GPU; else another library's array
