@@ -8,7 +8,9 @@ labels the dimensions of any array.
   reads it.
 - ``Field(array, dims="KJI")`` wraps any array (the "No-Storage" work plan) and exports GDP-3's
   ``__gt_data_interface__`` with those labels, so that a stencil reads it in
-  the right order. ``Field.zeros(shape, dims=..., dtype=...)`` and friends
+  the right order (and ``gtstore.as_storage(Field(a, "KJI"))`` is a storage
+  labelled K, J, I over ``a``'s memory; assignments and computations on
+  storages line it up by those labels). ``Field.zeros(shape, dims=..., dtype=...)`` and friends
   allocate a NumPy array and wrap it (dims by default those storage
   creation gives as many dimensions: "IJ" for 2).
 

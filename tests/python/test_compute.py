@@ -726,6 +726,39 @@ def test_arrays_without_dims_follow_mixing_types():
                                   np.broadcast_to(np.asarray(s)[..., None] + 1, (2, 3, 4)))
 
 
+class DataInterface:
+    """Only GDP-3's data interface (a host entry), counting its acquire."""
+
+    def __init__(self, array, **keys):
+        self.array, self.acquired = array, 0
+        self.__gt_data_interface__ = {None: {**array.__array_interface__, **keys,
+                                             "acquire": self.acquire}}
+
+    def acquire(self):
+        self.acquired += 1
+
+
+def test_data_interface_operands():
+    """An operand with only __gt_data_interface__ was an object array (a
+    dtype storages do not hold). Labelled by its entry it takes part by
+    dims, as a storage; else as an array without dims; acquired once."""
+    s = gts.storage(np.arange(6.0).reshape(2, 3), dims="JK")
+    column = DataInterface(np.arange(4.0), dims="I")
+    r = s + column
+    assert r.dims == ("I", "J", "K") and column.acquired == 1
+    np.testing.assert_array_equal(np.asarray(r), column.array[:, None, None] + np.asarray(s))
+    plain = DataInterface(np.arange(3.0).reshape(1, 3))
+    r = np.multiply(plain, s)
+    assert r.dims == ("J", "K") and plain.acquired == 1
+    np.testing.assert_array_equal(np.asarray(r), plain.array * np.asarray(s))
+    mask = DataInterface(np.array([True, False, True]), dims="K")
+    out = gts.zeros((2, 3), dims="JK")
+    np.add(s, 1.0, out=out, where=mask)
+    np.testing.assert_array_equal(np.asarray(out), np.where([True, False, True], np.asarray(s) + 1, 0))
+    with pytest.raises(ValueError, match=r"__gt_data_interface__\[None\]\['dims'\]"):
+        s + DataInterface(np.ones(3), dims="IJ")
+
+
 # ---- errors ----------------------------------------------------------------------------------
 
 

@@ -148,6 +148,97 @@ def test_from_dlpack_and_arrays_functions():
     assert e.shape == (4, 3) and e.dtype == np.float32
 
 
+# ---- GDP-3's data interface with a "gpu" entry --------------------------------------------------
+
+
+class GpuInterface:
+    """GDP-3's data interface of device memory: a "gpu" entry (the CUDA
+    array interface of ``memory``) and, given ``host``, a host entry; every
+    entry's "acquire" records its key (``acquired``)."""
+
+    def __init__(self, memory, host=None, **keys):
+        self.memory, self.host, self.acquired = memory, host, []
+        self.__gt_data_interface__ = {
+            "gpu": {**CudaArray(memory).__cuda_array_interface__, **keys,
+                    "acquire": lambda: self.acquired.append("gpu")}}
+        if host is not None:
+            self.__gt_data_interface__[None] = {
+                **host.__array_interface__, **keys, "acquire": lambda: self.acquired.append(None)}
+
+
+def test_as_storage_reads_a_gpu_data_interface_entry():
+    """Only a "gpu" entry: a storage over that device memory, as a CUDA
+    array is imported (as_storage said the object had no memory)."""
+    memory, values = device_values((4, 5))
+    obj = GpuInterface(memory, dims="JK", halo=((1, 0), (0, 2)))
+    s = gtstore.as_storage(obj)
+    assert obj.acquired == ["gpu"]
+    assert type(s) is gtstore.GPUStorage and device_address(s) == device_address(memory)
+    assert s.dims == ("J", "K") and s.halo == ((1, 0), (0, 2))
+    c = gtstore.storage(obj, device="cpu")  # a copy from the device
+    assert type(c) is gtstore.CPUStorage and c.dims == ("J", "K")
+    np.testing.assert_array_equal(np.asarray(c), values)
+    assert obj.acquired == ["gpu", "gpu"]
+
+
+def test_the_entry_read_is_the_asked_devices():
+    """Both entries: the host one unless the call asks for the GPU (device=,
+    gpu=, a GPU preset); only the entry read is acquired."""
+    memory, values = device_values((4, 5))
+    host_copy = values.copy()
+    obj = GpuInterface(memory, host=host_copy)
+    s = gtstore.as_storage(obj)
+    assert type(s) is gtstore.CPUStorage and np.shares_memory(np.asarray(s), host_copy)
+    assert obj.acquired == [None]
+    for asked in ({"device": "gpu"}, {"gpu": True}):
+        obj.acquired.clear()
+        g = gtstore.as_storage(obj, **asked)
+        assert device_address(g) == device_address(memory) and obj.acquired == ["gpu"], asked
+    obj.acquired.clear()
+    host_copy[...] = -1  # the entry not read
+    np.testing.assert_array_equal(on_host(gtstore.storage(obj, defaults="gt:gpu")), values)
+    assert obj.acquired == ["gpu"]
+
+
+def test_assignment_reads_the_gpu_entry_first():
+    """GDP-3's "Choosing the Device": a value with a "gpu" entry is on the
+    GPU: that entry is acquired and read (a device copy into a GPU storage,
+    no host transfer), whatever its host entry says."""
+    memory, values = device_values((4, 5))
+    stale = np.zeros((4, 5))
+    obj = GpuInterface(memory, host=stale)
+    for target in (gtstore.zeros((4, 5)), gtstore.zeros((4, 5), device="gpu"),
+                   gtstore.zeros((4, 5), device="gpu", managed=None)):
+        obj.acquired.clear()
+        gtstore.reset_transfer_counts()
+        target[...] = obj
+        counts = gtstore.transfer_counts()
+        assert obj.acquired == ["gpu"]
+        if type(target) is not gtstore.CPUStorage:
+            assert counts["to_device"] == counts["to_host"] == 0, counts
+        np.testing.assert_array_equal(on_host(target), values)
+    broadcast = gtstore.zeros((4, 5, 2), device="gpu", managed=None)
+    broadcast[..., 1] = GpuInterface(memory, dims="IJ")
+    np.testing.assert_array_equal(on_host(broadcast)[..., 1], values)
+    by_position = gtstore.zeros((3, 4, 5), device="gpu", managed=None)
+    by_position[...] = GpuInterface(memory)  # NumPy's broadcasting, through the host
+    np.testing.assert_array_equal(on_host(by_position), np.broadcast_to(values, (3, 4, 5)))
+
+
+def test_ufunc_operands_read_the_gpu_entry():
+    """Labelled, a "gpu" entry is a device operand: the result is computed
+    on the GPU; without dims it is an array without dims (host values)."""
+    memory, values = device_values((4,))
+    s = gtstore.storage(np.arange(12.0).reshape(3, 4), dims="JK")
+    obj = GpuInterface(memory, dims="K")
+    r = s + obj
+    assert obj.acquired == ["gpu"] and type(r) is gtstore.GPUStorage
+    np.testing.assert_array_equal(on_host(r), np.asarray(s) + values)
+    flat, flat_values = device_values((1, 4))
+    r = np.subtract(s, GpuInterface(flat))
+    np.testing.assert_array_equal(on_host(r), np.asarray(s) - flat_values)
+
+
 def test_assignment_values_from_device_arrays():
     memory, values = device_values((4, 5))
     for target in (gtstore.zeros((4, 5)), gtstore.zeros((4, 5), device="gpu"),

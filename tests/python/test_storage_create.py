@@ -1193,6 +1193,151 @@ def test_wrap_keeps_the_source_alive():
     assert ref() is None
 
 
+# ---- __gt_data_interface__ ---------------------------------------------------------------
+
+
+class DataInterface:
+    """Only GDP-3's data interface: ``entries`` maps device keys to entry
+    dicts; each entry's "acquire" counts its calls (``acquired``)."""
+
+    def __init__(self, array, key=None, **keys):
+        self.array = array
+        self.acquired = []
+        entry = {**array.__array_interface__, "acquire": lambda: self.acquired.append(key)}
+        entry.update(keys)
+        self.__gt_data_interface__ = {key: entry}
+
+
+@pytest.mark.parametrize("key", [None, "cpu"])
+def test_as_storage_reads_the_data_interface(key):
+    """as_storage read only the buffer protocol and the array interfaces:
+    an object with only __gt_data_interface__ had "no memory to wrap"."""
+    source = values((3, 4))
+    obj = DataInterface(source, key, dims=("K", "I"), halo=((1, 1), (0, 2)))
+    s = gtstore.as_storage(obj)
+    assert obj.acquired == [key]  # once, before the memory was read
+    assert s.dims == ("K", "I") and s.halo == ((1, 1), (0, 2)) and type(s) is gtstore.CPUStorage
+    assert np.shares_memory(host(s), source)
+    host(s)[2, 3] = -1
+    assert source[2, 3] == -1
+
+
+def test_storage_copies_through_the_data_interface():
+    source = values((3, 4))
+    obj = DataInterface(source, dims="JK", halo=((0, 1), (1, 0)))
+    s = gtstore.storage(obj)
+    assert obj.acquired == [None]
+    assert s.dims == ("J", "K") and s.halo == ((0, 1), (1, 0))
+    np.testing.assert_array_equal(host(s), source)
+    assert not np.shares_memory(host(s), source)
+    t = gtstore.storage(obj, dtype="f4")  # cast from the memory read
+    np.testing.assert_array_equal(host(t), source.astype("f4"))
+    assert obj.acquired == [None, None]
+
+
+def test_the_callers_dims_and_halo_win_over_the_data_interface():
+    obj = DataInterface(values((3, 4)), dims="KI", halo=((1, 1), (0, 2)))
+    s = gtstore.storage(obj, dims="IJ", halo=((0, 0), (0, 0)))
+    assert s.dims == ("I", "J") and s.halo == ((0, 0), (0, 0))
+    assert gtstore.empty_like(obj).dims == ("K", "I")  # a template: its labels too
+
+
+def test_the_data_interface_wins_over_the_array_interface():
+    """GDP-3: the array interfaces describe an object without a data
+    interface."""
+    source, other = values((3, 4)), np.zeros((3, 4))
+    obj = DataInterface(source)
+    obj.__array_interface__ = other.__array_interface__
+    assert np.shares_memory(host(gtstore.as_storage(obj)), source)
+
+
+def test_a_data_interface_keeps_its_object_alive():
+    import weakref
+
+    obj = DataInterface(values((4, 5)))
+    ref = weakref.ref(obj)
+    s = gtstore.as_storage(obj)
+    del obj
+    live()
+    assert ref() is not None
+    np.testing.assert_array_equal(host(s), values((4, 5)))
+    del s
+    live()
+    assert ref() is None
+
+
+def test_field_labels_a_storage_made_from_it():
+    source = values((5, 4, 3))
+    s = gtstore.as_storage(gtstore.Field(source, "KJI"))
+    assert s.dims == ("K", "J", "I") and np.shares_memory(host(s), source)
+
+
+def test_data_interface_names_of_another_convention_label_nothing():
+    """dims such as xarray's ("x", "y") are not gtstore labels: the
+    storage gets the labels an array without dims gets."""
+    s = gtstore.as_storage(DataInterface(values((3, 4)), dims=("x", "y")))
+    assert s.dims == ("I", "J")
+
+
+@pytest.mark.parametrize("dims, strides", [("IJ", (8, 24)), ("JI", (32, 8))])
+def test_gtstore_arrays_read_the_data_interface(dims, strides):
+    """gtstore.arrays reads the data interface as a template: its labels
+    decide the preset's layout (I contiguous for gt:cpu_ifirst)."""
+    obj = DataInterface(values((3, 4)), dims=dims)
+    x = ga.from_array(obj, backend="gt:cpu_ifirst")
+    assert x.strides == strides and obj.acquired == [None]
+    np.testing.assert_array_equal(x, obj.array)
+    assert ga.empty_like(obj, backend="gt:cpu_ifirst").strides == strides
+
+
+def _interface(**keys):
+    obj = DataInterface(values((3, 4)))
+    obj.__gt_data_interface__ = keys.pop("interface", None) or {
+        None: {**obj.__gt_data_interface__[None], **keys}
+    }
+    return obj
+
+
+@pytest.mark.parametrize("obj, error, message", [
+    (_interface(interface=[1]), TypeError, "__gt_data_interface__: expected a dict, got [1]"),
+    (_interface(interface={"tpu": {}}), ValueError,
+     "__gt_data_interface__ has no buffer on the cpu or the gpu (its keys: {'tpu': {}})"),
+    (_interface(interface={None: 5}), TypeError, "__gt_data_interface__[None]: expected a dict"),
+    (_interface(interface={"cpu": {"shape": (2,)}}), TypeError,
+     "__gt_data_interface__['cpu']: needs 'shape', 'typestr' and 'data'"),
+    (_interface(acquire=3), TypeError, "__gt_data_interface__['acquire']: expected a callable"),
+    (_interface(dims="IJK"), ValueError, "__gt_data_interface__[None]['dims']: 3 labels for 2"),
+    (_interface(dims=("I", "x")), ValueError, "__gt_data_interface__[None]['dims']: invalid label"),
+    (_interface(dims=5), TypeError, "__gt_data_interface__[None]['dims']"),
+    (_interface(halo="x"), TypeError, "__gt_data_interface__[None]['halo']"),
+    (_interface(halo=((5, 5), (0, 0))), ValueError, "halo"),
+    (_interface(typestr="<U3"), TypeError, "typestr"),
+])
+@pytest.mark.parametrize("function", [gtstore.as_storage, gtstore.storage])
+def test_bad_data_interfaces(function, obj, error, message):
+    with pytest.raises(error, match=re.escape(message)):
+        function(obj)
+
+
+def test_a_data_interface_getter_error_passes_unchanged():
+    class Raising:
+        @property
+        def __gt_data_interface__(self):
+            raise KeyError("the getter's own")
+
+    for function in (gtstore.as_storage, gtstore.storage, gtstore.empty_like):
+        with pytest.raises(KeyError, match="the getter's own"):
+            function(Raising())
+
+
+def test_an_acquire_error_passes_unchanged():
+    def acquire():
+        raise RuntimeError("not now")
+
+    with pytest.raises(RuntimeError, match="not now"):
+        gtstore.as_storage(_interface(acquire=acquire))
+
+
 # ---- from_dlpack ----------------------------------------------------------------------
 
 

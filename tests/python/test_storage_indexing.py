@@ -645,6 +645,75 @@ def test_setitem_with_storages():
     np.testing.assert_array_equal(np.asarray(s), ref2)
 
 
+class DataInterface:
+    """Only GDP-3's data interface (a host entry), counting its acquire."""
+
+    def __init__(self, array, **keys):
+        self.array, self.acquired = array, 0
+        self.__gt_data_interface__ = {None: {**array.__array_interface__, **keys,
+                                             "acquire": self.acquire}}
+
+    def acquire(self):
+        self.acquired += 1
+
+
+def test_setitem_reads_the_data_interface():
+    """A value with only __gt_data_interface__ was an object NumPy could not
+    convert. Without dims it goes by position (NumPy's broadcasting and
+    casting); its acquire runs once, before it is read."""
+    s = filled((4, 5, 2))
+    expected = np.asarray(s).copy()
+    value = DataInterface(np.arange(10.0).reshape(5, 2))
+    s[1] = value
+    expected[1] = value.array
+    np.testing.assert_array_equal(np.asarray(s), expected)
+    assert value.acquired == 1
+    s[...] = value  # broadcast
+    expected[...] = value.array
+    np.testing.assert_array_equal(np.asarray(s), expected)
+    s[[0, 2]] = DataInterface(np.arange(10, dtype="i4").reshape(5, 2))  # advanced key, cast
+    expected[[0, 2]] = np.arange(10).reshape(5, 2)
+    np.testing.assert_array_equal(np.asarray(s), expected)
+    overlapping = DataInterface(np.asarray(s)[::-1])
+    s[...] = overlapping
+    expected[...] = expected[::-1].copy()
+    np.testing.assert_array_equal(np.asarray(s), expected)
+
+
+def test_setitem_data_interface_dims_go_by_dims():
+    """Labelled by its entry, the value is a field: assigned by dims, as a
+    storage value is."""
+    s = filled((3, 4, 2))
+    column = DataInterface(np.arange(3.0), dims="I")
+    s[...] = column
+    np.testing.assert_array_equal(np.asarray(s), np.broadcast_to(column.array[:, None, None], s.shape))
+    transposed = DataInterface(np.arange(12.0).reshape(4, 3), dims="JI")
+    s[..., 1] = transposed
+    np.testing.assert_array_equal(np.asarray(s)[..., 1], transposed.array.T)
+    assert column.acquired == transposed.acquired == 1
+    named = DataInterface(np.arange(6.0).reshape(3, 2), dims=("x", "y"))  # by position
+    s[:, 0] = named
+    np.testing.assert_array_equal(np.asarray(s)[:, 0], named.array)
+
+
+def test_setitem_data_interface_errors():
+    s = filled((3, 4))
+    bad = DataInterface(np.ones((3, 4)))
+    bad.__gt_data_interface__[None]["acquire"] = "now"
+    with pytest.raises(TypeError, match=r"__gt_data_interface__\['acquire'\]"):
+        s[...] = bad
+    with pytest.raises(ValueError, match=r"__gt_data_interface__\[None\]\['dims'\]"):
+        s[...] = DataInterface(np.ones((3, 4)), dims="IJK")
+
+    class Raising:
+        @property
+        def __gt_data_interface__(self):
+            raise LookupError("the getter's own")
+
+    with pytest.raises(LookupError, match="the getter's own"):
+        s[...] = Raising()
+
+
 def test_setitem_casts_like_numpy():
     s = filled((4,), "i4")
     expected = np.asarray(s).copy()

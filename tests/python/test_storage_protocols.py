@@ -977,6 +977,24 @@ def test_xarray_without_copy():
     np.testing.assert_array_equal(dv.values, np.asarray(v))
 
 
+def test_storages_from_dataarrays_read_the_accessor():
+    """gtstore.as_storage and storage read a DataArray through its
+    __gt_data_interface__ (GDP-3's default accessor): its dims label the
+    storage where they are gtstore labels, and a storage inside it gives its
+    halo; xarray's own names ("x", "y") label nothing, as before."""
+    xr = pytest.importorskip("xarray")
+    values = np.arange(12.0).reshape(3, 4)
+    s = gtstore.as_storage(xr.DataArray(values, dims=("K", "J")))
+    assert s.dims == ("K", "J") and np.shares_memory(np.asarray(s), values)
+    named = xr.DataArray(values, dims=("x", "y"))
+    assert gtstore.as_storage(named).dims == ("I", "J")
+    assert gtstore.storage(named).dims == ("I", "J")
+    inner = gtstore.storage(values, dims="JK", halo=((1, 1), (0, 1)))
+    t = gtstore.as_storage(xr.DataArray(inner, dims=("J", "K")))
+    assert t.dims == ("J", "K") and t.halo == ((1, 1), (0, 1))
+    assert np.shares_memory(np.asarray(t), np.asarray(inner))
+
+
 # ---- lifetime of exports from views ----------------------------------------------------------
 
 EXPORTS = {

@@ -163,7 +163,10 @@ static PyObject *allocate(const gtpy_request *r, gtpy_source *src, gtpy_resolved
 static PyObject *run(gtpy_request *r, bool only_plan)
 {
     gtpy_source src = {0};
-    if (r->source && gtpy_source_open(&src, r->source, r->source_is_data ? "data" : "a") < 0) {
+    gts_device device;
+    if (r->source && (gtpy_request_asked_device(r, &device) < 0 ||
+                      gtpy_source_open(&src, r->source, r->source_is_data ? "data" : "a",
+                                       device) < 0)) {
         gtpy_source_release(&src);
         return NULL;
     }

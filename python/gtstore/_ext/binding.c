@@ -70,21 +70,6 @@ static int load_storage(bind_slot *slot, PyObject *storage, const gts_storage *s
     return 0;
 }
 
-static int take_callback(PyObject *info, const char *key, PyObject **out)
-{
-    PyObject *value = gtpy_mapping_entry(info, key);
-    if (value && value != Py_None && !PyCallable_Check(value)) {
-        PyErr_Format(PyExc_TypeError, "__gt_data_interface__['%s']: expected a callable or None, "
-                                      "got %.200R", key, value);
-        Py_DECREF(value);
-        return -1;
-    }
-    if (value == Py_None)
-        Py_CLEAR(value);
-    *out = value;
-    return PyErr_Occurred() ? -1 : 0;
-}
-
 /* Memory the reader found in place (its shape and strides copied); the
  * slot keeps the source's buffer export. */
 static void load_memory(bind_slot *slot, gtpy_source *src, gts_device device)
@@ -157,9 +142,9 @@ static int load_gt_dims(bind_slot *slot, PyObject *obj)
  * callbacks, dims and halo; and the object's __gt_origin__. */
 static int load_entry(bind_slot *slot, PyObject *obj, PyObject *info)
 {
-    if (take_callback(info, "acquire", &slot->acquire) < 0 ||
-        take_callback(info, "touch", &slot->touch) < 0 ||
-        take_callback(info, "release", &slot->release) < 0)
+    if (gtpy_entry_callback(info, "acquire", &slot->acquire) < 0 ||
+        gtpy_entry_callback(info, "touch", &slot->touch) < 0 ||
+        gtpy_entry_callback(info, "release", &slot->release) < 0)
         return -1;
     PyObject *dims = gtpy_mapping_entry(info, "dims");
     PyObject *halo = dims || !PyErr_Occurred() ? gtpy_mapping_entry(info, "halo") : NULL;
@@ -302,9 +287,7 @@ static int unreadable(PyObject *obj)
     static PyObject *name;
     PyObject *interface = gtpy_optional_attr(obj, "__gt_data_interface__", &name);
     if (interface) {
-        PyErr_Format(PyExc_ValueError,
-                     "__gt_data_interface__ has no buffer on the cpu or the gpu (its keys: %R)",
-                     interface);
+        gtpy_data_interface_unreadable(interface);
         Py_DECREF(interface);
         return -1;
     }

@@ -372,6 +372,25 @@ const char *gtpy_text(PyObject *str, const char *param)
     return text;
 }
 
+bool gtpy_foreign_dim_names(PyObject *dims)
+{
+    if (!PyTuple_Check(dims) && !PyList_Check(dims))
+        return false;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(dims);
+    for (Py_ssize_t i = 0; i < n; ++i) {
+        PyObject *item = PySequence_Fast_GET_ITEM(dims, i);
+        const char *text = PyUnicode_Check(item) ? PyUnicode_AsUTF8(item) : NULL;
+        gts_dim label;
+        if (!text) {
+            PyErr_Clear();
+            return false;
+        }
+        if (gts_dim_parse(text, &label, NULL) == 0)
+            return false;
+    }
+    return true;
+}
+
 int gtpy_dims(PyObject *obj, const char *param, int *ndim, gts_dim *dims)
 {
     gts_error err;

@@ -44,6 +44,10 @@ int gtpy_alignment(PyObject *obj, const char *param, int64_t *out);
 /* Whether `obj` is one integer rather than a sequence: an int, or an object
  * with __index__ that has no length (a NumPy integer, a 0-d integer array). */
 bool gtpy_is_integer(PyObject *obj);
+/* Whether `dims` names dimensions by another convention than gtstore's: a
+ * sequence (not a str) of strings none of which is a gtstore label, such
+ * as xarray's ("x", "y"). They label nothing gtstore knows. */
+bool gtpy_foreign_dim_names(PyObject *dims);
 
 /* A `copy=` argument as NumPy reads one: None (`none`), a str refused
  * with ValueError (NumPy's rule: `copy="no"` would be true), anything else

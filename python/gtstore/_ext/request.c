@@ -3,11 +3,13 @@
  * explicit keyword, the preset (resolved by libgtstore), the template or
  * data, the fallback. gtstore.arrays and the Storage API share this. */
 #include "request.h"
+#include "array_interface.h"
 #include "convert.h"
 #include "errors.h"
 #include "source.h"
 #include "storage.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* ---- conversion into a spec ------------------------------------------------------
@@ -103,11 +105,31 @@ static int convert_dims(const gtpy_request *r, int ndim, int nbase, gts_storage_
     return 0;
 }
 
-/* The labels an array declares in __gt_dims__, if they are one per base
- * dim (the rest left to the library); else none. */
+/* The labels of an array's data interface entry (src->entry_dims), one
+ * per base dim or per dim: else a ValueError naming the entry. */
+static int entry_dims(const gtpy_source *src, int nbase, gtpy_resolved *out)
+{
+    int n = src->entry_ndims;
+    if (n != nbase && n != src->ndim) {
+        PyErr_Format(PyExc_ValueError, "%s['dims']: %d labels for %d dimensions",
+                     src->entry_name, n, nbase);
+        return -1;
+    }
+    memcpy(out->like_dims, src->entry_dims, (size_t)n * sizeof *out->like_dims);
+    for (int d = n; d < src->ndim; ++d)
+        out->like_dims[d] = GTS_DIM_NEXT;
+    out->like.dims = out->like_dims;
+    return 0;
+}
+
+/* The labels an array declares: its data interface entry's, else
+ * __gt_dims__ if they are one per base dim (the rest left to the
+ * library); else none. */
 static int source_dims(const gtpy_request *r, const gtpy_source *src, int nbase,
                        gtpy_resolved *out)
 {
+    if (src->entry)
+        return src->entry_ndims < 0 ? 0 : entry_dims(src, nbase, out);
     PyObject *labels; /* as given; one that cannot be read is none, as an optional attribute */
     if (gtpy_gt_dims(r->source, &labels) < 0)
         PyErr_Clear();
@@ -127,6 +149,24 @@ static int source_dims(const gtpy_request *r, const gtpy_source *src, int nbase,
     return 0;
 }
 
+/* The halo of an array's data interface entry, for the Storage API (a
+ * template's placement, which gtstore.arrays does not take). */
+static int entry_halo(const gtpy_request *r, const gtpy_source *src, int nbase,
+                      gtpy_resolved *out)
+{
+    if (!src->entry || !r->storage_api || r->halo)
+        return 0;
+    PyObject *halo = gtpy_mapping_entry(src->entry, "halo");
+    char param[64];
+    snprintf(param, sizeof param, "%s['halo']", src->entry_name);
+    int rc = halo && halo != Py_None ? gtpy_halo(halo, param, src->ndim, nbase, out->like_halo)
+                                     : PyErr_Occurred() ? -1 : 0;
+    if (halo && halo != Py_None && rc == 0)
+        out->like.halo = out->like_halo;
+    Py_XDECREF(halo);
+    return rc;
+}
+
 /* The template or data: a storage gives its layout and dims, and to the
  * Storage API also its halo, aligned point and alignment; another array
  * its strides and the labels it declares. */
@@ -144,6 +184,8 @@ static int convert_template(const gtpy_request *r, const gtpy_source *src, int n
                                   &out->like);
         if (out->like_storage.ndim != nbase || src->imported)
             out->like.dims = NULL; /* a subarray's dims in the data: labelled anew */
+        if (entry_halo(r, src, nbase, out) < 0)
+            return -1;
         return src->imported && !r->dims ? source_dims(r, src, nbase, out) : 0;
     }
     out->like = (gts_template){.ndim = src->ndim, .shape = src->shape, .strides = src->strides,
@@ -191,6 +233,23 @@ int gtpy_request_device(PyObject *value, const char *param, gts_device *out)
         return -1;
     }
     *out = value == Py_True ? GTS_DEVICE_GPU : GTS_DEVICE_CPU;
+    return 0;
+}
+
+/* request.h */
+int gtpy_request_asked_device(const gtpy_request *r, gts_device *out)
+{
+    *out = GTS_DEVICE_CPU;
+    if (r->device)
+        return gtpy_request_device(r->device, r->device_param, out);
+    const char *name =
+        r->preset && PyUnicode_Check(r->preset) ? PyUnicode_AsUTF8(r->preset) : NULL;
+    gts_preset preset;
+    if (name && gts_preset_lookup(name, &preset, NULL) == 0) {
+        *out = preset.device;
+        gts_preset_release(&preset);
+    }
+    PyErr_Clear(); /* a preset= that names none is convert_preset's error */
     return 0;
 }
 

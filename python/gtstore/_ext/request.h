@@ -40,6 +40,12 @@ int gtpy_request_parse(gtpy_request *r, gtpy_signature *sig, PyObject *const *ar
 int gtpy_request_device(PyObject *value, const char *param, gts_device *out);
 
 
+/* The device kind the call asks for (device=, gpu=, else the preset's;
+ * the CPU where it names none): the data interface entry its data is read
+ * from first (gtpy_source_open). -1 with an exception for a device= value
+ * that is no device. */
+int gtpy_request_asked_device(const gtpy_request *r, gts_device *out);
+
 /* The request converted into a spec, with what the spec points at: the
  * preset (a counted copy), the template and the layout= argument, which
  * libgtstore runs on the resolved dims. The struct points into itself:
@@ -54,7 +60,8 @@ typedef struct gtpy_resolved {
     bool layout_ijk;                /* 3 ranks in IJK order for a field of fewer dims
                                        (gtstore.*, not GT4Py's keywords) */
     gts_template like;
-    gts_dim like_dims[GTS_MAX_NDIM]; /* an array's __gt_dims__ */
+    gts_dim like_dims[GTS_MAX_NDIM]; /* an array's __gt_dims__ or data interface dims */
+    gts_halo like_halo[GTS_MAX_NDIM]; /* an array's data interface halo */
     gts_storage like_storage;       /* a storage template's fields (buffer borrowed) */
 } gtpy_resolved;
 

@@ -14,6 +14,7 @@
 
 #include "gtstore/wrap.h"
 
+#include <stdio.h>
 #include <string.h>
 
 void gtpy_source_release(gtpy_source *s)
@@ -165,6 +166,8 @@ static void source_init(gtpy_source *s)
     s->dtype = (gts_dtype){0};
     s->data = NULL;
     s->memory = NULL;
+    s->entry_name = NULL;
+    s->entry_ndims = -1;
 }
 
 static int source_from_storage(gtpy_source *s, PyObject *obj)
@@ -181,7 +184,9 @@ static int source_from_storage(gtpy_source *s, PyObject *obj)
     return 0;
 }
 
-int gtpy_source_open(gtpy_source *s, PyObject *obj, const char *param)
+static int open_data_interface(gtpy_source *s, PyObject *obj, gts_device device);
+
+int gtpy_source_open(gtpy_source *s, PyObject *obj, const char *param, gts_device device)
 {
     source_init(s);
     s->param = param;
@@ -195,6 +200,9 @@ int gtpy_source_open(gtpy_source *s, PyObject *obj, const char *param)
         s->array = Py_NewRef(obj);
         return 0;
     }
+    int interface = open_data_interface(s, obj, device); /* GDP-3: before other interfaces */
+    if (interface != 0)
+        return interface < 0 ? -1 : 0;
     if (PyObject_CheckBuffer(obj) && PyObject_GetBuffer(obj, &s->view, PyBUF_RECORDS_RO) == 0) {
         s->array = Py_NewRef(obj);
     } else {
@@ -235,28 +243,145 @@ static int read_interface(gtpy_source *s, PyObject *info, const char *what, gts_
     return 1;
 }
 
-/* GDP-3's data interface: the entry for the compute device (None or "cpu"
- * for the host, "gpu"), kept for its other keys (s->entry). */
+/* ---- GDP-3's data interface ------------------------------------------------------ */
+
+/* The entry of a __gt_data_interface__ dict for `device` (borrowed): None,
+ * else "cpu", for the host; "gpu". NULL without an exception where it has
+ * none; *name names it for messages. */
+static PyObject *interface_entry(PyObject *interface, gts_device device, const char **name)
+{
+    PyObject *info;
+    if (device == GTS_DEVICE_GPU) {
+        *name = "__gt_data_interface__['gpu']";
+        return PyDict_GetItemString(interface, "gpu");
+    }
+    *name = "__gt_data_interface__[None]";
+    info = PyDict_GetItemWithError(interface, Py_None);
+    if (info || PyErr_Occurred())
+        return info;
+    *name = "__gt_data_interface__['cpu']";
+    return PyDict_GetItemString(interface, "cpu");
+}
+
+int gtpy_entry_callback(PyObject *info, const char *key, PyObject **out)
+{
+    PyObject *value = gtpy_mapping_entry(info, key);
+    if (value && value != Py_None && !PyCallable_Check(value)) {
+        PyErr_Format(PyExc_TypeError, "__gt_data_interface__['%s']: expected a callable or None, "
+                                      "got %.200R", key, value);
+        Py_DECREF(value);
+        return -1;
+    }
+    if (value == Py_None)
+        Py_CLEAR(value);
+    *out = value;
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+/* The entry's "acquire" called, where it has one: before its memory is
+ * read (GDP-3's final text, "Choosing the Device"). */
+static int call_acquire(PyObject *info)
+{
+    PyObject *acquire;
+    if (gtpy_entry_callback(info, "acquire", &acquire) < 0)
+        return -1;
+    PyObject *result = acquire ? PyObject_CallNoArgs(acquire) : Py_NewRef(Py_None);
+    Py_XDECREF(acquire);
+    Py_XDECREF(result);
+    return result ? 0 : -1;
+}
+
+/* GDP-3's data interface: the entry for `device` (None or "cpu" for the
+ * host, "gpu"), kept for its other keys (s->entry), its "acquire" called
+ * first where `acquire` says (a stencil call runs it later, around the
+ * run). 1 read, 0 without that entry, -1 with an exception. */
 static int read_data_interface(gtpy_source *s, PyObject *interface, gts_device device,
-                               int max_ndim)
+                               int max_ndim, bool acquire)
 {
     if (!PyDict_Check(interface)) {
         PyErr_Format(PyExc_TypeError, "__gt_data_interface__: expected a dict, got %.200R",
                      interface);
         return -1;
     }
-    PyObject *info = NULL;
-    if (device == GTS_DEVICE_CPU) {
-        info = PyDict_GetItemWithError(interface, Py_None);
-        if (!info && !PyErr_Occurred())
-            info = PyDict_GetItemString(interface, "cpu");
-    } else {
-        info = PyDict_GetItemString(interface, "gpu");
-    }
+    PyObject *info = interface_entry(interface, device, &s->entry_name);
     if (!info)
         return PyErr_Occurred() ? -1 : 0;
+    if (!PyMapping_Check(info)) {
+        PyErr_Format(PyExc_TypeError, "%s: expected a dict, got %.200R", s->entry_name, info);
+        return -1;
+    }
     s->entry = Py_NewRef(info);
-    return read_interface(s, info, "__gt_data_interface__", device, max_ndim);
+    if (acquire && call_acquire(info) < 0)
+        return -1;
+    return read_interface(s, info, s->entry_name, device, max_ndim);
+}
+
+int gtpy_data_interface_unreadable(PyObject *interface)
+{
+    PyErr_Format(PyExc_ValueError,
+                 "__gt_data_interface__ has no buffer on the cpu or the gpu (its keys: %R)",
+                 interface);
+    return -1;
+}
+
+/* The entry's "dims" where they are gtstore labels (s->entry_ndims, -1 for
+ * none): names of another convention (xarray's "x", "y") label nothing. */
+static int read_entry_dims(gtpy_source *s)
+{
+    PyObject *dims = gtpy_mapping_entry(s->entry, "dims");
+    if (!dims || dims == Py_None || gtpy_foreign_dim_names(dims)) {
+        Py_XDECREF(dims);
+        return PyErr_Occurred() ? -1 : 0;
+    }
+    char param[64];
+    snprintf(param, sizeof param, "%s['dims']", s->entry_name);
+    int rc = gtpy_dims(dims, param, &s->entry_ndims, s->entry_dims);
+    Py_DECREF(dims);
+    if (rc < 0)
+        s->entry_ndims = -1;
+    return rc;
+}
+
+/* The data interface of a creation function's data or template: the entry
+ * of `device`, else the other one's, its "acquire" called, its memory read
+ * and imported as a storage over it (as another library's device array
+ * is: it keeps the object alive), and its labels read. 1 when read, 0 for
+ * an object without a data interface, -1 with an exception (its getter's
+ * own, unchanged). */
+static int open_data_interface(gtpy_source *s, PyObject *obj, gts_device device)
+{
+    static PyObject *name;
+    PyObject *interface;
+    int found = gtpy_lookup_attr(obj, "__gt_data_interface__", &name, &interface);
+    if (found <= 0)
+        return found;
+    s->array = Py_NewRef(obj);
+    int rc = read_data_interface(s, interface, device, GTS_MAX_NDIM, true);
+    if (rc == 0)
+        rc = read_data_interface(s, interface,
+                                 device == GTS_DEVICE_CPU ? GTS_DEVICE_GPU : GTS_DEVICE_CPU,
+                                 GTS_MAX_NDIM, true);
+    if (rc == 0)
+        rc = gtpy_data_interface_unreadable(interface);
+    Py_DECREF(interface);
+    PyObject *imported = rc < 0 || read_entry_dims(s) < 0 ? NULL : gtpy_source_wrap(s);
+    if (!imported)
+        return -1;
+    Py_CLEAR(s->array); /* the storage's, which keeps obj alive */
+    source_from_storage(s, imported);
+    Py_DECREF(imported); /* s->array holds it */
+    s->imported = true;
+    s->data = NULL;
+    s->memory = NULL;
+    return 1;
+}
+
+int gtpy_source_open_interface(gtpy_source *s, PyObject *obj, const char *param,
+                               gts_device device)
+{
+    source_init(s);
+    s->param = param;
+    return open_data_interface(s, obj, device);
 }
 
 /* The standard interfaces in place: the buffer protocol (what NumPy itself
@@ -308,7 +433,7 @@ int gtpy_source_read(gtpy_source *s, PyObject *obj, gts_device device, int max_n
         return -2; /* the getter's own exception, for the caller to pass on */
     if (!interface)
         return read_plain(s, obj, device, max_ndim);
-    int rc = read_data_interface(s, interface, device, max_ndim);
+    int rc = read_data_interface(s, interface, device, max_ndim, false);
     Py_DECREF(interface);
     return rc;
 }

@@ -13,8 +13,8 @@ typedef struct gtpy_source {
     PyObject *array;   /* the object read (new reference) */
     PyObject *storage; /* the same if it is a gtstore Storage (borrowed), else NULL */
     bool imported;     /* `storage` was made by the reader over another object's memory:
-                          it has no dims or halo of its own (the object's __gt_dims__, else
-                          the arguments, label it) */
+                          it has no dims or halo of its own (its data interface entry's,
+                          else the object's __gt_dims__, else the arguments, label it) */
     bool have_view;      /* `view` is an open buffer export of `array` */
     Py_buffer view;
     int ndim;
@@ -31,6 +31,11 @@ typedef struct gtpy_source {
     bool readonly;
     const gts_device_ops *memory;
     PyObject *entry; /* the __gt_data_interface__ entry read (new reference), or NULL */
+    const char *entry_name; /* "__gt_data_interface__[None]", "...['cpu']" or "...['gpu']" */
+    /* gtpy_source_open: the entry's "dims" where they are gtstore labels
+     * (entry_ndims of them), else entry_ndims -1 */
+    int entry_ndims;
+    gts_dim entry_dims[GTS_MAX_NDIM];
 } gtpy_source;
 
 /* source.c: the one reader of array objects. A Storage is read from its
@@ -39,8 +44,34 @@ typedef struct gtpy_source {
  * arrays (__cuda_array_interface__, or a
  * __dlpack__ whose __dlpack_device__ is not the CPU) and objects that only
  * speak DLPack are imported as a storage over their memory (`imported`),
- * which keeps the producer alive. */
-int gtpy_source_open(gtpy_source *src, PyObject *obj, const char *param);
+ * which keeps the producer alive. An object with __gt_data_interface__
+ * (GDP-3's final text; looked up before the other interfaces) is imported
+ * the same way from one entry: the one of `device` (the device the call
+ * asks for), else the other one's; its "acquire" is called before the
+ * memory is read, and `entry`, `entry_name` and the entry's labels
+ * (`entry_dims`) are kept for the caller (request.c takes its dims and
+ * halo). Its getter's own exception is passed on unchanged. */
+int gtpy_source_open(gtpy_source *src, PyObject *obj, const char *param, gts_device device);
+/* Only the data interface reading of gtpy_source_open: 1 when read, 0
+ * (nothing read, no exception) for an object without __gt_data_interface__,
+ * -1 with an exception. */
+int gtpy_source_open_interface(gtpy_source *src, PyObject *obj, const char *param,
+                               gts_device device);
+/* A value's or operand's data interface (GDP-3's final text, "Choosing
+ * the Device"): a storage over the memory of its "gpu" entry, else its
+ * host entry, read as gtstore.as_storage reads it (its "acquire" called
+ * once, first; its dims and halo taken), with *labelled telling whether
+ * the entry's dims labelled it (else it has the default labels, and the
+ * value goes by position). NULL without an exception for an object
+ * without a data interface. storage_api.c. */
+PyObject *gtpy_data_interface_storage(PyObject *obj, const char *param, bool *labelled);
+/* A __gt_data_interface__ entry's callback `key` ("acquire", "touch",
+ * "release"): a new reference, NULL for None or none; a TypeError naming
+ * the key for anything else that is not callable. */
+int gtpy_entry_callback(PyObject *info, const char *key, PyObject **out);
+/* The ValueError for a data interface with neither a host nor a "gpu"
+ * entry: -1. */
+int gtpy_data_interface_unreadable(PyObject *interface);
 /* The import of gtpy_source_open on its own: a new storage over the memory
  * of a device array or a DLPack-only object; NULL with *found false and no
  * exception for other objects, NULL with an exception on failure. */

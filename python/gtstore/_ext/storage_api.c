@@ -106,6 +106,21 @@ static PyObject *wrap_resolved(const gtpy_request *r, gtpy_source *src, gtpy_res
     return result;
 }
 
+/* source.h */
+PyObject *gtpy_data_interface_storage(PyObject *obj, const char *param, bool *labelled)
+{
+    gtpy_request r = {.fill = FILL_NONE, .source = obj, .source_is_data = true,
+                      .storage_api = true};
+    gtpy_source src;
+    PyObject *result = NULL;
+    int rc = gtpy_source_open_interface(&src, obj, param, GTS_DEVICE_GPU);
+    if (rc > 0)
+        result = resolved_call(&r, &src, wrap_resolved);
+    *labelled = src.entry_ndims >= 0;
+    gtpy_source_release(&src);
+    return result;
+}
+
 /* ---- the Python functions ----------------------------------------------------- */
 
 static PyObject *with_source(gtpy_request *r, PyObject *(*action)(const gtpy_request *,
@@ -113,7 +128,9 @@ static PyObject *with_source(gtpy_request *r, PyObject *(*action)(const gtpy_req
 {
     gtpy_source src = {0};
     PyObject *result = NULL;
-    if (!r->source || gtpy_source_open(&src, r->source, "data") == 0)
+    gts_device device;
+    if (!r->source || (gtpy_request_asked_device(r, &device) == 0 &&
+                       gtpy_source_open(&src, r->source, "data", device) == 0))
         result = action(r, &src);
     gtpy_source_release(&src);
     return result;
@@ -188,11 +205,11 @@ static bool has_memory(PyObject *obj)
 
 static PyObject *do_wrap(const gtpy_request *r, gtpy_source *src)
 {
-    if (!has_memory(r->source)) {
+    if (!src->entry && !has_memory(r->source)) { /* a data interface entry is memory */
         PyErr_Format(PyExc_TypeError,
-                     "data: %.80s has no memory to wrap (no buffer protocol, array interface, "
-                     "CUDA array interface, __array__ or __dlpack__); gtstore.storage(data) "
-                     "copies it",
+                     "data: %.80s has no memory to wrap (no __gt_data_interface__, buffer "
+                     "protocol, array interface, CUDA array interface, __array__ or "
+                     "__dlpack__); gtstore.storage(data) copies it",
                      Py_TYPE(r->source)->tp_name);
         return NULL;
     }
@@ -457,10 +474,12 @@ PyMethodDef gtpy_storage_api_methods[] = {
     METHOD(full_like, "(data, fill_value, dtype=None, *, ", "Like full(); see empty_like()."),
     METHOD(as_storage, "(data=None, device_data=None, *, sync_state=None, ",
            "A storage over the memory of data, without copying: a storage (a view sharing its "
-           "buffer), anything with the buffer protocol, the array interface or __array__, or a "
-           "DLPack producer; device_data alone: a device buffer, wrapped the same way. Given "
-           "parameters are checked against the memory: a layout that disagrees with the "
-           "strides or an aligned point that is not aligned is an error."),
+           "buffer), an object with __gt_data_interface__ (the entry of the device asked for, "
+           "else the other; its acquire called first, its dims and halo taken), anything with "
+           "the buffer protocol, the array interface or __array__, or a DLPack producer; "
+           "device_data alone: a device buffer, wrapped the same way. Given parameters are "
+           "checked against the memory: a layout that disagrees with the strides or an aligned "
+           "point that is not aligned is an error."),
     METHOD(storage,
            "(data=None, device_data=None, *, dtype=None, copy=True, sync_state=None, "
            "shape=None, ",

@@ -4,6 +4,7 @@
 #include "convert.h"
 #include "engine.h"
 #include "errors.h"
+#include "numpy.h"
 #include "source.h"
 #include "storage.h"
 #include "stream.h"
@@ -287,36 +288,75 @@ static int assign_by_dims(PyObject *self, PyObject *key, PyObject *value)
     return rc < 0 ? -1 : 1;
 }
 
+/* Host values NumPy reads: no other library's array to import. */
+static bool host_value(PyObject *value)
+{
+    return gtpy_is_storage(value) || PyFloat_Check(value) || PyLong_Check(value) ||
+           PyComplex_Check(value) || PyList_Check(value) || PyTuple_Check(value);
+}
+
+/* A storage over another object's memory, without labels of its own, as
+ * the value: of the selection's shape and dtype it is copied by libgtstore
+ * from its device. 1 when done, 0 when it does not apply. */
+static int assign_same_shape(PyObject *self, PyObject *key, PyObject *imported)
+{
+    gts_storage view, source;
+    key_result kind = apply_key(self, key, &view);
+    if (kind == KEY_ERROR)
+        return -1;
+    if (kind == KEY_ADVANCED)
+        return 0;
+    int rc = 0;
+    gtpy_storage_load(imported, &source);
+    if (source.ndim == view.ndim && gts_dtype_equal(source.dtype, view.dtype) &&
+        memcmp(source.shape, view.shape, (size_t)view.ndim * sizeof *view.shape) == 0)
+        rc = gtpy_stream_assign(&view, &source) ? -1 : 1;
+    gts_storage_release(&view);
+    return rc;
+}
+
 /* Another library's GPU array (or a DLPack-only one) as the value: read as
  * the creation functions read it (gtpy_source_import), a storage over its
- * memory without labels. Of the selection's shape and dtype it is copied by
- * libgtstore from its device; else (broadcasting, casting, an advanced
- * key) the object goes on to the rules below. 1 when done, 0 when it does
- * not apply. */
+ * memory without labels, copied where it has the selection's shape and
+ * dtype; else (broadcasting, casting, an advanced key) the object goes on
+ * to the rules below. 1 when done, 0 when it does not apply. */
 static int assign_imported(PyObject *self, PyObject *key, PyObject *value)
 {
-    if (gtpy_is_storage(value) || PyFloat_Check(value) || PyLong_Check(value) ||
-        PyComplex_Check(value) || PyList_Check(value) || PyTuple_Check(value) ||
-        PyObject_CheckBuffer(value)) /* host values: NumPy's */
+    if (host_value(value) || PyObject_CheckBuffer(value)) /* host values: NumPy's */
         return 0;
     bool found;
     PyObject *imported = gtpy_source_import(value, "value", &found);
     if (!found || !imported)
         return found ? -1 : 0;
-    gts_storage view, source;
-    int rc = 0;
-    key_result kind = apply_key(self, key, &view);
-    if (kind == KEY_ERROR) {
-        rc = -1;
-    } else if (kind != KEY_ADVANCED) {
-        gtpy_storage_load(imported, &source);
-        if (source.ndim == view.ndim && gts_dtype_equal(source.dtype, view.dtype) &&
-            memcmp(source.shape, view.shape, (size_t)view.ndim * sizeof *view.shape) == 0)
-            rc = gtpy_stream_assign(&view, &source) ? -1 : 1;
-        gts_storage_release(&view);
-    }
+    int rc = assign_same_shape(self, key, imported);
     Py_DECREF(imported);
     return rc;
+}
+
+/* A value with GDP-3's data interface ("Choosing the Device": on the GPU
+ * if and only if it has a "gpu" entry, its "acquire" called before it is
+ * read): a storage over that entry's memory. Labelled by the entry, it is
+ * assigned as a storage value is (by dims, on the device where it is);
+ * else by position: of the selection's shape and dtype copied by
+ * libgtstore from its device, otherwise its host values through NumPy's
+ * broadcasting and casting. 1 when done, 0 when it does not apply. */
+static int assign_data_interface(PyObject *self, PyObject *key, PyObject *value)
+{
+    if (host_value(value) || gtpy_numpy_is_ndarray(value))
+        return 0;
+    bool labelled;
+    PyObject *storage = gtpy_data_interface_storage(value, "value", &labelled);
+    if (!storage)
+        return PyErr_Occurred() ? -1 : 0;
+    int rc = labelled ? (storage_setitem(self, key, storage) < 0 ? -1 : 1)
+                      : assign_same_shape(self, key, storage);
+    if (rc == 0) {
+        PyObject *host = gtpy_storage_host_values(storage);
+        rc = host ? storage_setitem(self, key, host) : -1;
+        Py_XDECREF(host);
+    }
+    Py_DECREF(storage);
+    return rc < 0 ? -1 : 1;
 }
 
 static int storage_setitem(PyObject *self, PyObject *key, PyObject *value)
@@ -325,6 +365,9 @@ static int storage_setitem(PyObject *self, PyObject *key, PyObject *value)
         PyErr_SetString(PyExc_ValueError, "cannot delete array elements");
         return -1;
     }
+    int interface = assign_data_interface(self, key, value);
+    if (interface != 0)
+        return interface < 0 ? -1 : 0;
     int imported = assign_imported(self, key, value);
     if (imported != 0)
         return imported < 0 ? -1 : 0;

@@ -30,7 +30,7 @@ typedef struct side {
 static int open_side(side *s, PyObject *obj, const char *param, bool device)
 {
     memset(s, 0, sizeof *s);
-    if (gtpy_source_open(&s->src, obj, param) < 0)
+    if (gtpy_source_open(&s->src, obj, param, device ? GTS_DEVICE_GPU : GTS_DEVICE_CPU) < 0)
         return -1;
     if (!s->src.dtype_known)
         return gtpy_source_dtype_error(&s->src);

@@ -23,6 +23,7 @@
 #include "engine.h"
 #include "errors.h"
 #include "numpy.h"
+#include "source.h"
 #include "storage.h"
 #include "storage_object.h"
 #include "write_hold.h"
@@ -41,7 +42,9 @@ typedef struct call {
     PyObject *ufunc, *kwargs; /* kwargs: a copy without out and where (or NULL) */
     int nin, nout, nops;      /* nops: inputs and `where` */
     bool has_where, on_device;
-    PyObject *objs[MAX_OPS];   /* borrowed: the operands as given; outputs NULL if absent */
+    PyObject *objs[MAX_OPS];   /* borrowed: the operands as given (or the storage over an
+                                  input's data interface, held in arrays); outputs NULL
+                                  if absent */
     PyObject *arrays[MAX_OPS]; /* new: np.asarray of array-likes (NULL for others) */
     PyObject *made[MAX_OPS];   /* new: the outputs this call allocated */
     PyObject *views[MAX_OPS];  /* new: what NumPy (or the engine) computes on */
@@ -104,11 +107,41 @@ static int load_other(call *c, int k, PyObject *obj)
     return 0;
 }
 
+/* An input with GDP-3's data interface, read as an assignment's value is
+ * (its "gpu" entry first, acquired once: gtpy_data_interface_storage).
+ * Labelled by its entry it is a storage operand (by dims, on the device
+ * where its memory is; c->arrays[k] holds it); else an array without dims,
+ * by position: its host values (a host copy of device memory). 1 when
+ * loaded, 0 for an object without a data interface. */
+static int load_data_interface(call *c, int k, PyObject *obj)
+{
+    if (is_scalar(obj) || PyList_Check(obj) || PyTuple_Check(obj) ||
+        Py_IS_TYPE(obj, (PyTypeObject *)gtpy_numpy("ndarray")))
+        return 0;
+    bool labelled;
+    PyObject *storage = gtpy_data_interface_storage(obj, "operand", &labelled);
+    if (!storage)
+        return PyErr_Occurred() ? -1 : 0;
+    if (labelled) {
+        c->objs[k] = c->arrays[k] = storage;
+        gtpy_storage_load(storage, &c->storages[k]);
+        c->operands[k] = (gts_operand){&c->storages[k], 0, NULL};
+        return 1;
+    }
+    PyObject *host = gtpy_storage_host_values(storage);
+    Py_DECREF(storage); /* the host values' base, where they are its memory */
+    int rc = host ? load_other(c, k, host) : -1;
+    Py_XDECREF(host);
+    return rc < 0 ? -1 : 1;
+}
+
 static int load_operand(call *c, int k, PyObject *obj)
 {
     c->objs[k] = obj;
-    if (!gtpy_is_storage(obj))
-        return load_other(c, k, obj);
+    if (!gtpy_is_storage(obj)) {
+        int interface = load_data_interface(c, k, obj);
+        return interface != 0 ? (interface < 0 ? -1 : 0) : load_other(c, k, obj);
+    }
     gtpy_storage_load(obj, &c->storages[k]);
     c->operands[k] = (gts_operand){&c->storages[k], 0, NULL};
     return 0;
