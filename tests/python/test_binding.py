@@ -12,7 +12,7 @@ import pytest
 import gtstore
 from gtstore import Alignment, DefaultParameters, Field, FieldWarning, LayoutMap, Signature
 
-from conftest import NDARRAYS, CudaArray, refused
+from conftest import NDARRAYS, ArrayOnly, CudaArray, WritableArrayOnly, refused
 
 LAP = dict(
     out=Field["f8", "IJK"],
@@ -884,6 +884,110 @@ def test_copies_that_share_memory_are_refused(emulated_gpu):
             with pytest.raises(ValueError, match=r"^b and a share memory, and the stencil "
                                                  r"computes on a copy of b"):
                 sig.bind(a, b)
+    np.testing.assert_array_equal(h, np.arange(120.0).reshape(6, 5, 4))
+
+
+def test_array_only_objects_bind_through_numpy(lap):
+    """An object that only speaks __array__ is bound as the array NumPy
+    makes of it (with its own __gt_dims__), and a written one gets the
+    kernel's values back by item assignment when the Binding's block ends
+    cleanly; an exception in the block, or a failing kernel, assigns
+    nothing."""
+    values = np.arange(60.0).reshape(5, 4, 3)
+    inp = ArrayOnly(values.transpose(2, 1, 0).copy())
+    inp.__gt_dims__ = "KJI"
+    out = WritableArrayOnly(np.zeros((5, 4, 3)))
+    with pytest.warns(FieldWarning, match="^out: read through __array__"):
+        call = lap.bind(out, inp, origin=(1, 1, 0))
+    assert call.domain == (3, 2, 3) and call["out"].obj is out and call["inp"].obj is inp
+    assert call["inp"].shape == (5, 4, 3) and call["inp"].dims == ("I", "J", "K")
+    with call:
+        arrays = call.arrays()
+        np.testing.assert_array_equal(arrays["inp"], values)
+        arrays["out"][...] = 2 * arrays["inp"]
+        assert out.assignments == 0  # not before the block ends
+    assert out.assignments == 1
+    np.testing.assert_array_equal(out.values, 2 * values)
+    with pytest.raises(KeyError), call:
+        call.arrays()["out"][...] = -1.0
+        raise KeyError("the kernel failed")
+    assert out.assignments == 1
+    np.testing.assert_array_equal(out.values, 2 * values)
+
+    def kernel(domain, origins, out, inp):
+        out[...] = inp + 1
+        raise RuntimeError("the kernel failed")
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FieldWarning)
+        with pytest.raises(RuntimeError, match="the kernel failed"):
+            lap.call(kernel, out, inp, origin=(1, 1, 0))
+        assert out.assignments == 1
+        lap.call(lambda domain, origins, out, inp: out.__setitem__(..., inp + 1), out, inp,
+                 origin=(1, 1, 0))
+    assert out.assignments == 2
+    np.testing.assert_array_equal(out.values, values + 1)
+
+
+def test_array_only_objects_bad_input(lap):
+    """A written one without item assignment, the same object bound twice
+    with one of them written (each field's array may be its own copy), an
+    __array__ that raises, or an array of a dtype gtstore does not hold:
+    refused before the run, naming the field; nothing is assigned."""
+    h = np.zeros((5, 4, 3))
+    with refused(TypeError, r"^out: the stencil writes this field, and a field of type "
+                            r"ArrayOnly is read through __array__"):
+        lap.bind(ArrayOnly(h), h)
+    both = Signature(a=Field["f8", "IJK"], b=Field["f8", "IJK"], writes=["a"])
+    x = WritableArrayOnly(np.zeros((5, 4, 3)))
+    with refused(ValueError, r"^a and b are the same WritableArrayOnly, read through "
+                             r"__array__, whose arrays may be copies that would not see one "
+                             r"another's writes; pass separate fields$"):
+        both.bind(x, x)
+    assert x.assignments == 0
+    reads = Signature(out=Field["f8", "IJK"], x=Field["f8", "IJK"], y=Field["f8", "IJK"],
+                      writes=["out"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FieldWarning)  # read fields: no copy back, no warning
+        assert reads.bind(h, x, x).domain == (5, 4, 3)
+
+    class Raising:
+        def __array__(self, dtype=None, copy=None):
+            raise ZeroDivisionError("no values")
+
+    with pytest.raises(ZeroDivisionError, match="^inp: no values$"):
+        lap.bind(h, Raising())
+    with pytest.raises(TypeError, match="^inp: dtype: "):
+        lap.bind(h, ArrayOnly(np.full((5, 4, 3), "text")))
+    with pytest.raises(TypeError, match=r"^inp: cannot read a object as a field: it has no "
+                                        r"__gt_data_interface__, buffer protocol, "
+                                        r"__array_interface__, __cuda_array_interface__, "
+                                        r"__dlpack__ or __array__$"):
+        lap.bind(h, object())
+    # a data interface with no buffer is an error of its own, not a detour
+    empty = ArrayOnly(h)
+    empty.__gt_data_interface__ = {"tpu": {}}
+    with pytest.raises(ValueError, match="^inp: __gt_data_interface__ has no buffer on the cpu "
+                                         "or the gpu"):
+        lap.bind(h, empty)
+    assert empty.conversions == 0
+
+
+def test_array_only_objects_on_the_gpu_share_memory_checks(emulated_gpu):
+    """On a stencil on the GPU, the array NumPy made of an object is copied
+    in as any host memory: one that shares memory with another field,
+    either of them written, is refused as other copies are."""
+    both = Signature(a=Field["f8", "IJK"], b=Field["f8", "IJK"], writes=["a", "b"], device="gpu")
+    h = np.arange(120.0).reshape(6, 5, 4)
+    with refused(ValueError, r"^a and b share memory, and the stencil computes on a copy of a "
+                             r"\(no buffer on the gpu\)"):
+        both.bind(WritableArrayOnly(h, shared=True), h)
+    with refused(ValueError, r"^a and b are the same WritableArrayOnly"):
+        both.bind(*[WritableArrayOnly(h)] * 2)
+    with pytest.warns(FieldWarning) as caught:
+        assert both.bind(WritableArrayOnly(h), h.copy()).domain == (6, 5, 4)  # apart
+    assert [str(w.message).split(":")[0] for w in caught] == ["a", "b"]
+    assert "then assigned to the object" in str(caught[0].message)
     np.testing.assert_array_equal(h, np.arange(120.0).reshape(6, 5, 4))
 
 
