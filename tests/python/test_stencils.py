@@ -196,28 +196,6 @@ def test_written_array_only_objects_need_item_assignment(rng):
     assert out.conversions == 0 and not out.values.any()
 
 
-def test_array_only_objects_on_the_gpu(emulated_gpu, rng):
-    """On a stencil on the GPU the array NumPy makes is host memory: copied
-    to device memory and back, as any host field, then assigned to the
-    object."""
-    values = rng.random(SHAPE)
-    inp = ArrayOnly(values.copy())
-    out = WritableArrayOnly(np.zeros(SHAPE))
-    with pytest.warns(gtstore.FieldWarning) as caught:
-        stencils.laplacian(out, inp, origin=(1, 1, 0), device="gpu")
-    messages = sorted(str(w.message) for w in caught)
-    assert messages == [
-        "inp: no buffer on the gpu, where the stencil computes: copied to device memory "
-        "(slow: transfers on every call)",
-        "out: no buffer on the gpu, where the stencil computes: copied to device memory and "
-        "back after the run, then assigned to the object (obj[...] = values) (slow: "
-        "transfers on every call)"]
-    np.testing.assert_allclose(out.values[1:-1, 1:-1], lap_ref(values), rtol=1e-13)
-    assert out.assignments == 1
-    with refused(TypeError, "^out: the stencil writes this field, and a field of type ArrayOnly"):
-        stencils.copy(ArrayOnly(np.zeros(SHAPE)), inp, device="gpu")
-
-
 @pytest.mark.parametrize("order", ["IJK", "KJI", "JKI"])
 def test_tridiagonal_against_numpy_solve(order):
     rng = np.random.default_rng(11)
