@@ -303,9 +303,8 @@ static PyObject *engine_field_array(const gtpy_engine *e, const bind_slot *slot)
         kernel_order(slot))
         return Py_NewRef(slot->obj);
     return gtpy_engine_field_array(e, slot->storage, gtpy_slot_source(slot), slot->memory,
-                                   slot->desc.data,
-                                   slot->desc.dtype, slot->bound.ndim, slot->bound.shape,
-                                   slot->bound.strides, slot->desc.readonly);
+                                   slot->desc.data, slot->desc.dtype, slot->bound.ndim,
+                                   slot->bound.shape, slot->bound.strides, slot->desc.readonly);
 }
 
 /* {name: engine array} of a stencil on the GPU. NumPy computes on the
@@ -861,8 +860,8 @@ PyMethodDef gtpy_signature_methods[] = {
      "Returns a Binding. "
      "Reads each field (any object: Storage, NumPy, CuPy, xarray, Field(array, dims), a "
      "DLPack producer, or anything with __array__, read as np.asarray(obj) and, written, "
-     "assigned back with obj[...] = values), decides origins and the domain and checks everything (see "
-     "docs/stencils.md). Nothing is acquired until the Binding is entered."},
+     "assigned back with obj[...] = values), decides origins and the domain and checks "
+     "everything (see docs/stencils.md). Nothing is acquired until the Binding is entered."},
     {"call", (PyCFunction)(void (*)(void))signature_call, METH_FASTCALL | METH_KEYWORDS,
      "call($self, kernel, /, *fields, domain=None, origin=None, args=(), kwargs=None, "
      "**named_fields)\n--\n\n"

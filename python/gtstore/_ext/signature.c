@@ -118,7 +118,7 @@ static int field_dtype(PyObject *dtype, placeholders *p, gtpy_dtype *out)
         !PyErr_ExceptionMatches(PyExc_TypeError))
         return -1; /* no placeholder: the dtype's own error */
     PyObject *why = gtpy_error_take();
-    PyObject *bound = p->dtypes ? PyDict_GetItemWithError(p->dtypes, dtype) : NULL;
+    PyObject *bound = p->dtypes ? Py_XNewRef(PyDict_GetItemWithError(p->dtypes, dtype)) : NULL;
     if (!bound && !PyErr_Occurred())
         PyErr_Format(PyExc_ValueError,
                      "dtype: %R is a placeholder that dtypes= does not bind; pass "
@@ -126,9 +126,10 @@ static int field_dtype(PyObject *dtype, placeholders *p, gtpy_dtype *out)
                      "dtype, %S)",
                      dtype, dtype, why);
     Py_XDECREF(why);
-    if (!bound || PySet_Add(p->used, dtype) < 0)
-        return -1;
-    return bound_dtype(dtype, bound, out);
+    /* held: parsing runs Python code, which may change the dict */
+    int rc = bound && PySet_Add(p->used, dtype) == 0 ? bound_dtype(dtype, bound, out) : -1;
+    Py_XDECREF(bound);
+    return rc;
 }
 
 /* ---- the fields ------------------------------------------------------------ */
