@@ -54,7 +54,7 @@ from ._gtstore import (
     zeros,
     zeros_like,
 )
-from .fields import Alignment, DefaultParameters, Field, LayoutMap
+from .fields import Alignment, DefaultParameters, DType, Field, LayoutMap
 from . import _xarray
 
 _xarray.install()  # GDP-3's default accessor, without importing xarray
@@ -64,6 +64,7 @@ __all__ = [
     "Binding",
     "BoundField",
     "CPUStorage",
+    "DType",
     "DefaultParameters",
     "Field",
     "FieldWarning",

@@ -4,8 +4,11 @@ labels the dimensions of any array.
 - ``Field["f8", "IJK", LayoutMap[(2, 1, 0)], Alignment[64]]`` is an
   annotation (GDP-3's first draft): dtype required, dims optional ("IJK" by default),
   then optional ``LayoutMap``, ``Alignment`` and ``DefaultParameters``
-  ("C", "F" or a gtstore preset name). ``Signature(out=Field[...], ...)``
-  reads it.
+  ("C", "F" or a gtstore preset name). The dtype may also come as
+  ``DType[...]`` among the bracketed parameters (``Field[DType["f4"], "IJK"]``
+  is ``Field["f4", "IJK"]``), and may be a placeholder name such as "T"
+  that ``Signature(..., dtypes={"T": "f4"})`` binds.
+  ``Signature(out=Field[...], ...)`` reads it.
 - ``Field(array, dims="KJI")`` wraps any array (the "No-Storage" work plan) and exports GDP-3's
   ``__gt_data_interface__`` with those labels, so that a stencil reads it in
   the right order (and ``gtstore.as_storage(Field(a, "KJI"))`` is a storage
@@ -22,7 +25,7 @@ from __future__ import annotations
 
 from ._gtstore import _field_dims
 
-__all__ = ["Alignment", "DefaultParameters", "Field", "FieldType", "LayoutMap"]
+__all__ = ["Alignment", "DType", "DefaultParameters", "Field", "FieldType", "LayoutMap"]
 
 # The dims of an annotation that names none (Signature reads them so too).
 DEFAULT_DIMS = "IJK"
@@ -52,13 +55,21 @@ class Alignment(_Parameter):
     ``alignment_size`` (``Signature`` checks it)."""
 
 
+class DType(_Parameter):
+    """``DType[np.float32]``: the dtype as a bracketed parameter
+    (``Field[DType["f4"], "IJK"]`` is ``Field["f4", "IJK"]``); a dtype, or
+    a placeholder name that ``Signature(..., dtypes=...)`` binds."""
+
+
 class DefaultParameters(_Parameter):
     """``DefaultParameters["F"]``: layout (and alignment) of "C" or "F" order or
     of a gtstore preset such as "gt:cpu_ifirst"; explicit parameters win."""
 
 
 class FieldType:
-    """The annotation ``Field[dtype, dims, ...]`` (what ``Signature`` reads)."""
+    """The annotation ``Field[dtype, dims, ...]`` (what ``Signature`` reads);
+    ``dtype`` as given, a placeholder name included. Annotations compare
+    equal by value."""
 
     __slots__ = ("dtype", "dims", "layout", "alignment")
 
@@ -67,6 +78,17 @@ class FieldType:
         self.dims = dims
         self.layout = layout
         self.alignment = alignment
+
+    def _key(self):
+        return (self.dtype, self.dims, self.layout, self.alignment)
+
+    def __eq__(self, other):
+        if not isinstance(other, FieldType):
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self):
+        return hash(repr(self))
 
     def __repr__(self):
         parts = [repr(self.dtype)]
@@ -89,16 +111,40 @@ def _preset_parameters(name, dims, dtype):
         return tuple(reversed(range(ndim))), None
     from . import empty
 
-    probe = empty((2,) * ndim, dtype=dtype, dims=dims, defaults=name)
+    try:
+        probe = empty((2,) * ndim, dtype=dtype, dims=dims, defaults=name)
+    except TypeError as error:
+        if not isinstance(dtype, str):
+            raise
+        raise TypeError(
+            f"Field[...]: DefaultParameters[{name!r}]: a preset's alignment counts elements of "
+            f"the dtype, and {dtype!r} is none (a placeholder needs a dtype here)"
+        ) from error
     return probe.layout, probe.alignment_size
+
+
+def _dtype_first(params):
+    """The dtype (given first, positionally or as ``DType[...]``) and the
+    other parameters."""
+    dtypes = [p for p in params if isinstance(p, DType)]
+    if params and isinstance(params[0], DType) and len(dtypes) == 1:
+        return params[0].value, params[1:]
+    if dtypes and params and not isinstance(params[0], _Parameter):
+        raise TypeError(f"Field[...]: the dtype given twice, as {params[0]!r} and as "
+                        f"{dtypes[0]!r}; give it once")
+    if dtypes:
+        raise TypeError("Field[...]: DType[...] comes first, once, e.g. "
+                        "Field[DType['f8'], 'IJK']")
+    if not params or isinstance(params[0], _Parameter):
+        raise TypeError("Field[...]: the dtype comes first, e.g. Field['f8', 'IJK'] or "
+                        "Field[DType['f8'], 'IJK']")
+    return params[0], params[1:]
 
 
 def _annotation(params):
     if not isinstance(params, tuple):
         params = (params,)
-    if not params or isinstance(params[0], _Parameter):
-        raise TypeError("Field[...]: the dtype comes first, e.g. Field['f8', 'IJK']")
-    dtype, rest = params[0], params[1:]
+    dtype, rest = _dtype_first(params)
     dims = None
     if rest and not isinstance(rest[0], _Parameter):
         dims, rest = rest[0], rest[1:]
@@ -130,7 +176,9 @@ class Field:
     __slots__ = ("array", "dims")
 
     def __class_getitem__(cls, params):
-        """``Field[dtype, dims, ...]``: the annotation of a stencil's field."""
+        """``Field[dtype, dims, ...]`` or ``Field[DType[dtype], dims, ...]``: the
+        annotation of a stencil's field; the dtype may be a placeholder name
+        that ``Signature(..., dtypes=...)`` binds."""
         return _annotation(params)
 
     def __init__(self, array, dims):

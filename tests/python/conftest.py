@@ -417,6 +417,34 @@ class CudaArray:
             self.__gt_dims__ = dims
 
 
+class ArrayOnly:
+    """An array that only speaks ``__array__`` (no buffer protocol, array
+    interfaces or DLPack): each conversion is a copy of ``values``, unless
+    ``shared``, where it is ``values`` itself."""
+
+    def __init__(self, values, shared=False):
+        self.values, self.shared = values, shared
+        self.conversions = 0
+
+    def __array__(self, dtype=None, copy=None):
+        self.conversions += 1
+        if self.shared and not copy:
+            return np.asarray(self.values, dtype=dtype)
+        return np.array(self.values, dtype=dtype, copy=True)
+
+
+class WritableArrayOnly(ArrayOnly):
+    """An ArrayOnly that takes item assignment (its ``values``')."""
+
+    def __init__(self, values, shared=False):
+        super().__init__(values, shared)
+        self.assignments = 0
+
+    def __setitem__(self, key, value):
+        self.assignments += 1
+        self.values[key] = value
+
+
 def cupy_importable():
     try:
         import cupy  # noqa: F401

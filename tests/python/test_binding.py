@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 
 import gtstore
-from gtstore import Alignment, DefaultParameters, Field, FieldWarning, LayoutMap, Signature
+from gtstore import (Alignment, DefaultParameters, DType, Field, FieldWarning, LayoutMap,
+                     Signature)
 
-from conftest import NDARRAYS, CudaArray, refused
+from conftest import NDARRAYS, ArrayOnly, CudaArray, WritableArrayOnly, refused
 
 LAP = dict(
     out=Field["f8", "IJK"],
@@ -583,7 +584,8 @@ def _escape(text):
 BAD_SIGNATURES = [
     (lambda: Signature(Field["f8"]), TypeError, "takes fields by keyword"),
     (lambda: Signature(a=np.float64), TypeError, "a: expected a Field annotation"),
-    (lambda: Signature(a=Field["nope"]), TypeError, "a:"),
+    (lambda: Signature(a=Field["nope"]), ValueError, "a: dtype: 'nope' is a placeholder"),
+    (lambda: Signature(a=Field["not a dtype"]), TypeError, "a: dtype: data type 'not a dtype'"),
     (lambda: Signature(a=Field["f8", "IJX"]), ValueError, "a: dims"),
     (lambda: Signature(a=Field["f8", "IIK"]), ValueError, "a: dims"),
     (lambda: Signature(a=Field["f8", "IJK", LayoutMap[(0, 0, 1)]]), ValueError, "a:"),
@@ -615,6 +617,106 @@ BAD_SIGNATURES = [
 def test_bad_signature(make, error, message):
     with pytest.raises(error, match=_escape(message)):
         make()
+
+
+def test_dtype_as_a_bracketed_parameter():
+    """DType[...] gives the dtype among the bracketed parameters (spec 001's
+    Field[DType[np.float32], Alignment[8], LayoutMap[(0, 2, 1)]]): first,
+    and once; then the dims may follow."""
+    assert Field[DType["f4"], "IJK"] == Field["f4", "IJK"]
+    assert Field[DType["f4"]] == Field["f4"] != Field["f8"]
+    annotation = Field[DType[np.float32], Alignment[8], LayoutMap[(0, 2, 1)]]
+    assert annotation == Field[np.float32, Alignment[8], LayoutMap[(0, 2, 1)]]
+    assert (annotation.dtype, annotation.dims, annotation.layout, annotation.alignment) == (
+        np.float32, None, (0, 2, 1), 8)
+    assert Field[DType["f4"], "KJI", DefaultParameters["C"]].layout == (0, 1, 2)
+    sig = Signature(a=annotation)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FieldWarning)  # the layout differs: only slower
+        assert sig.bind(np.zeros((3, 4, 5), np.float32)).domain == (3, 4, 5)
+    with pytest.raises(TypeError, match="a: dtype float64, the signature expects float32"):
+        sig.bind(np.zeros((3, 4, 5)))
+    assert gtstore.DType is DType and "DType" in gtstore.__all__
+    assert "DType" in gtstore.fields.__all__
+    for make in (lambda: Field["f8", DType["f4"]], lambda: Field["f8", "IJK", DType["f4"]]):
+        with pytest.raises(TypeError, match=r"^Field\[\.\.\.\]: the dtype given twice, as 'f8' "
+                                            r"and as DType\['f4'\]; give it once$"):
+            make()
+    for make in (lambda: Field[DType["f4"], DType["f4"]], lambda: Field[LayoutMap["IJK"],
+                                                                         DType["f4"]]):
+        with pytest.raises(TypeError, match=r"DType\[\.\.\.\] comes first, once"):
+            make()
+
+
+@pytest.mark.parametrize("name", ["f8", "float64", "i4", "d", "float", "int", "bool", "e"])
+def test_dtype_names_are_no_placeholders(name):
+    """A placeholder is a name that is no dtype gtstore holds: NumPy's
+    names and codes of those stay dtypes, which dtypes= cannot rebind."""
+    assert Signature(a=Field[name]).bind(np.zeros((2, 2, 2), np.dtype(name))).domain == (2, 2, 2)
+    with pytest.raises(ValueError, match=f"^dtypes: '{name}' names no placeholder of the "
+                                         r"fields' dtypes"):
+        Signature(a=Field[name], dtypes={name: "f4"})
+
+
+def test_placeholder_dtypes_bound_by_signature():
+    """Field['T'] (or DType['T']) is a placeholder that Signature(...,
+    dtypes=) binds to a dtype, the stencil decorator's dtypes parameter of
+    spec 001; a call then checks the bound dtype as any other."""
+    sig = Signature(out=Field["T", "IJK"], inp=Field[DType["dtype_in"], "KJI"], coeff=Field["T"],
+                    writes=["out"], dtypes={"T": "f4", "dtype_in": np.int64})
+    out, coeff = np.zeros((4, 3, 2), np.float32), np.ones((4, 3, 2), np.float32)
+    inp = np.arange(24, dtype=np.int64).reshape(2, 3, 4)
+    assert sig.bind(out, inp, coeff).domain == (4, 3, 2)
+    with pytest.raises(TypeError, match="^out: dtype float64, the signature expects float32"):
+        sig.bind(np.zeros((4, 3, 2)), inp, coeff)
+    with pytest.raises(TypeError, match="^inp: dtype int32, the signature expects int64"):
+        sig.bind(out, inp.astype(np.int32), coeff)
+    # one placeholder, another dtype per Signature
+    again = Signature(out=Field["T", "IJK"], dtypes={"T": np.float64})
+    assert again.bind(np.zeros((4, 3, 2))).domain == (4, 3, 2)
+    # "T" is NumPy 2's code of StringDType, which gtstore does not hold: a
+    # placeholder all the same
+    assert Signature(a=Field["T"], dtypes={"T": "c16"}).bind(
+        np.zeros((1, 1, 1), complex)).domain == (1, 1, 1)
+
+
+BAD_PLACEHOLDERS = [
+    (dict(a=Field["T"]), ValueError,
+     r"^a: dtype: 'T' is a placeholder that dtypes= does not bind; pass Signature\(\.\.\., "
+     r"dtypes=\{'T': 'f8'\}\), or a dtype gtstore holds \(as a dtype, "),
+    (dict(a=Field["f8"], b=Field[DType["dtype_in"]], dtypes={"T": "f4"}), ValueError,
+     r"^b: dtype: 'dtype_in' is a placeholder that dtypes= does not bind"),
+    (dict(a=Field["T"], dtypes={"T": "f4", "U": "f8"}), ValueError,
+     r"^dtypes: 'U' names no placeholder of the fields' dtypes \(a placeholder is a name that "
+     r"is no dtype, such as Field\['T', 'IJK'\]; placeholders used: \{'T'\}\)$"),
+    (dict(a=Field["T"], dtypes={"T": "nope"}), TypeError,
+     r"^dtypes\['T'\]: dtype: data type 'nope' not understood$"),
+    (dict(a=Field["T"], dtypes={"T": "U8"}), TypeError, r"^dtypes\['T'\]: dtype: dtype\('<U8'\) "
+                                                         r"is not supported"),
+    (dict(a=Field["T"], dtypes={"T": ("f8", (3,))}), TypeError,
+     r"^a: dtype: a subarray dtype"),
+    (dict(a=Field["T"], dtypes=[("T", "f4")]), TypeError,
+     r"^dtypes: expected a dict of placeholder names to dtypes, such as \{'T': 'f4'\}, got "),
+    (dict(a=Field["T"], dtypes={np.float32: "f4"}), TypeError,
+     r"^dtypes: keys are placeholder names \(str\), got <class 'numpy.float32'>$"),
+    (dict(a=Field["f4"], dtypes={}), None, None),
+]
+
+
+@pytest.mark.parametrize("kwargs, error, message", BAD_PLACEHOLDERS)
+def test_bad_placeholder_dtypes(kwargs, error, message):
+    if error is None:
+        assert Signature(**kwargs).fields == ("a",)
+        return
+    with pytest.raises(error, match=message):
+        Signature(**kwargs)
+
+
+def test_a_preset_needs_a_dtype_for_its_alignment():
+    with pytest.raises(TypeError, match=r"^Field\[\.\.\.\]: DefaultParameters\['gt:cpu_ifirst'\]: "
+                                        r"a preset's alignment counts elements of the dtype, "
+                                        r"and 'T' is none"):
+        Field["T", "IJK", DefaultParameters["gt:cpu_ifirst"]]
 
 
 @pytest.mark.parametrize(
@@ -886,6 +988,110 @@ def test_copies_that_share_memory_are_refused(emulated_gpu):
             with pytest.raises(ValueError, match=r"^b and a share memory, and the stencil "
                                                  r"computes on a copy of b"):
                 sig.bind(a, b)
+    np.testing.assert_array_equal(h, np.arange(120.0).reshape(6, 5, 4))
+
+
+def test_array_only_objects_bind_through_numpy(lap):
+    """An object that only speaks __array__ is bound as the array NumPy
+    makes of it (with its own __gt_dims__), and a written one gets the
+    kernel's values back by item assignment when the Binding's block ends
+    cleanly; an exception in the block, or a failing kernel, assigns
+    nothing."""
+    values = np.arange(60.0).reshape(5, 4, 3)
+    inp = ArrayOnly(values.transpose(2, 1, 0).copy())
+    inp.__gt_dims__ = "KJI"
+    out = WritableArrayOnly(np.zeros((5, 4, 3)))
+    with pytest.warns(FieldWarning, match="^out: read through __array__"):
+        call = lap.bind(out, inp, origin=(1, 1, 0))
+    assert call.domain == (3, 2, 3) and call["out"].obj is out and call["inp"].obj is inp
+    assert call["inp"].shape == (5, 4, 3) and call["inp"].dims == ("I", "J", "K")
+    with call:
+        arrays = call.arrays()
+        np.testing.assert_array_equal(arrays["inp"], values)
+        arrays["out"][...] = 2 * arrays["inp"]
+        assert out.assignments == 0  # not before the block ends
+    assert out.assignments == 1
+    np.testing.assert_array_equal(out.values, 2 * values)
+    with pytest.raises(KeyError), call:
+        call.arrays()["out"][...] = -1.0
+        raise KeyError("the kernel failed")
+    assert out.assignments == 1
+    np.testing.assert_array_equal(out.values, 2 * values)
+
+    def kernel(domain, origins, out, inp):
+        out[...] = inp + 1
+        raise RuntimeError("the kernel failed")
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FieldWarning)
+        with pytest.raises(RuntimeError, match="the kernel failed"):
+            lap.call(kernel, out, inp, origin=(1, 1, 0))
+        assert out.assignments == 1
+        lap.call(lambda domain, origins, out, inp: out.__setitem__(..., inp + 1), out, inp,
+                 origin=(1, 1, 0))
+    assert out.assignments == 2
+    np.testing.assert_array_equal(out.values, values + 1)
+
+
+def test_array_only_objects_bad_input(lap):
+    """A written one without item assignment, the same object bound twice
+    with one of them written (each field's array may be its own copy), an
+    __array__ that raises, or an array of a dtype gtstore does not hold:
+    refused before the run, naming the field; nothing is assigned."""
+    h = np.zeros((5, 4, 3))
+    with refused(TypeError, r"^out: the stencil writes this field, and a field of type "
+                            r"ArrayOnly is read through __array__"):
+        lap.bind(ArrayOnly(h), h)
+    both = Signature(a=Field["f8", "IJK"], b=Field["f8", "IJK"], writes=["a"])
+    x = WritableArrayOnly(np.zeros((5, 4, 3)))
+    with refused(ValueError, r"^a and b are the same WritableArrayOnly, read through "
+                             r"__array__, whose arrays may be copies that would not see one "
+                             r"another's writes; pass separate fields$"):
+        both.bind(x, x)
+    assert x.assignments == 0
+    reads = Signature(out=Field["f8", "IJK"], x=Field["f8", "IJK"], y=Field["f8", "IJK"],
+                      writes=["out"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FieldWarning)  # read fields: no copy back, no warning
+        assert reads.bind(h, x, x).domain == (5, 4, 3)
+
+    class Raising:
+        def __array__(self, dtype=None, copy=None):
+            raise ZeroDivisionError("no values")
+
+    with pytest.raises(ZeroDivisionError, match="^inp: no values$"):
+        lap.bind(h, Raising())
+    with pytest.raises(TypeError, match="^inp: dtype: "):
+        lap.bind(h, ArrayOnly(np.full((5, 4, 3), "text")))
+    with pytest.raises(TypeError, match=r"^inp: cannot read a object as a field: it has no "
+                                        r"__gt_data_interface__, buffer protocol, "
+                                        r"__array_interface__, __cuda_array_interface__, "
+                                        r"__dlpack__ or __array__$"):
+        lap.bind(h, object())
+    # a data interface with no buffer is an error of its own, not a detour
+    empty = ArrayOnly(h)
+    empty.__gt_data_interface__ = {"tpu": {}}
+    with pytest.raises(ValueError, match="^inp: __gt_data_interface__ has no buffer on the cpu "
+                                         "or the gpu"):
+        lap.bind(h, empty)
+    assert empty.conversions == 0
+
+
+def test_array_only_objects_on_the_gpu_share_memory_checks(emulated_gpu):
+    """On a stencil on the GPU, the array NumPy made of an object is copied
+    in as any host memory: one that shares memory with another field,
+    either of them written, is refused as other copies are."""
+    both = Signature(a=Field["f8", "IJK"], b=Field["f8", "IJK"], writes=["a", "b"], device="gpu")
+    h = np.arange(120.0).reshape(6, 5, 4)
+    with refused(ValueError, r"^a and b share memory, and the stencil computes on a copy of a "
+                             r"\(no buffer on the gpu\)"):
+        both.bind(WritableArrayOnly(h, shared=True), h)
+    with refused(ValueError, r"^a and b are the same WritableArrayOnly"):
+        both.bind(*[WritableArrayOnly(h)] * 2)
+    with pytest.warns(FieldWarning) as caught:
+        assert both.bind(WritableArrayOnly(h), h.copy()).domain == (6, 5, 4)  # apart
+    assert [str(w.message).split(":")[0] for w in caught] == ["a", "b"]
+    assert "then assigned to the object" in str(caught[0].message)
     np.testing.assert_array_equal(h, np.arange(120.0).reshape(6, 5, 4))
 
 

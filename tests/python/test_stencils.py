@@ -3,6 +3,7 @@ same stencils written in GT4Py (real ones, numpy backend), on fields of every
 layout and kind."""
 
 import itertools
+import warnings
 
 import numpy as np
 import pytest
@@ -10,7 +11,7 @@ import pytest
 import gtstore
 from gtstore import Field, stencils
 
-from conftest import refused
+from conftest import ArrayOnly, WritableArrayOnly, refused
 
 SHAPE = (14, 11, 5)
 ORDERS = ["".join(p) for p in itertools.permutations("IJK")]
@@ -149,6 +150,50 @@ def test_copy_in_copy_out_for_device_only_storages(emulated_gpu):
     with refused(ValueError, "inp: dimension I"):
         stencils.laplacian(out, inp, origin=(0, 0, 0))
     np.testing.assert_array_equal(out.to_ndarray(), before)
+
+
+ASSIGNED = (r"^out: read through __array__, whose array may be a copy: its values assigned "
+            r"to the object \(obj\[\.\.\.\] = values\) after the run \(slow: a copy on every "
+            r"call\)$")
+
+
+@pytest.mark.parametrize("shared", [False, True], ids=["copies", "shares"])
+def test_array_only_objects_as_fields(rng, shared):
+    """Objects that only speak __array__ (whatever np.asarray understands,
+    spec 004): read through NumPy, the written one's values assigned back
+    to it after the run (obj[...] = values) with a FieldWarning (a copy on
+    every call), whether its __array__ copies or not; read ones warn of
+    nothing."""
+    values = rng.random(SHAPE)
+    inp = ArrayOnly(values.copy(), shared=shared)
+    out = WritableArrayOnly(np.zeros(SHAPE), shared=shared)
+    with pytest.warns(gtstore.FieldWarning, match=ASSIGNED) as caught:
+        stencils.laplacian(out, inp, origin=(1, 1, 0))
+    assert len(caught) == 1 and out.assignments == 1
+    np.testing.assert_allclose(out.values[1:-1, 1:-1], lap_ref(values), rtol=1e-13)
+    assert not out.values[0].any()
+    np.testing.assert_array_equal(inp.values, values)
+    result = np.zeros(SHAPE)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", gtstore.FieldWarning)
+        stencils.copy(result, inp)
+    np.testing.assert_array_equal(result, values)
+    # a failed check assigns nothing
+    with refused(ValueError, "inp: dimension I"):
+        stencils.laplacian(out, inp)
+    assert out.assignments == 1
+
+
+def test_written_array_only_objects_need_item_assignment(rng):
+    """A written field read through __array__ whose type cannot take the
+    values back is refused before anything is converted or run."""
+    out = ArrayOnly(np.zeros(SHAPE))
+    with refused(TypeError, r"^out: the stencil writes this field, and a field of type "
+                            r"ArrayOnly is read through __array__, whose array may be a copy: "
+                            r"the values would go back by item assignment \(obj\[\.\.\.\] = "
+                            r"values\), which the type does not support; give it __setitem__"):
+        stencils.copy(out, rng.random(SHAPE))
+    assert out.conversions == 0 and not out.values.any()
 
 
 @pytest.mark.parametrize("order", ["IJK", "KJI", "JKI"])

@@ -20,7 +20,7 @@ import gtstore
 from gtstore import Field, stencils
 from gtstore._gtstore import _skip_stream_waits_for_testing as skip_waits
 
-from conftest import cuda_present, refused
+from conftest import ArrayOnly, WritableArrayOnly, cuda_present, refused
 from test_stencils import hdiff_ref, lap_ref
 
 SHAPE = (14, 11, 5)
@@ -261,3 +261,25 @@ def test_no_gpu_is_a_clear_error():
         pytest.skip("a GPU is present")
     with pytest.raises((RuntimeError, NotImplementedError), match="out: device: .*CUDA"):
         stencils.copy(np.zeros(SHAPE), np.ones(SHAPE), device="gpu")
+
+
+def test_array_only_objects_on_the_gpu(gpu):
+    """On a stencil on the GPU the array NumPy makes is host memory: copied
+    to device memory and back, as any host field, then assigned to the
+    object. On every GPU gtstore reaches."""
+    values = np.random.default_rng(3).random(SHAPE)
+    inp = ArrayOnly(values.copy())
+    out = WritableArrayOnly(np.zeros(SHAPE))
+    with pytest.warns(gtstore.FieldWarning) as caught:
+        stencils.laplacian(out, inp, origin=(1, 1, 0), device="gpu")
+    messages = sorted(str(w.message) for w in caught)
+    assert messages == [
+        "inp: no buffer on the gpu, where the stencil computes: copied to device memory "
+        "(slow: transfers on every call)",
+        "out: no buffer on the gpu, where the stencil computes: copied to device memory and "
+        "back after the run, then assigned to the object (obj[...] = values) (slow: "
+        "transfers on every call)"]
+    np.testing.assert_allclose(out.values[1:-1, 1:-1], lap_ref(values), rtol=1e-13)
+    assert out.assignments == 1
+    with refused(TypeError, "^out: the stencil writes this field, and a field of type ArrayOnly"):
+        stencils.copy(ArrayOnly(np.zeros(SHAPE)), inp, device="gpu")

@@ -12,7 +12,9 @@
  *   4. else another library's array as the creation functions import it
  *      (a device __dlpack__ or __cuda_array_interface__, or DLPack only):
  *      its host memory, a copy in and out of its device memory for a
- *      stencil on the host, or its device memory on the GPU.
+ *      stencil on the host, or its device memory on the GPU;
+ *   5. else, with __array__, the array np.asarray makes of it, read as
+ *      above, and assigned back to the object after a run that writes it.
  * Labels: the object's own, else the annotation's (the No-Storage work plan). */
 #include "array_interface.h"
 #include "binding_object.h"
@@ -39,6 +41,7 @@ void gtpy_slot_clear(bind_slot *slot)
     Py_CLEAR(slot->obj);
     Py_CLEAR(slot->storage);
     Py_CLEAR(slot->copy_back);
+    Py_CLEAR(slot->converted);
     Py_CLEAR(slot->acquire);
     Py_CLEAR(slot->touch);
     Py_CLEAR(slot->release);
@@ -295,9 +298,65 @@ static int unreadable(PyObject *obj)
         return -1;
     PyErr_Format(PyExc_TypeError,
                  "cannot read a %.100s as a field: it has no __gt_data_interface__, buffer "
-                 "protocol, __array_interface__, __cuda_array_interface__ or __dlpack__",
+                 "protocol, __array_interface__, __cuda_array_interface__, __dlpack__ or "
+                 "__array__",
                  Py_TYPE(obj)->tp_name);
     return -1;
+}
+
+/* Whether obj[...] = values can reach the object: its type assigns items. */
+static bool assigns_items(PyObject *obj)
+{
+    PyMappingMethods *mapping = Py_TYPE(obj)->tp_as_mapping;
+    return mapping && mapping->mp_ass_subscript;
+}
+
+/* An object with none of the interfaces read in place but __array__ (spec
+ * 004: whatever np.asarray understands is a field): the array NumPy makes
+ * of it becomes the object read (slot->converted). Nothing tells whether
+ * that array is a copy, so a written field's values are assigned back to
+ * the object after the run (gtpy_slots_touch), which needs item
+ * assignment: without it, a written field is refused before anything
+ * runs. 1 when converted; 0 for an object without __array__, or with a
+ * data interface that has no buffer (unreadable's error, not a detour). */
+static int convert(bind_slot *slot, PyObject *obj, const gts_field_spec *spec)
+{
+    static PyObject *name, *interface_name;
+    PyObject *method, *interface;
+    if (gtpy_lookup_attr(obj, "__array__", &name, &method) <= 0)
+        return PyErr_Occurred() ? -1 : 0;
+    Py_DECREF(method);
+    if (gtpy_lookup_attr(obj, "__gt_data_interface__", &interface_name, &interface) != 0) {
+        Py_XDECREF(interface);
+        return PyErr_Occurred() ? -1 : 0;
+    }
+    if (spec->written && !assigns_items(obj)) {
+        PyErr_Format(PyExc_TypeError,
+                     "the stencil writes this field, and a field of type %.100s is read "
+                     "through __array__, whose array may be a copy: the values would go back "
+                     "by item assignment (obj[...] = values), which the type does not "
+                     "support; give it __setitem__, or pass an array the stencil writes in "
+                     "place (buffer protocol, __array_interface__, DLPack)",
+                     Py_TYPE(obj)->tp_name);
+        return -1;
+    }
+    PyObject *asarray = gtpy_numpy_asarray();
+    slot->converted = asarray ? PyObject_CallOneArg(asarray, obj) : NULL;
+    return slot->converted ? 1 : -1;
+}
+
+/* The object read on the compute device, else on the other one (*other). */
+static int read_either(gtpy_source *src, PyObject *obj, gts_device device, bool *other)
+{
+    int rc = gtpy_source_read(src, obj, device, GTS_BIND_MAX_NDIM);
+    *other = rc == 0; /* nothing on the compute device: the other one's, copied in */
+    if (*other) {
+        gtpy_source_release(src);
+        rc = gtpy_source_read(src, obj, device == GTS_DEVICE_CPU ? GTS_DEVICE_GPU
+                                                                  : GTS_DEVICE_CPU,
+                              GTS_BIND_MAX_NDIM);
+    }
+    return rc;
 }
 
 int gtpy_slot_load(bind_slot *slot, PyObject *obj, const gts_field_spec *spec, gts_device device)
@@ -305,13 +364,11 @@ int gtpy_slot_load(bind_slot *slot, PyObject *obj, const gts_field_spec *spec, g
     memset(&slot->desc, 0, sizeof slot->desc);
     slot->obj = Py_NewRef(obj);
     gtpy_source src;
-    int rc = gtpy_source_read(&src, obj, device, GTS_BIND_MAX_NDIM);
-    bool other = rc == 0; /* nothing on the compute device: the other one's, copied in */
-    if (other) {
+    bool other;
+    int rc = read_either(&src, obj, device, &other);
+    if (rc == 0 && (rc = convert(slot, obj, spec)) > 0) {
         gtpy_source_release(&src);
-        rc = gtpy_source_read(&src, obj, device == GTS_DEVICE_CPU ? GTS_DEVICE_GPU
-                                                                   : GTS_DEVICE_CPU,
-                              GTS_BIND_MAX_NDIM);
+        rc = read_either(&src, slot->converted, device, &other);
     }
     if (rc == 0)
         rc = unreadable(obj);
@@ -433,55 +490,87 @@ static bool share_memory(const gts_field_desc *a, int na, const gts_field_desc *
     return false;
 }
 
-/* A field bound as a copy (no buffer where the stencil computes) that
- * shares memory with another field, either of them written: the run would
- * read a copy of what it writes, or a copy back would undo the other's
- * writes, where the same call on the memory itself would not. Refused,
- * whichever device the stencil runs on. The other field's memory counts on
- * either side (a mirrored storage bound by its host side, the copy made
- * from its device side). */
+/* A field bound as a copy (no buffer where the stencil computes, or an
+ * object read through __array__, whose array may be one) that shares
+ * memory with another field, either of them written: the run would read a
+ * copy of what it writes, or a copy back would undo the other's writes,
+ * where the same call on the memory itself would not. Refused, whichever
+ * device the stencil runs on. The other field's memory counts on either
+ * side (a mirrored storage bound by its host side, the copy made from its
+ * device side); an object read through __array__ shares the memory of
+ * the same object bound again (nothing tells where its own memory is). */
+static bool is_copy(const bind_slot *slot)
+{
+    return slot->copy_back || slot->converted;
+}
+
+/* Fields c and o, one of them a copy and one written, apart (else a
+ * ValueError naming the copy first). */
+static int copies_apart(const SignatureObject *s, const bind_slot *slots, int c, int o)
+{
+    if ((slots[c].converted || slots[o].converted) && slots[c].obj == slots[o].obj) {
+        PyErr_Format(PyExc_ValueError,
+                     "%s and %s are the same %.100s, read through __array__, whose arrays may "
+                     "be copies that would not see one another's writes; pass separate fields",
+                     s->fields[c].name, s->fields[o].name, Py_TYPE(slots[c].obj)->tp_name);
+        return -1;
+    }
+    if (!slots[c].copy_back && !slots[o].copy_back)
+        return 0;
+    int copy = slots[c].copy_back ? c : o, other = copy == c ? o : c;
+    gts_storage copied, other_storage;
+    gts_field_desc home[2], others[2];
+    int nhome = field_memory(&slots[copy], home, &copied);
+    int nother = field_memory(&slots[other], others, &other_storage);
+    if (!share_memory(home, nhome, others, nother))
+        return 0;
+    PyErr_Format(PyExc_ValueError,
+                 "%s and %s share memory, and the stencil computes on a copy of %s (no buffer "
+                 "on the %s), which would not see the other's writes; pass separate fields",
+                 s->fields[copy].name, s->fields[other].name, s->fields[copy].name,
+                 gtpy_device_name(s->sig.device));
+    return -1;
+}
+
 static int check_copies_apart(const SignatureObject *s, const bind_slot *slots)
 {
     int n = s->sig.nfields;
-    for (int c = 0; c < n; ++c) {
-        if (!slots[c].copy_back)
-            continue;
-        gts_storage copied, other_storage;
-        gts_field_desc home[2], other[2];
-        int nhome = field_memory(&slots[c], home, &copied);
-        for (int o = 0; o < n; ++o) {
-            if (o == c || (o < c && slots[o].copy_back) || /* that pair was checked */
-                !(s->fields[c].written || s->fields[o].written))
-                continue;
-            int nother = field_memory(&slots[o], other, &other_storage);
-            if (share_memory(home, nhome, other, nother)) {
-                PyErr_Format(PyExc_ValueError,
-                             "%s and %s share memory, and the stencil computes on a copy of "
-                             "%s (no buffer on the %s), which would not see the other's "
-                             "writes; pass separate fields",
-                             s->fields[c].name, s->fields[o].name, s->fields[c].name,
-                             gtpy_device_name(s->sig.device));
+    for (int c = 0; c < n; ++c)
+        for (int o = c + 1; o < n; ++o)
+            if ((is_copy(&slots[c]) || is_copy(&slots[o])) &&
+                (s->fields[c].written || s->fields[o].written) &&
+                copies_apart(s, slots, c, o) < 0)
                 return -1;
-            }
-        }
-    }
     return 0;
 }
 
-/* The warning of each field bound as a copy (load_copy_in), given only for
- * a binding that is accepted: a refused call warns of no copy it never
- * makes. */
+/* The warning of each field bound as a copy (load_copy_in), and of each
+ * written field read through __array__ (its values assigned back to the
+ * object on every call), given only for a binding that is accepted: a
+ * refused call warns of no copy it never makes. */
 static int warn_copies(const SignatureObject *s, const bind_slot *slots)
 {
     gts_device device = s->sig.device;
     for (int f = 0; f < s->sig.nfields; ++f) {
-        if (slots[f].copy_back &&
-            PyErr_WarnFormat(gtpy_FieldWarning, 1,
-                             "%s: no buffer on the %s, where the stencil computes: copied to "
-                             "%s memory%s (slow: transfers on every call)",
-                             s->fields[f].name, gtpy_device_name(device),
-                             device == GTS_DEVICE_GPU ? "device" : "host",
-                             s->fields[f].written ? " and back after the run" : "") < 0)
+        bool written = s->fields[f].written;
+        bool assigned = slots[f].converted && written;
+        int rc = 0;
+        if (slots[f].copy_back)
+            rc = PyErr_WarnFormat(gtpy_FieldWarning, 1,
+                                  "%s: no buffer on the %s, where the stencil computes: copied "
+                                  "to %s memory%s%s (slow: transfers on every call)",
+                                  s->fields[f].name, gtpy_device_name(device),
+                                  device == GTS_DEVICE_GPU ? "device" : "host",
+                                  written ? " and back after the run" : "",
+                                  assigned ? ", then assigned to the object (obj[...] = values)"
+                                           : "");
+        else if (assigned)
+            rc = PyErr_WarnFormat(gtpy_FieldWarning, 1,
+                                  "%s: read through __array__, whose array may be a copy: its "
+                                  "values assigned to the object (obj[...] = values) after the "
+                                  "run (slow: a copy on every call)",
+                                  s->fields[f].name);
+        if (rc < 0)
             return -1;
     }
     return 0;
@@ -673,11 +762,14 @@ int gtpy_slots_touch(const SignatureObject *s, bind_slot *slots)
     for (int f = 0; f < s->sig.nfields; ++f) {
         if (!s->fields[f].written)
             continue;
-        /* a Storage's side marked written, a copy's values back, then the
-         * object's own touch (a data interface's callback) */
+        /* a Storage's side marked written, a copy's values back, those of
+         * an object read through __array__ into it, then the object's own
+         * touch (a data interface's callback) */
         int done = slots[f].storage ? storage_side(&slots[f], true) : 0;
         if (done == 0 && slots[f].copy_back)
             done = copy_back(&slots[f]);
+        if (done == 0 && slots[f].converted)
+            done = PyObject_SetItem(slots[f].obj, Py_Ellipsis, slots[f].converted);
         if (done == 0)
             done = call_callback(slots[f].touch);
         if (done < 0 && rc == 0)

@@ -25,7 +25,7 @@ typedef struct {
 void gtpy_slots_init(bind_slot *slots, int n)
 {
     for (int f = 0; f < n; ++f) {
-        slots[f].obj = slots[f].storage = slots[f].copy_back = NULL;
+        slots[f].obj = slots[f].storage = slots[f].copy_back = slots[f].converted = NULL;
         slots[f].acquire = slots[f].touch = slots[f].release = NULL;
         slots[f].in_place = slots[f].have_view = slots[f].device_side = false;
         slots[f].accessed = slots[f].host_ordered = false;
@@ -273,7 +273,7 @@ static bool kernel_order(const bind_slot *slot)
  * array). */
 static bool is_kernel_order_ndarray(const bind_slot *slot)
 {
-    return slot->in_place && gtpy_numpy_is_ndarray(slot->obj) && kernel_order(slot);
+    return slot->in_place && gtpy_numpy_is_ndarray(gtpy_slot_source(slot)) && kernel_order(slot);
 }
 
 /* An ndarray over the whole field (element 0 first) in the kernel's order
@@ -283,7 +283,7 @@ static PyObject *field_array(const SignatureObject *s, const bind_slot *slot, in
 {
     (void)s, (void)f;
     if (is_kernel_order_ndarray(slot))
-        return Py_NewRef(slot->obj);
+        return Py_NewRef(gtpy_slot_source(slot));
     Py_ssize_t shape[GTS_BIND_MAX_NDIM], strides[GTS_BIND_MAX_NDIM];
     for (int c = 0; c < slot->bound.ndim; ++c) {
         shape[c] = (Py_ssize_t)slot->bound.shape[c];
@@ -291,7 +291,7 @@ static PyObject *field_array(const SignatureObject *s, const bind_slot *slot, in
     }
     return gtpy_numpy_capi_array(slot->desc.dtype, slot->bound.ndim, shape, strides,
                                  slot->desc.data, slot->desc.readonly,
-                                 slot->storage ? slot->storage : slot->obj);
+                                 slot->storage ? slot->storage : gtpy_slot_source(slot));
 }
 
 /* An array of the engine over a field of a stencil on the GPU, in the
@@ -302,9 +302,9 @@ static PyObject *engine_field_array(const gtpy_engine *e, const bind_slot *slot)
     if (e->cuda && !slot->storage && Py_TYPE(slot->obj) == (PyTypeObject *)e->cupy.ndarray &&
         kernel_order(slot))
         return Py_NewRef(slot->obj);
-    return gtpy_engine_field_array(e, slot->storage, slot->obj, slot->memory, slot->desc.data,
-                                   slot->desc.dtype, slot->bound.ndim, slot->bound.shape,
-                                   slot->bound.strides, slot->desc.readonly);
+    return gtpy_engine_field_array(e, slot->storage, gtpy_slot_source(slot), slot->memory,
+                                   slot->desc.data, slot->desc.dtype, slot->bound.ndim,
+                                   slot->bound.shape, slot->bound.strides, slot->desc.readonly);
 }
 
 /* {name: engine array} of a stencil on the GPU. NumPy computes on the
@@ -859,8 +859,9 @@ PyMethodDef gtpy_signature_methods[] = {
      "bind($self, /, *fields, domain=None, origin=None, **named_fields)\n--\n\n"
      "Returns a Binding. "
      "Reads each field (any object: Storage, NumPy, CuPy, xarray, Field(array, dims), a "
-     "DLPack producer), decides origins and the domain and checks everything (see "
-     "docs/stencils.md). Nothing is acquired until the Binding is entered."},
+     "DLPack producer, or anything with __array__, read as np.asarray(obj) and, written, "
+     "assigned back with obj[...] = values), decides origins and the domain and checks "
+     "everything (see docs/stencils.md). Nothing is acquired until the Binding is entered."},
     {"call", (PyCFunction)(void (*)(void))signature_call, METH_FASTCALL | METH_KEYWORDS,
      "call($self, kernel, /, *fields, domain=None, origin=None, args=(), kwargs=None, "
      "**named_fields)\n--\n\n"

@@ -24,6 +24,10 @@ typedef struct bind_slot {
     PyObject *storage;                   /* a gtstore Storage read directly, or NULL */
     PyObject *copy_back;                 /* the device Storage `storage` is a host copy of
                                             (copy-in/copy-out, GDP-3's final text), or NULL */
+    PyObject *converted;                 /* the array np.asarray made of an object that only
+                                            speaks __array__, read in its place; assigned
+                                            back (obj[...] = converted) after a run that
+                                            writes the field; or NULL */
     PyObject *acquire, *touch, *release; /* data interface callbacks, or NULL */
     bool device_side;                    /* `storage` is bound by its device side, for a
                                             stencil on the GPU: accessed in the stream
@@ -48,6 +52,13 @@ typedef struct bind_slot {
     gts_field_desc desc;
     gts_bound_field bound;
 } bind_slot;
+
+/* The object whose memory the slot's field is (or was copied from): the
+ * one passed, or the array NumPy made of it. */
+static inline PyObject *gtpy_slot_source(const bind_slot *slot)
+{
+    return slot->converted ? slot->converted : slot->obj;
+}
 
 extern PyTypeObject gtpy_Signature_Type, gtpy_Binding_Type;
 extern PyObject *gtpy_FieldWarning;

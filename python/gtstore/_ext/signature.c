@@ -31,9 +31,113 @@ static PyObject *annotation_attr(PyObject *annotation, const char *name)
     return value;
 }
 
+/* ---- placeholder dtypes --------------------------------------------------- */
+
+/* Signature's dtypes=: placeholder names bound to dtypes (spec 001's
+ * "dtypes" parameter of the stencil decorator), and the names the fields'
+ * annotations used. A placeholder is a str that is a Python identifier and
+ * no dtype gtstore holds ("T", "dtype_in"; "f8", "float64", "i4" or "d"
+ * are dtypes). */
+typedef struct {
+    PyObject *dtypes; /* dict, or NULL where not given */
+    PyObject *used;   /* set of the names bound */
+} placeholders;
+
+/* The parse error of a dtypes= value, named "dtypes['T']: ...". */
+static int bound_dtype(PyObject *name, PyObject *value, gtpy_dtype *out)
+{
+    if (gtpy_dtype_parse(value, out) == 0)
+        return 0;
+    PyObject *param = PyUnicode_FromFormat("dtypes[%R]", name);
+    const char *text = param ? PyUnicode_AsUTF8(param) : NULL;
+    if (text)
+        gtpy_prefix_error(text);
+    Py_XDECREF(param);
+    return -1;
+}
+
+/* dtypes= checked before the fields read it: a dict of placeholder names
+ * (str) to dtypes. */
+static int read_dtypes(PyObject *dtypes, placeholders *p)
+{
+    p->dtypes = NULL;
+    if (!(p->used = PySet_New(NULL)))
+        return -1;
+    if (!dtypes || dtypes == Py_None)
+        return 0;
+    if (!PyDict_Check(dtypes)) {
+        PyErr_Format(PyExc_TypeError, "dtypes: expected a dict of placeholder names to dtypes, "
+                                      "such as {'T': 'f4'}, got %.200R",
+                     dtypes);
+        return -1;
+    }
+    PyObject *name, *value;
+    Py_ssize_t pos = 0;
+    gtpy_dtype parsed;
+    while (PyDict_Next(dtypes, &pos, &name, &value)) {
+        if (!PyUnicode_Check(name)) {
+            PyErr_Format(PyExc_TypeError, "dtypes: keys are placeholder names (str), got %.200R",
+                         name);
+            return -1;
+        }
+        if (bound_dtype(name, value, &parsed) < 0)
+            return -1;
+    }
+    p->dtypes = dtypes;
+    return 0;
+}
+
+/* Every name of dtypes= bound some field's placeholder, else a ValueError. */
+static int check_dtypes_used(const placeholders *p)
+{
+    PyObject *name, *value;
+    Py_ssize_t pos = 0;
+    while (p->dtypes && PyDict_Next(p->dtypes, &pos, &name, &value)) {
+        int used = PySet_Contains(p->used, name);
+        if (used < 0)
+            return -1;
+        if (!used) {
+            PyErr_Format(PyExc_ValueError,
+                         "dtypes: %R names no placeholder of the fields' dtypes (a placeholder "
+                         "is a name that is no dtype, such as Field['T', 'IJK']; placeholders "
+                         "used: %R)",
+                         name, p->used);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* A field's dtype: a dtype gtstore holds, else a placeholder that
+ * dtypes= binds (an unbound one is a ValueError naming it). */
+static int field_dtype(PyObject *dtype, placeholders *p, gtpy_dtype *out)
+{
+    if (gtpy_dtype_parse(dtype, out) == 0)
+        return 0;
+    if (!PyUnicode_Check(dtype) || !PyUnicode_IsIdentifier(dtype) ||
+        !PyErr_ExceptionMatches(PyExc_TypeError))
+        return -1; /* no placeholder: the dtype's own error */
+    PyObject *why = gtpy_error_take();
+    PyObject *bound = p->dtypes ? Py_XNewRef(PyDict_GetItemWithError(p->dtypes, dtype)) : NULL;
+    if (!bound && !PyErr_Occurred())
+        PyErr_Format(PyExc_ValueError,
+                     "dtype: %R is a placeholder that dtypes= does not bind; pass "
+                     "Signature(..., dtypes={%R: 'f8'}), or a dtype gtstore holds (as a "
+                     "dtype, %S)",
+                     dtype, dtype, why);
+    Py_XDECREF(why);
+    /* held: parsing runs Python code, which may change the dict */
+    int rc = bound && PySet_Add(p->used, dtype) == 0 ? bound_dtype(dtype, bound, out) : -1;
+    Py_XDECREF(bound);
+    return rc;
+}
+
+/* ---- the fields ------------------------------------------------------------ */
+
 /* One field spec from a Field annotation (gtstore.Field[dtype, dims, ...]):
- * its dtype, dims, layout and alignment attributes. */
-static int field_spec_from_annotation(PyObject *annotation, gts_field_spec *spec)
+ * its dtype (or placeholder), dims, layout and alignment attributes. */
+static int field_spec_from_annotation(PyObject *annotation, placeholders *p,
+                                      gts_field_spec *spec)
 {
     PyObject *dtype = annotation_attr(annotation, "dtype");
     PyObject *dims = dtype ? annotation_attr(annotation, "dims") : NULL;
@@ -47,7 +151,7 @@ static int field_spec_from_annotation(PyObject *annotation, gts_field_spec *spec
                      annotation);
         rc = -1;
     }
-    if (rc == 0 && (rc = gtpy_dtype_parse(dtype, &parsed)) == 0 && parsed.nsub) {
+    if (rc == 0 && (rc = field_dtype(dtype, p, &parsed)) == 0 && parsed.nsub) {
         PyErr_Format(PyExc_TypeError, "dtype: a subarray dtype %R: use data dimensions", dtype);
         rc = -1;
     }
@@ -162,32 +266,38 @@ int gtpy_fields_given(const SignatureObject *s, const char *function, PyObject *
 /* Signature(**fields, extents=, writes=, device=, relies_on_layout=): the
  * options by name (the one parser, args.c), every other keyword a field. */
 static const char *const signature_options[] = {"extents", "writes", "device",
-                                                "relies_on_layout"};
-enum { OPT_EXTENTS, OPT_WRITES, OPT_DEVICE, OPT_RELIES, NOPTIONS };
+                                                "relies_on_layout", "dtypes"};
+enum { OPT_EXTENTS, OPT_WRITES, OPT_DEVICE, OPT_RELIES, OPT_DTYPES, NOPTIONS };
 static gtpy_signature signature_parser = GTPY_SIGNATURE("Signature", signature_options, 0, 0, 0);
 
 /* The fields, {name: Field annotation} in the call's order, into
- * s->fields and s->names (interned; the specs' names point into them). */
-static int read_fields(SignatureObject *s, PyObject *fields)
+ * s->fields and s->names (interned; the specs' names point into them),
+ * their placeholders bound by dtypes=. */
+static int read_fields(SignatureObject *s, PyObject *fields, PyObject *dtypes)
 {
     Py_ssize_t n = PyDict_GET_SIZE(fields);
     if (!(s->fields = PyMem_Calloc((size_t)(n ? n : 1), sizeof *s->fields)))
         return PyErr_NoMemory(), -1;
     if (!(s->names = PyTuple_New(n)))
         return -1;
+    placeholders p;
+    int rc = read_dtypes(dtypes, &p);
     PyObject *key, *value;
     Py_ssize_t pos = 0, f = 0;
-    while (PyDict_Next(fields, &pos, &key, &value)) {
+    while (rc == 0 && PyDict_Next(fields, &pos, &key, &value)) {
         PyObject *interned = Py_NewRef(key);
         PyUnicode_InternInPlace(&interned);
         PyTuple_SET_ITEM(s->names, f, interned);
         gts_field_spec *spec = &s->fields[f++];
         if (!(spec->name = PyUnicode_AsUTF8(interned)))
-            return -1;
-        if (field_spec_from_annotation(value, spec) < 0)
-            return gtpy_prefix_error(spec->name);
+            rc = -1;
+        else if (field_spec_from_annotation(value, &p, spec) < 0)
+            rc = gtpy_prefix_error(spec->name);
     }
-    return 0;
+    if (rc == 0)
+        rc = check_dtypes_used(&p);
+    Py_XDECREF(p.used);
+    return rc;
 }
 
 static PyObject *signature_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
@@ -207,7 +317,7 @@ static PyObject *signature_new(PyTypeObject *type, PyObject *args, PyObject *kwa
         return NULL;
     }
     s->owned = true;
-    int rc = read_fields(s, fields);
+    int rc = read_fields(s, fields, options[OPT_DTYPES]);
     int nfields = (int)PyDict_GET_SIZE(fields);
     Py_DECREF(fields);
     if (rc < 0)
@@ -319,8 +429,10 @@ PyTypeObject gtpy_Signature_Type = {
     .tp_basicsize = sizeof(SignatureObject),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "Signature(*, extents=None, writes=None, device='cpu', relies_on_layout=False, "
-              "**fields)\n--\n\n"
-              "A stencil's fields: each a Field annotation (Field['f8', 'IJK', ...]); extents "
+              "dtypes=None, **fields)\n--\n\n"
+              "A stencil's fields: each a Field annotation (Field['f8', 'IJK', ...], whose "
+              "dtype may be a placeholder name such as 'T' that dtypes={'T': 'f4'} binds); "
+              "extents "
               "per field as ((lower, upper) per dimension, I, J, K first); the names of the "
               "fields it writes; the device kind it computes on. With relies_on_layout, "
               "layouts and alignments that differ from the annotations are errors, else "
