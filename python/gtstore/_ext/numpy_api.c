@@ -267,7 +267,10 @@ static struct {
 PyObject *gtpy_numpy(const char *name)
 {
     static PyObject *numpy, *cache;
-    size_t slot = ((uintptr_t)name >> 3) % RECENT_NAMES;
+    /* by the whole address: string literals are not aligned, so two names
+     * a few bytes apart (shifted out) shared a slot and evicted each other
+     * on every ufunc call */
+    size_t slot = (uintptr_t)name % RECENT_NAMES;
     if (recent[slot].address == name && strcmp(recent[slot].text, name) == 0)
         return recent[slot].value;
     if ((!numpy && !(numpy = PyImport_ImportModule("numpy"))) ||
