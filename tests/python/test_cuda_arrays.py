@@ -612,6 +612,18 @@ FAKE_CHECKS = textwrap.dedent("""
         t = pickle.loads(pickle.dumps(g))
         assert type(t) is type(g) and t.device == g.device and t.halo == g.halo, (t, g)
         assert t.strides == g.strides and t.alignment_size == g.alignment_size
+
+    # on the legacy default stream (the current stream without CuPy) the
+    # buffers' events are recorded only when something waits for them
+    records = lambda: fake.fake_cuda_stat(b"event_records")
+    x = gtstore.zeros((64,), device="gpu", managed=None)
+    y = gtstore.ones((64,), device="gpu", managed=None)
+    before = records()
+    for _ in range(10):
+        x[...] = y
+    assert records() == before, records() - before
+    np.testing.assert_array_equal(np.asarray(gtstore.storage(x, device="cpu")), 1.0)
+    assert records() == before + 1, records() - before  # the host's wait recorded it
     print("fake driver: ok")
 """)
 
