@@ -35,6 +35,8 @@ static atomic_bool pinned_host_sides = true;
 
 int gts_pinned_host_sides_parse(const char *text, bool *pinned, gts_error *err)
 {
+    if (!pinned)
+        return gts_error_set(err, GTS_EINVAL, "GTSTORE_PINNED_HOST_SIDES: the output is NULL");
     if (text && (!strcmp(text, "0") || !strcmp(text, "1"))) {
         *pinned = text[0] == '1';
         return GTS_OK;

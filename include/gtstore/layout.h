@@ -91,12 +91,14 @@ int gts_layout_ijk_ranks(const char *axes, int ranks[3], gts_error *err);
  * entries of its dims are used, the others ignored. This is the one
  * place that reads such entries. */
 
-/* Whether a field of these dims takes IJK-ordered parameters. */
+/* Whether a field of these dims takes IJK-ordered parameters (false for
+ * invalid dims: a repeated label, NULL, ndim out of range). */
 bool gts_dims_take_ijk(int ndim, const gts_dim *dims);
 
 /* The entries of `ijk` (3 of `size` bytes each, in I, J, K order) for the
  * field's dims, in the dims' order, into `out` (ndim entries, apart from
- * `ijk`). GTS_EINVAL where the dims take no IJK-ordered parameters. */
+ * `ijk`). GTS_EINVAL where the dims take no IJK-ordered parameters (the
+ * reason named: a repeated label, NULL dims, ...) or a pointer is NULL. */
 int gts_ijk_select(int ndim, const gts_dim *dims, size_t size, const void *ijk, void *out,
                    gts_error *err);
 

@@ -738,6 +738,31 @@ static void test_ijk_entries(void)
     CHECK_FAILS(gts_layout_select_ijk(n, dims, bad, layout, ERR), GTS_EINVAL, "permutation");
 }
 
+/* Bad input to the IJK entries: an error naming it, never a crash, never
+ * one entry picked twice (a repeated label) or a layout that is no
+ * permutation. */
+static void test_ijk_entries_bad_input(void)
+{
+    const gts_dim twice[2] = {GTS_DIM_I, GTS_DIM_I};
+    const int64_t shape[3] = {3, 4, 5};
+    const int ijk[3] = {2, 1, 0};
+    int64_t out[3];
+    int layout[2];
+    CHECK(!gts_dims_take_ijk(2, twice));
+    CHECK(!gts_dims_take_ijk(1, NULL));
+    CHECK(!gts_dims_take_ijk(-1, twice));
+    CHECK_FAILS(gts_ijk_select(2, twice, sizeof *out, shape, out, ERR), GTS_EINVAL,
+                "'I' appears twice");
+    CHECK_FAILS(gts_layout_select_ijk(2, twice, ijk, layout, ERR), GTS_EINVAL, "'I' appears twice");
+    CHECK_FAILS(gts_ijk_select(1, NULL, sizeof *out, shape, out, ERR), GTS_EINVAL, "dims: NULL");
+    CHECK_FAILS(gts_ijk_select(-1, twice, sizeof *out, shape, out, ERR), GTS_EINVAL, "ndim: -1");
+    CHECK_FAILS(gts_ijk_select(1, twice, sizeof *out, NULL, out, ERR), GTS_EINVAL, "ijk: NULL");
+    CHECK_FAILS(gts_ijk_select(1, twice, sizeof *out, shape, NULL, ERR), GTS_EINVAL, "out: NULL");
+    CHECK_FAILS(gts_layout_select_ijk(1, twice, NULL, layout, ERR), GTS_EINVAL, "NULL IJK ranks");
+    CHECK_FAILS(gts_layout_select_ijk(1, twice, ijk, NULL, ERR), GTS_EINVAL, "NULL output");
+    CHECK_FAILS(gts_layout_select_ijk(1, NULL, ijk, layout, ERR), GTS_EINVAL, "dims: NULL");
+}
+
 int main(void)
 {
     test_dims_default();
@@ -758,6 +783,7 @@ int main(void)
     test_listing();
     test_axis_text();
     test_ijk_entries();
+    test_ijk_entries_bad_input();
     /* every test leaves the registry as it found it */
     CHECK_INT_EQ(gts_preset_count(), NBUILTINS);
     return check_summary("test_layout");

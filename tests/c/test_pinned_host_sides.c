@@ -22,6 +22,7 @@ static void test_parse(void)
                     "or '0' (pageable), got '");
     CHECK(!pinned); /* untouched on failure */
     CHECK_FAILS(gts_pinned_host_sides_parse(NULL, &pinned, ERR), GTS_EINVAL, "'(null)'");
+    CHECK_FAILS(gts_pinned_host_sides_parse("1", NULL, ERR), GTS_EINVAL, "output is NULL");
 }
 
 static void test_environment(void)

@@ -447,6 +447,22 @@ def test_device_data_alone():
         gtstore.storage(device_data=CudaArray(memory), copy=False, dtype="f4")
 
 
+def test_device_data_alone_reads_a_data_interface_once_on_the_gpu():
+    """device_data is device memory: of an object with both entries its
+    "gpu" entry is read (as_storage gave a CPUStorage over the host entry),
+    and acquired once (the check and the read each acquired it)."""
+    memory, values = device_values((3, 4))
+    for copy, kind in ((False, gtstore.GPUStorage), (True, gtstore.SoftwareManagedGPUStorage)):
+        obj = GpuInterface(memory, host=np.zeros((3, 4)), dims="JK")
+        s = gtstore.storage(device_data=obj, copy=copy)
+        assert type(s) is kind and s.dims == ("J", "K") and obj.acquired == ["gpu"], copy
+        np.testing.assert_array_equal(on_host(s), values)
+    obj = GpuInterface(memory, host=np.zeros((3, 4)))
+    w = gtstore.as_storage(device_data=obj)
+    assert type(w) is gtstore.GPUStorage and device_address(w) == device_address(memory)
+    assert obj.acquired == ["gpu"]
+
+
 # ---- pickling ----------------------------------------------------------------------------
 
 

@@ -1312,6 +1312,10 @@ def _interface(**keys):
     (_interface(halo="x"), TypeError, "__gt_data_interface__[None]['halo']"),
     (_interface(halo=((5, 5), (0, 0))), ValueError, "halo"),
     (_interface(typestr="<U3"), TypeError, "typestr"),
+    (_interface(data=(2**70, False)), ValueError,
+     f"__gt_data_interface__[None]['data']: the address {2**70} is no pointer"),
+    (_interface(data=("0x10", False)), TypeError,
+     "__gt_data_interface__[None]['data']: the address '0x10' is no pointer"),
 ])
 @pytest.mark.parametrize("function", [gtstore.as_storage, gtstore.storage])
 def test_bad_data_interfaces(function, obj, error, message):

@@ -10,9 +10,11 @@
  * software-managed storage over (copy false) or copied from (copy true)
  * the request's data and device_data, in the state sync_state says. */
 PyObject *gtpy_storage_sides(const gtpy_request *r, bool copy);
-/* Whether `obj` (the argument `param`) is device memory, as device_data
- * must be: 0, or -1 with a ValueError naming it. */
-int gtpy_check_device_side(PyObject *obj, const char *param);
+/* `obj` (the argument `param`) opened as device_data is (its data
+ * interface's "gpu" entry first, acquired once) into `src`, which the
+ * caller releases: 0, or -1 with a ValueError naming it where it is not
+ * device memory. */
+int gtpy_open_device_side(gtpy_source *src, PyObject *obj, const char *param);
 
 /* A new host storage for a request resolved into `resolved` (a spec the
  * library resolves), filled or copied as the request says: the one

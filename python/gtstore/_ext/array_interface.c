@@ -43,9 +43,19 @@ static int read_data(PyObject *data, const char *what, gtpy_array_info *out)
                      what, data);
         return -1;
     }
-    out->data = PyLong_AsVoidPtr(PyTuple_GET_ITEM(data, 0));
+    PyObject *address = PyTuple_GET_ITEM(data, 0);
+    out->data = PyLong_AsVoidPtr(address);
+    if (!out->data && PyErr_Occurred()) {
+        /* Python's own message ("int too large to convert") names neither;
+         * an int out of range stays a value error, anything else a type one */
+        PyObject *kind = PyErr_ExceptionMatches(PyExc_OverflowError) ? PyExc_ValueError
+                                                                      : PyExc_TypeError;
+        PyErr_Clear();
+        PyErr_Format(kind, "%s['data']: the address %.200R is no pointer", what, address);
+        return -1;
+    }
     int readonly = PyObject_IsTrue(PyTuple_GET_ITEM(data, 1));
-    if ((!out->data && PyErr_Occurred()) || readonly < 0)
+    if (readonly < 0)
         return -1;
     out->readonly = readonly;
     return 0;

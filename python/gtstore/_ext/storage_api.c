@@ -218,18 +218,13 @@ static PyObject *do_wrap(const gtpy_request *r, gtpy_source *src)
 
 /* device_data alone (GDP-3's final text): a device buffer, which as_storage
  * wraps as it wraps a device array given as data, and storage copies into
- * a new storage with a device side (device='gpu' unless given). */
+ * a new storage with a device side (device='gpu' unless given). Opened
+ * once, as device memory: a data interface's "gpu" entry, acquired once. */
 static PyObject *device_data_only(gtpy_request *r, bool copy)
 {
     static PyObject *gpu; /* "gpu", kept for the life of the process */
-    if (gtpy_check_device_side(r->device_data, "device_data") < 0)
-        return NULL;
-    r->source = r->device_data;
-    r->device_data = NULL;
-    if (!copy)
-        return with_source(r, do_wrap);
     gts_device device = GTS_DEVICE_GPU;
-    if (r->device && gtpy_request_device(r->device, r->device_param, &device) < 0)
+    if (copy && r->device && gtpy_request_device(r->device, r->device_param, &device) < 0)
         return NULL;
     if (device != GTS_DEVICE_GPU) {
         PyErr_Format(PyExc_ValueError,
@@ -238,13 +233,20 @@ static PyObject *device_data_only(gtpy_request *r, bool copy)
                      r->device_param, r->device);
         return NULL;
     }
-    if (!r->device && !gpu && !(gpu = PyUnicode_InternFromString("gpu")))
+    if (copy && !r->device && !gpu && !(gpu = PyUnicode_InternFromString("gpu")))
         return NULL;
-    if (!r->device) {
+    if (copy && !r->device) {
         r->device = gpu;
         r->device_param = "device";
     }
-    return with_source(r, allocate);
+    gtpy_source src;
+    if (gtpy_open_device_side(&src, r->device_data, "device_data") < 0)
+        return NULL;
+    r->source = r->device_data;
+    r->device_data = NULL;
+    PyObject *result = copy ? allocate(r, &src) : do_wrap(r, &src);
+    gtpy_source_release(&src);
+    return result;
 }
 
 static const char *const as_storage_names[] = {"data", "device_data", "sync_state", KEYWORDS};

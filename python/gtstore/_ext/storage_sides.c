@@ -271,12 +271,15 @@ static PyObject *copy_sides(const gtpy_request *r, side *host, side *device)
     return storage;
 }
 
-int gtpy_check_device_side(PyObject *obj, const char *param)
+int gtpy_open_device_side(gtpy_source *src, PyObject *obj, const char *param)
 {
     side device;
-    int rc = open_side(&device, obj, param, true);
-    close_side(&device);
-    return rc;
+    if (open_side(&device, obj, param, true) < 0) {
+        close_side(&device);
+        return -1;
+    }
+    *src = device.src; /* the caller's to release */
+    return 0;
 }
 
 PyObject *gtpy_storage_sides(const gtpy_request *r, bool copy)
