@@ -445,6 +445,19 @@ class WritableArrayOnly(ArrayOnly):
         self.values[key] = value
 
 
+class DataInterface:
+    """An object with only GDP-3's data interface: one entry under ``key``
+    (None: the host), the array's interface plus ``keys``; its "acquire"
+    records the key of every call in ``acquired``."""
+
+    def __init__(self, array, key=None, **keys):
+        self.array = array
+        self.acquired = []
+        entry = {**array.__array_interface__, "acquire": lambda: self.acquired.append(key)}
+        entry.update(keys)
+        self.__gt_data_interface__ = {key: entry}
+
+
 def cupy_importable():
     try:
         import cupy  # noqa: F401

@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 import gtstore
 import gtstore.arrays as ga
 from conftest import (
+    DataInterface,
     CPU_PRESETS,
     DTYPE_IDS,
     DTYPES,
@@ -1194,18 +1195,6 @@ def test_wrap_keeps_the_source_alive():
 
 
 # ---- __gt_data_interface__ ---------------------------------------------------------------
-
-
-class DataInterface:
-    """Only GDP-3's data interface: ``entries`` maps device keys to entry
-    dicts; each entry's "acquire" counts its calls (``acquired``)."""
-
-    def __init__(self, array, key=None, **keys):
-        self.array = array
-        self.acquired = []
-        entry = {**array.__array_interface__, "acquire": lambda: self.acquired.append(key)}
-        entry.update(keys)
-        self.__gt_data_interface__ = {key: entry}
 
 
 @pytest.mark.parametrize("key", [None, "cpu"])
