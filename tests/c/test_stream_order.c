@@ -18,8 +18,10 @@
  *   the buffers of a call recorded together (gts_buffers_order_record, one
  *   event for all), and so does a record of more buffers than one batch.
  * - Threads, each with its own stream and rows of one shared mirrored
- *   field, writing on both sides and syncing the whole field: none loses
- *   another's write.
+ *   field, writing on both sides and syncing the whole field, and copying
+ *   their rows of the device-only field into it with one record for both
+ *   buffers (so that the threads' records of the same buffers share and
+ *   replace each other's events): none loses another's write.
  * - The sequence, the writes held and the threads again with the records
  *   of one stream deferred (gts__order_defer_for_testing), as they are on
  *   CUDA's legacy default stream: that stream's work gets its event only
@@ -398,10 +400,40 @@ static uint64_t worker_random(worker *w, uint64_t n)
     return w->seed % n;
 }
 
+/* A copy of elements `v` (one row) of the device-only field `from` into
+ * the same elements of `to` on stream `s`, as the Python engine computes:
+ * the buffers recorded with one event (the threads' calls on the same
+ * buffers then share and replace each other's events). */
+static int thread_copy(const gts_device_ops *dev, field *to, field *from, view v, gts_stream s,
+                       gts_error *err)
+{
+    gts_storage d, c;
+    gts_storage_view(&to->whole, &d);
+    gts_storage_view(&from->whole, &c);
+    gts_buffer *const call[] = {d.buffer, c.buffer};
+    int rc = gts_storage_slice(&d, 0, v.r0, 1, 1, err);
+    if (!rc && !(rc = gts_storage_slice(&d, 1, v.c0, 1, v.nc, err)) &&
+        !(rc = gts_storage_slice(&c, 0, v.r0, 1, 1, err)) &&
+        !(rc = gts_storage_slice(&c, 1, v.c0, 1, v.nc, err)) &&
+        !(rc = gts_buffer_sync(c.buffer, GTS_SIDE_DEVICE, false, s, err)) &&
+        !(rc = gts_buffer_write_begin(d.buffer, GTS_SIDE_DEVICE, s, err))) {
+        rc = gts_device_copy(dev, (char *)gts_buffer_data(d.buffer) + d.offset, d.strides,
+                             (char *)gts_buffer_data(c.buffer) + c.offset, c.strides, 2, d.shape,
+                             8, s, err);
+        int record = gts_buffers_order_record(call, 2, s, rc ? NULL : err);
+        rc = rc ? rc : record;
+        gts_buffer_write_end(d.buffer, NULL);
+    }
+    gts_storage_release(&d);
+    gts_storage_release(&c);
+    return rc;
+}
+
 static void *thread_steps(void *arg)
 {
     worker *w = arg;
     field *f = &w->shared->fields[0];
+    field *g = &w->shared->fields[FIELDS - 1]; /* device only */
     const gts_device_ops *dev = w->shared->dev;
     int64_t first = w->index * ROWS_EACH;
     gts_error err;
@@ -418,7 +450,7 @@ static void *thread_steps(void *arg)
         double value = w->next;
         w->next += 1;
         bool wrote = false;
-        switch (worker_random(w, 4)) {
+        switch (worker_random(w, 6)) {
         case 0: /* a device write of its own elements */
             ok = ok && gts_storage_access(&st, GTS_SIDE_DEVICE, GTS_ACCESS_WRITE_HELD, s, &data,
                                           &err) == GTS_OK;
@@ -442,6 +474,27 @@ static void *thread_steps(void *arg)
                                                                             : GTS_SIDE_DEVICE,
                                        false, s, &err) == GTS_OK;
             break;
+        case 4: { /* its elements of the device-only field filled */
+            gts_storage gs;
+            gts_storage_view(&g->whole, &gs);
+            ok = ok && gts_storage_slice(&gs, 0, v.r0, 1, 1, &err) == GTS_OK &&
+                 gts_storage_slice(&gs, 1, v.c0, 1, v.nc, &err) == GTS_OK &&
+                 gts_storage_access(&gs, GTS_SIDE_DEVICE, GTS_ACCESS_WRITE_HELD, s, &data,
+                                    &err) == GTS_OK;
+            ok = ok && gts_device_fill(dev, data, 2, gs.shape, gs.strides, 8, &value, s, &err) ==
+                           GTS_OK;
+            ok = ok && gts_storage_access_end(&gs, GTS_SIDE_DEVICE, GTS_ACCESS_WRITE_HELD, s,
+                                              &err) == GTS_OK;
+            for (int64_t j = 0; ok && j < v.nc; ++j)
+                g->model[v.r0 * COLS + v.c0 + j] = value;
+            gts_storage_release(&gs);
+            break;
+        }
+        case 5: /* ... copied into the shared field */
+            ok = ok && thread_copy(dev, f, g, v, s, &err) == GTS_OK;
+            for (int64_t j = 0; ok && j < v.nc; ++j)
+                f->model[v.r0 * COLS + v.c0 + j] = g->model[v.r0 * COLS + v.c0 + j];
+            break;
         default: { /* its rows read on either side */
             gts_side side = worker_random(w, 2) ? GTS_SIDE_HOST : GTS_SIDE_DEVICE;
             int64_t wrong =
@@ -462,9 +515,9 @@ static void *thread_steps(void *arg)
     return NULL;
 }
 
-/* Each thread's rows of field 0, on its own stream (and the default one);
- * every thread syncs the whole field, so each sync moves the others'
- * writes too. */
+/* Each thread's rows of field 0, and of the device-only field copied into
+ * it, on its own stream (and the default one); every thread syncs the
+ * whole field, so each sync moves the others' writes too. */
 static void test_threads(const gts_device_ops *dev)
 {
     run r;
@@ -490,6 +543,7 @@ static void test_threads(const gts_device_ops *dev)
         /* and at the end, every row on both sides */
         CHECK_INT_EQ(host_read(&r.fields[0], 0, ROWS, NULL), 0);
         CHECK_INT_EQ(device_read(dev, &r.fields[0], 0, ROWS, NULL), 0);
+        CHECK_INT_EQ(device_read(dev, &r.fields[FIELDS - 1], 0, ROWS, NULL), 0);
         for (int t = STREAMS; t < started; ++t)
             gts_device_stream_destroy(dev, workers[t].stream);
     }
