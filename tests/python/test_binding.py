@@ -648,6 +648,27 @@ def test_dtype_as_a_bracketed_parameter():
             make()
 
 
+def test_annotations_equal_by_value_hash_alike():
+    """Annotations compare by value, and equal ones hash alike (as dict
+    keys and set members): equal dtypes given differently ("f8",
+    np.float64, np.dtype("f8")), a layout or dims as a list, a tuple or a
+    NumPy array, NumPy integers for Python ones."""
+    layout = (2, 1, 0)
+    equal = [
+        (Field["f8", "IJK"], Field[np.dtype("f8"), "IJK"]),
+        (Field[np.float64], Field[DType[np.dtype("f8")]]),
+        (Field["f8", "IJK", LayoutMap[list(layout)]], Field["f8", "IJK", LayoutMap[layout]]),
+        (Field["f8", "IJK", LayoutMap[np.array(layout)]], Field["f8", "IJK", LayoutMap[layout]]),
+        (Field["f8", ["I", "J"]], Field["f8", ("I", "J")]),
+        (Field["f8", "IJK", Alignment[np.int64(8)]], Field["f8", "IJK", Alignment[8]]),
+    ]
+    for a, b in equal:
+        assert a == b and hash(a) == hash(b), (a, b)
+        assert len({a, b}) == 1
+    assert Field["f8", "IJK", LayoutMap[layout]] != Field["f8", "IJK", LayoutMap[(0, 1, 2)]]
+    assert Field["T"] != Field["U"] and Field["f8", "IJ"] != Field["f8", "IJK"]
+
+
 @pytest.mark.parametrize("name", ["f8", "float64", "i4", "d", "float", "int", "bool", "e"])
 def test_dtype_names_are_no_placeholders(name):
     """A placeholder is a name that is no dtype gtstore holds: NumPy's
