@@ -1054,6 +1054,75 @@ def test_array_only_objects_bind_through_numpy(lap):
     np.testing.assert_array_equal(out.values, values + 1)
 
 
+@pytest.mark.parametrize("device", ["cpu", "gpu"])
+def test_a_binding_entered_again_reads_its_copies_again(device, request):
+    """Each time a Binding is entered, the fields it binds as copies take
+    their objects' values again (an object read through __array__, host
+    memory on a stencil on the GPU): the objects may have changed since the
+    call was bound or last ran, and a stale copy would be read and, written,
+    assigned or copied back over the newer values."""
+    if device == "gpu":
+        request.getfixturevalue("emulated_gpu")
+    sig = Signature(out=Field["f8", "IJK"], inp=Field["f8", "IJK"], writes=["out"],
+                    device=device)
+    shape = (5, 4, 3)
+    pairs = [(WritableArrayOnly(np.zeros(shape)), ArrayOnly(np.ones(shape)))]
+    if device == "gpu":
+        pairs.append((np.zeros(shape), np.ones(shape)))
+    for out, inp in pairs:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FieldWarning)
+            call = sig.bind(out, inp, domain=(2, 4, 3))
+        for run in (1, 2):
+            getattr(inp, "values", inp)[...] = run + 1  # after binding, and between runs
+            getattr(out, "values", out)[4, 0, 0] = -run  # outside the domain
+            with call:
+                arrays = call.arrays()
+                arrays["out"][:2] = arrays["inp"][:2]
+            assert getattr(out, "values", out)[4, 0, 0] == -run
+            np.testing.assert_array_equal(getattr(out, "values", out)[:2], run + 1)
+
+
+def test_a_binding_entered_again_refuses_what_it_cannot_read_again(lap):
+    """An object read through __array__ whose array changed shape or dtype
+    since the call was bound, or whose read-only array took new values
+    that the array bound cannot: a ValueError naming the field on entering;
+    nothing runs or is assigned."""
+    out, inp = WritableArrayOnly(np.zeros((5, 4, 3))), ArrayOnly(np.ones((5, 4, 3)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FieldWarning)
+        call = lap.bind(out, inp, origin=(1, 1, 0))
+    inp.values = np.ones((5, 4, 2))
+    with pytest.raises(ValueError, match=r"^inp: np\.asarray\(obj\) is now of shape \(5, 4, 2\) "
+                                         r"and dtype float64, and the Binding was made for "
+                                         r"shape \(5, 4, 3\) and dtype float64: bind the call "
+                                         r"again$"):
+        call.__enter__()
+    inp.values = np.ones((5, 4, 3), np.float32)
+    with pytest.raises(ValueError, match=r"^inp: .* dtype float32, and the Binding"):
+        call.__enter__()
+    assert out.assignments == 0
+
+    class ReadOnly(ArrayOnly):
+        def __array__(self, dtype=None, copy=None):
+            array = super().__array__(dtype, copy)
+            array.flags.writeable = False
+            return array
+
+    reads = Signature(a=Field["f8", "IJK"])
+    inp = ReadOnly(np.ones((5, 4, 3)))
+    call = reads.bind(inp)
+    with call:  # the same values: nothing to take
+        pass
+    inp.values[0, 0, 0] = 2.0
+    with pytest.raises(ValueError, match=r"^a: np\.asarray\(obj\) has new values since the "
+                                         r"call was bound, and the read-only array bound cannot "
+                                         r"take them: bind the call again$"):
+        call.__enter__()
+    with reads.bind(inp) as again:
+        assert again.arrays()["a"][0, 0, 0] == 2.0
+
+
 def test_array_only_objects_bad_input(lap):
     """A written one without item assignment, the same object bound twice
     with one of them written (each field's array may be its own copy), an
