@@ -1054,6 +1054,34 @@ def test_array_only_objects_bind_through_numpy(lap):
     np.testing.assert_array_equal(out.values, values + 1)
 
 
+def test_array_only_objects_whose_assignment_fails(lap):
+    """An object whose item assignment raises, or takes no Ellipsis (a
+    list): the error surfaces after the run, naming the field, and the
+    fields are released (the Binding can be entered again)."""
+    class Refusing(WritableArrayOnly):
+        def __setitem__(self, key, value):
+            raise RuntimeError("read-only today")
+
+    class Nested(list):
+        def __array__(self, dtype=None, copy=None):
+            return np.array(list(self), dtype=dtype)
+
+    inp = ArrayOnly(np.ones((5, 4, 3)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FieldWarning)
+        with pytest.raises(RuntimeError, match="^out: read-only today$"):
+            lap.call(lambda domain, origins, out, inp: None, Refusing(np.zeros((5, 4, 3))), inp,
+                     origin=(1, 1, 0))
+        with pytest.raises(TypeError, match="^out: list indices must be integers or slices, "
+                                            "not ellipsis$"):
+            lap.call(lambda domain, origins, out, inp: None,
+                     Nested(np.zeros((5, 4, 3)).tolist()), inp, origin=(1, 1, 0))
+        call = lap.bind(Refusing(np.zeros((5, 4, 3))), inp, origin=(1, 1, 0))
+    for _ in range(2):
+        with pytest.raises(RuntimeError, match="^out: read-only today$"), call:
+            pass
+
+
 @pytest.mark.parametrize("device", ["cpu", "gpu"])
 def test_a_binding_entered_again_reads_its_copies_again(device, request):
     """Each time a Binding is entered, the fields it binds as copies take

@@ -831,8 +831,9 @@ int gtpy_slots_touch(const SignatureObject *s, bind_slot *slots)
         int done = slots[f].storage ? storage_side(&slots[f], true) : 0;
         if (done == 0 && slots[f].copy_back)
             done = copy_back(&slots[f]);
-        if (done == 0 && slots[f].converted)
-            done = PyObject_SetItem(slots[f].obj, Py_Ellipsis, slots[f].converted);
+        if (done == 0 && slots[f].converted &&
+            (done = PyObject_SetItem(slots[f].obj, Py_Ellipsis, slots[f].converted)) < 0)
+            gtpy_prefix_error(s->fields[f].name); /* the object's error, from the touch */
         if (done == 0)
             done = call_callback(slots[f].touch);
         if (done < 0 && rc == 0)
