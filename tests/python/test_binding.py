@@ -1054,6 +1054,33 @@ def test_array_only_objects_bind_through_numpy(lap):
     np.testing.assert_array_equal(out.values, values + 1)
 
 
+@pytest.mark.parametrize("device", ["cpu", "gpu"])
+def test_array_only_objects_with_read_only_arrays_are_written(device, request):
+    """A written object whose __array__ gives a read-only array (a view it
+    protects, as copy-on-write arrays are) but that takes item assignment:
+    the stencil writes a copy, assigned to the object after the run; it
+    was refused as read-only, which the object is not."""
+    if device == "gpu":
+        request.getfixturevalue("emulated_gpu")
+
+    class Protected(WritableArrayOnly):
+        def __array__(self, dtype=None, copy=None):
+            array = super().__array__(dtype, copy)
+            array.flags.writeable = False
+            return array
+
+    sig = Signature(out=Field["f8", "IJK"], writes=["out"], device=device)
+    out = Protected(np.zeros((4, 3, 2)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FieldWarning)
+        call = sig.bind(out)
+    for run in (1, 2):
+        with call:
+            call.arrays()["out"][...] += run
+    np.testing.assert_array_equal(out.values, 3.0)
+    assert out.assignments == 2
+
+
 def test_array_only_objects_whose_assignment_fails(lap):
     """An object whose item assignment raises, or takes no Ellipsis (a
     list): the error surfaces after the run, naming the field, and the

@@ -311,6 +311,23 @@ static bool assigns_items(PyObject *obj)
     return mapping && mapping->mp_ass_subscript;
 }
 
+/* A written field's converted array that NumPy made read-only (a view the
+ * object protects, as copy-on-write arrays are): the object takes the
+ * values by item assignment anyway, so the stencil writes a copy. 1, or
+ * -1 with an error. */
+static int writable_conversion(bind_slot *slot)
+{
+    PyObject *flags = PyObject_GetAttrString(slot->converted, "flags");
+    PyObject *writeable = flags ? PyObject_GetAttrString(flags, "writeable") : NULL;
+    int rc = writeable ? PyObject_IsTrue(writeable) : -1;
+    Py_XDECREF(flags);
+    Py_XDECREF(writeable);
+    if (rc != 0)
+        return rc;
+    Py_XSETREF(slot->converted, PyObject_CallMethod(slot->converted, "copy", NULL));
+    return slot->converted ? 1 : -1;
+}
+
 /* An object with none of the interfaces read in place but __array__ (spec
  * 004: whatever np.asarray understands is a field): the array NumPy makes
  * of it becomes the object read (slot->converted). Nothing tells whether
@@ -342,7 +359,9 @@ static int convert(bind_slot *slot, PyObject *obj, const gts_field_spec *spec)
     }
     PyObject *asarray = gtpy_numpy_asarray();
     slot->converted = asarray ? PyObject_CallOneArg(asarray, obj) : NULL;
-    return slot->converted ? 1 : -1;
+    if (!slot->converted)
+        return -1;
+    return spec->written ? writable_conversion(slot) : 1;
 }
 
 /* The object read on the compute device, else on the other one (*other). */
