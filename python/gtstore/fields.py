@@ -69,7 +69,8 @@ class DefaultParameters(_Parameter):
 class FieldType:
     """The annotation ``Field[dtype, dims, ...]`` (what ``Signature`` reads);
     ``dtype`` as given, a placeholder name included. Annotations compare
-    equal by value."""
+    equal by value (a layout or dims as a list, a tuple or a NumPy array
+    alike), and equal ones hash alike."""
 
     __slots__ = ("dtype", "dims", "layout", "alignment")
 
@@ -80,7 +81,9 @@ class FieldType:
         self.alignment = alignment
 
     def _key(self):
-        return (self.dtype, self.dims, self.layout, self.alignment)
+        # a sequence as a tuple: LayoutMap[[2, 1, 0]] is LayoutMap[(2, 1, 0)]
+        # (and a NumPy array compares as one value, not elementwise)
+        return (self.dtype, _as_tuple(self.dims), _as_tuple(self.layout), self.alignment)
 
     def __eq__(self, other):
         if not isinstance(other, FieldType):
@@ -88,7 +91,8 @@ class FieldType:
         return self._key() == other._key()
 
     def __hash__(self):
-        return hash(repr(self))
+        # without the dtype: equal dtypes may hash apart ("f8" == np.dtype("f8"))
+        return hash(self._key()[1:])
 
     def __repr__(self):
         parts = [repr(self.dtype)]
@@ -99,6 +103,17 @@ class FieldType:
         if self.alignment is not None:
             parts.append(f"Alignment[{self.alignment!r}]")
         return f"Field[{', '.join(parts)}]"
+
+
+def _as_tuple(value):
+    """A dims or layout sequence as a tuple; a str, None or anything else
+    (which Signature refuses, naming it) as it is."""
+    if value is None or isinstance(value, str):
+        return value
+    try:
+        return tuple(value)
+    except TypeError:
+        return value
 
 
 def _preset_parameters(name, dims, dtype):

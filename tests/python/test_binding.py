@@ -648,6 +648,27 @@ def test_dtype_as_a_bracketed_parameter():
             make()
 
 
+def test_annotations_equal_by_value_hash_alike():
+    """Annotations compare by value, and equal ones hash alike (as dict
+    keys and set members): equal dtypes given differently ("f8",
+    np.float64, np.dtype("f8")), a layout or dims as a list, a tuple or a
+    NumPy array, NumPy integers for Python ones."""
+    layout = (2, 1, 0)
+    equal = [
+        (Field["f8", "IJK"], Field[np.dtype("f8"), "IJK"]),
+        (Field[np.float64], Field[DType[np.dtype("f8")]]),
+        (Field["f8", "IJK", LayoutMap[list(layout)]], Field["f8", "IJK", LayoutMap[layout]]),
+        (Field["f8", "IJK", LayoutMap[np.array(layout)]], Field["f8", "IJK", LayoutMap[layout]]),
+        (Field["f8", ["I", "J"]], Field["f8", ("I", "J")]),
+        (Field["f8", "IJK", Alignment[np.int64(8)]], Field["f8", "IJK", Alignment[8]]),
+    ]
+    for a, b in equal:
+        assert a == b and hash(a) == hash(b), (a, b)
+        assert len({a, b}) == 1
+    assert Field["f8", "IJK", LayoutMap[layout]] != Field["f8", "IJK", LayoutMap[(0, 1, 2)]]
+    assert Field["T"] != Field["U"] and Field["f8", "IJ"] != Field["f8", "IJK"]
+
+
 @pytest.mark.parametrize("name", ["f8", "float64", "i4", "d", "float", "int", "bool", "e"])
 def test_dtype_names_are_no_placeholders(name):
     """A placeholder is a name that is no dtype gtstore holds: NumPy's
@@ -1031,6 +1052,130 @@ def test_array_only_objects_bind_through_numpy(lap):
                  origin=(1, 1, 0))
     assert out.assignments == 2
     np.testing.assert_array_equal(out.values, values + 1)
+
+
+@pytest.mark.parametrize("device", ["cpu", "gpu"])
+def test_array_only_objects_with_read_only_arrays_are_written(device, request):
+    """A written object whose __array__ gives a read-only array (a view it
+    protects, as copy-on-write arrays are) but that takes item assignment:
+    the stencil writes a copy, assigned to the object after the run; it
+    was refused as read-only, which the object is not."""
+    if device == "gpu":
+        request.getfixturevalue("emulated_gpu")
+
+    class Protected(WritableArrayOnly):
+        def __array__(self, dtype=None, copy=None):
+            array = super().__array__(dtype, copy)
+            array.flags.writeable = False
+            return array
+
+    sig = Signature(out=Field["f8", "IJK"], writes=["out"], device=device)
+    out = Protected(np.zeros((4, 3, 2)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FieldWarning)
+        call = sig.bind(out)
+    for run in (1, 2):
+        with call:
+            call.arrays()["out"][...] += run
+    np.testing.assert_array_equal(out.values, 3.0)
+    assert out.assignments == 2
+
+
+def test_array_only_objects_whose_assignment_fails(lap):
+    """An object whose item assignment raises, or takes no Ellipsis (a
+    list): the error surfaces after the run, naming the field, and the
+    fields are released (the Binding can be entered again)."""
+    class Refusing(WritableArrayOnly):
+        def __setitem__(self, key, value):
+            raise RuntimeError("read-only today")
+
+    class Nested(list):
+        def __array__(self, dtype=None, copy=None):
+            return np.array(list(self), dtype=dtype)
+
+    inp = ArrayOnly(np.ones((5, 4, 3)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FieldWarning)
+        with pytest.raises(RuntimeError, match="^out: read-only today$"):
+            lap.call(lambda domain, origins, out, inp: None, Refusing(np.zeros((5, 4, 3))), inp,
+                     origin=(1, 1, 0))
+        with pytest.raises(TypeError, match="^out: list indices must be integers or slices, "
+                                            "not ellipsis$"):
+            lap.call(lambda domain, origins, out, inp: None,
+                     Nested(np.zeros((5, 4, 3)).tolist()), inp, origin=(1, 1, 0))
+        call = lap.bind(Refusing(np.zeros((5, 4, 3))), inp, origin=(1, 1, 0))
+    for _ in range(2):
+        with pytest.raises(RuntimeError, match="^out: read-only today$"), call:
+            pass
+
+
+@pytest.mark.parametrize("device", ["cpu", "gpu"])
+def test_a_binding_entered_again_reads_its_copies_again(device, request):
+    """Each time a Binding is entered, the fields it binds as copies take
+    their objects' values again (an object read through __array__, host
+    memory on a stencil on the GPU): the objects may have changed since the
+    call was bound or last ran, and a stale copy would be read and, written,
+    assigned or copied back over the newer values."""
+    if device == "gpu":
+        request.getfixturevalue("emulated_gpu")
+    sig = Signature(out=Field["f8", "IJK"], inp=Field["f8", "IJK"], writes=["out"],
+                    device=device)
+    shape = (5, 4, 3)
+    pairs = [(WritableArrayOnly(np.zeros(shape)), ArrayOnly(np.ones(shape)))]
+    if device == "gpu":
+        pairs.append((np.zeros(shape), np.ones(shape)))
+    for out, inp in pairs:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FieldWarning)
+            call = sig.bind(out, inp, domain=(2, 4, 3))
+        for run in (1, 2):
+            getattr(inp, "values", inp)[...] = run + 1  # after binding, and between runs
+            getattr(out, "values", out)[4, 0, 0] = -run  # outside the domain
+            with call:
+                arrays = call.arrays()
+                arrays["out"][:2] = arrays["inp"][:2]
+            assert getattr(out, "values", out)[4, 0, 0] == -run
+            np.testing.assert_array_equal(getattr(out, "values", out)[:2], run + 1)
+
+
+def test_a_binding_entered_again_refuses_what_it_cannot_read_again(lap):
+    """An object read through __array__ whose array changed shape or dtype
+    since the call was bound, or whose read-only array took new values
+    that the array bound cannot: a ValueError naming the field on entering;
+    nothing runs or is assigned."""
+    out, inp = WritableArrayOnly(np.zeros((5, 4, 3))), ArrayOnly(np.ones((5, 4, 3)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FieldWarning)
+        call = lap.bind(out, inp, origin=(1, 1, 0))
+    inp.values = np.ones((5, 4, 2))
+    with pytest.raises(ValueError, match=r"^inp: np\.asarray\(obj\) is now of shape \(5, 4, 2\) "
+                                         r"and dtype float64, and the Binding was made for "
+                                         r"shape \(5, 4, 3\) and dtype float64: bind the call "
+                                         r"again$"):
+        call.__enter__()
+    inp.values = np.ones((5, 4, 3), np.float32)
+    with pytest.raises(ValueError, match=r"^inp: .* dtype float32, and the Binding"):
+        call.__enter__()
+    assert out.assignments == 0
+
+    class ReadOnly(ArrayOnly):
+        def __array__(self, dtype=None, copy=None):
+            array = super().__array__(dtype, copy)
+            array.flags.writeable = False
+            return array
+
+    reads = Signature(a=Field["f8", "IJK"])
+    inp = ReadOnly(np.ones((5, 4, 3)))
+    call = reads.bind(inp)
+    with call:  # the same values: nothing to take
+        pass
+    inp.values[0, 0, 0] = 2.0
+    with pytest.raises(ValueError, match=r"^a: np\.asarray\(obj\) has new values since the "
+                                         r"call was bound, and the read-only array bound cannot "
+                                         r"take them: bind the call again$"):
+        call.__enter__()
+    with reads.bind(inp) as again:
+        assert again.arrays()["a"][0, 0, 0] == 2.0
 
 
 def test_array_only_objects_bad_input(lap):

@@ -283,3 +283,23 @@ def test_array_only_objects_on_the_gpu(gpu):
     assert out.assignments == 1
     with refused(TypeError, "^out: the stencil writes this field, and a field of type ArrayOnly"):
         stencils.copy(ArrayOnly(np.zeros(SHAPE)), inp, device="gpu")
+
+
+def test_a_binding_entered_again_copies_in_again(gpu):
+    """A Binding of a stencil on the GPU copies its host fields in again
+    each time it is entered: a value written to the host memory between
+    runs (here outside the domain, where the kernel writes nothing) is not
+    overwritten by the stale copy's copy back. On every GPU gtstore
+    reaches."""
+    sig = gtstore.Signature(out=Field["f8", "IJK"], writes=["out"], device="gpu")
+    out, obj = np.zeros(SHAPE), WritableArrayOnly(np.zeros(SHAPE))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", gtstore.FieldWarning)
+        calls = [(out, sig.bind(out, domain=(2, 2, 2))),
+                 (obj.values, sig.bind(obj, domain=(2, 2, 2)))]
+    for values, call in calls:
+        for run in (1, 2):
+            values[-1, -1, -1] = run  # after binding, and between the runs
+            with call:
+                pass
+            assert values[-1, -1, -1] == run

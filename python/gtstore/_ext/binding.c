@@ -311,6 +311,23 @@ static bool assigns_items(PyObject *obj)
     return mapping && mapping->mp_ass_subscript;
 }
 
+/* A written field's converted array that NumPy made read-only (a view the
+ * object protects, as copy-on-write arrays are): the object takes the
+ * values by item assignment anyway, so the stencil writes a copy. 1, or
+ * -1 with an error. */
+static int writable_conversion(bind_slot *slot)
+{
+    PyObject *flags = PyObject_GetAttrString(slot->converted, "flags");
+    PyObject *writeable = flags ? PyObject_GetAttrString(flags, "writeable") : NULL;
+    int rc = writeable ? PyObject_IsTrue(writeable) : -1;
+    Py_XDECREF(flags);
+    Py_XDECREF(writeable);
+    if (rc != 0)
+        return rc;
+    Py_XSETREF(slot->converted, PyObject_CallMethod(slot->converted, "copy", NULL));
+    return slot->converted ? 1 : -1;
+}
+
 /* An object with none of the interfaces read in place but __array__ (spec
  * 004: whatever np.asarray understands is a field): the array NumPy makes
  * of it becomes the object read (slot->converted). Nothing tells whether
@@ -342,7 +359,9 @@ static int convert(bind_slot *slot, PyObject *obj, const gts_field_spec *spec)
     }
     PyObject *asarray = gtpy_numpy_asarray();
     slot->converted = asarray ? PyObject_CallOneArg(asarray, obj) : NULL;
-    return slot->converted ? 1 : -1;
+    if (!slot->converted)
+        return -1;
+    return spec->written ? writable_conversion(slot) : 1;
 }
 
 /* The object read on the compute device, else on the other one (*other). */
@@ -746,6 +765,69 @@ int gtpy_slots_acquire(bind_slot *slots, int n)
     return 0;
 }
 
+/* An object read through __array__, converted again for a Binding
+ * entered: the array bound (whose address the Binding holds) takes the
+ * values of np.asarray(obj) now, else a stale copy would be read, and,
+ * written, assigned back over the object's newer values. The same shape
+ * and dtype, else a ValueError; a read-only array bound cannot take
+ * values, so it must still hold them. */
+static int reconvert(bind_slot *slot)
+{
+    PyObject *asarray = gtpy_numpy_asarray();
+    PyObject *now = asarray ? PyObject_CallOneArg(asarray, slot->obj) : NULL;
+    if (!now || now == slot->converted) {
+        Py_XDECREF(now);
+        return now ? 0 : -1;
+    }
+    PyObject *shape = PyObject_GetAttrString(slot->converted, "shape");
+    PyObject *dtype = shape ? PyObject_GetAttrString(slot->converted, "dtype") : NULL;
+    PyObject *now_shape = dtype ? PyObject_GetAttrString(now, "shape") : NULL;
+    PyObject *now_dtype = now_shape ? PyObject_GetAttrString(now, "dtype") : NULL;
+    int same = now_dtype ? PyObject_RichCompareBool(shape, now_shape, Py_EQ) : -1;
+    if (same == 1)
+        same = PyObject_RichCompareBool(dtype, now_dtype, Py_EQ);
+    int rc = same < 0 ? -1 : 0;
+    if (same == 0) {
+        PyErr_Format(PyExc_ValueError,
+                     "np.asarray(obj) is now of shape %R and dtype %S, and the Binding was made "
+                     "for shape %R and dtype %S: bind the call again",
+                     now_shape, now_dtype, shape, dtype);
+        rc = -1;
+    } else if (same == 1 && slot->desc.readonly) {
+        PyObject *equal = gtpy_numpy("array_equal");
+        PyObject *result = equal ? PyObject_CallFunctionObjArgs(equal, now, slot->converted, NULL)
+                                 : NULL;
+        int kept = result ? PyObject_IsTrue(result) : -1;
+        Py_XDECREF(result);
+        if (kept == 0)
+            PyErr_SetString(PyExc_ValueError,
+                            "np.asarray(obj) has new values since the call was bound, and the "
+                            "read-only array bound cannot take them: bind the call again");
+        rc = kept == 1 ? 0 : -1;
+    } else if (same == 1)
+        rc = PyObject_SetItem(slot->converted, Py_Ellipsis, now);
+    Py_XDECREF(shape);
+    Py_XDECREF(dtype);
+    Py_XDECREF(now_shape);
+    Py_XDECREF(now_dtype);
+    Py_DECREF(now);
+    return rc;
+}
+
+int gtpy_slots_reread(const SignatureObject *s, bind_slot *slots)
+{
+    for (int f = 0; f < s->sig.nfields; ++f) {
+        bind_slot *slot = &slots[f];
+        int rc = slot->converted ? reconvert(slot) : 0;
+        /* a copy with an acquire callback is copied in after it runs */
+        if (rc == 0 && slot->copy_back && !slot->acquire)
+            rc = copy_values(slot->storage, slot->copy_back);
+        if (rc < 0)
+            return gtpy_prefix_error(s->fields[f].name);
+    }
+    return 0;
+}
+
 static int release_side(bind_slot *slot);
 
 /* The result of a copied-in field back to the object's memory. A copy on
@@ -768,8 +850,9 @@ int gtpy_slots_touch(const SignatureObject *s, bind_slot *slots)
         int done = slots[f].storage ? storage_side(&slots[f], true) : 0;
         if (done == 0 && slots[f].copy_back)
             done = copy_back(&slots[f]);
-        if (done == 0 && slots[f].converted)
-            done = PyObject_SetItem(slots[f].obj, Py_Ellipsis, slots[f].converted);
+        if (done == 0 && slots[f].converted &&
+            (done = PyObject_SetItem(slots[f].obj, Py_Ellipsis, slots[f].converted)) < 0)
+            gtpy_prefix_error(s->fields[f].name); /* the object's error, from the touch */
         if (done == 0)
             done = call_callback(slots[f].touch);
         if (done < 0 && rc == 0)

@@ -136,7 +136,7 @@ static PyObject *binding_enter(PyObject *self, PyObject *unused)
     }
     int n = b->sig->sig.nfields;
     if (gtpy_slots_stream(b->slots, n, b->sig->sig.device, false, &b->result.stream) < 0 ||
-        gtpy_slots_acquire(b->slots, n) < 0)
+        gtpy_slots_reread(b->sig, b->slots) < 0 || gtpy_slots_acquire(b->slots, n) < 0)
         return NULL;
     b->entered = true;
     return Py_NewRef(self);
@@ -374,7 +374,10 @@ static PyGetSetDef binding_getset[] = {
 
 static PyMethodDef binding_methods[] = {
     {"__enter__", binding_enter, METH_NOARGS,
-     "__enter__($self, /)\n--\n\nAcquires every field (its data interface's acquire; a Storage's host side synced, "
+     "__enter__($self, /)\n--\n\n"
+     "Reads the fields bound as copies again (np.asarray(obj) of an object read through "
+     "__array__, a copy in of memory on the other device), then acquires every "
+     "field (its data interface's acquire; a Storage's host side synced, "
      "or for a stencil on the GPU its device side ordered on the current stream, self.stream)."},
     {"__exit__", binding_exit, METH_VARARGS,
      "__exit__($self, exc_type, exc_value, traceback, /)\n--\n\nTouches the written fields (only without an exception), then releases all "
