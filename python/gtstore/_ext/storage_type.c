@@ -171,11 +171,11 @@ static PyObject *sync_with_force(PyObject *self, gtpy_signature *sig, gts_side t
     if (gtpy_parse_args(sig, args, nargs, kwnames, values) < 0 ||
         (values[0] && (force = PyObject_IsTrue(values[0])) < 0))
         return NULL;
-    /* and the host waits for the device work, also on a buffer with one
-     * side (which has nothing to sync): a GPU stencil's acquire, or a
-     * reader behind gtstore's back, relies on it */
-    if (gts_buffer_sync(STORAGE(self)->buffer, to, force, NULL, &err) != 0 ||
-        gts_buffer_order_wait(STORAGE(self)->buffer, to, NULL, &err) != 0)
+    /* on the default stream the sync also makes the host wait for the
+     * device work, on a buffer with one side too (which has nothing to
+     * copy): a GPU stencil's acquire, or a reader behind gtstore's back,
+     * relies on it */
+    if (gts_buffer_sync(STORAGE(self)->buffer, to, force, NULL, &err) != 0)
         return gtpy_raise_null(&err);
     Py_RETURN_NONE;
 }
@@ -228,8 +228,7 @@ static PyObject *storage_synchronize(PyObject *self, PyObject *unused)
     gts_buffer *buffer = STORAGE(self)->buffer;
     gts_error err;
     if (gts_buffer_sync(buffer, GTS_SIDE_HOST, false, NULL, &err) != 0 ||
-        gts_buffer_sync(buffer, GTS_SIDE_DEVICE, false, NULL, &err) != 0 ||
-        gts_buffer_order_wait(buffer, GTS_SIDE_DEVICE, NULL, &err) != 0)
+        gts_buffer_sync(buffer, GTS_SIDE_DEVICE, false, NULL, &err) != 0)
         return gtpy_raise_null(&err);
     Py_RETURN_NONE;
 }
