@@ -11,7 +11,9 @@ labels the dimensions of any array.
   ``Signature(out=Field[...], ...)`` reads it.
 - ``Field(array, dims="KJI")`` wraps any array (the "No-Storage" work plan) and exports GDP-3's
   ``__gt_data_interface__`` with those labels, so that a stencil reads it in
-  the right order (and ``gtstore.as_storage(Field(a, "KJI"))`` is a storage
+  the right order (an array that exports no memory, such as one with only
+  ``__array__``, is read through ``Field.__array__`` and ``__gt_dims__``
+  instead; and ``gtstore.as_storage(Field(a, "KJI"))`` is a storage
   labelled K, J, I over ``a``'s memory; assignments and computations on
   storages line it up by those labels). ``Field.zeros(shape, dims=..., dtype=...)`` and friends
   allocate a NumPy array and wrap it (dims by default those storage
@@ -221,7 +223,25 @@ class Field:
         gpu = getattr(self.array, "__cuda_array_interface__", None)
         if gpu is not None:
             interface["gpu"] = {**gpu, "dims": self.dims}
+        if not interface:
+            # an array that exports no memory (only __array__, a buffer, a
+            # list): no data interface at all, so that readers take
+            # __array__ below with __gt_dims__, as for the array itself;
+            # an empty one would be "no buffer on the cpu or the gpu"
+            raise AttributeError(
+                f"{type(self.array).__name__} exports no memory (no __gt_data_interface__, "
+                "__array_interface__ or __cuda_array_interface__): read through __array__"
+            )
         return interface
+
+    def __array__(self, dtype=None, copy=None):
+        """``np.asarray`` of the wrapped array (NumPy 2's ``dtype`` and
+        ``copy``): what a stencil, the creation functions, assignments and
+        computations read of an array that exports no memory, labelled by
+        ``__gt_dims__``."""
+        import numpy as np
+
+        return np.asarray(self.array, dtype=dtype, copy=copy)
 
     def __repr__(self):
         return f"Field({self.array!r}, dims={''.join(self.dims)!r})"

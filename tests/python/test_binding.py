@@ -1222,6 +1222,31 @@ def test_array_only_objects_bad_input(lap):
     assert empty.conversions == 0
 
 
+def test_field_over_an_array_that_exports_no_memory(lap):
+    """Field(array, dims) over an array that speaks only __array__ (or a
+    buffer, or a list) is read as that array is, through np.asarray, with
+    the Field's labels: no empty data interface ("no buffer on the cpu or
+    the gpu"). Written, it is refused before the run (a Field takes no
+    item assignment), naming the field."""
+    values = np.arange(60.0).reshape(5, 4, 3)
+    for array in [ArrayOnly(values.transpose(2, 1, 0).copy()),
+                  memoryview(values.transpose(2, 1, 0).copy()),
+                  values.transpose(2, 1, 0).tolist()]:
+        wrapped = Field(array, "KJI")
+        assert not hasattr(wrapped, "__gt_data_interface__")
+        call = lap.bind(np.zeros((5, 4, 3)), wrapped, origin=(1, 1, 0))
+        assert call["inp"].dims == ("I", "J", "K")
+        np.testing.assert_array_equal(call.arrays()["inp"], values)
+        s = gtstore.storage(wrapped)
+        assert s.dims == ("K", "J", "I")
+        np.testing.assert_array_equal(np.asarray(s), values.transpose(2, 1, 0))
+    with refused(TypeError, r"^out: the stencil writes this field, and a field of type "
+                            r"Field is read through __array__"):
+        lap.bind(Field(WritableArrayOnly(np.zeros((3, 4, 5))), "KJI"), values)
+    # an array that exports its memory keeps its data interface
+    assert list(Field(values, "IJK").__gt_data_interface__) == [None]
+
+
 def test_array_only_objects_on_the_gpu_share_memory_checks(emulated_gpu):
     """On a stencil on the GPU, the array NumPy made of an object is copied
     in as any host memory: one that shares memory with another field,
