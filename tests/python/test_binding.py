@@ -1109,6 +1109,45 @@ def test_array_only_objects_whose_assignment_fails(lap):
             pass
 
 
+def test_touch_errors_of_several_fields_raise_the_first():
+    """Several written fields whose touch fails (an object read through
+    __array__ whose item assignment raises, a data interface's "touch"):
+    each is still touched, and the first error is the one raised, not a
+    SystemError of an exception lost between them."""
+    class Refusing(WritableArrayOnly):
+        def __setitem__(self, key, value):
+            self.assignments += 1
+            raise KeyError(self.values.shape)
+
+    class Touchy:
+        def __init__(self, array):
+            self.array, self.touches = array, 0
+            self.__gt_data_interface__ = {None: {**array.__array_interface__,
+                                                 "touch": self.touch}}
+
+        def touch(self):
+            self.touches += 1
+            raise ValueError("touched")
+
+    sig = Signature(a=Field["f8", "IJK"], b=Field["f8", "IJK"], c=Field["f8", "IJK"],
+                    writes=["a", "b", "c"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FieldWarning)
+        for failing in [(True, True, False), (True, False, True), (False, True, True)]:
+            objs = [(Refusing if fail else WritableArrayOnly)(np.zeros((2, 3, 4)))
+                    for fail in failing]
+            first = "abc"[failing.index(True)]
+            with pytest.raises(KeyError, match=rf"^'{first}: \(2, 3, 4\)'$"):
+                sig.call(lambda domain, origins, a, b, c: None, *objs)
+            assert [o.assignments for o in objs] == [1, 1, 1]
+        touchy = Touchy(np.zeros((2, 3, 4)))
+        objs = [touchy, Refusing(np.zeros((2, 3, 4))), WritableArrayOnly(np.zeros((2, 3, 4)))]
+        call = sig.bind(*objs)
+        with pytest.raises(ValueError, match="^touched$"), call:
+            pass
+        assert touchy.touches == 1 and [o.assignments for o in objs[1:]] == [1, 1]
+
+
 @pytest.mark.parametrize("device", ["cpu", "gpu"])
 def test_a_binding_entered_again_reads_its_copies_again(device, request):
     """Each time a Binding is entered, the fields it binds as copies take

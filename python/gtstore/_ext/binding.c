@@ -840,6 +840,10 @@ static int copy_back(bind_slot *slot)
 
 int gtpy_slots_touch(const SignatureObject *s, bind_slot *slots)
 {
+    /* the first error is held aside while the others are touched (they
+     * run Python code, which must not start with an exception pending),
+     * and is the one raised, as in gtpy_slots_release */
+    PyObject *error = NULL;
     int rc = 0;
     for (int f = 0; f < s->sig.nfields; ++f) {
         if (!s->fields[f].written)
@@ -856,10 +860,13 @@ int gtpy_slots_touch(const SignatureObject *s, bind_slot *slots)
         if (done == 0)
             done = call_callback(slots[f].touch);
         if (done < 0 && rc == 0)
-            rc = -1; /* the first error wins; the others are still touched */
+            error = gtpy_error_take(); /* the first error wins; the others are still touched */
         else if (done < 0)
             PyErr_Clear();
+        rc = done < 0 ? -1 : rc;
     }
+    if (rc < 0)
+        gtpy_error_put(error);
     return rc;
 }
 
