@@ -9,11 +9,10 @@ labels the dimensions of any array.
   is ``Field["f4", "IJK"]``), and may be a placeholder name such as "T"
   that ``Signature(..., dtypes={"T": "f4"})`` binds.
   ``Signature(out=Field[...], ...)`` reads it.
-- ``Field(array, dims="KJI")`` wraps any array (the "No-Storage" work plan) and exports GDP-3's
+- ``Field(array, dims="KJI")`` wraps any array that exports its memory (the "No-Storage"
+  work plan; one that does not is a TypeError where it is read) and exports GDP-3's
   ``__gt_data_interface__`` with those labels, so that a stencil reads it in
-  the right order (an array that exports no memory, such as one with only
-  ``__array__``, is read through ``Field.__array__`` and ``__gt_dims__``
-  instead; and ``gtstore.as_storage(Field(a, "KJI"))`` is a storage
+  the right order (and ``gtstore.as_storage(Field(a, "KJI"))`` is a storage
   labelled K, J, I over ``a``'s memory; assignments and computations on
   storages line it up by those labels). ``Field.zeros(shape, dims=..., dtype=...)`` and friends
   allocate a NumPy array and wrap it (dims by default those storage
@@ -212,7 +211,8 @@ class Field:
     def __gt_data_interface__(self):
         """GDP-3's data interface of the wrapped array with these labels: its
         own data interface where it has one (callbacks kept), else its array
-        interfaces (``None``: host, ``"gpu"``: CUDA)."""
+        interfaces (``None``: host, ``"gpu"``: CUDA); a TypeError for an
+        array with neither (only ``__array__``, a buffer, a list)."""
         inner = getattr(self.array, "__gt_data_interface__", None)
         if inner is not None:
             return {key: {**info, "dims": self.dims} for key, info in inner.items()}
@@ -224,24 +224,16 @@ class Field:
         if gpu is not None:
             interface["gpu"] = {**gpu, "dims": self.dims}
         if not interface:
-            # an array that exports no memory (only __array__, a buffer, a
-            # list): no data interface at all, so that readers take
-            # __array__ below with __gt_dims__, as for the array itself;
-            # an empty one would be "no buffer on the cpu or the gpu"
-            raise AttributeError(
-                f"{type(self.array).__name__} exports no memory (no __gt_data_interface__, "
-                "__array_interface__ or __cuda_array_interface__): read through __array__"
+            # an empty interface would read as "no buffer on the cpu or the
+            # gpu"; and read through __array__ instead, the Field would be an
+            # array by position in assignments and computations, its labels
+            # ignored: refused, naming what to do
+            raise TypeError(
+                f"Field(array, dims={''.join(self.dims)!r}): a {type(self.array).__name__} "
+                "exports no memory to label (no __gt_data_interface__, __array_interface__ "
+                "or __cuda_array_interface__); label np.asarray(array) instead"
             )
         return interface
-
-    def __array__(self, dtype=None, copy=None):
-        """``np.asarray`` of the wrapped array (NumPy 2's ``dtype`` and
-        ``copy``): what a stencil, the creation functions, assignments and
-        computations read of an array that exports no memory, labelled by
-        ``__gt_dims__``."""
-        import numpy as np
-
-        return np.asarray(self.array, dtype=dtype, copy=copy)
 
     def __repr__(self):
         return f"Field({self.array!r}, dims={''.join(self.dims)!r})"

@@ -1262,26 +1262,25 @@ def test_array_only_objects_bad_input(lap):
 
 
 def test_field_over_an_array_that_exports_no_memory(lap):
-    """Field(array, dims) over an array that speaks only __array__ (or a
-    buffer, or a list) is read as that array is, through np.asarray, with
-    the Field's labels: no empty data interface ("no buffer on the cpu or
-    the gpu"). Written, it is refused before the run (a Field takes no
-    item assignment), naming the field."""
+    """Field(array, dims) over an array that exports no memory (only
+    __array__, a buffer, a list) is a TypeError that names the type and
+    what to do, wherever it is read: not an empty data interface ("no
+    buffer on the cpu or the gpu"), nor an array read by position, its
+    labels ignored."""
     values = np.arange(60.0).reshape(5, 4, 3)
+    s = gtstore.zeros((5, 4, 3))
+    message = (r"^Field\(array, dims='KJI'\): a {} exports no memory to label \(no "
+               r"__gt_data_interface__, __array_interface__ or __cuda_array_interface__\); "
+               r"label np.asarray\(array\) instead$")
     for array in [ArrayOnly(values.transpose(2, 1, 0).copy()),
-                  memoryview(values.transpose(2, 1, 0).copy()),
-                  values.transpose(2, 1, 0).tolist()]:
+                  memoryview(values.transpose(2, 1, 0).copy()), [[[0.0]]]]:
         wrapped = Field(array, "KJI")
-        assert not hasattr(wrapped, "__gt_data_interface__")
-        call = lap.bind(np.zeros((5, 4, 3)), wrapped, origin=(1, 1, 0))
-        assert call["inp"].dims == ("I", "J", "K")
-        np.testing.assert_array_equal(call.arrays()["inp"], values)
-        s = gtstore.storage(wrapped)
-        assert s.dims == ("K", "J", "I")
-        np.testing.assert_array_equal(np.asarray(s), values.transpose(2, 1, 0))
-    with refused(TypeError, r"^out: the stencil writes this field, and a field of type "
-                            r"Field is read through __array__"):
-        lap.bind(Field(WritableArrayOnly(np.zeros((3, 4, 5))), "KJI"), values)
+        match = message.format(type(array).__name__)
+        for read in [lambda: lap.bind(np.zeros((5, 4, 3)), wrapped, origin=(1, 1, 0)),
+                     lambda: gtstore.storage(wrapped), lambda: gtstore.as_storage(wrapped),
+                     lambda: s.__setitem__(..., wrapped), lambda: np.add(s, wrapped)]:
+            with pytest.raises(TypeError, match=match):
+                read()
     # an array that exports its memory keeps its data interface
     assert list(Field(values, "IJK").__gt_data_interface__) == [None]
 
