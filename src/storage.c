@@ -839,9 +839,8 @@ int gts_storage_set_halo(gts_storage *storage, const gts_halo *halo, gts_error *
 
 /* ---- data ------------------------------------------------------------------ */
 
-/* gts_storage_copy_to with the copy on `stream` (gts_storage_assign_on). */
-static int copy_to_on(const gts_device_ops *device, const gts_storage *src, gts_stream stream,
-                      gts_storage *out, gts_error *err)
+int gts_storage_like_to(const gts_device_ops *device, const gts_storage *src, gts_storage *out,
+                        gts_error *err)
 {
     gts_storage_spec spec;
     gts_template like; /* everything the copy keeps */
@@ -854,8 +853,16 @@ static int copy_to_on(const gts_device_ops *device, const gts_storage *src, gts_
     device = device ? device : own;
     /* a copy on the source's device is mirrored where the source is */
     unsigned flags = device == own && gts_buffer_mirrored(src->buffer) ? GTS_ALLOC_MIRRORED : 0;
+    return gts_storage_create_on(device, &spec, flags, out, err);
+}
+
+/* gts_storage_copy_to with the copy on `stream` (gts_storage_assign_on). */
+static int copy_to_on(const gts_device_ops *device, const gts_storage *src, gts_stream stream,
+                      gts_storage *out, gts_error *err)
+{
     gts_storage copy;
-    if ((rc = gts_storage_create_on(device, &spec, flags, &copy, err)))
+    int rc = gts_storage_like_to(device, src, &copy, err);
+    if (rc)
         return rc;
     if ((rc = gts_storage_assign_on(&copy, src, stream, err))) {
         gts_storage_release(&copy);

@@ -206,6 +206,11 @@ int gts_storage_copy(const gts_storage *src, gts_storage *out, gts_error *err);
  * memory; mirrored only on the source's own device. */
 int gts_storage_copy_to(const gts_device_ops *device, const gts_storage *src, gts_storage *out,
                         gts_error *err);
+/* The storage gts_storage_copy_to would make, with its values undefined:
+ * for a copy whose values are written later (the stencil call's copy-in
+ * fills it only when the call runs). */
+int gts_storage_like_to(const gts_device_ops *device, const gts_storage *src, gts_storage *out,
+                        gts_error *err);
 /* gts_storage_copy with the copy queued on `stream` of the source's device
  * (gts_storage_assign_on): it may still run when this returns. */
 int gts_storage_copy_on(const gts_storage *src, gts_stream stream, gts_storage *out,

@@ -1173,6 +1173,14 @@ static void test_copy(void)
         CHECK(get(&s, (const int64_t[]){1, 1, 1}) == 12 + 3 + 1);
         gts_storage_release(&c);
     }
+    /* like_to: the same storage on a device, its values not copied */
+    if (CHECK_OK(gts_storage_like_to(NULL, &s, &c, ERR))) {
+        CHECK(c.buffer != s.buffer && gts_buffer_device(c.buffer) == gts_buffer_device(s.buffer));
+        CHECK(ints_eq(3, c.shape, s.shape) && ints_eq(3, c.strides, s.strides));
+        CHECK(memcmp(c.dims, s.dims, sizeof *c.dims * 3) == 0 && halos_eq(3, c.halo, s.halo));
+        CHECK(ints_eq(3, c.aligned_index, s.aligned_index) && !c.readonly);
+        gts_storage_release(&c);
+    }
 
     /* a read-only source gives a writable copy */
     gts_storage ro;

@@ -640,6 +640,22 @@ FAKE_CHECKS = textwrap.dedent("""
     assert records() == before, records() - before
     np.testing.assert_array_equal(np.asarray(gtstore.storage(x, device="cpu")), 1.0)
     assert records() == before + 1, records() - before  # the host's wait recorded it
+
+    # host memory bound to a stencil on the GPU is copied in once per run:
+    # binding makes the device copy, and each `with` fills it
+    import warnings
+    gpu = gtstore.Signature(out=gtstore.Field["f8", "IJK"], inp=gtstore.Field["f8", "IJK"],
+                            writes=["out"], device="gpu")
+    inp = np.ones((4, 3, 2))
+    out = gtstore.zeros((4, 3, 2), device="gpu", managed=None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", gtstore.FieldWarning)
+        before = stats()
+        call = gpu.bind(out, inp)
+        assert stats().htod == before.htod  # nothing copied yet
+        for run in (1, 2):
+            with call:
+                assert stats().htod == before.htod + run
     print("fake driver: ok")
 """)
 

@@ -224,7 +224,10 @@ static int load_imported(bind_slot *slot, PyObject *storage, gts_device device)
 /* A field with no buffer on the device where the stencil computes (GDP-3's
  * final text): its values copied into a storage there that the stencil
  * uses, and copied back after a run that writes it, with a warning: two
- * transfers per call. The field stays as read-only as the object's memory. */
+ * transfers per call. The storage is only made here: its values are copied
+ * in when the call runs (acquire_slot), after the object's acquire and
+ * whatever changed it since binding, so a Binding entered once copies once.
+ * The field stays as read-only as the object's memory. */
 static int load_copy_in(bind_slot *slot, PyObject *storage, const gts_storage *g,
                         gts_device device)
 {
@@ -232,7 +235,7 @@ static int load_copy_in(bind_slot *slot, PyObject *storage, const gts_storage *g
     gts_storage copy;
     gts_error err;
     if ((device == GTS_DEVICE_GPU && gts_device_gpu(&target, &err) != GTS_OK) ||
-        gts_storage_copy_to(target, g, &copy, &err) != GTS_OK)
+        gts_storage_like_to(target, g, &copy, &err) != GTS_OK)
         return gtpy_raise(&err);
     PyObject *staging = gtpy_storage_new(&copy, NULL, NULL);
     if (!staging)
@@ -730,14 +733,14 @@ static int copy_values(PyObject *to, PyObject *from)
 }
 
 /* One field's acquire: the object's own (a data interface's callback);
- * for a copy of its memory, the values again after that callback, which
- * may change them; a Storage's side. A failure after the callback releases
+ * for a copy of its memory, the values, after that callback (which may
+ * change them); a Storage's side. A failure after the callback releases
  * the object again, keeping the error. */
 static int acquire_slot(bind_slot *slot)
 {
     if (call_callback(slot->acquire) < 0)
         return -1;
-    int rc = slot->copy_back && slot->acquire ? copy_values(slot->storage, slot->copy_back) : 0;
+    int rc = slot->copy_back ? copy_values(slot->storage, slot->copy_back) : 0;
     if (rc == 0 && slot->storage)
         rc = storage_side(slot, false);
     if (rc < 0 && slot->release) {
@@ -816,15 +819,10 @@ static int reconvert(bind_slot *slot)
 
 int gtpy_slots_reread(const SignatureObject *s, bind_slot *slots)
 {
-    for (int f = 0; f < s->sig.nfields; ++f) {
-        bind_slot *slot = &slots[f];
-        int rc = slot->converted ? reconvert(slot) : 0;
-        /* a copy with an acquire callback is copied in after it runs */
-        if (rc == 0 && slot->copy_back && !slot->acquire)
-            rc = copy_values(slot->storage, slot->copy_back);
-        if (rc < 0)
+    /* (a copy to the other device takes its values in acquire_slot) */
+    for (int f = 0; f < s->sig.nfields; ++f)
+        if (slots[f].converted && reconvert(&slots[f]) < 0)
             return gtpy_prefix_error(s->fields[f].name);
-    }
     return 0;
 }
 

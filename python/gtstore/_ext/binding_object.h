@@ -108,11 +108,11 @@ int gtpy_slots_stream(bind_slot *slots, int n, gts_device device, bool engine, g
  * on the stream after the kernel, for read and written fields alike
  * (release, gts_storage_access_end). */
 int gtpy_slots_acquire(bind_slot *slots, int n);
-/* A Binding entered (before gtpy_slots_acquire): the values of the fields
- * bound as copies read again from their objects, which may have changed
- * since the call was bound or last run (np.asarray(obj) of an object read
- * through __array__; a copied-in field's memory, where no acquire callback
- * copies it). -1 with an error naming the field. */
+/* A Binding entered (before gtpy_slots_acquire): the objects read through
+ * __array__ converted again (np.asarray(obj)), since they may have changed
+ * since the call was bound or last run. (A field copied to the other
+ * device takes its values in gtpy_slots_acquire, every run.) -1 with an
+ * error naming the field. */
 int gtpy_slots_reread(const SignatureObject *s, bind_slot *slots);
 int gtpy_slots_touch(const SignatureObject *s, bind_slot *slots);
 int gtpy_slots_release(bind_slot *slots, int n);
