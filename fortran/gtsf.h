@@ -1,4 +1,4 @@
-/* The C side of the Fortran module gtstore (gtstore.f90): the functions its
+/* The C side of the Fortran module gtstore (gtstore.F90): the functions its
  * bind(c) interfaces call. They convert Fortran's arguments (C descriptors,
  * Fortran indices, blank-padded names) and call the public C API; every
  * number of a storage is still decided by libgtstore. Each returns 0 or a
@@ -14,7 +14,7 @@
 
 #include "gtstore/gtstore.h"
 
-/* The optional arguments of an allocation or a wrap, as gtstore.f90's
+/* The optional arguments of an allocation or a wrap, as gtstore.F90's
  * bind(c) type gtsf_options lays them out (keep the two in step). Names are
  * NUL-terminated; counts say how many entries the caller gave (0: none). */
 #define GTSF_NAME_SIZE 64

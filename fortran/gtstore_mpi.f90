@@ -83,6 +83,17 @@ contains
     if (present(errmsg)) errmsg = message
   end subroutine fail
 
+  ! Whether `p`, the handle of a partition or an exchange (`what`), was
+  ! created; else the status says it was not.
+  logical function created(p, what, status, errmsg)
+    type(c_ptr), intent(in) :: p
+    character(*), intent(in) :: what
+    integer, intent(out) :: status
+    character(*), intent(out), optional :: errmsg
+    created = c_associated(p)
+    if (.not. created) call fail(what // ': not created', status, errmsg)
+  end function created
+
   ! Splits `global_shape` (domain points of the split dimensions, I and J
   ! unless labels says otherwise, e.g. 'IJK') over the ranks of `comm` (an
   ! integer handle). process_grid: ranks per dimension, 0 to let gtstore
@@ -157,10 +168,7 @@ contains
     character(*), intent(out), optional :: errmsg
     integer(c_int64_t) :: s(3), n(3)
     integer(c_int32_t) :: r, nr, ndim
-    if (.not. c_associated(partition%p)) then
-      call fail('partition: not created', status, errmsg)
-      return
-    end if
+    if (.not. created(partition%p, 'partition', status, errmsg)) return
     call gtsf_partition_subdomain(partition%p, s, n, r, nr, ndim)
     if (ubound(start, 1) /= ndim .or. ubound(size, 1) /= ndim) then
       call fail('start, size: sized unlike the partition''s split dimensions', status, errmsg)
@@ -185,10 +193,7 @@ contains
     type(c_ptr) :: handles(size(fields)), out
     type(gts_error_c) :: err
     integer :: f
-    if (.not. c_associated(partition%p)) then
-      call fail('partition: not created', status, errmsg)
-      return
-    end if
+    if (.not. created(partition%p, 'partition', status, errmsg)) return
     do f = 1, size(fields)
       handles(f) = gts_handle_of(fields(f))
     end do
@@ -204,12 +209,7 @@ contains
     type(gts_exchange), intent(in) :: exchange
     integer, intent(out) :: status
     character(*), intent(out), optional :: errmsg
-    type(gts_error_c) :: err
-    if (.not. c_associated(exchange%p)) then
-      call fail('exchange: not created', status, errmsg)
-      return
-    end if
-    call gts_status_finish(gtsf_exchange_start(exchange%p, err), err, status, errmsg)
+    call exchange_step(gtsf_exchange_start, exchange, status, errmsg)
   end subroutine gts_exchange_start
 
   ! Completes it: the halos then hold the neighbours' values.
@@ -217,13 +217,20 @@ contains
     type(gts_exchange), intent(in) :: exchange
     integer, intent(out) :: status
     character(*), intent(out), optional :: errmsg
-    type(gts_error_c) :: err
-    if (.not. c_associated(exchange%p)) then
-      call fail('exchange: not created', status, errmsg)
-      return
-    end if
-    call gts_status_finish(gtsf_exchange_wait(exchange%p, err), err, status, errmsg)
+    call exchange_step(gtsf_exchange_wait, exchange, status, errmsg)
   end subroutine gts_exchange_wait
+
+  ! One step of a created exchange: `step` is gtsf_exchange_start or
+  ! gtsf_exchange_wait (the same interface).
+  subroutine exchange_step(step, exchange, status, errmsg)
+    procedure(gtsf_exchange_start) :: step
+    type(gts_exchange), intent(in) :: exchange
+    integer, intent(out) :: status
+    character(*), intent(out), optional :: errmsg
+    type(gts_error_c) :: err
+    if (.not. created(exchange%p, 'exchange', status, errmsg)) return
+    call gts_status_finish(step(exchange%p, err), err, status, errmsg)
+  end subroutine exchange_step
 
   ! Start, then wait.
   subroutine gts_exchange_run(exchange, status, errmsg)

@@ -20,7 +20,7 @@ program test_gtstore_mpi
     end function example_mpi_finalize
   end interface
   integer, parameter :: nx = 12, ny = 10, h = 2
-  type(gts_partition) :: part
+  type(gts_partition) :: part, none
   type(gts_field) :: fields(2), wide
   type(gts_exchange) :: exchange, bad
   real(c_double), pointer :: u(:, :) => null(), w(:, :) => null()
@@ -35,7 +35,7 @@ program test_gtstore_mpi
   call gts_partition_create(part, example_comm_world(), [nx, ny, 1, 1], st, errmsg=msg)
   call check(st == GTS_EINVAL .and. index(msg, 'global_shape') > 0, 'four split dimensions')
   call gts_subdomain(part, start, n, st, errmsg=msg)
-  call check(st == GTS_EINVAL .and. index(msg, 'not created') > 0, 'subdomain of no partition')
+  call check(st == GTS_EINVAL .and. msg == 'partition: not created', 'subdomain of no partition')
   ! periodic in I only
   call gts_partition_create(part, example_comm_world(), [nx, ny], st, &
                             periodic=[.true., .false.], errmsg=msg)
@@ -57,7 +57,13 @@ program test_gtstore_mpi
     end do
   end do
   call gts_exchange_wait(exchange, st, errmsg=msg)
-  call check(st == GTS_EINVAL .and. index(msg, 'not created') > 0, 'wait of no exchange')
+  call check(st == GTS_EINVAL .and. msg == 'exchange: not created', 'wait of no exchange')
+  call gts_exchange_start(exchange, st, errmsg=msg)
+  call check(st == GTS_EINVAL .and. msg == 'exchange: not created', 'start of no exchange')
+  call gts_exchange_run(exchange, st, errmsg=msg)
+  call check(st == GTS_EINVAL .and. msg == 'exchange: not created', 'run of no exchange')
+  call gts_exchange_create(exchange, none, fields, st, errmsg=msg)
+  call check(st == GTS_EINVAL .and. msg == 'partition: not created', 'exchange over no partition')
   call gts_exchange_create(exchange, part, fields, st, errmsg=msg)
   call check(st == GTS_OK, 'exchange: ' // trim(msg))
   call gts_exchange_wait(exchange, st, errmsg=msg)
