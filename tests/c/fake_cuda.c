@@ -246,42 +246,30 @@ static bool is_entry_point(const char *name);
 
 int fake_cuda_fail(const char *name, int code, long long nth)
 {
-    if (!name) { /* clear all */
-        pthread_mutex_lock(&lock);
-        memset(failures, 0, sizeof failures);
-        atomic_store(&armed, 0);
-        pthread_mutex_unlock(&lock);
-        return 0;
-    }
-    if (!is_entry_point(name) || strlen(name) >= sizeof failures[0].name + 2 || nth < 0)
+    if (name && (!is_entry_point(name) || nth < 0))
         return -1;
-    int rc = -1;
     pthread_mutex_lock(&lock);
-    struct failure *free_entry = NULL, *entry = NULL;
+    struct failure *slot = NULL;
+    int now = 0;
     for (int i = 0; i < MAX_FAILURES; ++i) {
-        if (failures[i].code && !strcmp(failures[i].name, name + 2))
-            entry = &failures[i];
-        else if (!failures[i].code && !free_entry)
-            free_entry = &failures[i];
+        struct failure *f = &failures[i];
+        if (f->code && (!name || !strcmp(f->name, name + 2)))
+            f->code = OK; /* disarmed: armed again below, where `code` says so */
+        if (f->code)
+            ++now;
+        else if (!slot)
+            slot = f;
     }
-    if (entry && !code) { /* disarmed */
-        entry->code = OK;
-        atomic_fetch_sub(&armed, 1);
-        rc = 0;
-    } else if (!code) {
-        rc = 0; /* nothing armed for it */
-    } else if (entry || free_entry) {
-        if (!entry) {
-            entry = free_entry;
-            snprintf(entry->name, sizeof entry->name, "%s", name + 2);
-            atomic_fetch_add(&armed, 1);
-        }
-        entry->code = code;
-        entry->pass = nth > 0 ? nth - 1 : -1;
-        rc = 0;
+    bool arm = name && code && slot;
+    if (arm) { /* (table names are shorter than an entry's) */
+        snprintf(slot->name, sizeof slot->name, "%s", name + 2);
+        slot->code = code;
+        slot->pass = nth > 0 ? nth - 1 : -1;
+        ++now;
     }
+    atomic_store_explicit(&armed, now, memory_order_release);
     pthread_mutex_unlock(&lock);
-    return rc;
+    return !name || !code || arm ? 0 : -1;
 }
 
 static int current(void)

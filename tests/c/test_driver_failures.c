@@ -403,6 +403,17 @@ static void test_fail_arguments(void)
     CHECK_INT_EQ(fail("cuNoSuchThing", 1, 0), -1);
     CHECK_INT_EQ(fail("cuEventRecord", 1, -1), -1);
     CHECK_INT_EQ(fail("cuEventRecord", 0, 0), 0); /* disarming what is not armed */
+    /* eight functions at most are armed at once (none is called meanwhile) */
+    static const char *const some[] = {"cuModuleLoadData", "cuMemHostRegister", "cuMemFree",
+                                       "cuMemAlloc", "cuMemcpy", "cuMemsetD8", "cuMemsetD16",
+                                       "cuMemsetD32", "cuMemsetD32Async"};
+    for (int i = 0; i < 8; ++i)
+        CHECK_INT_EQ(fail(some[i], OUT_OF_MEMORY, 0), 0);
+    CHECK_INT_EQ(fail(some[8], OUT_OF_MEMORY, 0), -1);
+    CHECK_INT_EQ(fail(some[0], OUT_OF_MEMORY, 3), 0); /* armed again in its place */
+    CHECK_INT_EQ(fail(some[1], 0, 0), 0);
+    CHECK_INT_EQ(fail(some[8], OUT_OF_MEMORY, 0), 0); /* in the place it left */
+    CHECK_INT_EQ(fail(NULL, 0, 0), 0);
     /* the nth call fails once */
     gts_stream s;
     if (!CHECK_OK(gts_device_stream_create(cuda, &s, ERR)))
