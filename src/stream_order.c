@@ -285,13 +285,20 @@ int gts__order_record_all(const gts_device_ops *dev, gts__order *const *orders, 
     n = sort_unique(o, n);
     for (int i = 0; i < n; ++i)
         lock(o[i]);
-    int rc = record_locked(dev, o, n, stream, replaced, err);
+    /* the driver's error, reported only where the fallback below fails
+     * too: a record that succeeds that way leaves `err` untouched (callers
+     * that find a message in it after a success would report a stale one) */
+    gts_error failed;
+    failed.code = GTS_OK;
+    failed.message[0] = '\0';
+    int rc = record_locked(dev, o, n, stream, replaced, &failed);
     for (int i = 0; i < n; ++i)
         unlock(o[i]);
     for (int i = 0; i < n && !rc; ++i)
         gts__order_event_release(replaced[i]);
     /* No event: the work is made complete instead (the previous events'
-     * work, which the stream may not have waited for, too). */
+     * work, which the stream may not have waited for, too). The orders keep
+     * the state they had, settled by the host's waits. */
     if (rc && gts_device_synchronize(dev, stream, NULL) == GTS_OK) {
         bool waited = true;
         for (int i = 0; i < n; ++i)
@@ -299,6 +306,8 @@ int gts__order_record_all(const gts_device_ops *dev, gts__order *const *orders, 
         if (waited)
             rc = GTS_OK;
     }
+    if (rc && err)
+        *err = failed;
     return rc;
 }
 

@@ -51,16 +51,21 @@ typedef struct gts__order {
 /* A new buffer: no device work pending (all zeros will do too). */
 void gts__order_init(gts__order *order);
 
-/* The host waits for the device work on the buffer. */
+/* The host waits for the device work on the buffer (where a deferred
+ * record cannot be made, for its stream). A wait that fails returns the
+ * error and leaves the work pending. */
 int gts__order_host(const gts_device_ops *dev, gts__order *order, gts_error *err);
 /* Device work on `stream` (NULL: the default stream) is ordered after the
- * device work on the buffer. */
+ * device work on the buffer; where a deferred record cannot be made, the
+ * host waits instead. A stream's wait that fails returns the error and
+ * leaves the order as it was (nothing is queued yet). */
 int gts__order_device(const gts_device_ops *dev, gts__order *order, gts_stream stream,
                       gts_error *err);
 /* Device work was queued on `stream` (NULL: it has completed; nothing to
- * do). Where no event can be recorded the stream is synchronised instead
- * (the work is then complete, and needs no order); the error is returned
- * only if that fails too. */
+ * do). Where no event can be recorded, or the stream cannot wait for the
+ * previous one, the stream is synchronised instead and the host waits for
+ * the previous work (the work is then complete, and needs no order; `err`
+ * is left untouched); the error is returned only if that fails too. */
 int gts__order_record(const gts_device_ops *dev, gts__order *order, gts_stream stream,
                       gts_error *err);
 /* The most orders one gts__order_record_all takes. */

@@ -41,9 +41,17 @@
  *   missing=NAME       cuGetProcAddress finds no NAME
  *   notfound=1         ... and answers CUDA_ERROR_NOT_FOUND for it, as drivers
  *                      before 12.0 did (else success and NULL, as documented)
- * fake_cuda_stats() returns what it has done, for the test's checks. */
+ * fake_cuda_stats() returns what it has done, for the test's checks.
+ *
+ * fake_cuda_fail(name, code, nth) makes a driver function fail on demand,
+ * so that tests reach the paths where CUDA reports an error: the nth call
+ * of `name` from now on (nth >= 1; once) or every call (nth 0) returns
+ * `code` without doing anything, until code 0 disarms it (name NULL: all).
+ * Every entry point checks the one table of armed functions (INJECT);
+ * stats.injected counts the failures made. */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -75,7 +83,8 @@ enum {
     INVALID_HANDLE = 400,
     NOT_READY = 600,
     ALREADY_REGISTERED = 712,
-    NOT_REGISTERED = 713
+    NOT_REGISTERED = 713,
+    LAUNCH_FAILED = 719
 };
 
 #define BIAS ((uintptr_t)1 << 52)
@@ -185,6 +194,84 @@ static CUresult fail(CUresult rc)
     return rc;
 }
 
+/* ---- failures on demand (fake_cuda_fail) ------------------------------------------------ */
+
+/* One entry per armed driver function: its name without "cu" (as __func__
+ * spells the entry point here), the error it returns, and the calls still
+ * to pass before it fails (-1: every call fails). */
+#define MAX_FAILURES 8
+static struct failure {
+    char name[48];
+    int code;
+    long long pass;
+} failures[MAX_FAILURES];
+/* Entries in use: read alone by every call, so that an unarmed driver costs
+ * one load. */
+static _Atomic int armed;
+
+/* The error injected into this call of `function` (OK: none); an entry
+ * that fails once is cleared by its failure. */
+static CUresult injected(const char *function)
+{
+    if (!atomic_load_explicit(&armed, memory_order_acquire))
+        return OK;
+    CUresult rc = OK;
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < MAX_FAILURES && rc == OK; ++i) {
+        struct failure *f = &failures[i];
+        if (!f->code || strcmp(f->name, function))
+            continue;
+        if (f->pass > 0) {
+            --f->pass;
+            continue;
+        }
+        rc = f->code;
+        ++stats.injected;
+        if (f->pass == 0) {
+            f->code = OK;
+            atomic_fetch_sub_explicit(&armed, 1, memory_order_release);
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
+#define INJECT()                                   \
+    do {                                           \
+        CUresult injected_rc = injected(__func__); \
+        if (injected_rc != OK)                     \
+            return injected_rc;                    \
+    } while (0)
+
+static bool is_entry_point(const char *name);
+
+int fake_cuda_fail(const char *name, int code, long long nth)
+{
+    if (name && (!is_entry_point(name) || nth < 0))
+        return -1;
+    pthread_mutex_lock(&lock);
+    struct failure *slot = NULL;
+    int now = 0;
+    for (int i = 0; i < MAX_FAILURES; ++i) {
+        struct failure *f = &failures[i];
+        if (f->code && (!name || !strcmp(f->name, name + 2)))
+            f->code = OK; /* disarmed: armed again below, where `code` says so */
+        if (f->code)
+            ++now;
+        else if (!slot)
+            slot = f;
+    }
+    bool arm = name && code && slot;
+    if (arm) { /* (table names are shorter than an entry's) */
+        snprintf(slot->name, sizeof slot->name, "%s", name + 2);
+        slot->code = code;
+        slot->pass = nth > 0 ? nth - 1 : -1;
+        ++now;
+    }
+    atomic_store_explicit(&armed, now, memory_order_release);
+    pthread_mutex_unlock(&lock);
+    return !name || !code || arm ? 0 : -1;
+}
+
 static int current(void)
 {
     return context_depth > 0 ? context_stack[context_depth - 1]->device : -1;
@@ -260,12 +347,14 @@ static CUresult check_stream(CUstream s)
 
 static CUresult DriverGetVersion(int *version)
 {
+    INJECT();
     *version = config.version;
     return OK;
 }
 
 static CUresult GetErrorName(CUresult error, const char **name)
 {
+    INJECT();
     switch (error) {
     case OK: *name = "CUDA_SUCCESS"; return OK;
     case INVALID_VALUE: *name = "CUDA_ERROR_INVALID_VALUE"; return OK;
@@ -273,18 +362,22 @@ static CUresult GetErrorName(CUresult error, const char **name)
     case 34: *name = "CUDA_ERROR_STUB_LIBRARY"; return OK;
     case 100: *name = "CUDA_ERROR_NO_DEVICE"; return OK;
     case INVALID_CONTEXT: *name = "CUDA_ERROR_INVALID_CONTEXT"; return OK;
+    case NOT_READY: *name = "CUDA_ERROR_NOT_READY"; return OK;
+    case LAUNCH_FAILED: *name = "CUDA_ERROR_LAUNCH_FAILED"; return OK;
     default: *name = NULL; return INVALID_VALUE;
     }
 }
 
 static CUresult GetErrorString(CUresult error, const char **text)
 {
+    INJECT();
     *text = error == 34 ? "CUDA driver is a stub library" : "fake error";
     return OK;
 }
 
 static CUresult Init(unsigned int flags)
 {
+    INJECT();
     if (flags != 0)
         return fail(INVALID_VALUE);
     if (config.init_result)
@@ -295,6 +388,7 @@ static CUresult Init(unsigned int flags)
 
 static CUresult DeviceGetCount(int *n)
 {
+    INJECT();
     if (!initialized)
         return fail(NOT_INITIALIZED);
     *n = config.devices;
@@ -303,6 +397,7 @@ static CUresult DeviceGetCount(int *n)
 
 static CUresult DeviceGet(CUdevice *device, int ordinal)
 {
+    INJECT();
     if (!initialized)
         return fail(NOT_INITIALIZED);
     if (ordinal < 0 || ordinal >= config.devices)
@@ -313,6 +408,7 @@ static CUresult DeviceGet(CUdevice *device, int ordinal)
 
 static CUresult DeviceGetAttribute(int *value, int attribute, CUdevice device)
 {
+    INJECT();
     if (device < 100 || device >= 100 + config.devices)
         return fail(INVALID_DEVICE);
     *value = attribute == 83    ? device - 100 != config.no_managed
@@ -323,6 +419,7 @@ static CUresult DeviceGetAttribute(int *value, int attribute, CUdevice device)
 
 static CUresult DevicePrimaryCtxRetain(CUcontext *context, CUdevice device)
 {
+    INJECT();
     if (device < 100 || device >= 100 + config.devices)
         return fail(INVALID_DEVICE);
     pthread_mutex_lock(&lock);
@@ -336,6 +433,7 @@ static CUresult DevicePrimaryCtxRetain(CUcontext *context, CUdevice device)
 
 static CUresult CtxPushCurrent(CUcontext context)
 {
+    INJECT();
     if (!context || !context->retained || context_depth == 16)
         return fail(INVALID_CONTEXT);
     context_stack[context_depth++] = context;
@@ -345,6 +443,7 @@ static CUresult CtxPushCurrent(CUcontext context)
 
 static CUresult CtxPopCurrent(CUcontext *context)
 {
+    INJECT();
     if (context_depth == 0)
         return fail(INVALID_CONTEXT);
     *context = context_stack[--context_depth];
@@ -354,6 +453,7 @@ static CUresult CtxPopCurrent(CUcontext *context)
 
 static CUresult CtxSynchronize(void)
 {
+    INJECT();
     if (current() < 0)
         return fail(INVALID_CONTEXT);
     count(&stats.context_syncs);
@@ -415,6 +515,7 @@ static CUresult release(const void *address, int kind)
 
 static CUresult MemAlloc(CUdeviceptr *out, size_t bytes)
 {
+    INJECT();
     void *p;
     CUresult rc = allocate(&p, bytes, DEVICE_MEMORY);
     if (rc == OK)
@@ -424,6 +525,7 @@ static CUresult MemAlloc(CUdeviceptr *out, size_t bytes)
 
 static CUresult MemFree(CUdeviceptr block_address)
 {
+    INJECT();
     /* device and managed blocks: try device first */
     int kind = DEVICE_MEMORY;
     find((uintptr_t)block_address, 0, &kind);
@@ -432,6 +534,7 @@ static CUresult MemFree(CUdeviceptr block_address)
 
 static CUresult MemHostAlloc(void **out, size_t bytes, unsigned int flags)
 {
+    INJECT();
     if (flags != 1) /* the library asks for CU_MEMHOSTALLOC_PORTABLE */
         return fail(INVALID_VALUE);
     return allocate(out, bytes, PINNED_MEMORY);
@@ -439,11 +542,13 @@ static CUresult MemHostAlloc(void **out, size_t bytes, unsigned int flags)
 
 static CUresult MemFreeHost(void *p)
 {
+    INJECT();
     return release(p, PINNED_MEMORY);
 }
 
 static CUresult MemAllocManaged(CUdeviceptr *out, size_t bytes, unsigned int flags)
 {
+    INJECT();
     if (flags != 1 || current() == config.no_managed)
         return fail(flags != 1 ? INVALID_VALUE : 801);
     void *p;
@@ -484,16 +589,19 @@ static CUresult copy(char *dst, const char *src, size_t bytes, CUstream s, long 
 
 static CUresult MemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream s)
 {
+    INJECT();
     return copy(resolve(dst, bytes, 1), resolve(src, bytes, 1), bytes, s, &stats.generic);
 }
 
 static CUresult Memcpy(CUdeviceptr dst, CUdeviceptr src, size_t bytes)
 {
+    INJECT();
     return MemcpyAsync(dst, src, bytes, NULL);
 }
 
 static CUresult MemcpyHtoDAsync(CUdeviceptr dst, const void *src, size_t bytes, CUstream s)
 {
+    INJECT();
     if (is_device_memory(src))
         return fail(INVALID_VALUE);
     CUresult rc = copy(resolve(dst, bytes, 0), src, bytes, s, &stats.htod);
@@ -504,11 +612,13 @@ static CUresult MemcpyHtoDAsync(CUdeviceptr dst, const void *src, size_t bytes, 
 
 static CUresult MemcpyHtoD(CUdeviceptr dst, const void *src, size_t bytes)
 {
+    INJECT();
     return MemcpyHtoDAsync(dst, src, bytes, NULL);
 }
 
 static CUresult MemcpyDtoHAsync(void *dst, CUdeviceptr src, size_t bytes, CUstream s)
 {
+    INJECT();
     if (is_device_memory(dst))
         return fail(INVALID_VALUE);
     CUresult rc = copy(dst, resolve(src, bytes, 0), bytes, s, &stats.dtoh);
@@ -519,16 +629,19 @@ static CUresult MemcpyDtoHAsync(void *dst, CUdeviceptr src, size_t bytes, CUstre
 
 static CUresult MemcpyDtoH(void *dst, CUdeviceptr src, size_t bytes)
 {
+    INJECT();
     return MemcpyDtoHAsync(dst, src, bytes, NULL);
 }
 
 static CUresult MemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream s)
 {
+    INJECT();
     return copy(resolve(dst, bytes, 0), resolve(src, bytes, 0), bytes, s, &stats.dtod);
 }
 
 static CUresult MemcpyDtoD(CUdeviceptr dst, CUdeviceptr src, size_t bytes)
 {
+    INJECT();
     return MemcpyDtoDAsync(dst, src, bytes, NULL);
 }
 
@@ -553,31 +666,38 @@ static CUresult memset_n(CUdeviceptr dst, const void *value, size_t width, size_
 
 static CUresult MemsetD8Async(CUdeviceptr dst, unsigned char v, size_t n, CUstream s)
 {
+    INJECT();
     return memset_n(dst, &v, 1, n, s);
 }
 static CUresult MemsetD16Async(CUdeviceptr dst, unsigned short v, size_t n, CUstream s)
 {
+    INJECT();
     return memset_n(dst, &v, 2, n, s);
 }
 static CUresult MemsetD32Async(CUdeviceptr dst, unsigned int v, size_t n, CUstream s)
 {
+    INJECT();
     return memset_n(dst, &v, 4, n, s);
 }
 static CUresult MemsetD8(CUdeviceptr dst, unsigned char v, size_t n)
 {
+    INJECT();
     return memset_n(dst, &v, 1, n, NULL);
 }
 static CUresult MemsetD16(CUdeviceptr dst, unsigned short v, size_t n)
 {
+    INJECT();
     return memset_n(dst, &v, 2, n, NULL);
 }
 static CUresult MemsetD32(CUdeviceptr dst, unsigned int v, size_t n)
 {
+    INJECT();
     return memset_n(dst, &v, 4, n, NULL);
 }
 
 static CUresult StreamCreate(CUstream *out, unsigned int flags)
 {
+    INJECT();
     if (current() < 0)
         return fail(INVALID_CONTEXT);
     if (flags != 1) /* the library asks for CU_STREAM_NON_BLOCKING */
@@ -594,6 +714,7 @@ static CUresult StreamCreate(CUstream *out, unsigned int flags)
 
 static CUresult StreamDestroy(CUstream s)
 {
+    INJECT();
     if (!s || s->magic != STREAM_MAGIC)
         return fail(INVALID_HANDLE);
     s->magic = 0;
@@ -606,6 +727,7 @@ static CUresult StreamDestroy(CUstream s)
 
 static CUresult StreamSynchronize(CUstream s)
 {
+    INJECT();
     CUresult rc = check_stream(s);
     if (rc)
         return rc;
@@ -651,6 +773,7 @@ static char *kernel_address(unsigned long long address)
 
 static CUresult ModuleLoadData(struct fake_module **out, const void *image)
 {
+    INJECT();
     if (current() < 0)
         return fail(INVALID_CONTEXT);
     const char *text = image;
@@ -673,6 +796,7 @@ static CUresult ModuleLoadData(struct fake_module **out, const void *image)
 static CUresult ModuleGetFunction(struct fake_function **out, struct fake_module *m,
                                   const char *name)
 {
+    INJECT();
     if (!m || m->magic != MODULE_MAGIC)
         return fail(INVALID_HANDLE);
     char entry[64];
@@ -833,6 +957,7 @@ static CUresult LaunchKernel(struct fake_function *f, unsigned gx, unsigned gy, 
                              unsigned bx, unsigned by, unsigned bz, unsigned shared, CUstream s,
                              void **params, void **extra)
 {
+    INJECT();
     if (current() < 0 || !f || f->device != current())
         return fail(!f ? INVALID_HANDLE : INVALID_CONTEXT);
     if (check_stream(s))
@@ -896,6 +1021,7 @@ typedef struct pool_props {
 
 static CUresult MemPoolCreate(CUmemoryPool *out, const pool_props *props)
 {
+    INJECT();
     int zero = props->win32 == NULL && props->max_size == 0 && props->usage == 0;
     for (size_t i = 0; i < sizeof props->reserved; ++i)
         zero = zero && props->reserved[i] == 0;
@@ -917,6 +1043,7 @@ static CUresult MemPoolCreate(CUmemoryPool *out, const pool_props *props)
 
 static CUresult MemPoolSetAttribute(CUmemoryPool pool, int attribute, void *value)
 {
+    INJECT();
     if (!pool || pool->magic != POOL_MAGIC || attribute < 1 || attribute > 4)
         return fail(INVALID_VALUE); /* 5 and above are read-only */
     if (attribute == 4)
@@ -926,6 +1053,7 @@ static CUresult MemPoolSetAttribute(CUmemoryPool pool, int attribute, void *valu
 
 static CUresult MemPoolGetAttribute(CUmemoryPool pool, int attribute, void *value)
 {
+    INJECT();
     if (!pool || pool->magic != POOL_MAGIC || (attribute != 4 && attribute != 5 && attribute != 7))
         return fail(INVALID_VALUE);
     pthread_mutex_lock(&lock);
@@ -952,6 +1080,7 @@ static void pool_release(CUmemoryPool pool, unsigned long long keep)
 
 static CUresult MemPoolTrimTo(CUmemoryPool pool, size_t keep)
 {
+    INJECT();
     if (!pool || pool->magic != POOL_MAGIC)
         return fail(INVALID_VALUE);
     pthread_mutex_lock(&lock);
@@ -963,6 +1092,7 @@ static CUresult MemPoolTrimTo(CUmemoryPool pool, size_t keep)
 static CUresult MemAllocFromPoolAsync(CUdeviceptr *out, size_t bytes, CUmemoryPool pool,
                                       CUstream s)
 {
+    INJECT();
     if (current() < 0)
         return fail(INVALID_CONTEXT);
     if (!pool || pool->magic != POOL_MAGIC || bytes == 0)
@@ -1018,6 +1148,7 @@ static CUresult MemAllocFromPoolAsync(CUdeviceptr *out, size_t bytes, CUmemoryPo
 
 static CUresult MemFreeAsync(CUdeviceptr address, CUstream s)
 {
+    INJECT();
     if (check_stream(s))
         return INVALID_HANDLE;
     block *found = NULL;
@@ -1045,6 +1176,7 @@ static CUresult MemFreeAsync(CUdeviceptr address, CUstream s)
 
 static CUresult EventCreate(CUevent *out, unsigned int flags)
 {
+    INJECT();
     if (current() < 0)
         return fail(INVALID_CONTEXT);
     if (flags != 2) /* the library asks for CU_EVENT_DISABLE_TIMING */
@@ -1064,6 +1196,7 @@ static CUresult EventCreate(CUevent *out, unsigned int flags)
 /* Under the lock: threads record and wait for one event (a buffer's). */
 static CUresult EventRecord(CUevent e, CUstream s)
 {
+    INJECT();
     if (!e || e->magic != EVENT_MAGIC || check_stream(s))
         return fail(INVALID_HANDLE);
     pthread_mutex_lock(&lock);
@@ -1075,6 +1208,7 @@ static CUresult EventRecord(CUevent e, CUstream s)
 
 static CUresult EventQuery(CUevent e)
 {
+    INJECT();
     if (!e || e->magic != EVENT_MAGIC)
         return fail(INVALID_HANDLE);
     pthread_mutex_lock(&lock);
@@ -1087,6 +1221,7 @@ static CUresult EventQuery(CUevent e)
 
 static CUresult EventSynchronize(CUevent e)
 {
+    INJECT();
     if (!e || e->magic != EVENT_MAGIC)
         return fail(INVALID_HANDLE);
     pthread_mutex_lock(&lock);
@@ -1101,6 +1236,7 @@ static CUresult EventSynchronize(CUevent e)
  * checked. */
 static CUresult StreamWaitEvent(CUstream s, CUevent e, unsigned int flags)
 {
+    INJECT();
     if (!e || e->magic != EVENT_MAGIC || check_stream(s))
         return fail(INVALID_HANDLE);
     if (flags != 0)
@@ -1111,6 +1247,7 @@ static CUresult StreamWaitEvent(CUstream s, CUevent e, unsigned int flags)
 
 static CUresult EventDestroy(CUevent e)
 {
+    INJECT();
     if (!e || e->magic != EVENT_MAGIC)
         return fail(INVALID_HANDLE);
     e->magic = 0;
@@ -1125,6 +1262,7 @@ static CUresult EventDestroy(CUevent e)
 
 static CUresult MemHostRegister(void *p, size_t bytes, unsigned int flags)
 {
+    INJECT();
     if (current() < 0)
         return fail(INVALID_CONTEXT);
     if (!p || bytes == 0 || flags != 1) /* the library asks for CU_MEMHOSTREGISTER_PORTABLE */
@@ -1158,6 +1296,7 @@ static CUresult MemHostRegister(void *p, size_t bytes, unsigned int flags)
 
 static CUresult MemHostUnregister(void *p)
 {
+    INJECT();
     if (current() < 0)
         return fail(INVALID_CONTEXT);
     block *found = NULL;
@@ -1186,6 +1325,7 @@ static CUresult MemHostUnregister(void *p)
 static CUresult PointerGetAttributes(unsigned int n, int *attributes, void **data,
                                      CUdeviceptr address)
 {
+    INJECT();
     int kind = -1, device = -2;
     if (current() < 0)
         return fail(INVALID_CONTEXT);
@@ -1268,6 +1408,14 @@ static const struct {
     FN("cuPointerGetAttributes", PointerGetAttributes),
 };
 
+static bool is_entry_point(const char *name)
+{
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; ++i)
+        if (!strcmp(name, table[i].name))
+            return true;
+    return false;
+}
+
 static CUresult get_proc_address(const char *symbol, void **pfn, int version,
                                  unsigned long long flags, int *status)
 {
@@ -1346,7 +1494,7 @@ long long fake_cuda_stat(const char *name)
         STAT(kernel_arrays), STAT(serial_launches), STAT(pinned_copies), STAT(pools),
         STAT(pool_allocs), STAT(pool_reuses), STAT(pool_frees), STAT(events),
         STAT(live_events), STAT(event_waits), STAT(pointer_queries), STAT(stream_event_waits),
-        STAT(event_records), STAT(stencil_launches),
+        STAT(event_records), STAT(stencil_launches), STAT(injected),
     };
 #undef STAT
     fake_cuda_stats now;

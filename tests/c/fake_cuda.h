@@ -1,5 +1,7 @@
-/* What the fake CUDA driver (fake_cuda.c) has done: test_device_cuda reads
- * it through dlsym("fake_cuda_stats_get") on the library it loaded. */
+/* What the fake CUDA driver (fake_cuda.c) has done, and the failures it is
+ * told to make: test_device_cuda reads it through
+ * dlsym("fake_cuda_stats_get") on the library it loaded, other tests
+ * through fake_cuda_stat.h. */
 #ifndef GTSTORE_TESTS_FAKE_CUDA_H
 #define GTSTORE_TESTS_FAKE_CUDA_H
 
@@ -29,6 +31,7 @@ typedef struct fake_cuda_stats {
     long long pointer_queries; /* cuPointerGetAttributes */
     long long stream_event_waits; /* cuStreamWaitEvent */
     long long event_records;      /* cuEventRecord */
+    long long injected;           /* failures made by fake_cuda_fail */
 } fake_cuda_stats;
 
 FAKE_CUDA_EXPORT void fake_cuda_stats_get(fake_cuda_stats *out);
@@ -36,5 +39,15 @@ FAKE_CUDA_EXPORT void fake_cuda_stats_get(fake_cuda_stats *out);
  * tests in other languages, which then need not copy the struct's layout. */
 FAKE_CUDA_EXPORT long long fake_cuda_stat(const char *name);
 typedef void (*fake_cuda_stats_fn)(fake_cuda_stats *out);
+
+/* Failures on demand: the nth call (nth >= 1, counted from now; once) or
+ * every call (nth 0) of driver function `name` (as cuGetProcAddress names
+ * it, e.g. "cuEventRecord") returns `code` (a CUresult, e.g. 2 for
+ * CUDA_ERROR_OUT_OF_MEMORY, 719 for CUDA_ERROR_LAUNCH_FAILED) and does
+ * nothing else. Code 0 disarms `name`; name NULL disarms all. Returns 0,
+ * or -1 where `name` is no entry point of the driver, nth is negative or
+ * more than 8 functions are armed at once. */
+FAKE_CUDA_EXPORT int fake_cuda_fail(const char *name, int code, long long nth);
+typedef int (*fake_cuda_fail_fn)(const char *name, int code, long long nth);
 
 #endif
