@@ -324,20 +324,25 @@ int gtpy_data_interface_unreadable(PyObject *interface)
     return -1;
 }
 
-/* The entry's "dims" where they are gtstore labels (s->entry_ndims, -1 for
- * none): names of another convention (xarray's "x", "y") label nothing. */
-static int read_entry_dims(gtpy_source *s)
+int gtpy_entry_dims(PyObject *entry, const char *name, int *ndim, gts_dim *dims)
 {
-    PyObject *dims = gtpy_mapping_entry(s->entry, "dims");
-    if (!dims || dims == Py_None || gtpy_foreign_dim_names(dims)) {
-        Py_XDECREF(dims);
+    PyObject *value = gtpy_mapping_entry(entry, "dims");
+    if (!value || value == Py_None || gtpy_foreign_dim_names(value)) {
+        Py_XDECREF(value);
         return PyErr_Occurred() ? -1 : 0;
     }
     char param[64];
-    snprintf(param, sizeof param, "%s['dims']", s->entry_name);
-    int rc = gtpy_dims(dims, param, &s->entry_ndims, s->entry_dims);
-    Py_DECREF(dims);
-    if (rc < 0)
+    snprintf(param, sizeof param, "%s['dims']", name);
+    int rc = gtpy_dims(value, param, ndim, dims);
+    Py_DECREF(value);
+    return rc < 0 ? -1 : 1;
+}
+
+/* The entry's labels kept (s->entry_ndims, -1 for none). */
+static int read_entry_dims(gtpy_source *s)
+{
+    int rc = gtpy_entry_dims(s->entry, s->entry_name, &s->entry_ndims, s->entry_dims);
+    if (rc <= 0)
         s->entry_ndims = -1;
     return rc;
 }
