@@ -13,7 +13,15 @@ import gtstore
 from gtstore import (Alignment, DefaultParameters, DType, Field, FieldWarning, LayoutMap,
                      Signature)
 
-from conftest import NDARRAYS, ArrayOnly, CudaArray, WritableArrayOnly, refused
+from conftest import (
+    NDARRAYS,
+    ArrayOnly,
+    BothEntries,
+    CudaArray,
+    WritableArrayOnly,
+    gpu_entry,
+    refused,
+)
 
 LAP = dict(
     out=Field["f8", "IJK"],
@@ -990,6 +998,14 @@ def test_gpu_signature_reads_device_interfaces(emulated_gpu):
             assert sig.bind(out, host, origin=(1, 1, 0)).domain == (4, 3, 4)
     with pytest.raises(TypeError, match="inp: cannot read a object as a field: it has no "):
         sig.bind(out, object(), origin=(1, 1, 0))
+    # a "gpu" entry no device gtstore has reads: its host entry, copied in
+    both = BothEntries(np.arange(120.0).reshape(6, 5, 4), gpu_entry((6, 5, 4)))
+    seen = {}
+    with pytest.warns(gtstore.FieldWarning, match="inp: no buffer on the gpu"):
+        sig.call(lambda domain, origins, out, inp: seen.update(inp=np.array(inp)), out, both,
+                 origin=(1, 1, 0))
+    np.testing.assert_array_equal(seen["inp"], both.host)
+    assert both.acquired == [None]
 
 
 def test_copies_that_share_memory_are_refused(emulated_gpu):
