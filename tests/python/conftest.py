@@ -458,6 +458,30 @@ class DataInterface:
         self.__gt_data_interface__ = {key: entry}
 
 
+# A "gpu" entry's address that no device gtstore has reads: neither the
+# emulated device's nor CUDA memory (on the fake driver too).
+NO_DEVICE_ADDRESS = 0xDEAD0000
+
+
+def gpu_entry(shape, address=NO_DEVICE_ADDRESS, typestr="<f8"):
+    """A "gpu" entry (the CUDA array interface's keys) over `address`."""
+    return {"shape": shape, "typestr": typestr, "data": (address, False), "version": 3}
+
+
+class BothEntries:
+    """GDP-3's data interface with a host entry over the ndarray `host`
+    and a "gpu" entry, the dict `gpu`, both with ``keys``; every "acquire"
+    records its entry's key in ``acquired``."""
+
+    def __init__(self, host, gpu, **keys):
+        self.host = host
+        self.acquired = []
+        self.__gt_data_interface__ = {
+            None: {**host.__array_interface__, **keys,
+                   "acquire": lambda: self.acquired.append(None)},
+            "gpu": {**gpu, **keys, "acquire": lambda: self.acquired.append("gpu")}}
+
+
 def cupy_importable():
     try:
         import cupy  # noqa: F401

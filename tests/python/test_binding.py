@@ -13,7 +13,15 @@ import gtstore
 from gtstore import (Alignment, DefaultParameters, DType, Field, FieldWarning, LayoutMap,
                      Signature)
 
-from conftest import NDARRAYS, ArrayOnly, CudaArray, WritableArrayOnly, refused
+from conftest import (
+    NDARRAYS,
+    ArrayOnly,
+    BothEntries,
+    CudaArray,
+    WritableArrayOnly,
+    gpu_entry,
+    refused,
+)
 
 LAP = dict(
     out=Field["f8", "IJK"],
@@ -507,7 +515,7 @@ BAD_BINDS = [
      "domain: the fields leave 0 points in dimension I: field inp has extent 2, origin 1"),
     (dict(out=A, inp=Field(A, "IJ0"), origin=(1, 1, 0)), ValueError,
      "inp: dims IJ,0 do not match the signature's IJK"),
-    (dict(out=A, inp=Field(A, "IJ"), origin=(1, 1, 0)), ValueError, "inp: __gt_data_interface__['dims']: 2 labels"),
+    (dict(out=A, inp=Field(A, "IJ"), origin=(1, 1, 0)), ValueError, "inp: __gt_data_interface__[None]['dims']: 2 labels"),
     (dict(out=_Labelled(A, dims="IJKK"), inp=A, origin=(1, 1, 0)), ValueError, "out: __gt_dims__"),
     (dict(out=_Labelled(A, origin=(1, 1)), inp=A), ValueError, "out: __gt_origin__: 2 entries"),
     (dict(out=_Labelled(A, origin=(1, 1, "x")), inp=A), TypeError, "out: __gt_origin__"),
@@ -552,10 +560,10 @@ BAD_INTERFACES = [
     (_Interface(_info(halo=((-1, 1), (1, 1), (0, 0)))), ValueError, "inp: halo (-1, 1) in dimension I"),
     (_Interface(_info(halo=((3, 4), (1, 1), (0, 0)))), ValueError, "inp: halo (3, 4) in dimension I"),
     (_Interface(_info(halo="x")), TypeError, "inp: halo"),
-    (_Interface(_info(dims=("I", "J"))), ValueError, "inp: __gt_data_interface__['dims']: 2 labels"),
+    (_Interface(_info(dims=("I", "J"))), ValueError, "inp: __gt_data_interface__[None]['dims']: 2 labels"),
     (_Interface(_info(dims=5)), TypeError, "inp:"),
     (_Interface(_info(dims=("I", "I", "K"))), ValueError,
-     "inp: __gt_data_interface__['dims']: ('I', 'I', 'K'): dims: 'I' appears twice"),
+     "inp: __gt_data_interface__[None]['dims']: ('I', 'I', 'K'): dims: 'I' appears twice"),
     (_Interface(_info(dims=("I", "J", "X"))), ValueError, "inp:"),
 ]
 
@@ -564,6 +572,24 @@ BAD_INTERFACES = [
 def test_bad_bind(lap, kwargs, error, message):
     with pytest.raises(error, match=_escape(message)):
         lap.bind(**kwargs)
+
+
+def test_data_interface_names_of_another_convention_are_taken_by_position():
+    """dims such as xarray's ("x", "y", "z") label nothing, as they label
+    nothing in storage creation: the entry binds as an array without labels
+    (by position, the annotation's I, J, K), not as an error; gtstore's own
+    labels still permute it, and a mix with them is still refused."""
+    sig = Signature(a=Field["f8", "IJK"])
+    values = np.zeros((4, 5, 6))
+    named = _Interface({None: {**values.__array_interface__, "dims": ("x", "y", "z")}})
+    call = sig.bind(named)
+    assert call["a"].shape == (4, 5, 6) and call["a"].strides == values.strides
+    assert gtstore.as_storage(named).dims == ("I", "J", "K")  # the same reading
+    labelled = _Interface({None: {**values.__array_interface__, "dims": ("K", "J", "I")}})
+    assert sig.bind(labelled)["a"].shape == (6, 5, 4)
+    mixed = _Interface({None: {**values.__array_interface__, "dims": ("I", "y", "z")}})
+    with pytest.raises(ValueError, match=r"^a: __gt_data_interface__\[None\]\['dims'\]: "):
+        sig.bind(mixed)
 
 
 @pytest.mark.parametrize("obj,error,message", BAD_INTERFACES)
@@ -972,6 +998,14 @@ def test_gpu_signature_reads_device_interfaces(emulated_gpu):
             assert sig.bind(out, host, origin=(1, 1, 0)).domain == (4, 3, 4)
     with pytest.raises(TypeError, match="inp: cannot read a object as a field: it has no "):
         sig.bind(out, object(), origin=(1, 1, 0))
+    # a "gpu" entry no device gtstore has reads: its host entry, copied in
+    both = BothEntries(np.arange(120.0).reshape(6, 5, 4), gpu_entry((6, 5, 4)))
+    seen = {}
+    with pytest.warns(gtstore.FieldWarning, match="inp: no buffer on the gpu"):
+        sig.call(lambda domain, origins, out, inp: seen.update(inp=np.array(inp)), out, both,
+                 origin=(1, 1, 0))
+    np.testing.assert_array_equal(seen["inp"], both.host)
+    assert both.acquired == [None]
 
 
 def test_copies_that_share_memory_are_refused(emulated_gpu):

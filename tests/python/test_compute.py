@@ -20,7 +20,7 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 import gtstore as gts
-from conftest import DataInterface
+from conftest import BothEntries, DataInterface, gpu_entry
 
 # ---- the oracle --------------------------------------------------------------------------
 
@@ -746,6 +746,28 @@ def test_data_interface_operands():
     np.testing.assert_array_equal(np.asarray(out), np.where([True, False, True], np.asarray(s) + 1, 0))
     with pytest.raises(ValueError, match=r"__gt_data_interface__\[None\]\['dims'\]"):
         s + DataInterface(np.ones(3), dims="IJ")
+
+
+def test_data_interface_operands_take_the_host_entry_where_the_gpu_entry_cannot_be_read():
+    """Inputs and where= read the "gpu" entry first, as assignment does;
+    where no device gtstore has reaches its memory, the host entry is read
+    (and only it acquired), labelled or by position."""
+    s = gts.storage(np.arange(6.0).reshape(2, 3), dims="JK")
+    column = BothEntries(np.arange(4.0), gpu_entry((4,)), dims="I")
+    r = s + column
+    assert r.dims == ("I", "J", "K") and column.acquired == [None]
+    np.testing.assert_array_equal(np.asarray(r), column.host[:, None, None] + np.asarray(s))
+    plain = BothEntries(np.arange(3.0).reshape(1, 3), gpu_entry((1, 3)))
+    np.testing.assert_array_equal(np.asarray(np.multiply(plain, s)), plain.host * np.asarray(s))
+    assert plain.acquired == [None]
+    mask = BothEntries(np.array([True, False, True]), gpu_entry((3,), typestr="|b1"), dims="K")
+    out = gts.zeros((2, 3), dims="JK")
+    np.add(s, 1.0, out=out, where=mask)
+    np.testing.assert_array_equal(np.asarray(out), np.where(mask.host, np.asarray(s) + 1, 0))
+    assert mask.acquired == [None]
+    del column.__gt_data_interface__[None]
+    with pytest.raises(ValueError, match=r"^__gt_data_interface__\['gpu'\]: address 0xdead0000"):
+        s + column
 
 
 # ---- errors ----------------------------------------------------------------------------------

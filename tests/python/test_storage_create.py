@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 import gtstore
 import gtstore.arrays as ga
 from conftest import (
+    BothEntries,
     DataInterface,
     CPU_PRESETS,
     DTYPE_IDS,
@@ -34,6 +35,7 @@ from conftest import (
     default_dims,
     expected_geometry,
     expected_layout,
+    gpu_entry,
     layout_from_axes,
     live,
     param_id,
@@ -1209,6 +1211,22 @@ def test_as_storage_reads_the_data_interface(key):
     assert np.shares_memory(host(s), source)
     host(s)[2, 3] = -1
     assert source[2, 3] == -1
+
+
+def test_a_gpu_entry_no_device_reads_gives_way_to_the_host_entry():
+    """Asked for the GPU, creation reads the "gpu" entry only where its
+    memory is on a device gtstore has; else the host entry (only it
+    acquired), which storage() copies to the GPU where gtstore has one."""
+    obj = BothEntries(values((3, 4)), gpu_entry((3, 4)), dims="JK")
+    if gtstore.gpu() is None:
+        with pytest.raises(NotImplementedError, match="device: 'gpu' asks for a GPU, and there "
+                                                      "is none here"):
+            gtstore.storage(obj, device="gpu")
+    else:
+        s = gtstore.storage(obj, device="gpu")
+        assert type(s) is gtstore.SoftwareManagedGPUStorage and s.dims == ("J", "K")
+        np.testing.assert_array_equal(s.to_numpy(), obj.host)
+    assert obj.acquired == [None]
 
 
 def test_storage_copies_through_the_data_interface():

@@ -18,6 +18,7 @@ from hypothesis.extra import numpy as npst
 
 import gtstore
 from conftest import (
+    BothEntries,
     DataInterface,
     DTYPES,
     address,
@@ -26,6 +27,7 @@ from conftest import (
     filled,
     live,
     normalize_key,
+    gpu_entry,
     param_id,
 )
 
@@ -701,6 +703,46 @@ def test_setitem_data_interface_errors():
 
     with pytest.raises(LookupError, match="the getter's own"):
         s[...] = Raising()
+
+
+def test_setitem_takes_the_host_entry_where_the_gpu_entry_cannot_be_read():
+    """GDP-3's "Choosing the Device" reads the "gpu" entry first; memory no
+    device gtstore has reaches (no GPU, or not a device's) cannot be read,
+    so the host entry is, and only it is acquired. Without a host entry the
+    error names the "gpu" entry."""
+    s = filled((4, 5))
+    value = BothEntries(np.arange(20.0).reshape(4, 5), gpu_entry((4, 5)), dims="IJ")
+    s[...] = value
+    np.testing.assert_array_equal(np.asarray(s), value.host)
+    assert value.acquired == [None]
+    unlabelled = BothEntries(np.arange(5.0), gpu_entry((5,)))
+    s[1:3] = unlabelled  # by position
+    np.testing.assert_array_equal(np.asarray(s)[1:3], np.broadcast_to(unlabelled.host, (2, 5)))
+    only_gpu = BothEntries(np.zeros((4, 5)), gpu_entry((4, 5)))
+    del only_gpu.__gt_data_interface__[None]
+    with pytest.raises(ValueError, match=r"^__gt_data_interface__\['gpu'\]: address 0xdead0000 is "
+                                         r"not the memory of a device gtstore reaches"):
+        s[...] = only_gpu
+    assert only_gpu.acquired == ["gpu"]
+    malformed = BothEntries(np.zeros((4, 5)), {**gpu_entry((4, 5)), "typestr": 8})
+    with pytest.raises(TypeError, match=r"__gt_data_interface__\['gpu'\]\['typestr'\]"):
+        s[...] = malformed  # a mistake, not a reason to read the host entry
+
+
+def test_setitem_reads_the_gpu_entry_where_gtstore_has_a_gpu():
+    """Which entry an empty value's is read depends on gtstore having a GPU
+    (an empty array's memory is the GPU's); device memory is read there."""
+    empty = BothEntries(np.zeros((0, 5)), gpu_entry((0, 5), address=0))
+    filled((0, 5))[...] = empty
+    assert empty.acquired == ([None] if gtstore.gpu() is None else ["gpu"])
+    if gtstore.gpu() is None:
+        return
+    device = gtstore.storage(np.arange(20.0).reshape(4, 5), device="gpu", managed=None)
+    value = BothEntries(np.zeros((4, 5)), device.__cuda_array_interface__)  # a stale host entry
+    s = filled((4, 5))
+    s[...] = value
+    assert value.acquired == ["gpu"]
+    np.testing.assert_array_equal(np.asarray(s), np.arange(20.0).reshape(4, 5))
 
 
 def test_setitem_casts_like_numpy():

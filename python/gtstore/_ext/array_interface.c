@@ -150,15 +150,20 @@ static bool has_elements(const gtpy_array_info *info)
     return true;
 }
 
+int gtpy_cuda_locate(const gtpy_array_info *info, const gts_device_ops **device,
+                     gts_error *err)
+{
+    /* an empty array has no memory to locate (its address may be 0): the GPU's */
+    int rc = has_elements(info) ? gts_device_locate(info->data, device, err)
+                                : gts_device_gpu(device, err);
+    return rc == GTS_OK ? gts_device_check_usable(*device, err) : rc;
+}
+
 int gtpy_cuda_memory(const gtpy_array_info *info, const char *param,
                      const gts_device_ops **device)
 {
     gts_error err;
-    /* an empty array has no memory to locate (its address may be 0): the GPU's */
-    int rc = has_elements(info) ? gts_device_locate(info->data, device, &err)
-                                : gts_device_gpu(device, &err);
-    if (rc == GTS_OK)
-        rc = gts_device_check_usable(*device, &err);
+    int rc = gtpy_cuda_locate(info, device, &err);
     if (rc == GTS_OK && info->has_stream)
         rc = gts_device_wait_stream(*device, info->stream, &err);
     if (rc == GTS_ENOTFOUND) /* memory nobody gtstore reaches: a bad value, not a lookup */

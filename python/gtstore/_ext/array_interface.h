@@ -20,6 +20,11 @@ int gtpy_array_info_read(PyObject *info, const char *what, int max_ndim, gtpy_ar
 /* An optional entry of a mapping (a dict, or any mapping): a new
  * reference, or NULL without an error where the key is absent. */
 PyObject *gtpy_mapping_entry(PyObject *map, const char *key);
+/* The device of the CUDA memory `info` describes (the GPU's for an empty
+ * array), checked usable with gtstore's GPU: libgtstore's status, with
+ * `err` (may be NULL) saying why not. Nothing is waited on. */
+int gtpy_cuda_locate(const gtpy_array_info *info, const gts_device_ops **device,
+                     gts_error *err);
 /* The device of the CUDA memory `info` describes, checked usable with
  * gtstore's GPU, after waiting on its stream (libgtstore decides each);
  * errors name `param`. */

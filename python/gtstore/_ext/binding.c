@@ -92,13 +92,10 @@ static void load_memory(bind_slot *slot, gtpy_source *src, gts_device device)
     src->have_view = false;
 }
 
-/* Labels given as `dims` (a data interface's entry or __gt_dims__). */
-static int load_dims(bind_slot *slot, PyObject *dims, const char *param)
+/* An object's labels (`ndim` of them, named `param` in errors), one per
+ * dimension of the memory read. */
+static int set_dims(bind_slot *slot, int ndim, const gts_dim *labels, const char *param)
 {
-    gts_dim labels[GTS_MAX_NDIM];
-    int ndim;
-    if (gtpy_dims(dims, param, &ndim, labels) < 0)
-        return -1;
     if (ndim != slot->desc.ndim) {
         PyErr_Format(PyExc_ValueError, "%s: %d labels for %d dimensions", param, ndim,
                      slot->desc.ndim);
@@ -107,6 +104,15 @@ static int load_dims(bind_slot *slot, PyObject *dims, const char *param)
     memcpy(slot->dims, labels, (size_t)ndim * sizeof *labels);
     slot->desc.dims = slot->dims;
     return 0;
+}
+
+/* Labels given as `dims` (__gt_dims__). */
+static int load_dims(bind_slot *slot, PyObject *dims, const char *param)
+{
+    gts_dim labels[GTS_MAX_NDIM];
+    int ndim;
+    return gtpy_dims(dims, param, &ndim, labels) < 0 ? -1
+                                                    : set_dims(slot, ndim, labels, param);
 }
 
 /* __gt_origin__ (else default_origin): the object's default origin, in
@@ -141,24 +147,31 @@ static int load_gt_dims(bind_slot *slot, PyObject *obj)
     return rc;
 }
 
-/* The keys of a __gt_data_interface__ entry besides its memory: the
- * callbacks, dims and halo; and the object's __gt_origin__. */
-static int load_entry(bind_slot *slot, PyObject *obj, PyObject *info)
+/* The keys of a __gt_data_interface__ entry (`name`) besides its memory:
+ * the callbacks, dims (where they are gtstore labels, as the creation
+ * functions read them: gtpy_entry_dims) and halo; and the object's
+ * __gt_origin__. */
+static int load_entry(bind_slot *slot, PyObject *obj, PyObject *info, const char *name)
 {
+    gts_dim labels[GTS_MAX_NDIM];
+    int ndim;
     if (gtpy_entry_callback(info, "acquire", &slot->acquire) < 0 ||
         gtpy_entry_callback(info, "touch", &slot->touch) < 0 ||
         gtpy_entry_callback(info, "release", &slot->release) < 0)
         return -1;
-    PyObject *dims = gtpy_mapping_entry(info, "dims");
-    PyObject *halo = dims || !PyErr_Occurred() ? gtpy_mapping_entry(info, "halo") : NULL;
+    int labelled = gtpy_entry_dims(info, name, &ndim, labels);
+    if (labelled < 0)
+        return -1;
+    char param[64];
+    snprintf(param, sizeof param, "%s['dims']", name);
+    if (labelled && set_dims(slot, ndim, labels, param) < 0)
+        return -1;
+    PyObject *halo = gtpy_mapping_entry(info, "halo");
     int rc = PyErr_Occurred() ? -1 : 0;
-    if (rc == 0 && dims && dims != Py_None)
-        rc = load_dims(slot, dims, "__gt_data_interface__['dims']");
     if (rc == 0 && halo && halo != Py_None) {
         rc = gtpy_halo(halo, "halo", slot->desc.ndim, slot->desc.ndim, slot->halo);
         slot->desc.halo = slot->halo;
     }
-    Py_XDECREF(dims);
     Py_XDECREF(halo);
     return rc < 0 ? -1 : load_gt_origin(slot, obj);
 }
@@ -282,7 +295,7 @@ static int load_labels(bind_slot *slot, PyObject *obj, const gtpy_source *src)
     if ((src->storage && !src->imported) || gtpy_numpy_is_ndarray(obj))
         return 0;
     if (src->entry)
-        return load_entry(slot, obj, src->entry);
+        return load_entry(slot, obj, src->entry, src->entry_name);
     return load_gt_dims(slot, obj) < 0 ? -1 : load_gt_origin(slot, obj);
 }
 

@@ -245,22 +245,59 @@ static int read_interface(gtpy_source *s, PyObject *info, const char *what, gts_
 
 /* ---- GDP-3's data interface ------------------------------------------------------ */
 
-/* The entry of a __gt_data_interface__ dict for `device` (borrowed): None,
- * else "cpu", for the host; "gpu". NULL without an exception where it has
- * none; *name names it for messages. */
-static PyObject *interface_entry(PyObject *interface, gts_device device, const char **name)
+/* The host entry of a __gt_data_interface__ dict (borrowed): None, else
+ * "cpu". NULL without an exception where it has none; *name names it. */
+static PyObject *host_entry(PyObject *interface, const char **name)
 {
-    PyObject *info;
-    if (device == GTS_DEVICE_GPU) {
-        *name = "__gt_data_interface__['gpu']";
-        return PyDict_GetItemString(interface, "gpu");
-    }
     *name = "__gt_data_interface__[None]";
-    info = PyDict_GetItemWithError(interface, Py_None);
+    PyObject *info = PyDict_GetItemWithError(interface, Py_None);
     if (info || PyErr_Occurred())
         return info;
     *name = "__gt_data_interface__['cpu']";
     return PyDict_GetItemString(interface, "cpu");
+}
+
+/* Whether a "gpu" entry can be read on a device gtstore has: its memory
+ * located and usable beside gtstore's GPU (gtpy_cuda_locate), which the
+ * memory of no device (no CUDA driver, pageable host memory) or of another
+ * GPU is not. Looked at before its "acquire", which may copy to that
+ * device; 1 or 0, -1 with an exception for a malformed entry (a mistake
+ * the host entry should not hide). */
+static int gpu_entry_usable(PyObject *info, const char *name, int max_ndim)
+{
+    gtpy_array_info a;
+    const gts_device_ops *memory;
+    if (!PyMapping_Check(info))
+        return 1; /* the read names the entry */
+    if (gtpy_array_info_read(info, name, max_ndim, &a) < 0)
+        return -1;
+    return gtpy_cuda_locate(&a, &memory, NULL) == GTS_OK;
+}
+
+/* The entry of a __gt_data_interface__ dict to read for `device`
+ * (borrowed, in *info): the host entry, or the "gpu" entry where it can be
+ * read on a device gtstore has or the object has no host entry to take
+ * instead (whose read then says why not); *name names it. 1 with the
+ * entry; 0 without an exception where there is none for `device` (the
+ * caller reads the other device's, as GDP-3's "Choosing the Device" falls
+ * back to the host); -1 with an exception. */
+static int interface_entry(PyObject *interface, gts_device device, int max_ndim,
+                           PyObject **info, const char **name)
+{
+    if (device != GTS_DEVICE_GPU) {
+        *info = host_entry(interface, name);
+        return *info ? 1 : PyErr_Occurred() ? -1 : 0;
+    }
+    const char *other;
+    *name = "__gt_data_interface__['gpu']";
+    if (!(*info = PyDict_GetItemString(interface, "gpu")))
+        return 0;
+    if (!host_entry(interface, &other))
+        return PyErr_Occurred() ? -1 : 1;
+    int usable = gpu_entry_usable(*info, *name, max_ndim);
+    if (usable == 0)
+        *info = NULL;
+    return usable;
 }
 
 int gtpy_entry_callback(PyObject *info, const char *key, PyObject **out)
@@ -303,9 +340,10 @@ static int read_data_interface(gtpy_source *s, PyObject *interface, gts_device d
                      interface);
         return -1;
     }
-    PyObject *info = interface_entry(interface, device, &s->entry_name);
-    if (!info)
-        return PyErr_Occurred() ? -1 : 0;
+    PyObject *info;
+    int found = interface_entry(interface, device, max_ndim, &info, &s->entry_name);
+    if (found <= 0)
+        return found;
     if (!PyMapping_Check(info)) {
         PyErr_Format(PyExc_TypeError, "%s: expected a dict, got %.200R", s->entry_name, info);
         return -1;
@@ -324,20 +362,25 @@ int gtpy_data_interface_unreadable(PyObject *interface)
     return -1;
 }
 
-/* The entry's "dims" where they are gtstore labels (s->entry_ndims, -1 for
- * none): names of another convention (xarray's "x", "y") label nothing. */
-static int read_entry_dims(gtpy_source *s)
+int gtpy_entry_dims(PyObject *entry, const char *name, int *ndim, gts_dim *dims)
 {
-    PyObject *dims = gtpy_mapping_entry(s->entry, "dims");
-    if (!dims || dims == Py_None || gtpy_foreign_dim_names(dims)) {
-        Py_XDECREF(dims);
+    PyObject *value = gtpy_mapping_entry(entry, "dims");
+    if (!value || value == Py_None || gtpy_foreign_dim_names(value)) {
+        Py_XDECREF(value);
         return PyErr_Occurred() ? -1 : 0;
     }
     char param[64];
-    snprintf(param, sizeof param, "%s['dims']", s->entry_name);
-    int rc = gtpy_dims(dims, param, &s->entry_ndims, s->entry_dims);
-    Py_DECREF(dims);
-    if (rc < 0)
+    snprintf(param, sizeof param, "%s['dims']", name);
+    int rc = gtpy_dims(value, param, ndim, dims);
+    Py_DECREF(value);
+    return rc < 0 ? -1 : 1;
+}
+
+/* The entry's labels kept (s->entry_ndims, -1 for none). */
+static int read_entry_dims(gtpy_source *s)
+{
+    int rc = gtpy_entry_dims(s->entry, s->entry_name, &s->entry_ndims, s->entry_dims);
+    if (rc <= 0)
         s->entry_ndims = -1;
     return rc;
 }

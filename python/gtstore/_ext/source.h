@@ -47,7 +47,9 @@ typedef struct gtpy_source {
  * which keeps the producer alive. An object with __gt_data_interface__
  * (GDP-3's final text; looked up before the other interfaces) is imported
  * the same way from one entry: the one of `device` (the device the call
- * asks for), else the other one's; its "acquire" is called before the
+ * asks for), else the other one's, a "gpu" entry only where its memory is
+ * on a device gtstore has (else the host entry, where there is one: the
+ * one decision of every reader); its "acquire" is called before the
  * memory is read, and `entry`, `entry_name` and the entry's labels
  * (`entry_dims`) are kept for the caller (request.c takes its dims and
  * halo). Its getter's own exception is passed on unchanged. */
@@ -58,8 +60,9 @@ int gtpy_source_open(gtpy_source *src, PyObject *obj, const char *param, gts_dev
 int gtpy_source_open_interface(gtpy_source *src, PyObject *obj, const char *param,
                                gts_device device);
 /* A value's or operand's data interface (GDP-3's final text, "Choosing
- * the Device"): a storage over the memory of its "gpu" entry, else its
- * host entry, read as gtstore.as_storage reads it (its "acquire" called
+ * the Device"): a storage over the memory of its "gpu" entry where a
+ * device gtstore has reaches it, else its host entry, read as
+ * gtstore.as_storage reads it (its "acquire" called
  * once, first; its dims and halo taken), with *labelled telling whether
  * the entry's dims labelled it (else it has the default labels, and the
  * value goes by position). NULL without an exception for an object
@@ -69,6 +72,14 @@ PyObject *gtpy_data_interface_storage(PyObject *obj, const char *param, bool *la
  * "release"): a new reference, NULL for None or none; a TypeError naming
  * the key for anything else that is not callable. */
 int gtpy_entry_callback(PyObject *info, const char *key, PyObject **out);
+/* A __gt_data_interface__ entry's "dims" (`name` names the entry, as
+ * entry_name does): 1 with them in `dims` where they are gtstore labels;
+ * 0 where it has none: absent, None, or names of another convention (a
+ * sequence of which none is a gtstore label, such as xarray's ("x",
+ * "y")), which label nothing: the entry is then taken by position, by
+ * the creation functions, assignment, computations and stencil calls
+ * alike; -1 with an exception (some gtstore labels among them included). */
+int gtpy_entry_dims(PyObject *entry, const char *name, int *ndim, gts_dim *dims);
 /* The ValueError for a data interface with neither a host nor a "gpu"
  * entry: -1. */
 int gtpy_data_interface_unreadable(PyObject *interface);

@@ -335,7 +335,9 @@ static int assign_imported(PyObject *self, PyObject *key, PyObject *value)
 
 /* A value with GDP-3's data interface ("Choosing the Device": on the GPU
  * if and only if it has a "gpu" entry, its "acquire" called before it is
- * read): a storage over that entry's memory. Labelled by the entry, it is
+ * read; a "gpu" entry whose memory no device gtstore has reaches gives way
+ * to the host entry: gtpy_data_interface_storage): a storage over that
+ * entry's memory. Labelled by the entry, it is
  * assigned as a storage value is (by dims, on the device where it is);
  * else by position: of the selection's shape and dtype copied by
  * libgtstore from its device, otherwise its host values through NumPy's
