@@ -1563,6 +1563,51 @@ def test_ijk_order_ignores_the_dropped_axes_entries():
 
 
 @pytest.mark.parametrize(
+    "dims, kwargs, message",
+    [
+        ("IJ", dict(halo=(1, 1, -1)), r"halo: negative entry \(-1, -1\) at position 2 of the I, J, K"),
+        ("K", dict(halo=(1, (0, -2), 1)), r"halo: negative entry \(0, -2\) at position 1 of the I, J, K"),
+        # a used entry names its position in the value given too
+        ("JI", dict(halo=(-1, 1, 0)), r"halo: negative entry \(-1, -1\) at position 0 of the I, J, K"),
+        ("IJ", dict(aligned_index=(1, 1, -1)), r"aligned_index: negative entry -1 at position 2 of"),
+        ("K", dict(aligned_index=(-3, 0, 0)), r"aligned_index: negative entry -3 at position 0 of"),
+    ],
+)
+def test_ijk_order_checks_the_dropped_axes_entries(dims, kwargs, message):
+    # ignored, but not unchecked: what no dim would take is a mistake anywhere
+    shape = tuple({"I": 3, "J": 4, "K": 5}[d] for d in dims)
+    with pytest.raises(ValueError, match=message):
+        gtstore.zeros(shape, dims=dims, **kwargs)
+
+
+@pytest.mark.parametrize(
+    "dims, kwargs",
+    [("IJ", dict(halo=(1, 1, "x"))), ("K", dict(aligned_index=(0.5, 0, 0)))],
+)
+def test_ijk_order_malformed_dropped_entries_name_the_value(dims, kwargs):
+    shape = tuple({"I": 3, "J": 4, "K": 5}[d] for d in dims)
+    (param, value), = kwargs.items()
+    with pytest.raises(TypeError, match=rf"{param}: expected .* at position \d in {re.escape(repr(value))}"):
+        gtstore.zeros(shape, dims=dims, **kwargs)
+
+
+@pytest.mark.parametrize(
+    "kwargs, param",
+    [
+        (dict(halo=(1, 1, 1)), "halo"),
+        (dict(aligned_index=(0, 0, 0)), "aligned_index"),
+        (dict(layout=(0, 1, 2)), "layout"),
+    ],
+    ids=param_id,
+)
+def test_a_0d_field_takes_no_ijk_order(kwargs, param):
+    # no place for any of the three entries (GDP-3 gives them to 1 or 2 dims)
+    with pytest.raises(ValueError, match=rf"{param}: .* has 3 entries for 0 dimensions$"):
+        gtstore.zeros((), dims="", **kwargs)
+    assert gtstore.zeros((), dims="", halo=()).halo == ()
+
+
+@pytest.mark.parametrize(
     "kwargs, param",
     [
         (dict(halo=(1, 1, 1, 1)), "halo"),
