@@ -640,12 +640,34 @@ def test_dtype_as_a_bracketed_parameter():
     assert "DType" in gtstore.fields.__all__
     for make in (lambda: Field["f8", DType["f4"]], lambda: Field["f8", "IJK", DType["f4"]]):
         with pytest.raises(TypeError, match=r"^Field\[\.\.\.\]: the dtype given twice, as 'f8' "
-                                            r"and as DType\['f4'\]; give it once$"):
+                                            r"and as DType\['f4'\]; give it once \(beside "
+                                            r"DType\[\.\.\.\] the positional parameter is the "
+                                            r"dims, and dims: 'f8' is not a valid dims string"):
             make()
-    for make in (lambda: Field[DType["f4"], DType["f4"]], lambda: Field[LayoutMap["IJK"],
-                                                                         DType["f4"]]):
-        with pytest.raises(TypeError, match=r"DType\[\.\.\.\] comes first, once"):
-            make()
+    with pytest.raises(TypeError, match=r"^Field\[\.\.\.\]: DType given twice$"):
+        Field[DType["f4"], DType["f4"]]
+
+
+@pytest.mark.parametrize(
+    "annotation, expected",
+    [
+        (lambda: Field["IJK", DType["f4"]], Field["f4", "IJK"]),
+        (lambda: Field["KJ", DType["f4"], Alignment[8]], Field["f4", "KJ", Alignment[8]]),
+        (lambda: Field[LayoutMap[(2, 1, 0)], DType["f4"]], Field["f4", LayoutMap[(2, 1, 0)]]),
+        (lambda: Field["I", DType["T"]], Field["T", "I"]),  # "I" is a dtype to NumPy, dims here
+    ],
+)
+def test_dtype_bracketed_in_any_place(annotation, expected):
+    """DType[...] is a named parameter: it gives the dtype wherever it
+    stands, and the positional parameter beside it is the dims."""
+    assert annotation() == expected
+    sig = Signature(a=annotation(), dtypes={"T": "f4"} if expected.dtype == "T" else None)
+    shape = (4, 3, 2)[:len(expected.dims or "IJK")]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FieldWarning)  # a layout that differs: only slower
+        sig.bind(np.zeros(shape, np.float32))
+    with pytest.raises(TypeError, match="a: dtype float64, the signature expects float32"):
+        sig.bind(np.zeros(shape))
 
 
 def test_annotations_equal_by_value_hash_alike():
@@ -710,6 +732,10 @@ BAD_PLACEHOLDERS = [
     (dict(a=Field["T"], dtypes={"T": "f4", "U": "f8"}), ValueError,
      r"^dtypes: 'U' names no placeholder of the fields' dtypes \(a placeholder is a name that "
      r"is no dtype, such as Field\['T', 'IJK'\]; placeholders used: \{'T'\}\)$"),
+    # None is no dtype here, though NumPy reads np.dtype(None) as float64
+    (dict(a=Field["T"], dtypes={"T": None}), TypeError,
+     r"^dtypes\['T'\]: None binds the placeholder 'T' to no dtype \(NumPy would read it as "
+     r"float64\); give a dtype, such as \{'T': 'f8'\}$"),
     (dict(a=Field["T"], dtypes={"T": "nope"}), TypeError,
      r"^dtypes\['T'\]: dtype: data type 'nope' not understood$"),
     (dict(a=Field["T"], dtypes={"T": "U8"}), TypeError, r"^dtypes\['T'\]: dtype: dtype\('<U8'\) "
