@@ -245,9 +245,10 @@ class Field:
             # array by position in assignments and computations, its labels
             # ignored: refused, naming what to do
             raise TypeError(
-                f"Field(array, dims={''.join(self.dims)!r}): a {type(self.array).__name__} "
-                "exports no memory to label (no __gt_data_interface__, __array_interface__ "
-                "or __cuda_array_interface__); label np.asarray(array) instead"
+                f"Field(array, dims={''.join(self.dims)!r}): got {type(self.array).__name__}, "
+                "which exports no memory to label (no __gt_data_interface__, "
+                "__array_interface__ or __cuda_array_interface__); label np.asarray(array) "
+                "instead"
             )
         return interface
 

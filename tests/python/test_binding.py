@@ -470,9 +470,9 @@ BAD_BINDS = [
     (dict(out=A), TypeError, "missing field 'inp'"),
     (dict(out=A, inp=A, extra=A), TypeError, "unexpected keyword argument 'extra'"),
     (dict(out=A, inp=None), TypeError, "inp: expected a field, got None"),
-    (dict(out=A, inp=3.0), TypeError, "inp: cannot read a float"),
-    (dict(out=A, inp="text"), TypeError, "inp: cannot read a str"),
-    (dict(out=A, inp=[[[1.0]]]), TypeError, "inp: cannot read a list"),
+    (dict(out=A, inp=3.0), TypeError, "inp: got float, which cannot be read"),
+    (dict(out=A, inp="text"), TypeError, "inp: got str, which cannot be read"),
+    (dict(out=A, inp=[[[1.0]]]), TypeError, "inp: got list, which cannot be read"),
     (dict(out=A, inp=np.zeros((6, 6))), ValueError, "inp: 2 dimensions, the signature expects 3"),
     (dict(out=A, inp=np.zeros((6, 6, 3, 1))), ValueError, "inp: 4 dimensions"),
     (dict(out=A, inp=np.zeros((6, 6, 3), "f4")), TypeError, "inp: dtype float32"),
@@ -996,7 +996,7 @@ def test_gpu_signature_reads_device_interfaces(emulated_gpu):
         with pytest.warns(gtstore.FieldWarning, match="inp: no buffer on the gpu, where the "
                                                       "stencil computes: copied to device memory"):
             assert sig.bind(out, host, origin=(1, 1, 0)).domain == (4, 3, 4)
-    with pytest.raises(TypeError, match="inp: cannot read a object as a field: it has no "):
+    with pytest.raises(TypeError, match="inp: got object, which cannot be read as a field: it has no "):
         sig.bind(out, object(), origin=(1, 1, 0))
 
 
@@ -1273,7 +1273,7 @@ def test_array_only_objects_bad_input(lap):
         lap.bind(h, Raising())
     with pytest.raises(TypeError, match="^inp: dtype: "):
         lap.bind(h, ArrayOnly(np.full((5, 4, 3), "text")))
-    with pytest.raises(TypeError, match=r"^inp: cannot read a object as a field: it has no "
+    with pytest.raises(TypeError, match=r"^inp: got object, which cannot be read as a field: it has no "
                                         r"__gt_data_interface__, buffer protocol, "
                                         r"__array_interface__, __cuda_array_interface__, "
                                         r"__dlpack__ or __array__$"):
@@ -1295,7 +1295,7 @@ def test_field_over_an_array_that_exports_no_memory(lap):
     labels ignored."""
     values = np.arange(60.0).reshape(5, 4, 3)
     s = gtstore.zeros((5, 4, 3))
-    message = (r"^Field\(array, dims='KJI'\): a {} exports no memory to label \(no "
+    message = (r"^Field\(array, dims='KJI'\): got {}, which exports no memory to label \(no "
                r"__gt_data_interface__, __array_interface__ or __cuda_array_interface__\); "
                r"label np.asarray\(array\) instead$")
     for array in [ArrayOnly(values.transpose(2, 1, 0).copy()),

@@ -577,11 +577,14 @@ def test_device_gpu(call, baseline):
 @pytest.mark.parametrize("function", [gtstore.as_storage, gtstore.storage])
 def test_device_data_is_checked(function):
     # (test_cuda_arrays.py wraps and copies real pairs)
-    with pytest.raises(ValueError, match="device_data: a numpy.ndarray is not in device memory"):
+    with pytest.raises(ValueError, match="device_data: got numpy.ndarray, which is not in device memory"):
         function(np.zeros(3), np.zeros(3))
     # device_data alone must be device memory too (test_cuda_arrays.py wraps and copies one)
-    with pytest.raises(ValueError, match="device_data: a numpy.ndarray is not in device memory"):
+    with pytest.raises(ValueError, match="device_data: got numpy.ndarray, which is not in device memory"):
         function(device_data=np.zeros(3))
+    # the type named without an article, which "a int" read wrong
+    with pytest.raises(ValueError, match=r"^device_data: got int, which is not in device memory"):
+        function(np.zeros(3), device_data=5)
 
 
 @pytest.mark.parametrize("name", sorted(GPU_PRESETS))
@@ -1744,8 +1747,14 @@ def test_bad_device(function, value):
 def test_sync_state_checks(function):
     with pytest.raises(ValueError, match="sync_state: 5 says which of data and device_data"):
         function(np.zeros(3), sync_state=5)
-    with pytest.raises(ValueError, match="sync_state: 0 says which .* it needs both"):
+    # a state given by its number is named, not printed as the number
+    with pytest.raises(ValueError, match=r"^sync_state: SyncState\.SYNC_CLEAN says which .* it "
+                                         r"needs both$"):
         function(np.zeros(3), sync_state=gtstore.SyncState.SYNC_CLEAN)
+    with pytest.raises(ValueError, match=r"^sync_state: SyncState\.SYNC_DEVICE_DIRTY says"):
+        function(np.zeros(3), sync_state=gtstore.SyncState.SYNC_DEVICE_DIRTY)
+    assert [getattr(gtstore.SyncState, name) for name in
+            ("SYNC_CLEAN", "SYNC_HOST_DIRTY", "SYNC_DEVICE_DIRTY")] == [0, 1, 2]
     s = gtstore.zeros(3)
     with pytest.raises(ValueError, match="sync_state"):
         function(np.zeros(3), sync_state=s.sync_state)
