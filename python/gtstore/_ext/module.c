@@ -3,6 +3,7 @@
 #include "api.h"
 #include "binding_object.h"
 #include "errors.h"
+#include "numpy.h"
 #include "storage.h"
 #include "stream.h"
 #include "write_hold.h"
@@ -134,7 +135,8 @@ PyMODINIT_FUNC PyInit__gtstore(void)
 {
     gts_error err;
     if (gts_cache_limit_check_environment(&err) != GTS_OK ||
-        gts_pinned_host_sides_check_environment(&err) != GTS_OK)
+        gts_pinned_host_sides_check_environment(&err) != GTS_OK ||
+        gtpy_numpy_capi_check_environment(&err) != GTS_OK)
         return (PyObject *)gtpy_raise_null(&err); /* a typo is an error, not the default */
     PyObject *module = PyModule_Create(&module_def);
     if (!module)
