@@ -996,7 +996,8 @@ def test_gpu_signature_reads_device_interfaces(emulated_gpu):
         with pytest.warns(gtstore.FieldWarning, match="inp: no buffer on the gpu, where the "
                                                       "stencil computes: copied to device memory"):
             assert sig.bind(out, host, origin=(1, 1, 0)).domain == (4, 3, 4)
-    with pytest.raises(TypeError, match="inp: got object, which cannot be read as a field: it has no "):
+    with pytest.raises(TypeError, match="inp: got object, which cannot be read as a field: it "
+                                        "has no "):
         sig.bind(out, object(), origin=(1, 1, 0))
 
 
@@ -1273,7 +1274,8 @@ def test_array_only_objects_bad_input(lap):
         lap.bind(h, Raising())
     with pytest.raises(TypeError, match="^inp: dtype: "):
         lap.bind(h, ArrayOnly(np.full((5, 4, 3), "text")))
-    with pytest.raises(TypeError, match=r"^inp: got object, which cannot be read as a field: it has no "
+    with pytest.raises(TypeError, match=r"^inp: got object, which cannot be read as a field: it "
+                                        r"has no "
                                         r"__gt_data_interface__, buffer protocol, "
                                         r"__array_interface__, __cuda_array_interface__, "
                                         r"__dlpack__ or __array__$"):
