@@ -33,36 +33,33 @@ static void count_live(int64_t buffers, int64_t bytes)
 static pthread_once_t environment_once = PTHREAD_ONCE_INIT;
 static atomic_bool pinned_host_sides = true;
 
+#define PINNED_VARIABLE "GTSTORE_PINNED_HOST_SIDES"
+#define PINNED_ON "pinned host sides, the default"
+#define PINNED_OFF "pageable"
+
 int gts_pinned_host_sides_parse(const char *text, bool *pinned, gts_error *err)
 {
-    if (!pinned)
-        return gts_error_set(err, GTS_EINVAL, "GTSTORE_PINNED_HOST_SIDES: the output is NULL");
-    if (text && (!strcmp(text, "0") || !strcmp(text, "1"))) {
-        *pinned = text[0] == '1';
-        return GTS_OK;
-    }
-    return gts_error_set(err, GTS_EINVAL,
-                         "GTSTORE_PINNED_HOST_SIDES: expected '1' (pinned host sides, the "
-                         "default) or '0' (pageable), got '%.60s'",
-                         text ? text : "(null)");
+    return gts_switch_parse(PINNED_VARIABLE, text, PINNED_ON, PINNED_OFF, pinned, err);
+}
+
+static int pinned_from_environment(bool *pinned, gts_error *err)
+{
+    return gts_switch_from_environment(PINNED_VARIABLE, true, PINNED_ON, PINNED_OFF, pinned,
+                                       err);
 }
 
 int gts_pinned_host_sides_check_environment(gts_error *err)
 {
-    const char *text = getenv("GTSTORE_PINNED_HOST_SIDES");
     bool pinned;
-    return text && *text ? gts_pinned_host_sides_parse(text, &pinned, err) : GTS_OK;
+    return pinned_from_environment(&pinned, err);
 }
 
 /* GTSTORE_PINNED_HOST_SIDES, as gts_pinned_host_sides_parse reads it. */
 static void read_environment(void)
 {
-    const char *text = getenv("GTSTORE_PINNED_HOST_SIDES");
     bool pinned;
     gts_error err;
-    if (!text || !*text)
-        return;
-    if (gts_pinned_host_sides_parse(text, &pinned, &err) != GTS_OK) {
+    if (pinned_from_environment(&pinned, &err) != GTS_OK) {
         /* No caller to return it to (the Python package refuses it at
          * import): say so, once, and keep the default rather than guess. */
         fprintf(stderr, "gtstore: %s; host sides stay pinned\n", err.message);

@@ -180,8 +180,7 @@ int gts_device_get(gts_device_id id, const gts_device_ops **out, gts_error *err)
                              "device: (%d, %d) does not exist: there is no %s device %d",
                              (int)id.type, (int)id.id, name, (int)id.id);
     return gts_error_set(err, GTS_ENOTSUP,
-                         "device: (%d, %d) is a %s device, which this build of libgtstore "
-                         "cannot reach",
+                         "device: (%d, %d): this build of libgtstore cannot reach %s devices",
                          (int)id.type, (int)id.id, name);
 }
 

@@ -1,12 +1,15 @@
 /* IJK-ordered parameters of fields with fewer than three cartesian dims
  * (GDP-3's first draft; see gtstore/layout.h). */
 #include "gtstore/layout.h"
+#include "gtstore/spec.h"
 
 #include <string.h>
 
 bool gts_dims_take_ijk(int ndim, const gts_dim *dims)
 {
-    if (ndim < 0 || ndim >= 3 || (ndim > 0 && !dims))
+    /* 0 dims: no place for any of the three entries (GDP-3 gives them to
+     * fields of 1 or 2 dims), so a 0-d field takes none */
+    if (ndim < 1 || ndim >= 3 || !dims)
         return false;
     /* A repeated label would pick one entry twice (and rank a layout's
      * two dims alike): no valid dims, so none that take IJK entries. */
@@ -29,9 +32,14 @@ static int check_take_ijk(int ndim, const gts_dim *dims, gts_error *err)
     int rc = gts_dims_check(ndim, dims, err);
     if (rc)
         return rc;
+    if (ndim >= 1 && ndim < 3)
+        return gts_error_set(err, GTS_EINVAL,
+                             "dims: IJK-ordered entries are for fields of 1 or 2 dims, each I, "
+                             "J or K (got a data dimension among the %d)",
+                             ndim);
     return gts_error_set(err, GTS_EINVAL,
-                         "dims: IJK-ordered entries are for fields of fewer than 3 dims, "
-                         "each I, J or K (got %d dims)",
+                         "dims: IJK-ordered entries are for fields of 1 or 2 dims, each I, J "
+                         "or K (got %d dims)",
                          ndim);
 }
 
@@ -65,4 +73,38 @@ int gts_layout_select_ijk(int ndim, const gts_dim *dims, const int ijk[3], int *
             layout[d] += ranks[e] < ranks[d];
     }
     return GTS_OK;
+}
+
+/* Every entry is checked, the field's and the others alike: a value that
+ * would be refused for a dim of the field is a mistake in any position.
+ * Only what needs no extent is checked here (the others have none); the
+ * field's own are checked against their extents when the spec resolves. */
+
+int gts_halo_select_ijk(int ndim, const gts_dim *dims, const gts_halo ijk[3], gts_halo *halo,
+                        gts_error *err)
+{
+    if (!ijk)
+        return gts_error_set(err, GTS_EINVAL, "halo: NULL IJK entries");
+    for (int d = 0; d < 3; ++d)
+        if (ijk[d].lower < 0 || ijk[d].upper < 0)
+            return gts_error_set(err, GTS_EINVAL,
+                                 "halo: negative entry (%lld, %lld) at position %d of the I, J, "
+                                 "K entries",
+                                 (long long)ijk[d].lower, (long long)ijk[d].upper, d);
+    return gts_ijk_select(ndim, dims, sizeof *halo, ijk, halo, err);
+}
+
+int gts_index_select_ijk(int ndim, const gts_dim *dims, const char *param, const int64_t ijk[3],
+                         int64_t *index, gts_error *err)
+{
+    if (!param)
+        param = "index";
+    if (!ijk)
+        return gts_error_set(err, GTS_EINVAL, "%s: NULL IJK entries", param);
+    for (int d = 0; d < 3; ++d)
+        if (ijk[d] < 0)
+            return gts_error_set(err, GTS_EINVAL,
+                                 "%s: negative entry %lld at position %d of the I, J, K entries",
+                                 param, (long long)ijk[d], d);
+    return gts_ijk_select(ndim, dims, sizeof *index, ijk, index, err);
 }

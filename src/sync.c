@@ -114,9 +114,19 @@ int64_t gts_buffer_writes_in_flight(const gts_buffer *buffer)
     return (int64_t)writers_of(atomic_load_explicit(&buffer->sync, memory_order_acquire));
 }
 
+const char *gts_sync_state_name(gts_sync_state state)
+{
+    switch (state) {
+    case GTS_SYNC_CLEAN: return "SYNC_CLEAN";
+    case GTS_SYNC_HOST_DIRTY: return "SYNC_HOST_DIRTY";
+    case GTS_SYNC_DEVICE_DIRTY: return "SYNC_DEVICE_DIRTY";
+    }
+    return NULL;
+}
+
 int gts_buffer_set_sync_state(gts_buffer *buffer, gts_sync_state state, gts_error *err)
 {
-    if (state != GTS_SYNC_CLEAN && state != GTS_SYNC_HOST_DIRTY && state != GTS_SYNC_DEVICE_DIRTY)
+    if (!gts_sync_state_name(state))
         return gts_error_set(err, GTS_EINVAL, "state: %d is no gts_sync_state", (int)state);
     if (!buffer)
         return null_buffer(err);

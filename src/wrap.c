@@ -46,12 +46,6 @@ static int check_same_strides(int ndim, const int64_t *shape, const int64_t *dev
     return GTS_OK;
 }
 
-static bool valid_state(gts_sync_state state)
-{
-    return state == GTS_SYNC_CLEAN || state == GTS_SYNC_HOST_DIRTY ||
-           state == GTS_SYNC_DEVICE_DIRTY;
-}
-
 int gts_storage_wrap_mirrored(const gts_storage_spec *spec, const gts_device_ops *device,
                               void *device_element0, const int64_t *device_strides,
                               void *host_element0, const int64_t *host_strides, bool readonly,
@@ -69,7 +63,7 @@ int gts_storage_wrap_mirrored(const gts_storage_spec *spec, const gts_device_ops
         return gts_error_set(err, GTS_EINVAL,
                              "managed: a host and a device buffer wrapped together are kept in "
                              "sync by gtstore ('gt4py')");
-    if (!valid_state(state))
+    if (!gts_sync_state_name(state))
         return gts_error_set(err, GTS_EINVAL, "sync_state: %d is no gts_sync_state", (int)state);
     int rc = check_same_strides(spec->ndim, spec->shape, device_strides, host_strides, err);
     if (rc)

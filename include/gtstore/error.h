@@ -2,6 +2,8 @@
 #ifndef GTSTORE_ERROR_H
 #define GTSTORE_ERROR_H
 
+#include <stdbool.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -40,6 +42,17 @@ int gts_error_set(gts_error *err, int code, const char *format, ...)
 
 /* A short constant name for a status code ("GTS_EINVAL", ...). */
 const char *gts_status_name(int code);
+
+/* On/off environment variables (GTSTORE_PINNED_HOST_SIDES,
+ * GTSTORE_NUMPY_CAPI): "1" (on) or "0" (off), nothing else. Another text
+ * is GTS_EINVAL naming the variable, what each value does (`on`, `off`:
+ * "pinned host sides, the default") and the text, *value untouched.
+ * gts_switch_from_environment reads the variable, unset or empty giving
+ * `fallback`. */
+int gts_switch_parse(const char *variable, const char *text, const char *on, const char *off,
+                     bool *value, gts_error *err);
+int gts_switch_from_environment(const char *variable, bool fallback, const char *on,
+                                const char *off, bool *value, gts_error *err);
 
 #ifdef __cplusplus
 }

@@ -84,15 +84,18 @@ int gts_layout_from_axes(int ndim, const gts_dim *dims, const char *axes, int *l
  * "KJI" gives {2, 1, 0}, I contiguous. GTS_EINVAL for any other text. */
 int gts_layout_ijk_ranks(const char *axes, int ranks[3], gts_error *err);
 
-/* IJK-ordered parameters (GDP-3's first draft): a field of fewer than
- * three dimensions, all of them cartesian (I, J or K, no data dimension),
- * may take a per-dimension parameter (shape, halo, aligned index, layout)
+/* IJK-ordered parameters (GDP-3's first draft): a field of one or two
+ * dimensions, all of them cartesian (I, J or K, no data dimension), may
+ * take a per-dimension parameter (shape, halo, aligned index, layout)
  * with three entries in I, J, K order, whatever its own dims' order; the
- * entries of its dims are used, the others ignored. This is the one
- * place that reads such entries. */
+ * entries of its dims are used, the others are checked (as far as they
+ * can be without an extent: gts_halo_select_ijk, gts_index_select_ijk in
+ * gtstore/spec.h) and then ignored. A 0-d field takes none: it has no
+ * place for any entry. This is the one place that reads such entries. */
 
 /* Whether a field of these dims takes IJK-ordered parameters (false for
- * invalid dims: a repeated label, NULL, ndim out of range). */
+ * 0 dims and for invalid dims: a repeated label, NULL, ndim out of
+ * range). */
 bool gts_dims_take_ijk(int ndim, const gts_dim *dims);
 
 /* The entries of `ijk` (3 of `size` bytes each, in I, J, K order) for the

@@ -37,6 +37,18 @@ typedef struct gts_halo {
     int64_t lower, upper;
 } gts_halo;
 
+/* gts_ijk_select (gtstore/layout.h) for a halo, every one of the three
+ * entries checked, the field's and the others alike: a negative side is
+ * GTS_EINVAL naming its position among the three. The field's entries
+ * are checked against their extents when the spec resolves. */
+int gts_halo_select_ijk(int ndim, const gts_dim *dims, const gts_halo ijk[3], gts_halo *halo,
+                        gts_error *err);
+
+/* The same for an index (aligned_index, named by `param` in the error):
+ * a negative entry in any of the three positions is GTS_EINVAL. */
+int gts_index_select_ijk(int ndim, const gts_dim *dims, const char *param, const int64_t ijk[3],
+                         int64_t *index, gts_error *err);
+
 /* A label left for the library in a given `dims`: the next free data
  * dimension number (one above the largest label given), in index order. */
 #define GTS_DIM_NEXT ((gts_dim)INT32_MIN)

@@ -59,6 +59,11 @@ bool gts_buffer_mirrored(const gts_buffer *buffer);
 
 gts_sync_state gts_buffer_sync_state(const gts_buffer *buffer);
 
+/* The state's name without the prefix ("SYNC_CLEAN", "SYNC_HOST_DIRTY",
+ * "SYNC_DEVICE_DIRTY": Python's SyncState attributes), NULL for a value
+ * that is no state: the one list of the states, for messages and checks. */
+const char *gts_sync_state_name(gts_sync_state state);
+
 /* Declares the state, whatever it was (GT4Py's set_host_modified,
  * set_device_modified, set_synchronized): for writes made behind gtstore's
  * back. An invalid state gives GTS_EINVAL. */

@@ -5,8 +5,9 @@ labels the dimensions of any array.
   annotation (GDP-3's first draft): dtype required, dims optional ("IJK" by default),
   then optional ``LayoutMap``, ``Alignment`` and ``DefaultParameters``
   ("C", "F" or a gtstore preset name). The dtype may also come as
-  ``DType[...]`` among the bracketed parameters (``Field[DType["f4"], "IJK"]``
-  is ``Field["f4", "IJK"]``), and may be a placeholder name such as "T"
+  ``DType[...]`` among the bracketed parameters, in any place
+  (``Field[DType["f4"], "IJK"]`` and ``Field["IJK", DType["f4"]]`` are
+  ``Field["f4", "IJK"]``), and may be a placeholder name such as "T"
   that ``Signature(..., dtypes={"T": "f4"})`` binds.
   ``Signature(out=Field[...], ...)`` reads it.
 - ``Field(array, dims="KJI")`` wraps any array that exports its memory (the "No-Storage"
@@ -57,9 +58,11 @@ class Alignment(_Parameter):
 
 
 class DType(_Parameter):
-    """``DType[np.float32]``: the dtype as a bracketed parameter
-    (``Field[DType["f4"], "IJK"]`` is ``Field["f4", "IJK"]``); a dtype, or
-    a placeholder name that ``Signature(..., dtypes=...)`` binds."""
+    """``DType[np.float32]``: the dtype as a bracketed parameter, in any
+    place (``Field[DType["f4"], "IJK"]`` and ``Field["IJK", DType["f4"]]``
+    are ``Field["f4", "IJK"]``: beside it, the positional parameter is the
+    dims); a dtype, or a placeholder name that ``Signature(..., dtypes=...)``
+    binds."""
 
 
 class DefaultParameters(_Parameter):
@@ -139,18 +142,31 @@ def _preset_parameters(name, dims, dtype):
     return probe.layout, probe.alignment_size
 
 
-def _dtype_first(params):
-    """The dtype (given first, positionally or as ``DType[...]``) and the
-    other parameters."""
+def _dims_beside_dtype(dtype, params):
+    """The parameters but DType[...]: a positional one first is the dims,
+    else the dtype was given twice (a TypeError saying so)."""
+    if not params or isinstance(params[0], _Parameter) or params[0] is None:
+        return params
+    try:
+        _field_dims(params[0])
+    except (TypeError, ValueError) as error:
+        raise TypeError(
+            f"Field[...]: the dtype given twice, as {params[0]!r} and as {dtype!r}; give it "
+            f"once (beside DType[...] the positional parameter is the dims, and {error})"
+        ) from None
+    return params
+
+
+def _dtype_and_rest(params):
+    """The dtype and the other parameters: ``DType[...]`` names it wherever
+    it stands (a bracketed parameter; the positional one left is the
+    dims), else the first positional parameter is it."""
     dtypes = [p for p in params if isinstance(p, DType)]
-    if params and isinstance(params[0], DType) and len(dtypes) == 1:
-        return params[0].value, params[1:]
-    if dtypes and params and not isinstance(params[0], _Parameter):
-        raise TypeError(f"Field[...]: the dtype given twice, as {params[0]!r} and as "
-                        f"{dtypes[0]!r}; give it once")
+    if len(dtypes) > 1:
+        raise TypeError("Field[...]: DType given twice")
     if dtypes:
-        raise TypeError("Field[...]: DType[...] comes first, once, e.g. "
-                        "Field[DType['f8'], 'IJK']")
+        return dtypes[0].value, _dims_beside_dtype(dtypes[0], tuple(
+            p for p in params if p is not dtypes[0]))
     if not params or isinstance(params[0], _Parameter):
         raise TypeError("Field[...]: the dtype comes first, e.g. Field['f8', 'IJK'] or "
                         "Field[DType['f8'], 'IJK']")
@@ -160,7 +176,7 @@ def _dtype_first(params):
 def _annotation(params):
     if not isinstance(params, tuple):
         params = (params,)
-    dtype, rest = _dtype_first(params)
+    dtype, rest = _dtype_and_rest(params)
     dims = None
     if rest and not isinstance(rest[0], _Parameter):
         dims, rest = rest[0], rest[1:]
@@ -168,8 +184,8 @@ def _annotation(params):
     for p in rest:
         if not isinstance(p, _Parameter):
             raise TypeError(
-                f"Field[...]: expected LayoutMap[...], Alignment[...] or DefaultParameters[...] "
-                f"after dtype and dims, got {p!r}"
+                f"Field[...]: expected LayoutMap[...], Alignment[...], DefaultParameters[...] "
+                f"or DType[...] after dtype and dims, got {p!r}"
             )
         if type(p) in given:
             raise TypeError(f"Field[...]: {type(p).__name__} given twice")
@@ -229,9 +245,10 @@ class Field:
             # array by position in assignments and computations, its labels
             # ignored: refused, naming what to do
             raise TypeError(
-                f"Field(array, dims={''.join(self.dims)!r}): a {type(self.array).__name__} "
-                "exports no memory to label (no __gt_data_interface__, __array_interface__ "
-                "or __cuda_array_interface__); label np.asarray(array) instead"
+                f"Field(array, dims={''.join(self.dims)!r}): got {type(self.array).__name__}, "
+                "which exports no memory to label (no __gt_data_interface__, "
+                "__array_interface__ or __cuda_array_interface__); label np.asarray(array) "
+                "instead"
             )
         return interface
 

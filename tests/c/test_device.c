@@ -62,6 +62,9 @@ static void test_registry(void)
     CHECK_FAILS(gts_device_get((gts_device_id){99, 0}, &dev, ERR), GTS_ENOTFOUND,
                 "not a DLPack device type");
     CHECK_FAILS(gts_device_get((gts_device_id){0, 0}, &dev, ERR), GTS_ENOTFOUND, "type 0");
+    /* the type named without an article ("a OpenCL device" read wrong) */
+    CHECK_FAILS(gts_device_get((gts_device_id){GTS_DL_OPENCL, 0}, &dev, ERR), GTS_ENOTSUP,
+                "device: (4, 0): this build of libgtstore cannot reach OpenCL devices");
     CHECK(dev == NULL); /* failures write nothing */
     CHECK_FAILS(gts_device_get((gts_device_id){GTS_DL_CPU, 0}, NULL, ERR), GTS_EINVAL, "out");
 

@@ -6,6 +6,7 @@
 #include "check.h"
 #include "gtstore/layout.h"
 #include "gtstore/preset.h"
+#include "gtstore/spec.h"
 
 /* ---- helpers ----------------------------------------------------------- */
 
@@ -707,7 +708,7 @@ static void test_ijk_entries(void)
     int n = parse_dims("JI", dims);
     CHECK(gts_dims_take_ijk(n, dims));
     CHECK(gts_dims_take_ijk(parse_dims("K", dims), dims));
-    CHECK(gts_dims_take_ijk(0, dims));
+    CHECK(!gts_dims_take_ijk(0, dims)); /* 0-d: no place for any of the entries */
     CHECK(!gts_dims_take_ijk(parse_dims("IJK", dims), dims)); /* 3 dims: positional */
     CHECK(!gts_dims_take_ijk(parse_dims("I0", dims), dims));  /* a data dim: no IJK order */
     CHECK(!gts_dims_take_ijk(parse_dims("0", dims), dims));
@@ -722,7 +723,7 @@ static void test_ijk_entries(void)
         CHECK(out[0] == 5);
     n = parse_dims("I0", dims);
     CHECK_FAILS(gts_ijk_select(n, dims, sizeof *out, shape, out, ERR), GTS_EINVAL,
-                "fewer than 3 dims, each I, J or K");
+                "1 or 2 dims, each I, J or K (got a data dimension among the 2)");
 
     const int ijk[3] = {2, 1, 0}, bad[3] = {2, 1, 1};
     int layout[2] = {-1, -1};
@@ -736,6 +737,41 @@ static void test_ijk_entries(void)
     if (CHECK_OK(gts_layout_select_ijk(n, dims, ijk, layout, ERR)))
         CHECK(layout[0] == 0 && layout[1] == 1);
     CHECK_FAILS(gts_layout_select_ijk(n, dims, bad, layout, ERR), GTS_EINVAL, "permutation");
+    CHECK_FAILS(gts_ijk_select(0, dims, sizeof *out, shape, out, ERR), GTS_EINVAL,
+                "fields of 1 or 2 dims");
+}
+
+/* A halo or aligned index in I, J, K order: every entry checked, the
+ * field's and the ones it does not use alike, the position named. */
+static void test_ijk_entries_checked(void)
+{
+    gts_dim dims[GTS_MAX_NDIM];
+    int n = parse_dims("JI", dims);
+    const gts_halo halo[3] = {{1, 2}, {3, 4}, {0, 0}};
+    gts_halo halo_out[2];
+    if (CHECK_OK(gts_halo_select_ijk(n, dims, halo, halo_out, ERR)))
+        CHECK(halo_out[0].lower == 3 && halo_out[0].upper == 4 && halo_out[1].lower == 1 &&
+              halo_out[1].upper == 2);
+    const gts_halo unused_negative[3] = {{1, 1}, {1, 1}, {0, -1}};
+    CHECK_FAILS(gts_halo_select_ijk(n, dims, unused_negative, halo_out, ERR), GTS_EINVAL,
+                "halo: negative entry (0, -1) at position 2 of the I, J, K entries");
+    const gts_halo used_negative[3] = {{-2, 1}, {1, 1}, {0, 0}};
+    CHECK_FAILS(gts_halo_select_ijk(n, dims, used_negative, halo_out, ERR), GTS_EINVAL,
+                "halo: negative entry (-2, 1) at position 0 of the I, J, K entries");
+    CHECK_FAILS(gts_halo_select_ijk(n, dims, NULL, halo_out, ERR), GTS_EINVAL, "halo: NULL");
+
+    n = parse_dims("K", dims);
+    const int64_t index[3] = {-1, 0, 5}, good[3] = {3, 3, 2};
+    int64_t index_out[1] = {-7};
+    CHECK_FAILS(gts_index_select_ijk(n, dims, "aligned_index", index, index_out, ERR), GTS_EINVAL,
+                "aligned_index: negative entry -1 at position 0 of the I, J, K entries");
+    CHECK(index_out[0] == -7); /* nothing written on failure */
+    if (CHECK_OK(gts_index_select_ijk(n, dims, "aligned_index", good, index_out, ERR)))
+        CHECK(index_out[0] == 2);
+    CHECK_FAILS(gts_index_select_ijk(n, dims, NULL, NULL, index_out, ERR), GTS_EINVAL,
+                "index: NULL");
+    CHECK_FAILS(gts_index_select_ijk(0, dims, "aligned_index", good, index_out, ERR), GTS_EINVAL,
+                "fields of 1 or 2 dims");
 }
 
 /* Bad input to the IJK entries: an error naming it, never a crash, never
@@ -784,6 +820,7 @@ int main(void)
     test_axis_text();
     test_ijk_entries();
     test_ijk_entries_bad_input();
+    test_ijk_entries_checked();
     /* every test leaves the registry as it found it */
     CHECK_INT_EQ(gts_preset_count(), NBUILTINS);
     return check_summary("test_layout");

@@ -25,6 +25,33 @@ static void test_parse(void)
     CHECK_FAILS(gts_pinned_host_sides_parse("1", NULL, ERR), GTS_EINVAL, "output is NULL");
 }
 
+/* The rule every on/off variable shares (GTSTORE_NUMPY_CAPI too): the
+ * variable and what each value does named in the error. */
+static void test_switch(void)
+{
+    bool on = false;
+    if (CHECK_OK(gts_switch_parse("GTSTORE_X", "1", "on", "off", &on, ERR)))
+        CHECK(on);
+    CHECK_FAILS(gts_switch_parse("GTSTORE_X", "true", "fast", "slow", &on, ERR), GTS_EINVAL,
+                "GTSTORE_X: expected '1' (fast) or '0' (slow), got 'true'");
+    CHECK(on); /* untouched on failure */
+    CHECK(unsetenv("GTSTORE_SWITCH_TEST") == 0);
+    on = false;
+    if (CHECK_OK(gts_switch_from_environment("GTSTORE_SWITCH_TEST", true, "on", "off", &on, ERR)))
+        CHECK(on); /* unset: the fallback */
+    CHECK(setenv("GTSTORE_SWITCH_TEST", "", 1) == 0);
+    if (CHECK_OK(gts_switch_from_environment("GTSTORE_SWITCH_TEST", false, "on", "off", &on, ERR)))
+        CHECK(!on); /* empty: the fallback */
+    CHECK(setenv("GTSTORE_SWITCH_TEST", "1", 1) == 0);
+    if (CHECK_OK(gts_switch_from_environment("GTSTORE_SWITCH_TEST", false, "on", "off", &on, ERR)))
+        CHECK(on);
+    CHECK(setenv("GTSTORE_SWITCH_TEST", "on", 1) == 0);
+    CHECK_FAILS(gts_switch_from_environment("GTSTORE_SWITCH_TEST", false, "on", "off", &on, ERR),
+                GTS_EINVAL, "GTSTORE_SWITCH_TEST: expected '1' (on) or '0' (off), got 'on'");
+    CHECK_FAILS(gts_switch_from_environment("GTSTORE_SWITCH_TEST", false, "on", "off", NULL, ERR),
+                GTS_EINVAL, "GTSTORE_SWITCH_TEST: the output is NULL");
+}
+
 static void test_environment(void)
 {
     CHECK(unsetenv("GTSTORE_PINNED_HOST_SIDES") == 0);
@@ -51,5 +78,6 @@ int main(void)
     test_library_keeps_the_default(); /* first: before anything reads the variable */
     test_parse();
     test_environment();
+    test_switch();
     return check_summary("test_pinned_host_sides");
 }

@@ -102,6 +102,12 @@ static void test_transitions(void)
     CHECK_OK(gts_buffer_set_sync_state(b, GTS_SYNC_DEVICE_DIRTY, ERR));
     CHECK_INT_EQ(gts_buffer_sync_state(b), GTS_SYNC_DEVICE_DIRTY);
     CHECK_FAILS(gts_buffer_set_sync_state(b, (gts_sync_state)3, ERR), GTS_EINVAL, "state");
+    /* the one list of the states, by name (messages, Python's SyncState) */
+    CHECK_STR_EQ(gts_sync_state_name(GTS_SYNC_CLEAN), "SYNC_CLEAN");
+    CHECK_STR_EQ(gts_sync_state_name(GTS_SYNC_HOST_DIRTY), "SYNC_HOST_DIRTY");
+    CHECK_STR_EQ(gts_sync_state_name(GTS_SYNC_DEVICE_DIRTY), "SYNC_DEVICE_DIRTY");
+    CHECK(gts_sync_state_name((gts_sync_state)3) == NULL);
+    CHECK(gts_sync_state_name((gts_sync_state)-1) == NULL);
     CHECK_FAILS(gts_buffer_sync(b, (gts_side)2, false, NULL, ERR), GTS_EINVAL, "to");
     CHECK_FAILS(gts_buffer_prepare_write(b, (gts_side)-1, NULL, ERR), GTS_EINVAL, "side");
     /* no buffer: nothing to track, an error where it would sync or mark */

@@ -385,3 +385,28 @@ def test_buffer_protocol_fallback_behaves_identically(tmp_path):
         np.testing.assert_array_equal(life["view"], np.arange(120.0).reshape(4, 5, 6)[1:, ::2])
         assert (life["written"] == -1).all()
         assert life["after"] == 0
+
+
+@pytest.mark.parametrize("setting, base", [("1", "CPUStorage"), ("", "CPUStorage"),
+                                           ("0", "memoryview")], ids=param_id)
+def test_numpy_capi_switch(setting, base):
+    # unset or empty is on; the array's base says which path made it
+    code = ("import gtstore.arrays as ga\n"
+            "print(type(ga.zeros((3,), backend='numpy').base).__name__)")
+    out = subprocess.run([sys.executable, "-c", code],
+                         env=subprocess_env(GTSTORE_NUMPY_CAPI=setting), capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == [base]
+
+
+@pytest.mark.parametrize("setting", ["off", "false", "2", " 0", "yes"], ids=param_id)
+def test_numpy_capi_switch_refuses_other_values(setting):
+    # the rule of every gtstore switch (GTSTORE_PINNED_HOST_SIDES): '1' or '0',
+    # a typo an error at import rather than read as on
+    out = subprocess.run([sys.executable, "-c", "import gtstore"],
+                         env=subprocess_env(GTSTORE_NUMPY_CAPI=setting), capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode != 0
+    assert (f"ValueError: GTSTORE_NUMPY_CAPI: expected '1' (NumPy's C API where it is found, the "
+            f"default) or '0' (the buffer protocol), got '{setting}'") in out.stderr, out.stderr

@@ -478,9 +478,9 @@ BAD_BINDS = [
     (dict(out=A), TypeError, "missing field 'inp'"),
     (dict(out=A, inp=A, extra=A), TypeError, "unexpected keyword argument 'extra'"),
     (dict(out=A, inp=None), TypeError, "inp: expected a field, got None"),
-    (dict(out=A, inp=3.0), TypeError, "inp: cannot read a float"),
-    (dict(out=A, inp="text"), TypeError, "inp: cannot read a str"),
-    (dict(out=A, inp=[[[1.0]]]), TypeError, "inp: cannot read a list"),
+    (dict(out=A, inp=3.0), TypeError, "inp: got float, which cannot be read"),
+    (dict(out=A, inp="text"), TypeError, "inp: got str, which cannot be read"),
+    (dict(out=A, inp=[[[1.0]]]), TypeError, "inp: got list, which cannot be read"),
     (dict(out=A, inp=np.zeros((6, 6))), ValueError, "inp: 2 dimensions, the signature expects 3"),
     (dict(out=A, inp=np.zeros((6, 6, 3, 1))), ValueError, "inp: 4 dimensions"),
     (dict(out=A, inp=np.zeros((6, 6, 3), "f4")), TypeError, "inp: dtype float32"),
@@ -666,12 +666,34 @@ def test_dtype_as_a_bracketed_parameter():
     assert "DType" in gtstore.fields.__all__
     for make in (lambda: Field["f8", DType["f4"]], lambda: Field["f8", "IJK", DType["f4"]]):
         with pytest.raises(TypeError, match=r"^Field\[\.\.\.\]: the dtype given twice, as 'f8' "
-                                            r"and as DType\['f4'\]; give it once$"):
+                                            r"and as DType\['f4'\]; give it once \(beside "
+                                            r"DType\[\.\.\.\] the positional parameter is the "
+                                            r"dims, and dims: 'f8' is not a valid dims string"):
             make()
-    for make in (lambda: Field[DType["f4"], DType["f4"]], lambda: Field[LayoutMap["IJK"],
-                                                                         DType["f4"]]):
-        with pytest.raises(TypeError, match=r"DType\[\.\.\.\] comes first, once"):
-            make()
+    with pytest.raises(TypeError, match=r"^Field\[\.\.\.\]: DType given twice$"):
+        Field[DType["f4"], DType["f4"]]
+
+
+@pytest.mark.parametrize(
+    "annotation, expected",
+    [
+        (lambda: Field["IJK", DType["f4"]], Field["f4", "IJK"]),
+        (lambda: Field["KJ", DType["f4"], Alignment[8]], Field["f4", "KJ", Alignment[8]]),
+        (lambda: Field[LayoutMap[(2, 1, 0)], DType["f4"]], Field["f4", LayoutMap[(2, 1, 0)]]),
+        (lambda: Field["I", DType["T"]], Field["T", "I"]),  # "I" is a dtype to NumPy, dims here
+    ],
+)
+def test_dtype_bracketed_in_any_place(annotation, expected):
+    """DType[...] is a named parameter: it gives the dtype wherever it
+    stands, and the positional parameter beside it is the dims."""
+    assert annotation() == expected
+    sig = Signature(a=annotation(), dtypes={"T": "f4"} if expected.dtype == "T" else None)
+    shape = (4, 3, 2)[:len(expected.dims or "IJK")]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FieldWarning)  # a layout that differs: only slower
+        sig.bind(np.zeros(shape, np.float32))
+    with pytest.raises(TypeError, match="a: dtype float64, the signature expects float32"):
+        sig.bind(np.zeros(shape))
 
 
 def test_annotations_equal_by_value_hash_alike():
@@ -736,6 +758,10 @@ BAD_PLACEHOLDERS = [
     (dict(a=Field["T"], dtypes={"T": "f4", "U": "f8"}), ValueError,
      r"^dtypes: 'U' names no placeholder of the fields' dtypes \(a placeholder is a name that "
      r"is no dtype, such as Field\['T', 'IJK'\]; placeholders used: \{'T'\}\)$"),
+    # None is no dtype here, though NumPy reads np.dtype(None) as float64
+    (dict(a=Field["T"], dtypes={"T": None}), TypeError,
+     r"^dtypes\['T'\]: None binds the placeholder 'T' to no dtype \(NumPy would read it as "
+     r"float64\); give a dtype, such as \{'T': 'f8'\}$"),
     (dict(a=Field["T"], dtypes={"T": "nope"}), TypeError,
      r"^dtypes\['T'\]: dtype: data type 'nope' not understood$"),
     (dict(a=Field["T"], dtypes={"T": "U8"}), TypeError, r"^dtypes\['T'\]: dtype: dtype\('<U8'\) "
@@ -996,7 +1022,8 @@ def test_gpu_signature_reads_device_interfaces(emulated_gpu):
         with pytest.warns(gtstore.FieldWarning, match="inp: no buffer on the gpu, where the "
                                                       "stencil computes: copied to device memory"):
             assert sig.bind(out, host, origin=(1, 1, 0)).domain == (4, 3, 4)
-    with pytest.raises(TypeError, match="inp: cannot read a object as a field: it has no "):
+    with pytest.raises(TypeError, match="inp: got object, which cannot be read as a field: it "
+                                        "has no "):
         sig.bind(out, object(), origin=(1, 1, 0))
     # a "gpu" entry no device gtstore has reads: its host entry, copied in
     both = BothEntries(np.arange(120.0).reshape(6, 5, 4), gpu_entry((6, 5, 4)))
@@ -1281,7 +1308,8 @@ def test_array_only_objects_bad_input(lap):
         lap.bind(h, Raising())
     with pytest.raises(TypeError, match="^inp: dtype: "):
         lap.bind(h, ArrayOnly(np.full((5, 4, 3), "text")))
-    with pytest.raises(TypeError, match=r"^inp: cannot read a object as a field: it has no "
+    with pytest.raises(TypeError, match=r"^inp: got object, which cannot be read as a field: it "
+                                        r"has no "
                                         r"__gt_data_interface__, buffer protocol, "
                                         r"__array_interface__, __cuda_array_interface__, "
                                         r"__dlpack__ or __array__$"):
@@ -1303,7 +1331,7 @@ def test_field_over_an_array_that_exports_no_memory(lap):
     labels ignored."""
     values = np.arange(60.0).reshape(5, 4, 3)
     s = gtstore.zeros((5, 4, 3))
-    message = (r"^Field\(array, dims='KJI'\): a {} exports no memory to label \(no "
+    message = (r"^Field\(array, dims='KJI'\): got {}, which exports no memory to label \(no "
                r"__gt_data_interface__, __array_interface__ or __cuda_array_interface__\); "
                r"label np.asarray\(array\) instead$")
     for array in [ArrayOnly(values.transpose(2, 1, 0).copy()),

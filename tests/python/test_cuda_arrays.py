@@ -409,7 +409,8 @@ def test_both_sides_are_checked():
         gtstore.as_storage(np.zeros((4, 5), order="F"), CudaArray(memory))
     with pytest.raises(ValueError, match="layout: .* does not match"):
         gtstore.as_storage(np.zeros((4, 5)), CudaArray(memory), layout=(1, 0))
-    with pytest.raises(ValueError, match="device_data: a numpy.ndarray is not in device memory"):
+    with pytest.raises(ValueError, match="device_data: got numpy.ndarray, which is not in device "
+                                         "memory"):
         gtstore.as_storage(np.zeros((4, 5)), np.zeros((4, 5)))
     with pytest.raises(ValueError, match="managed: a host and a device buffer"):
         gtstore.as_storage(np.zeros((4, 5)), CudaArray(memory), managed=None)
@@ -441,7 +442,8 @@ def test_device_data_alone():
     with pytest.raises(ValueError, match="device='cpu': storage\\(device_data=...\\) copies a "
                                          "device buffer into a storage with a device side"):
         gtstore.storage(device_data=CudaArray(memory), device="cpu")
-    with pytest.raises(ValueError, match="device_data: a numpy.ndarray is not in device memory"):
+    with pytest.raises(ValueError, match="device_data: got numpy.ndarray, which is not in device "
+                                         "memory"):
         gtstore.as_storage(device_data=np.zeros((3, 4)))
     with pytest.raises(ValueError, match="dtype: storage\\(copy=False\\) wraps"):
         gtstore.storage(device_data=CudaArray(memory), copy=False, dtype="f4")

@@ -206,7 +206,7 @@ def test_bad_calls(lap, copy):
         fast(np.zeros(SHAPE), out=np.zeros(SHAPE))
     with pytest.raises(TypeError, match="stencil_object: expected a GT4Py cartesian stencil"):
         gtstore.gt4py.stencil(lambda: None)
-    with pytest.raises(TypeError, match="inp: cannot read a list"):
+    with pytest.raises(TypeError, match="inp: got list, which cannot be read as a field"):
         gtstore.gt4py.stencil(copy)(np.zeros(SHAPE), [1.0])
 
 

@@ -579,11 +579,16 @@ def test_device_gpu(call, baseline):
 @pytest.mark.parametrize("function", [gtstore.as_storage, gtstore.storage])
 def test_device_data_is_checked(function):
     # (test_cuda_arrays.py wraps and copies real pairs)
-    with pytest.raises(ValueError, match="device_data: a numpy.ndarray is not in device memory"):
+    with pytest.raises(ValueError, match="device_data: got numpy.ndarray, which is not in device "
+                                         "memory"):
         function(np.zeros(3), np.zeros(3))
     # device_data alone must be device memory too (test_cuda_arrays.py wraps and copies one)
-    with pytest.raises(ValueError, match="device_data: a numpy.ndarray is not in device memory"):
+    with pytest.raises(ValueError, match="device_data: got numpy.ndarray, which is not in device "
+                                         "memory"):
         function(device_data=np.zeros(3))
+    # the type named without an article, which "a int" read wrong
+    with pytest.raises(ValueError, match=r"^device_data: got int, which is not in device memory"):
+        function(np.zeros(3), device_data=5)
 
 
 @pytest.mark.parametrize("name", sorted(GPU_PRESETS))
@@ -1581,6 +1586,52 @@ def test_ijk_order_ignores_the_dropped_axes_entries():
 
 
 @pytest.mark.parametrize(
+    "dims, kwargs, message",
+    [
+        ("IJ", dict(halo=(1, 1, -1)), r"halo: negative entry \(-1, -1\) at position 2 of the I"),
+        ("K", dict(halo=(1, (0, -2), 1)), r"halo: negative entry \(0, -2\) at position 1 of the"),
+        # a used entry names its position in the value given too
+        ("JI", dict(halo=(-1, 1, 0)), r"halo: negative entry \(-1, -1\) at position 0 of the I"),
+        ("IJ", dict(aligned_index=(1, 1, -1)), r"aligned_index: negative entry -1 at position 2"),
+        ("K", dict(aligned_index=(-3, 0, 0)), r"aligned_index: negative entry -3 at position 0"),
+    ],
+)
+def test_ijk_order_checks_the_dropped_axes_entries(dims, kwargs, message):
+    # ignored, but not unchecked: what no dim would take is a mistake anywhere
+    shape = tuple({"I": 3, "J": 4, "K": 5}[d] for d in dims)
+    with pytest.raises(ValueError, match=message):
+        gtstore.zeros(shape, dims=dims, **kwargs)
+
+
+@pytest.mark.parametrize(
+    "dims, kwargs",
+    [("IJ", dict(halo=(1, 1, "x"))), ("K", dict(aligned_index=(0.5, 0, 0)))],
+)
+def test_ijk_order_malformed_dropped_entries_name_the_value(dims, kwargs):
+    shape = tuple({"I": 3, "J": 4, "K": 5}[d] for d in dims)
+    (param, value), = kwargs.items()
+    message = rf"{param}: expected .* at position \d in {re.escape(repr(value))}"
+    with pytest.raises(TypeError, match=message):
+        gtstore.zeros(shape, dims=dims, **kwargs)
+
+
+@pytest.mark.parametrize(
+    "kwargs, param",
+    [
+        (dict(halo=(1, 1, 1)), "halo"),
+        (dict(aligned_index=(0, 0, 0)), "aligned_index"),
+        (dict(layout=(0, 1, 2)), "layout"),
+    ],
+    ids=param_id,
+)
+def test_a_0d_field_takes_no_ijk_order(kwargs, param):
+    # no place for any of the three entries (GDP-3 gives them to 1 or 2 dims)
+    with pytest.raises(ValueError, match=rf"{param}: .* has 3 entries for 0 dimensions$"):
+        gtstore.zeros((), dims="", **kwargs)
+    assert gtstore.zeros((), dims="", halo=()).halo == ()
+
+
+@pytest.mark.parametrize(
     "kwargs, param",
     [
         (dict(halo=(1, 1, 1, 1)), "halo"),
@@ -1717,8 +1768,14 @@ def test_bad_device(function, value):
 def test_sync_state_checks(function):
     with pytest.raises(ValueError, match="sync_state: 5 says which of data and device_data"):
         function(np.zeros(3), sync_state=5)
-    with pytest.raises(ValueError, match="sync_state: 0 says which .* it needs both"):
+    # a state given by its number is named, not printed as the number
+    with pytest.raises(ValueError, match=r"^sync_state: SyncState\.SYNC_CLEAN says which .* it "
+                                         r"needs both$"):
         function(np.zeros(3), sync_state=gtstore.SyncState.SYNC_CLEAN)
+    with pytest.raises(ValueError, match=r"^sync_state: SyncState\.SYNC_DEVICE_DIRTY says"):
+        function(np.zeros(3), sync_state=gtstore.SyncState.SYNC_DEVICE_DIRTY)
+    assert [getattr(gtstore.SyncState, name) for name in
+            ("SYNC_CLEAN", "SYNC_HOST_DIRTY", "SYNC_DEVICE_DIRTY")] == [0, 1, 2]
     s = gtstore.zeros(3)
     with pytest.raises(ValueError, match="sync_state"):
         function(np.zeros(3), sync_state=s.sync_state)

@@ -313,9 +313,9 @@ static int unreadable(PyObject *obj)
     if (PyErr_Occurred())
         return -1;
     PyErr_Format(PyExc_TypeError,
-                 "cannot read a %.100s as a field: it has no __gt_data_interface__, buffer "
-                 "protocol, __array_interface__, __cuda_array_interface__, __dlpack__ or "
-                 "__array__",
+                 "got %.100s, which cannot be read as a field: it has no "
+                 "__gt_data_interface__, buffer protocol, __array_interface__, "
+                 "__cuda_array_interface__, __dlpack__ or __array__",
                  Py_TYPE(obj)->tp_name);
     return -1;
 }

@@ -256,7 +256,7 @@ static int halo_entries(PyObject *obj, const char *param, int ndim, int nbase,
         halo[i] = (gts_halo){0, 0};
     Py_DECREF(fast);
     gts_error err;
-    if (rc == 0 && ordered && gts_ijk_select(ndim, ijk, sizeof *halo, given, halo, &err) != 0)
+    if (rc == 0 && ordered && gts_halo_select_ijk(ndim, ijk, given, halo, &err) != 0)
         return gtpy_raise_param(param, &err);
     return rc;
 }

@@ -3,6 +3,7 @@
 #include "api.h"
 #include "binding_object.h"
 #include "errors.h"
+#include "numpy.h"
 #include "storage.h"
 #include "stream.h"
 #include "write_hold.h"
@@ -65,19 +66,15 @@ static int add_types(PyObject *module)
     return gtpy_halo_neighbor_init(module);
 }
 
-/* SyncState.SYNC_CLEAN, ... as class attributes. */
+/* SyncState.SYNC_CLEAN, ... as class attributes: libgtstore's states,
+ * numbered from 0 (gts_sync_state_name names each). */
 static int add_sync_states(void)
 {
-    static const struct {
-        const char *name;
-        gts_sync_state value;
-    } states[] = {{"SYNC_CLEAN", GTS_SYNC_CLEAN},
-                  {"SYNC_HOST_DIRTY", GTS_SYNC_HOST_DIRTY},
-                  {"SYNC_DEVICE_DIRTY", GTS_SYNC_DEVICE_DIRTY}};
     PyObject *dict = gtpy_SyncState_Type.tp_dict;
-    for (size_t i = 0; i < sizeof states / sizeof states[0]; ++i) {
-        PyObject *value = PyLong_FromLong(states[i].value);
-        int rc = value ? PyDict_SetItemString(dict, states[i].name, value) : -1;
+    const char *name;
+    for (int state = 0; (name = gts_sync_state_name((gts_sync_state)state)); ++state) {
+        PyObject *value = PyLong_FromLong(state);
+        int rc = value ? PyDict_SetItemString(dict, name, value) : -1;
         Py_XDECREF(value);
         if (rc < 0)
             return -1;
@@ -138,7 +135,8 @@ PyMODINIT_FUNC PyInit__gtstore(void)
 {
     gts_error err;
     if (gts_cache_limit_check_environment(&err) != GTS_OK ||
-        gts_pinned_host_sides_check_environment(&err) != GTS_OK)
+        gts_pinned_host_sides_check_environment(&err) != GTS_OK ||
+        gtpy_numpy_capi_check_environment(&err) != GTS_OK)
         return (PyObject *)gtpy_raise_null(&err); /* a typo is an error, not the default */
     PyObject *module = PyModule_Create(&module_def);
     if (!module)

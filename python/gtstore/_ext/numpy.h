@@ -12,6 +12,9 @@ PyObject *gtpy_numpy_asarray(void);
 /* NumPy's C API bound at run time (numpy_api.c): whether it is usable, and
  * an ndarray over `data` whose base becomes `base` (new reference). */
 bool gtpy_numpy_capi(void);
+/* GTSTORE_NUMPY_CAPI checked: unset, empty, "1" or "0", else GTS_EINVAL
+ * naming it (at import, as libgtstore's variables are checked). */
+int gtpy_numpy_capi_check_environment(gts_error *err);
 PyObject *gtpy_numpy_capi_array(gts_dtype dtype, int ndim, const Py_ssize_t *shape,
                                 const Py_ssize_t *strides, void *data, bool readonly,
                                 PyObject *base);

@@ -11,7 +11,6 @@
 #include "numpy.h"
 
 #include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
 
 enum { /* slots of the API table */
@@ -64,11 +63,28 @@ static void **array_api_table(void)
     return NULL;
 }
 
+/* GTSTORE_NUMPY_CAPI, by the rule of every gtstore switch (gtstore/error.h). */
+static int wanted(bool *on, gts_error *err)
+{
+    return gts_switch_from_environment("GTSTORE_NUMPY_CAPI", true,
+                                       "NumPy's C API where it is found, the default",
+                                       "the buffer protocol", on, err);
+}
+
+int gtpy_numpy_capi_check_environment(gts_error *err)
+{
+    bool on;
+    return wanted(&on, err);
+}
+
 static void bind(void)
 {
-    const char *setting = getenv("GTSTORE_NUMPY_CAPI");
+    bool on = true;
     api.state = -1;
-    if (setting && strcmp(setting, "0") == 0)
+    /* a bad value was refused at import; one set since then keeps the
+     * default (on), as libgtstore does for its variables */
+    (void)wanted(&on, NULL);
+    if (!on)
         return;
     void **table = array_api_table();
     if (!table)

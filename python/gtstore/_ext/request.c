@@ -317,7 +317,8 @@ static int convert_aligned_index(const gtpy_request *r, int nbase, const gts_dim
                                ijk != NULL) < 0)
         return -1;
     if (ijk && n == 3 && ndim != 3) {
-        if (gts_ijk_select(ndim, ijk, sizeof *given, given, spec->aligned_index, &err) != 0)
+        if (gts_index_select_ijk(ndim, ijk, "aligned_index", given, spec->aligned_index,
+                                 &err) != 0)
             return gtpy_raise_param("aligned_index", &err);
     } else {
         memcpy(spec->aligned_index, given, (size_t)n * sizeof *given);

@@ -43,9 +43,18 @@ typedef struct {
     PyObject *used;   /* set of the names bound */
 } placeholders;
 
-/* The parse error of a dtypes= value, named "dtypes['T']: ...". */
+/* The parse error of a dtypes= value, named "dtypes['T']: ...". None is
+ * refused, not read as NumPy reads it (float64): a placeholder bound to
+ * nothing is a mistake, never a choice of float64. */
 static int bound_dtype(PyObject *name, PyObject *value, gtpy_dtype *out)
 {
+    if (value == Py_None) {
+        PyErr_Format(PyExc_TypeError,
+                     "dtypes[%R]: None binds the placeholder %R to no dtype (NumPy would read "
+                     "it as float64); give a dtype, such as {%R: 'f8'}",
+                     name, name, name);
+        return -1;
+    }
     if (gtpy_dtype_parse(value, out) == 0)
         return 0;
     PyObject *param = PyUnicode_FromFormat("dtypes[%R]", name);

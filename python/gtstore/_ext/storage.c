@@ -13,6 +13,7 @@
 #include "errors.h"
 #include "storage_object.h"
 
+#include <limits.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -194,8 +195,27 @@ static void sync_state_dealloc(PyObject *self)
     Py_TYPE(self)->tp_free(self);
 }
 
-static const char *const sync_state_names[] = {"SYNC_CLEAN", "SYNC_HOST_DIRTY",
-                                               "SYNC_DEVICE_DIRTY"};
+bool gtpy_sync_state_number(PyObject *obj, gts_sync_state *state)
+{
+    int64_t value;
+    bool number = gtpy_is_integer(obj) && gtpy_int(obj, "sync_state", &value) == 0 &&
+                  value >= INT_MIN && value <= INT_MAX &&
+                  gts_sync_state_name((gts_sync_state)value);
+    if (!number) {
+        PyErr_Clear();
+        return false;
+    }
+    *state = (gts_sync_state)value;
+    return true;
+}
+
+PyObject *gtpy_sync_state_text(PyObject *obj)
+{
+    gts_sync_state state;
+    if (gtpy_sync_state_number(obj, &state))
+        return PyUnicode_FromFormat("SyncState.%s", gts_sync_state_name(state));
+    return PyObject_Repr(obj);
+}
 
 static PyObject *sync_state_get_state(PyObject *self, void *closure)
 {
@@ -205,9 +225,9 @@ static PyObject *sync_state_get_state(PyObject *self, void *closure)
 
 static PyObject *sync_state_repr(PyObject *self)
 {
-    return PyUnicode_FromFormat("SyncState(%s)",
-                                sync_state_names[gts_buffer_sync_state(
-                                    ((SyncStateObject *)self)->buffer)]);
+    return PyUnicode_FromFormat(
+        "SyncState(%s)",
+        gts_sync_state_name(gts_buffer_sync_state(((SyncStateObject *)self)->buffer)));
 }
 
 static PyGetSetDef sync_state_getset[] = {

@@ -25,6 +25,13 @@ PyObject *gtpy_storage_sync_state(PyObject *storage);
 /* The buffer whose state a SyncState reads (borrowed; the caller checked
  * the type). */
 gts_buffer *gtpy_sync_state_buffer(PyObject *sync_state);
+/* Whether `obj` is an int that is a state (SyncState.SYNC_CLEAN, ...),
+ * into *state; never raises. */
+bool gtpy_sync_state_number(PyObject *obj, gts_sync_state *state);
+/* `obj` as sync_state= text for messages: a state given by its number
+ * as its name ("SyncState.SYNC_HOST_DIRTY", not "1"), anything else as
+ * its repr. */
+PyObject *gtpy_sync_state_text(PyObject *obj);
 /* Where the engine keeps its objects over `storage`'s buffer (engine_view.c):
  * a slot of the SyncState its views share, released with it, or NULL
  * where that SyncState is another buffer's. -1 on failure. */

@@ -183,10 +183,13 @@ static int check_data(gtpy_request *r, given *out)
     if (r->sync_state == Py_None)
         r->sync_state = NULL;
     if (r->sync_state && !(r->source && r->device_data)) {
-        PyErr_Format(PyExc_ValueError,
-                     "sync_state: %.200R says which of data and device_data is current; it "
-                     "needs both",
-                     r->sync_state);
+        PyObject *text = gtpy_sync_state_text(r->sync_state);
+        if (text)
+            PyErr_Format(PyExc_ValueError,
+                         "sync_state: %.200U says which of data and device_data is current; "
+                         "it needs both",
+                         text);
+        Py_XDECREF(text);
         return -1;
     }
     *out = r->source ? (r->device_data ? GIVEN_BOTH : GIVEN_DATA)

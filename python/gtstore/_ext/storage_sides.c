@@ -50,9 +50,9 @@ static int open_side(side *s, PyObject *obj, const char *param, bool device)
         return 0;
     }
     PyErr_Format(PyExc_ValueError,
-                 device ? "%s: a %.100s is not in device memory (a GPU array, or a storage on "
-                          "the GPU, is)"
-                        : "%s: a %.100s is not in host memory",
+                 device ? "%s: got %.100s, which is not in device memory (a GPU array, or a "
+                          "storage on the GPU, is)"
+                        : "%s: got %.100s, which is not in host memory",
                  param, Py_TYPE(obj)->tp_name);
     return -1;
 }
@@ -96,14 +96,8 @@ static int read_state(PyObject *obj, gts_sync_state *state, PyObject **shared)
         *state = gts_buffer_sync_state(gtpy_sync_state_buffer(obj));
         return 0;
     }
-    int64_t value;
-    if (gtpy_is_integer(obj) && gtpy_int(obj, "sync_state", &value) == 0 &&
-        (value == GTS_SYNC_CLEAN || value == GTS_SYNC_HOST_DIRTY ||
-         value == GTS_SYNC_DEVICE_DIRTY)) {
-        *state = (gts_sync_state)value;
+    if (gtpy_sync_state_number(obj, state))
         return 0;
-    }
-    PyErr_Clear();
     PyErr_Format(gtpy_is_integer(obj) ? PyExc_ValueError : PyExc_TypeError,
                  "sync_state: expected None, SyncState.SYNC_CLEAN, SYNC_HOST_DIRTY, "
                  "SYNC_DEVICE_DIRTY or a storage's SyncState, got %.200R",
