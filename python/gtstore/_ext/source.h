@@ -65,9 +65,12 @@ int gtpy_source_open_interface(gtpy_source *src, PyObject *obj, const char *para
  * gtstore.as_storage reads it (its "acquire" called
  * once, first; its dims and halo taken), with *labelled telling whether
  * the entry's dims labelled it (else it has the default labels, and the
- * value goes by position). NULL without an exception for an object
- * without a data interface. storage_api.c. */
-PyObject *gtpy_data_interface_storage(PyObject *obj, const char *param, bool *labelled);
+ * value goes by position). Where `entry` is not NULL, the entry read (a
+ * new reference, for its "touch") and its name (`entry_name`, as
+ * gtpy_source's) are given too: a ufunc's out= writes it. NULL without an
+ * exception for an object without a data interface. storage_api.c. */
+PyObject *gtpy_data_interface_storage(PyObject *obj, const char *param, bool *labelled,
+                                      PyObject **entry, const char **entry_name);
 /* A __gt_data_interface__ entry's callback `key` ("acquire", "touch",
  * "release"): a new reference, NULL for None or none; a TypeError naming
  * the key for anything else that is not callable. */

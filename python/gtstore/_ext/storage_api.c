@@ -107,7 +107,8 @@ static PyObject *wrap_resolved(const gtpy_request *r, gtpy_source *src, gtpy_res
 }
 
 /* source.h */
-PyObject *gtpy_data_interface_storage(PyObject *obj, const char *param, bool *labelled)
+PyObject *gtpy_data_interface_storage(PyObject *obj, const char *param, bool *labelled,
+                                      PyObject **entry, const char **entry_name)
 {
     gtpy_request r = {.fill = FILL_NONE, .source = obj, .source_is_data = true,
                       .storage_api = true};
@@ -117,6 +118,10 @@ PyObject *gtpy_data_interface_storage(PyObject *obj, const char *param, bool *la
     if (rc > 0)
         result = resolved_call(&r, &src, wrap_resolved);
     *labelled = src.entry_ndims >= 0;
+    if (entry && result) {
+        *entry = Py_NewRef(src.entry);
+        *entry_name = src.entry_name;
+    }
     gtpy_source_release(&src);
     return result;
 }

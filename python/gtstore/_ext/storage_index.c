@@ -347,7 +347,7 @@ static int assign_data_interface(PyObject *self, PyObject *key, PyObject *value)
     if (host_value(value) || gtpy_numpy_is_ndarray(value))
         return 0;
     bool labelled;
-    PyObject *storage = gtpy_data_interface_storage(value, "value", &labelled);
+    PyObject *storage = gtpy_data_interface_storage(value, "value", &labelled, NULL, NULL);
     if (!storage)
         return PyErr_Occurred() ? -1 : 0;
     int rc = labelled ? (storage_setitem(self, key, storage) < 0 ? -1 : 1)

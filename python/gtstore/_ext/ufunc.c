@@ -49,6 +49,12 @@ typedef struct call {
     PyObject *made[MAX_OPS];   /* new: the outputs this call allocated */
     PyObject *views[MAX_OPS];  /* new: what NumPy (or the engine) computes on */
     PyObject *host_outs[MAX_OPS]; /* new: on the device, host outputs to copy the result to */
+    /* An out= with a data interface (new references): the object, which
+     * the call returns, and the entry written, touched after the write */
+    PyObject *interfaces[MAX_OPS], *entries[MAX_OPS];
+    const char *entry_names[MAX_OPS];
+    PyObject *staged[MAX_OPS]; /* new: an unlabelled such out= in device memory, which
+                                  receives its host stand-in (arrays) after the run */
     gtpy_engine engine;           /* on the device */
     gts_storage storages[MAX_OPS];
     gts_operand operands[MAX_OPS];
@@ -107,19 +113,66 @@ static int load_other(call *c, int k, PyObject *obj)
     return 0;
 }
 
-/* An input with GDP-3's data interface, read as an assignment's value is
- * (its "gpu" entry first, acquired once: gtpy_data_interface_storage).
- * Labelled by its entry it is a storage operand (by dims, on the device
- * where its memory is; c->arrays[k] holds it); else an array without dims,
- * by position: its host values (a host copy of device memory). 1 when
- * loaded, 0 for an object without a data interface. */
+/* An out= whose entry is read-only: NumPy would say "output array is
+ * read-only" without naming the object. */
+static int check_writable_out(const call *c, int k, PyObject *storage)
+{
+    gts_storage g;
+    gtpy_storage_load(storage, &g);
+    if (!g.readonly)
+        return 0;
+    PyErr_Format(PyExc_ValueError, "out: %s of %.200R is read-only (its 'data' is (address, "
+                 "True)); a ufunc writes its output there", c->entry_names[k], c->interfaces[k]);
+    return -1;
+}
+
+/* Output k's data interface read: the entry an input's would be (so the
+ * computation's device follows as for a storage out= there), kept with the
+ * object for the touch and the return value; it must be writable. */
+static PyObject *output_interface(call *c, int k, PyObject *obj, bool *labelled)
+{
+    PyObject *storage = gtpy_data_interface_storage(obj, "out", labelled, &c->entries[k],
+                                                    &c->entry_names[k]);
+    if (!storage)
+        return NULL;
+    c->interfaces[k] = Py_NewRef(obj);
+    if (check_writable_out(c, k, storage) < 0)
+        Py_CLEAR(storage);
+    return storage;
+}
+
+/* An output without labels goes by position, as an ndarray out= does:
+ * written through a view of its host memory, or for device memory into a
+ * host copy of its values (kept where where= leaves them) that is
+ * assigned to it after the run (unstage_outputs): by position, as the
+ * copy has its shape. */
+static PyObject *unlabelled_out(call *c, int k, PyObject *storage)
+{
+    if (gtpy_has_host_side(STORAGE(storage)->buffer))
+        return gtpy_storage_ndarray(storage, true);
+    PyObject *values = gtpy_storage_host_values(storage);
+    PyObject *copy = values ? PyObject_CallOneArg(gtpy_numpy("array"), values) : NULL;
+    Py_XDECREF(values);
+    if (copy)
+        c->staged[k] = Py_NewRef(storage);
+    return copy;
+}
+
+/* An input, where= or out= with GDP-3's data interface, read as an
+ * assignment's value is (its "gpu" entry first, acquired once:
+ * gtpy_data_interface_storage). Labelled by its entry it is a storage
+ * operand (by dims, on the device where its memory is; c->arrays[k] holds
+ * it); else an array without dims, by position: an input's host values (a
+ * host copy of device memory), an output's host memory. 1 when loaded, 0
+ * for an object without a data interface. */
 static int load_data_interface(call *c, int k, PyObject *obj)
 {
     if (is_scalar(obj) || PyList_Check(obj) || PyTuple_Check(obj) ||
         Py_IS_TYPE(obj, (PyTypeObject *)gtpy_numpy("ndarray")))
         return 0;
-    bool labelled;
-    PyObject *storage = gtpy_data_interface_storage(obj, "operand", &labelled);
+    bool labelled, output = k >= c->nops;
+    PyObject *storage = output ? output_interface(c, k, obj, &labelled)
+                               : gtpy_data_interface_storage(obj, "operand", &labelled, NULL, NULL);
     if (!storage)
         return PyErr_Occurred() ? -1 : 0;
     if (labelled) {
@@ -128,7 +181,7 @@ static int load_data_interface(call *c, int k, PyObject *obj)
         c->operands[k] = (gts_operand){&c->storages[k], 0, NULL};
         return 1;
     }
-    PyObject *host = gtpy_storage_host_values(storage);
+    PyObject *host = output ? unlabelled_out(c, k, storage) : gtpy_storage_host_values(storage);
     Py_DECREF(storage); /* the host values' base, where they are its memory */
     int rc = host ? load_other(c, k, host) : -1;
     Py_XDECREF(host);
@@ -507,6 +560,9 @@ static void call_init(call *c, PyObject *ufunc)
     memset(c->made, 0, sizeof c->made);
     memset(c->views, 0, sizeof c->views);
     memset(c->host_outs, 0, sizeof c->host_outs);
+    memset(c->interfaces, 0, sizeof c->interfaces);
+    memset(c->entries, 0, sizeof c->entries);
+    memset(c->staged, 0, sizeof c->staged);
     c->ufunc = ufunc;
     c->kwargs = NULL;
     c->nin = c->nout = c->nops = 0;
@@ -520,6 +576,9 @@ static void call_release(call *c)
         Py_CLEAR(c->made[k]);
         Py_CLEAR(c->views[k]);
         Py_CLEAR(c->host_outs[k]);
+        Py_CLEAR(c->interfaces[k]);
+        Py_CLEAR(c->entries[k]);
+        Py_CLEAR(c->staged[k]);
     }
     Py_CLEAR(c->kwargs);
 }
@@ -581,7 +640,23 @@ static int ufunc_arity(PyObject *ufunc, int *nin, int *nout)
     return 0;
 }
 
-/* The outputs given with out=: each a storage, an ndarray, or None. */
+/* Output k given with out=: a storage, an ndarray, or an object with a
+ * data interface (load_data_interface). */
+static int load_output(call *c, int k, PyObject *obj)
+{
+    if (gtpy_is_storage(obj) || PyObject_TypeCheck(obj, (PyTypeObject *)gtpy_numpy("ndarray")))
+        return load_operand(c, k, obj);
+    c->objs[k] = obj; /* until the storage over its entry takes its place */
+    int interface = load_data_interface(c, k, obj);
+    if (interface != 0)
+        return interface < 0 ? -1 : 0;
+    c->objs[k] = NULL;
+    PyErr_Format(PyExc_TypeError, "out: expected storages, ndarrays, objects with "
+                 "__gt_data_interface__ or None, got %.200R", (PyObject *)Py_TYPE(obj));
+    return -1;
+}
+
+/* The outputs given with out=: each one load_output takes, or None. */
 static int load_outputs(call *c, PyObject *out)
 {
     if (!out)
@@ -593,14 +668,7 @@ static int load_outputs(call *c, PyObject *out)
     }
     for (int i = 0; i < c->nout; ++i) {
         PyObject *obj = PyTuple_GET_ITEM(out, i);
-        if (obj == Py_None)
-            continue;
-        if (!gtpy_is_storage(obj) && !PyObject_TypeCheck(obj, (PyTypeObject *)gtpy_numpy("ndarray"))) {
-            PyErr_Format(PyExc_TypeError, "out: expected storages, ndarrays or None, got %.200R",
-                         (PyObject *)Py_TYPE(obj));
-            return -1;
-        }
-        if (load_operand(c, c->nops + i, obj) < 0)
+        if (obj != Py_None && load_output(c, c->nops + i, obj) < 0)
             return -1;
     }
     return 0;
@@ -950,15 +1018,54 @@ static int call_run(call *c, bool assign)
     return c->on_device ? run_on_device(c, assign) : run_on_host(c, assign);
 }
 
+/* Output k as the call returns it: the object given (for a data
+ * interface, not the storage over its entry), or the one made. */
+static PyObject *output(const call *c, int k)
+{
+    return Py_NewRef(c->interfaces[k] ? c->interfaces[k] : c->objs[k]);
+}
+
 /* The outputs: one object, or a tuple of them. */
 static PyObject *call_outputs(const call *c)
 {
     if (c->nout == 1)
-        return Py_NewRef(c->objs[c->nops]);
+        return output(c, c->nops);
     PyObject *outs = PyTuple_New(c->nout);
     for (int i = 0; outs && i < c->nout; ++i)
-        PyTuple_SET_ITEM(outs, i, Py_NewRef(c->objs[c->nops + i]));
+        PyTuple_SET_ITEM(outs, i, output(c, c->nops + i));
     return outs;
+}
+
+/* The unlabelled out= in device memory given their host stand-ins. */
+static int unstage_outputs(const call *c)
+{
+    for (int k = c->nops; k < c->nops + c->nout; ++k)
+        if (c->staged[k] && PyObject_SetItem(c->staged[k], Py_Ellipsis, c->arrays[k]) < 0)
+            return -1;
+    return 0;
+}
+
+/* GDP-3: "touch" is called on the objects whose memory changed, after all
+ * computations completed: each out= entry's once, after the run. Every
+ * one is touched; the first exception (the object's own) is raised. */
+static int touch_outputs(const call *c)
+{
+    PyObject *error = NULL;
+    for (int k = c->nops; k < c->nops + c->nout; ++k) {
+        PyObject *touch = NULL, *done = NULL;
+        if (!c->entries[k])
+            continue;
+        if (gtpy_entry_callback(c->entries[k], "touch", &touch) == 0)
+            done = touch ? PyObject_CallNoArgs(touch) : Py_NewRef(Py_None);
+        Py_XDECREF(touch);
+        Py_XDECREF(done);
+        if (!done && !error)
+            error = gtpy_error_take();
+        else if (!done)
+            PyErr_Clear();
+    }
+    gtpy_error_put(error);
+    return error ? -1 : 0;
 }
 
 /* target[...] = value by dims: the same steps as a ufunc with out=target,
@@ -983,7 +1090,8 @@ static PyObject *ufunc_call(PyObject *ufunc, PyObject *inputs, PyObject *kwargs)
     call c;
     PyObject *result = NULL;
     if (call_load(&c, ufunc, inputs, kwargs) == 0 && choose_device(&c) == 0 &&
-        call_broadcast(&c) == 0 && call_allocate(&c) == 0 && call_run(&c, false) == 0)
+        call_broadcast(&c) == 0 && call_allocate(&c) == 0 && call_run(&c, false) == 0 &&
+        unstage_outputs(&c) == 0 && touch_outputs(&c) == 0)
         result = call_outputs(&c);
     call_release(&c);
     return result;
