@@ -20,7 +20,7 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 import gtstore as gts
-from conftest import BothEntries, DataInterface, gpu_entry
+from conftest import BothEntries, CudaArray, DataInterface, gpu_entry
 
 # ---- the oracle --------------------------------------------------------------------------
 
@@ -768,6 +768,161 @@ def test_data_interface_operands_take_the_host_entry_where_the_gpu_entry_cannot_
     del column.__gt_data_interface__[None]
     with pytest.raises(ValueError, match=r"^__gt_data_interface__\['gpu'\]: address 0xdead0000"):
         s + column
+
+
+class OutInterface:
+    """GDP-3's data interface over ``entry`` (under ``key``) whose "acquire"
+    and "touch" record, in ``log``, their name and the values ``values()``
+    gives at that moment."""
+
+    def __init__(self, entry, values, key=None, **keys):
+        self.log = []
+        self.__gt_data_interface__ = {key: {
+            **entry, **keys, "acquire": lambda: self.log.append(("acquire", values())),
+            "touch": lambda: self.log.append(("touch", values()))}}
+
+    def calls(self):
+        return [name for name, _ in self.log]
+
+
+def host_out(array, **keys):
+    return OutInterface(array.__array_interface__, array.copy, **keys)
+
+
+def test_data_interface_out_is_written_by_dims():
+    """out= with a data interface: the entry's memory receives the result,
+    lined up by its dims (here the transpose of the inputs'); "acquire"
+    runs before the write and "touch" once after it; the call returns the
+    object, as NumPy returns its out=."""
+    s = gts.storage(np.arange(6.0).reshape(2, 3), dims="IJ")
+    array = np.zeros((3, 2))
+    out = host_out(array, dims="JI")
+    assert np.add(s, gts.full((3,), 10.0, dims="J"), out=out) is out
+    np.testing.assert_array_equal(array, np.asarray(s).T + 10)
+    assert out.calls() == ["acquire", "touch"]
+    np.testing.assert_array_equal(out.log[0][1], 0)  # acquired before the write
+    np.testing.assert_array_equal(out.log[1][1], array)  # touched after it
+    # out=(obj,), where= a storage: the elements left out keep their values
+    assert np.multiply(s, 2, out=(out,), where=gts.storage(np.array([True, False]),
+                                                           dims="I")) is out
+    np.testing.assert_array_equal(array, np.stack([2 * np.asarray(s)[0], np.asarray(s)[1] + 10],
+                                                  axis=1))
+    # more dims than the operands: they are replicated along the others
+    wide = np.zeros((3, 4, 2))
+    np.add(s, 1, out=host_out(wide, dims="JKI"))
+    np.testing.assert_array_equal(wide, np.broadcast_to(np.asarray(s).T[:, None, :] + 1, (3, 4, 2)))
+
+
+def test_data_interface_out_without_gtstore_labels_goes_by_position():
+    """An entry without dims, or with names of another convention, is
+    written by position, as an ndarray out= is."""
+    s = gts.storage(np.arange(6.0).reshape(3, 2), dims="JI")
+    for keys in ({}, {"dims": ("x", "y")}):
+        array = np.zeros((3, 2))
+        out = host_out(array, **keys)
+        assert np.subtract(s, 1, out=out) is out
+        np.testing.assert_array_equal(array, np.asarray(s) - 1)
+        assert out.calls() == ["acquire", "touch"]
+    with pytest.raises(ValueError, match=r"extent"):
+        np.add(s, 1, out=host_out(np.zeros((2, 3))))
+
+
+def test_data_interface_out_read_only_is_refused():
+    """A read-only entry (data=(address, True)) is a ValueError naming out
+    and the entry, before anything is written or touched."""
+    s = gts.ones((2, 3), dims="IJ")
+    array = np.zeros((2, 3))
+    array.flags.writeable = False
+    out = host_out(array, dims="IJ")
+    with pytest.raises(ValueError,
+                       match=r"^out: __gt_data_interface__\[None\] of .* is read-only"):
+        np.add(s, 1, out=out)
+    with pytest.raises(ValueError,
+                       match=r"^out: __gt_data_interface__\['cpu'\] of .* is read-only"):
+        np.add(s, 1, out=host_out(array, key="cpu"))
+    np.testing.assert_array_equal(array, 0)
+    assert "touch" not in out.calls()
+    with pytest.raises(TypeError, match=r"^out: expected storages, ndarrays, objects with "
+                                        r"__gt_data_interface__ or None, got <class 'object'>"):
+        np.add(s, 1, out=object())
+
+
+def test_data_interface_out_touch_raising_propagates():
+    """The values are written when "touch" runs; its exception is the
+    call's, unchanged."""
+    class Refused(Exception):
+        pass
+
+    def touch():
+        raise Refused("touch")
+
+    s = gts.full((2, 3), 4.0, dims="IJ")
+    array = np.zeros((2, 3))
+    out = DataInterface(array, dims="IJ", touch=touch)
+    with pytest.raises(Refused, match="^touch$"):
+        np.add(s, 1, out=out)
+    np.testing.assert_array_equal(array, 5)
+
+
+@pytest.mark.parametrize("ufunc", [np.divmod, np.modf])
+def test_data_interface_outs_of_a_two_output_ufunc(ufunc):
+    """Each output may be a data interface (of its own dims), each
+    touched once; the call returns the tuple of the objects."""
+    s = gts.storage(np.arange(-3.0, 3.0).reshape(2, 3) * 1.25, dims="IJ")
+    arrays = np.zeros((2, 3)), np.zeros((3, 2))
+    outs = host_out(arrays[0], dims="IJ"), host_out(arrays[1], dims="JI")
+    args = (s, 2.0) if ufunc is np.divmod else (s,)
+    result = ufunc(*args, out=outs)
+    assert isinstance(result, tuple) and result[0] is outs[0] and result[1] is outs[1]
+    first, second = ufunc(*[np.asarray(a) if isinstance(a, gts.Storage) else a for a in args])
+    np.testing.assert_array_equal(arrays[0], first)
+    np.testing.assert_array_equal(arrays[1], second.T)
+    assert [o.calls() for o in outs] == [["acquire", "touch"]] * 2
+    # one of them a data interface, the other a storage
+    storage_out = gts.zeros((2, 3), dims="IJ")
+    assert ufunc(*args, out=(storage_out, outs[1]))[0] is storage_out
+    np.testing.assert_array_equal(np.asarray(storage_out), first)
+
+
+def test_data_interface_out_on_the_device():
+    """Inputs on the GPU and an out= with a "gpu" entry over device memory:
+    that entry is written, by its dims, on the device (the host entry
+    beside it neither acquired nor written); without labels, by
+    position. Host inputs with such an out= compute there too, as for a
+    GPUStorage out=."""
+    with emulated_gpu():
+        s = gts.storage(np.arange(6.0).reshape(2, 3), dims="IJ", device="gpu", managed=None)
+        device = gts.zeros((3, 2), dims="JI", device="gpu", managed=None)
+        host = np.zeros((3, 2))
+
+        def values():
+            return np.asarray(gts.storage(device, device="cpu"))
+
+        out = OutInterface(CudaArray(device).__cuda_array_interface__, values, key="gpu",
+                           dims="JI")
+        out.__gt_data_interface__[None] = {**host.__array_interface__, "dims": "JI"}
+        assert np.add(s, 1, out=out) is out
+        np.testing.assert_array_equal(values(), np.asarray(gts.storage(s, device="cpu")).T + 1)
+        assert out.calls() == ["acquire", "touch"]
+        np.testing.assert_array_equal(out.log[0][1], 0)
+        np.testing.assert_array_equal(out.log[1][1], values())
+        np.testing.assert_array_equal(host, 0)
+        # only a host entry: computed on the device, copied to the host
+        array = np.zeros((3, 2))
+        assert np.add(s, 2, out=host_out(array, dims="JI")) is not None
+        np.testing.assert_array_equal(array, np.asarray(gts.storage(s, device="cpu")).T + 2)
+        # host inputs: the device computes into the "gpu" entry
+        np.multiply(gts.storage(np.arange(6.0).reshape(2, 3), dims="IJ"), 3, out=out)
+        np.testing.assert_array_equal(values(), np.arange(6.0).reshape(2, 3).T * 3)
+        # by position, with where= keeping the elements it leaves out
+        plain = gts.full((2, 3), 7.0, dims="JI", device="gpu", managed=None)
+        unlabelled = OutInterface(CudaArray(plain).__cuda_array_interface__,
+                                  lambda: np.asarray(gts.storage(plain, device="cpu")), key="gpu")
+        mask = gts.storage(np.array([True, False, True]), dims="J")
+        assert np.add(s, 1, out=unlabelled, where=mask) is unlabelled
+        expected = np.where([True, False, True], np.asarray(gts.storage(s, device="cpu")) + 1, 7)
+        np.testing.assert_array_equal(np.asarray(gts.storage(plain, device="cpu")), expected)
+        assert unlabelled.calls() == ["acquire", "touch"]
 
 
 # ---- errors ----------------------------------------------------------------------------------

@@ -373,7 +373,9 @@ static PyMethodDef storage_methods[] = {
      METH_VARARGS | METH_KEYWORDS,
      "__array_ufunc__(ufunc, method, *inputs, **kwargs)\n--\n\nNEP 13: ufuncs on storages, "
      "broadcast by dims (docs/storage.md, \"Computing with storages\"). __call__, reduce, "
-     "accumulate and at; outer and reduceat raise TypeError."},
+     "accumulate and at; outer and reduceat raise TypeError. A call's out= may be a storage, "
+     "an ndarray or an object with __gt_data_interface__ (its entry written by dims, "
+     "acquired before and touched after; the object is returned)."},
     REDUCTION_METHOD(sum, "The sum along axis (None: all), as numpy.sum."),
     REDUCTION_METHOD(prod, "The product along axis (None: all), as numpy.prod."),
     REDUCTION_METHOD(mean, "The mean along axis (None: all), as numpy.mean."),
