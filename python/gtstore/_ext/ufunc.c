@@ -42,6 +42,8 @@ typedef struct call {
     PyObject *ufunc, *kwargs; /* kwargs: a copy without out and where (or NULL) */
     int nin, nout, nops;      /* nops: inputs and `where` */
     bool has_where, on_device;
+    bool interface_outs; /* interfaces, entries and staged below are set (cleared, then
+                            filled): only a call with such an out= pays for them */
     PyObject *objs[MAX_OPS];   /* borrowed: the operands as given (or the storage over an
                                   input's data interface, held in arrays); outputs NULL
                                   if absent */
@@ -560,13 +562,10 @@ static void call_init(call *c, PyObject *ufunc)
     memset(c->made, 0, sizeof c->made);
     memset(c->views, 0, sizeof c->views);
     memset(c->host_outs, 0, sizeof c->host_outs);
-    memset(c->interfaces, 0, sizeof c->interfaces);
-    memset(c->entries, 0, sizeof c->entries);
-    memset(c->staged, 0, sizeof c->staged);
     c->ufunc = ufunc;
     c->kwargs = NULL;
     c->nin = c->nout = c->nops = 0;
-    c->has_where = c->on_device = false;
+    c->has_where = c->on_device = c->interface_outs = false;
 }
 
 static void call_release(call *c)
@@ -576,9 +575,11 @@ static void call_release(call *c)
         Py_CLEAR(c->made[k]);
         Py_CLEAR(c->views[k]);
         Py_CLEAR(c->host_outs[k]);
-        Py_CLEAR(c->interfaces[k]);
-        Py_CLEAR(c->entries[k]);
-        Py_CLEAR(c->staged[k]);
+        if (c->interface_outs) {
+            Py_CLEAR(c->interfaces[k]);
+            Py_CLEAR(c->entries[k]);
+            Py_CLEAR(c->staged[k]);
+        }
     }
     Py_CLEAR(c->kwargs);
 }
@@ -646,6 +647,12 @@ static int load_output(call *c, int k, PyObject *obj)
 {
     if (gtpy_is_storage(obj) || PyObject_TypeCheck(obj, (PyTypeObject *)gtpy_numpy("ndarray")))
         return load_operand(c, k, obj);
+    if (!c->interface_outs) {
+        memset(c->interfaces, 0, sizeof c->interfaces);
+        memset(c->entries, 0, sizeof c->entries);
+        memset(c->staged, 0, sizeof c->staged);
+        c->interface_outs = true;
+    }
     c->objs[k] = obj; /* until the storage over its entry takes its place */
     int interface = load_data_interface(c, k, obj);
     if (interface != 0)
@@ -1022,7 +1029,7 @@ static int call_run(call *c, bool assign)
  * interface, not the storage over its entry), or the one made. */
 static PyObject *output(const call *c, int k)
 {
-    return Py_NewRef(c->interfaces[k] ? c->interfaces[k] : c->objs[k]);
+    return Py_NewRef(c->interface_outs && c->interfaces[k] ? c->interfaces[k] : c->objs[k]);
 }
 
 /* The outputs: one object, or a tuple of them. */
@@ -1091,7 +1098,7 @@ static PyObject *ufunc_call(PyObject *ufunc, PyObject *inputs, PyObject *kwargs)
     PyObject *result = NULL;
     if (call_load(&c, ufunc, inputs, kwargs) == 0 && choose_device(&c) == 0 &&
         call_broadcast(&c) == 0 && call_allocate(&c) == 0 && call_run(&c, false) == 0 &&
-        unstage_outputs(&c) == 0 && touch_outputs(&c) == 0)
+        (!c.interface_outs || (unstage_outputs(&c) == 0 && touch_outputs(&c) == 0)))
         result = call_outputs(&c);
     call_release(&c);
     return result;
