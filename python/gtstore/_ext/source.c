@@ -366,24 +366,39 @@ int gtpy_data_interface_unreadable(PyObject *interface)
     return -1;
 }
 
-int gtpy_entry_dims(PyObject *entry, const char *name, int *ndim, gts_dim *dims)
+/* Names of another convention (gtpy_foreign_dim_names) label nothing, but
+ * still name one dimension each: another count is a mistake in the entry. */
+static int foreign_names_fit(PyObject *names, const char *param, int entry_ndim)
+{
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(names);
+    if (n == entry_ndim)
+        return 0;
+    PyErr_Format(PyExc_ValueError, "%s: %.200R: %zd names for %d dimensions", param, names, n,
+                 entry_ndim);
+    return -1;
+}
+
+int gtpy_entry_dims(PyObject *entry, const char *name, int entry_ndim, int *ndim,
+                    gts_dim *dims)
 {
     PyObject *value = gtpy_mapping_entry(entry, "dims");
-    if (!value || value == Py_None || gtpy_foreign_dim_names(value)) {
+    if (!value || value == Py_None) {
         Py_XDECREF(value);
         return PyErr_Occurred() ? -1 : 0;
     }
     char param[64];
     snprintf(param, sizeof param, "%s['dims']", name);
-    int rc = gtpy_dims(value, param, ndim, dims);
+    int rc = gtpy_foreign_dim_names(value) ? foreign_names_fit(value, param, entry_ndim)
+             : gtpy_dims(value, param, ndim, dims) < 0 ? -1
+                                                       : 1;
     Py_DECREF(value);
-    return rc < 0 ? -1 : 1;
+    return rc;
 }
 
 /* The entry's labels kept (s->entry_ndims, -1 for none). */
 static int read_entry_dims(gtpy_source *s)
 {
-    int rc = gtpy_entry_dims(s->entry, s->entry_name, &s->entry_ndims, s->entry_dims);
+    int rc = gtpy_entry_dims(s->entry, s->entry_name, s->ndim, &s->entry_ndims, s->entry_dims);
     if (rc <= 0)
         s->entry_ndims = -1;
     return rc;
