@@ -4,6 +4,7 @@ the shapes, the __gt_interface__ sketch's acquire/touch/release order, and bad i
 
 from __future__ import annotations
 
+import re
 import warnings
 
 import numpy as np
@@ -590,6 +591,21 @@ def test_data_interface_names_of_another_convention_are_taken_by_position():
     mixed = _Interface({None: {**values.__array_interface__, "dims": ("I", "y", "z")}})
     with pytest.raises(ValueError, match=r"^a: __gt_data_interface__\[None\]\['dims'\]: "):
         sig.bind(mixed)
+
+
+@pytest.mark.parametrize("dims", [("x",), ("x", "y", "z", "t"), ()], ids=repr)
+def test_data_interface_names_of_another_convention_still_count_the_dimensions(dims):
+    """Names that label nothing still name one dimension each: a "dims" of
+    another length than the entry's dimensions is a mistake in the entry,
+    refused by stencil calls and creation alike rather than ignored."""
+    values = np.zeros((4, 5, 6))
+    obj = _Interface({None: {**values.__array_interface__, "dims": dims}})
+    message = (rf"__gt_data_interface__\[None\]\['dims'\]: {re.escape(repr(dims))}: "
+               rf"{len(dims)} names for 3 dimensions$")
+    with pytest.raises(ValueError, match="^a: " + message):
+        Signature(a=Field["f8", "IJK"]).bind(obj)
+    with pytest.raises(ValueError, match="^" + message):
+        gtstore.as_storage(obj)
 
 
 @pytest.mark.parametrize("obj,error,message", BAD_INTERFACES)

@@ -1315,3 +1315,23 @@ def test_views_release_their_buffer(baseline):
     assert live()[0] == baseline[0] + 1
     del arrays
     assert live() == baseline
+
+
+def test_setitem_gpu_entry_dropped_while_it_is_looked_at():
+    """Which entry to read is decided by reading the "gpu" entry, which runs
+    the value's own code (here a shape's __index__); an entry that code
+    takes out of the dict is still the one read, never memory freed under
+    the reader (this crashed under AddressSanitizer with a GPU)."""
+    class Extent:
+        def __init__(self, value, interface):
+            self.value, self.interface = value, interface
+
+        def __index__(self):
+            self.interface.pop("gpu", None)
+            return self.value
+
+    value = BothEntries(np.zeros((0, 5)), gpu_entry((0, 5), address=0))
+    interface = value.__gt_data_interface__
+    interface["gpu"] = {**interface["gpu"], "shape": (Extent(0, interface), 5)}
+    filled((0, 5))[...] = value
+    assert value.acquired == ([None] if gtstore.gpu() is None else ["gpu"])

@@ -159,7 +159,7 @@ static int load_entry(bind_slot *slot, PyObject *obj, PyObject *info, const char
         gtpy_entry_callback(info, "touch", &slot->touch) < 0 ||
         gtpy_entry_callback(info, "release", &slot->release) < 0)
         return -1;
-    int labelled = gtpy_entry_dims(info, name, &ndim, labels);
+    int labelled = gtpy_entry_dims(info, name, slot->desc.ndim, &ndim, labels);
     if (labelled < 0)
         return -1;
     char param[64];

@@ -274,29 +274,32 @@ static int gpu_entry_usable(PyObject *info, const char *name, int max_ndim)
     return gtpy_cuda_locate(&a, &memory, NULL) == GTS_OK;
 }
 
-/* The entry of a __gt_data_interface__ dict to read for `device`
- * (borrowed, in *info): the host entry, or the "gpu" entry where it can be
- * read on a device gtstore has or the object has no host entry to take
- * instead (whose read then says why not); *name names it. 1 with the
- * entry; 0 without an exception where there is none for `device` (the
- * caller reads the other device's, as GDP-3's "Choosing the Device" falls
- * back to the host); -1 with an exception. */
+/* The entry of a __gt_data_interface__ dict to read for `device` (a new
+ * reference, in *info: looking at a "gpu" entry runs the object's code,
+ * which may take it out of the dict): the host entry, or the "gpu" entry
+ * where it can be read on a device gtstore has or the object has no host
+ * entry to take instead (whose read then says why not); *name names it.
+ * 1 with the entry; 0 without an exception where there is none for
+ * `device` (the caller reads the other device's, as GDP-3's "Choosing the
+ * Device" falls back to the host); -1 with an exception. */
 static int interface_entry(PyObject *interface, gts_device device, int max_ndim,
                            PyObject **info, const char **name)
 {
     if (device != GTS_DEVICE_GPU) {
-        *info = host_entry(interface, name);
+        *info = Py_XNewRef(host_entry(interface, name));
         return *info ? 1 : PyErr_Occurred() ? -1 : 0;
     }
     const char *other;
     *name = "__gt_data_interface__['gpu']";
-    if (!(*info = PyDict_GetItemString(interface, "gpu")))
+    if (!(*info = Py_XNewRef(PyDict_GetItemString(interface, "gpu"))))
         return 0;
-    if (!host_entry(interface, &other))
-        return PyErr_Occurred() ? -1 : 1;
-    int usable = gpu_entry_usable(*info, *name, max_ndim);
-    if (usable == 0)
-        *info = NULL;
+    int usable = 1; /* without a host entry, whose read says why not */
+    if (host_entry(interface, &other))
+        usable = gpu_entry_usable(*info, *name, max_ndim);
+    else if (PyErr_Occurred())
+        usable = -1;
+    if (usable <= 0)
+        Py_CLEAR(*info);
     return usable;
 }
 
@@ -346,9 +349,10 @@ static int read_data_interface(gtpy_source *s, PyObject *interface, gts_device d
         return found;
     if (!PyMapping_Check(info)) {
         PyErr_Format(PyExc_TypeError, "%s: expected a dict, got %.200R", s->entry_name, info);
+        Py_DECREF(info);
         return -1;
     }
-    s->entry = Py_NewRef(info);
+    s->entry = info; /* the reference interface_entry gave */
     if (acquire && call_acquire(info) < 0)
         return -1;
     return read_interface(s, info, s->entry_name, device, max_ndim);
@@ -362,24 +366,39 @@ int gtpy_data_interface_unreadable(PyObject *interface)
     return -1;
 }
 
-int gtpy_entry_dims(PyObject *entry, const char *name, int *ndim, gts_dim *dims)
+/* Names of another convention (gtpy_foreign_dim_names) label nothing, but
+ * still name one dimension each: another count is a mistake in the entry. */
+static int foreign_names_fit(PyObject *names, const char *param, int entry_ndim)
+{
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(names);
+    if (n == entry_ndim)
+        return 0;
+    PyErr_Format(PyExc_ValueError, "%s: %.200R: %zd names for %d dimensions", param, names, n,
+                 entry_ndim);
+    return -1;
+}
+
+int gtpy_entry_dims(PyObject *entry, const char *name, int entry_ndim, int *ndim,
+                    gts_dim *dims)
 {
     PyObject *value = gtpy_mapping_entry(entry, "dims");
-    if (!value || value == Py_None || gtpy_foreign_dim_names(value)) {
+    if (!value || value == Py_None) {
         Py_XDECREF(value);
         return PyErr_Occurred() ? -1 : 0;
     }
     char param[64];
     snprintf(param, sizeof param, "%s['dims']", name);
-    int rc = gtpy_dims(value, param, ndim, dims);
+    int rc = gtpy_foreign_dim_names(value) ? foreign_names_fit(value, param, entry_ndim)
+             : gtpy_dims(value, param, ndim, dims) < 0 ? -1
+                                                       : 1;
     Py_DECREF(value);
-    return rc < 0 ? -1 : 1;
+    return rc;
 }
 
 /* The entry's labels kept (s->entry_ndims, -1 for none). */
 static int read_entry_dims(gtpy_source *s)
 {
-    int rc = gtpy_entry_dims(s->entry, s->entry_name, &s->entry_ndims, s->entry_dims);
+    int rc = gtpy_entry_dims(s->entry, s->entry_name, s->ndim, &s->entry_ndims, s->entry_dims);
     if (rc <= 0)
         s->entry_ndims = -1;
     return rc;

@@ -76,13 +76,16 @@ PyObject *gtpy_data_interface_storage(PyObject *obj, const char *param, bool *la
  * the key for anything else that is not callable. */
 int gtpy_entry_callback(PyObject *info, const char *key, PyObject **out);
 /* A __gt_data_interface__ entry's "dims" (`name` names the entry, as
- * entry_name does): 1 with them in `dims` where they are gtstore labels;
- * 0 where it has none: absent, None, or names of another convention (a
- * sequence of which none is a gtstore label, such as xarray's ("x",
- * "y")), which label nothing: the entry is then taken by position, by
- * the creation functions, assignment, computations and stencil calls
- * alike; -1 with an exception (some gtstore labels among them included). */
-int gtpy_entry_dims(PyObject *entry, const char *name, int *ndim, gts_dim *dims);
+ * entry_name does; `entry_ndim` is the number of dimensions of its
+ * memory): 1 with them in `dims` where they are gtstore labels; 0 where it
+ * has none: absent, None, or names of another convention (a sequence of
+ * which none is a gtstore label, such as xarray's ("x", "y")), which label
+ * nothing: the entry is then taken by position, by the creation functions,
+ * assignment, computations and stencil calls alike; -1 with an exception
+ * (some gtstore labels among them included, or names of another
+ * convention that are not one per dimension). */
+int gtpy_entry_dims(PyObject *entry, const char *name, int entry_ndim, int *ndim,
+                    gts_dim *dims);
 /* The ValueError for a data interface with neither a host nor a "gpu"
  * entry: -1. */
 int gtpy_data_interface_unreadable(PyObject *interface);
