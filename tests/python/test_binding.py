@@ -1254,6 +1254,29 @@ def test_a_binding_entered_again_reads_its_copies_again(device, request):
             np.testing.assert_array_equal(getattr(out, "values", out)[:2], run + 1)
 
 
+@pytest.mark.parametrize("device", ["cpu", "gpu"])
+def test_arrays_of_a_copy_only_inside_with(device, request):
+    """A field bound as a copy takes its object's values when the Binding is
+    entered; before, its memory holds none, so arrays() outside `with` is a
+    RuntimeError naming it (a Binding without copies gives arrays anywhere)."""
+    request.getfixturevalue("emulated_gpu")
+    sig = Signature(out=Field["f8", "IJK"], inp=Field["f8", "IJK"], writes=["out"],
+                    device=device)
+    other = "cpu" if device == "gpu" else "gpu"
+    out = gtstore.zeros((4, 3, 2), device=device, managed=None if device == "gpu" else "gt4py")
+    inp = gtstore.full((4, 3, 2), 7.0, device=other, managed=None if other == "gpu" else "gt4py")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FieldWarning)
+        call = sig.bind(out, inp)
+    with pytest.raises(RuntimeError, match=rf"^inp: bound as a copy \(no buffer on the {device}, "
+                                           r"where the stencil computes\), which takes its "
+                                           r"object's values when the Binding is entered"):
+        call.arrays()
+    with call:
+        np.testing.assert_array_equal(np.asarray(call.arrays()["inp"]), 7.0)
+    assert set(sig.bind(out, out).arrays()) == {"out", "inp"}  # no copy: outside too
+
+
 def test_a_binding_entered_again_refuses_what_it_cannot_read_again(lap):
     """An object read through __array__ whose array changed shape or dtype
     since the call was bound, or whose read-only array took new values

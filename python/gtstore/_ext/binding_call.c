@@ -341,10 +341,31 @@ static PyObject *binding_origins(PyObject *self, PyObject *unused)
     return per_field(b->sig, b->slots, field_origin);
 }
 
+/* A field bound as a copy takes its object's values when the Binding is
+ * entered (after the object's acquire): before, its memory holds none. */
+static int check_copies_filled(const BindingObject *b)
+{
+    if (b->entered)
+        return 0;
+    for (int f = 0; f < b->sig->sig.nfields; ++f)
+        if (b->slots[f].copy_back) {
+            PyErr_Format(PyExc_RuntimeError,
+                         "%s: bound as a copy (no buffer on the %s, where the stencil "
+                         "computes), which takes its object's values when the Binding is "
+                         "entered: call arrays() inside `with binding:`",
+                         b->sig->fields[f].name,
+                         b->sig->sig.device == GTS_DEVICE_GPU ? "gpu" : "cpu");
+            return -1;
+        }
+    return 0;
+}
+
 static PyObject *binding_arrays(PyObject *self, PyObject *unused)
 {
     (void)unused;
     BindingObject *b = (BindingObject *)self;
+    if (check_copies_filled(b) < 0)
+        return NULL;
     return gtpy_bound_arrays(b->sig, b->slots, b->entered ? b->result.stream : NULL);
 }
 
